@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator.
+ *
+ * One workload (the bundled generator or a CSV trace) is replayed on one fleet under every
+ * policy of sim_policy.c, each on a fresh tp_cluster. The scheduler is the same for all: a
+ * queue in submission order scanned at every event time, each job tried in turn (backfill)
+ * up to --backfill jobs per pass; a job whose shape already failed in this pass is skipped
+ * (starting jobs only take capacity away, so it would fail again); once the oldest waiting job
+ * has waited --starve-h hours, nothing may pass it (strict FIFO until it starts), so large jobs
+ * cannot starve. A started job runs for its duration divided by its placement's efficiency.
+ *
+ * Metrics: over a fixed window of simulated time in which the queue should never be empty
+ * (default: from 15% of the arrival span to the last arrival; the time the queue was empty
+ * inside it is reported), occupancy and effective GPU-hours (sum over running jobs of devices x
+ * time x efficiency inside the window); over the whole run, jobs and GPU-hours at full locality
+ * (efficiency >= 0.999), queueing delay, makespan; sampled every --sample-s seconds, busy and
+ * effective GPUs, queue length and fragmentation (the share of free GPUs outside fully free
+ * NVLink domains, and outside fully free nodes).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#ifndef TP_BENCH_SOURCE_DIR
+#define TP_BENCH_SOURCE_DIR "bench"
+#endif
+
+struct sim_opts {
+	const char *fleet;
+	const char *trace;
+	size_t limit;
+	double compress;
+	size_t jobs;
+	double load;
+	uint64_t seed;
+	const char *policies;
+	double win0_h, win1_h; /* < 0: automatic */
+	double sample_s;
+	size_t backfill;
+	double starve_h;
+	bool use_cost;
+	const char *json;
+	const char *csv;
+	const char *plot;
+};
+
+/* One sample of the time series. */
+struct sim_sample {
+	double t;
+	uint32_t busy, queued, running;
+	double eff_busy;
+	double frag_nv, frag_node;
+};
+
+struct sim_result {
+	const struct sim_policy *pol;
+	const char *unavailable;
+	double wall_s;
+	size_t started, rejected, unfinished;
+	double occupancy, occupancy_all, eff_gpu_h, eff_share;
+	double full_locality_share, full_locality_gpu_share;
+	double mean_wait_s, p95_wait_s, max_wait_s;
+	double makespan_s;
+	double queue_empty_s;
+	double frag_nv_mean, frag_node_mean;
+	double mean_eff;
+	long place_calls;
+	double place_us_mean;
+	long defrag_moves;
+	double defrag_cost_s;
+	struct sim_sample *samples;
+	size_t nsamples;
+};
+
+/* A completion event. */
+struct sim_ev {
+	double t;
+	uint32_t job;
+};
+
+struct sim_run {
+	const struct sim_opts *o;
+	const struct sim_fleet *f;
+	const struct sim_workload *w;
+	const struct sim_policy *pol;
+	void *st;
+	struct sim_ctx ctx;
+	struct sim_result *res;
+
+	double now;
+	double w0, w1;
+	uint32_t busy;     /* GPUs held */
+	double eff_busy;   /* sum of GPUs x efficiency over running jobs */
+	uint32_t pool_free; /* the ideal policy's free GPUs */
+	size_t running;
+
+	uint32_t *queue;
+	size_t qlen;
+	struct sim_ev *heap;
+	size_t nheap, cap_heap;
+	double *eff;   /* [jobs] */
+	double *start; /* [jobs] */
+	double *end;   /* [jobs] current end (a heap entry with another time is stale) */
+	bool defrag_tried; /* one defrag attempt per scheduling pass */
+	uint32_t *devs;
+	uint8_t *memo; /* [65536] shapes that failed in this pass */
+	uint16_t *memo_set;
+	size_t nmemo;
+
+	double busy_all, busy_win, eff_win;
+	double next_sample;
+	size_t cap_samples;
+};
+
+/* ---- fleet -------------------------------------------------------------------------------- */
+
+static void sim_fleet_build(struct sim_fleet *f, const char *spec)
+{
+	memset(f, 0, sizeof *f);
+	const char *colon = strchr(spec, ':');
+	if (!colon)
+		bench_die("--fleet %s: expected nvl72:GPUS or hgx:GPUS", spec);
+	uint64_t want[1];
+	if (bench_parse_sizes(colon + 1, want, 1) != 1)
+		bench_die("--fleet %s: bad GPU count", spec);
+	int rc;
+	if (!strncmp(spec, "nvl72:", 6)) {
+		f->kind = FLEET_NVL72;
+		bench_nvl72_shape(want[0], &f->top, &f->per_top);
+		rc = tp_topology_generate_nvl72(&f->t, f->top, f->per_top, NULL);
+		f->node_gpus = NVL72_NODE_GPUS;
+		f->nv_gpus = NVL72_RACK_GPUS;
+	} else if (!strncmp(spec, "hgx:", 4)) {
+		f->kind = FLEET_HGX;
+		bench_hgx_shape(want[0], &f->top, &f->per_top);
+		rc = tp_topology_generate_hgx(&f->t, f->top, f->per_top, NULL);
+		f->node_gpus = HGX_NODE_GPUS;
+		f->nv_gpus = HGX_NODE_GPUS;
+	} else {
+		bench_die("--fleet %s: expected nvl72:GPUS or hgx:GPUS", spec);
+	}
+	if (rc < 0)
+		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
+	f->gpus = tp_topology_device_count(f->t);
+	f->nlevels = tp_topology_level_count(f->t);
+	f->node_level = f->nlevels - 1;
+	f->base_level = f->nlevels >= 2 ? f->nlevels - 2 : 0;
+	f->nv_level = f->kind == FLEET_NVL72 ? f->base_level : f->node_level;
+	f->top_gpus = f->gpus / tp_topology_domain_count(f->t, 0);
+	for (unsigned l = 0; l < f->nlevels; l++)
+		f->level_name[l] = tp_topology_level_name(f->t, l);
+}
+
+/* ---- event heap --------------------------------------------------------------------------- */
+
+static bool ev_before(const struct sim_ev *a, const struct sim_ev *b)
+{
+	return a->t < b->t || (a->t == b->t && a->job < b->job);
+}
+
+static void heap_push(struct sim_run *r, double t, uint32_t job)
+{
+	if (r->nheap == r->cap_heap) { /* moved jobs leave stale entries behind */
+		r->cap_heap = r->cap_heap ? 2 * r->cap_heap : 1024;
+		r->heap = realloc(r->heap, r->cap_heap * sizeof *r->heap);
+		if (!r->heap)
+			bench_die("out of memory");
+	}
+	size_t i = r->nheap++;
+	r->heap[i] = (struct sim_ev){t, job};
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!ev_before(&r->heap[i], &r->heap[p]))
+			break;
+		struct sim_ev tmp = r->heap[i];
+		r->heap[i] = r->heap[p];
+		r->heap[p] = tmp;
+		i = p;
+	}
+}
+
+static struct sim_ev heap_pop(struct sim_run *r)
+{
+	struct sim_ev top = r->heap[0];
+	r->heap[0] = r->heap[--r->nheap];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < r->nheap && ev_before(&r->heap[l], &r->heap[m]))
+			m = l;
+		if (l + 1 < r->nheap && ev_before(&r->heap[l + 1], &r->heap[m]))
+			m = l + 1;
+		if (m == i)
+			break;
+		struct sim_ev tmp = r->heap[i];
+		r->heap[i] = r->heap[m];
+		r->heap[m] = tmp;
+		i = m;
+	}
+	return top;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+/* Share of free devices of level `level` that are not in fully free domains of that level. */
+static double sim_frag(const struct sim_run *r, unsigned level)
+{
+	const tp_topology *t = r->f->t;
+	uint32_t nd = tp_topology_domain_count(t, level);
+	uint64_t free_all = 0, free_whole = 0;
+	for (uint32_t d = 0; d < nd; d++) {
+		uint32_t fr = tp_cluster_free(r->ctx.c, level, d);
+		free_all += fr;
+		uint32_t first, n;
+		tp_topology_domain_devices(t, level, d, &first, &n);
+		if (fr == n)
+			free_whole += fr;
+	}
+	return free_all ? (double)(free_all - free_whole) / (double)free_all : 0.0;
+}
+
+static void sim_take_sample(struct sim_run *r, double t)
+{
+	struct sim_result *res = r->res;
+	if (res->nsamples == r->cap_samples) {
+		r->cap_samples = r->cap_samples ? 2 * r->cap_samples : 1024;
+		res->samples = realloc(res->samples, r->cap_samples * sizeof *res->samples);
+		if (!res->samples)
+			bench_die("out of memory");
+	}
+	struct sim_sample *s = &res->samples[res->nsamples++];
+	s->t = t;
+	s->busy = r->busy;
+	s->queued = (uint32_t)r->qlen;
+	s->running = (uint32_t)r->running;
+	s->eff_busy = r->eff_busy;
+	s->frag_nv = r->pol->uses_cluster ? sim_frag(r, r->f->nv_level) : 0;
+	s->frag_node = r->pol->uses_cluster ? sim_frag(r, r->f->node_level) : 0;
+}
+
+/* Move the clock to t: integrate the figures and take the samples due on the way. */
+static void sim_advance(struct sim_run *r, double t)
+{
+	if (t <= r->now)
+		return;
+	while (r->next_sample <= t) {
+		sim_take_sample(r, r->next_sample);
+		r->next_sample += r->o->sample_s;
+	}
+	double dt = t - r->now;
+	double lo = r->now > r->w0 ? r->now : r->w0, hi = t < r->w1 ? t : r->w1;
+	double ov = hi > lo ? hi - lo : 0;
+	r->busy_all += r->busy * dt;
+	r->busy_win += r->busy * ov;
+	r->eff_win += r->eff_busy * ov;
+	if (r->qlen == 0)
+		r->res->queue_empty_s += ov;
+	r->now = t;
+}
+
+/* ---- scheduling --------------------------------------------------------------------------- */
+
+static uint32_t sim_free(const struct sim_run *r)
+{
+	return r->pol->uses_cluster ? tp_cluster_free_total(r->ctx.c) : r->pool_free;
+}
+
+static void sim_start(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	double eff = 1.0;
+	if (r->pol->uses_cluster) {
+		char id[24];
+		snprintf(id, sizeof id, "j%u", jid);
+		tp_job_options opts = TP_JOB_OPTIONS_INIT;
+		opts.job_class = j->cls;
+		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
+		opts.checkpoint_s = j->checkpoint_s;
+		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
+		if (rc < 0)
+			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
+			          r->pol->name, jid, tp_err_name(rc), tp_cluster_errmsg(r->ctx.c));
+		eff = sim_efficiency(r->f, j, r->devs, r->o->use_cost);
+	} else {
+		r->pool_free -= j->gpus;
+	}
+	r->eff[jid] = eff;
+	r->start[jid] = r->now;
+	r->busy += j->gpus;
+	r->eff_busy += j->gpus * eff;
+	r->running++;
+	r->res->started++;
+	r->end[jid] = r->now + j->duration_s / eff;
+	heap_push(r, r->end[jid], jid);
+}
+
+/* A defrag plan moved running job jid: it loses its checkpoint time and continues its
+ * remaining work at the new placement's efficiency. */
+static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+{
+	struct sim_run *r = ud;
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (n != j->gpus)
+		bench_die("defrag moved job %u to %u devices, not %u", jid, n, j->gpus);
+	double work = (r->end[jid] - r->now) * r->eff[jid]; /* seconds at full locality */
+	double eff = sim_efficiency(r->f, j, devs, r->o->use_cost);
+	r->eff_busy += j->gpus * (eff - r->eff[jid]);
+	r->eff[jid] = eff;
+	r->end[jid] = r->now + j->checkpoint_s + (work > 0 ? work : 0) / eff;
+	heap_push(r, r->end[jid], jid);
+}
+
+static void sim_finish(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (r->pol->uses_cluster) {
+		char id[24];
+		snprintf(id, sizeof id, "j%u", jid);
+		BENCH_CHECK(tp_cluster_release(r->ctx.c, id), tp_cluster_errmsg(r->ctx.c));
+	} else {
+		r->pool_free += j->gpus;
+	}
+	r->busy -= j->gpus;
+	r->eff_busy -= j->gpus * r->eff[jid];
+	if (r->running == 1)
+		r->eff_busy = 0; /* no drift from the additions */
+	r->running--;
+}
+
+static int sim_try(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (j->gpus > sim_free(r))
+		return TP_EBUSY;
+	if (!r->pol->uses_cluster)
+		return 0;
+	uint64_t t0 = bench_now_ns();
+	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
+	r->res->place_us_mean += (double)(bench_now_ns() - t0) * 1e-3;
+	r->res->place_calls++;
+	if (rc == TP_EFRAGMENTED && r->pol->defrag && !r->defrag_tried) {
+		double cost = 0;
+		struct sim_mover mv = {r, sim_moved};
+		r->defrag_tried = true; /* the planner is costly: once per pass, oldest job first */
+		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
+		if (moves > 0) {
+			r->res->defrag_moves += moves;
+			r->res->defrag_cost_s += cost;
+			rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
+		}
+	}
+	return rc;
+}
+
+/* One pass over the queue at the current time (see the file comment). */
+static void sim_schedule(struct sim_run *r)
+{
+	size_t scanned = 0, out = 0;
+	bool strict = false;
+	r->defrag_tried = false;
+	for (size_t i = 0; i < r->qlen; i++) {
+		uint32_t jid = r->queue[i];
+		const struct sim_job *j = &r->w->jobs[jid];
+		bool keep = true;
+		if (out == 0) /* j is the oldest job still waiting: has it waited too long? */
+			strict = r->now - j->submit_s > r->o->starve_h * 3600;
+		bool may_try = scanned < r->o->backfill && (!strict || out == 0) &&
+		               !r->memo[j->shape_key];
+		if (may_try) {
+			scanned++;
+			int rc = sim_try(r, jid);
+			if (rc == 0) {
+				sim_start(r, jid);
+				keep = false;
+			} else if (rc == TP_EINFEASIBLE) {
+				r->res->rejected++;
+				keep = false;
+			} else {
+				r->memo[j->shape_key] = 1;
+				r->memo_set[r->nmemo++] = j->shape_key;
+			}
+		}
+		if (keep)
+			r->queue[out++] = jid;
+	}
+	r->qlen = out;
+	for (size_t i = 0; i < r->nmemo; i++)
+		r->memo[r->memo_set[i]] = 0;
+	r->nmemo = 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void sim_summarise(struct sim_run *r)
+{
+	struct sim_result *res = r->res;
+	const struct sim_workload *w = r->w;
+	double *waits = malloc((w->n ? w->n : 1) * sizeof *waits);
+	size_t nw = 0, full = 0;
+	double gpu_h = 0, full_gpu_h = 0, eff_sum = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		if (r->start[i] < 0)
+			continue;
+		waits[nw++] = r->start[i] - w->jobs[i].submit_s;
+		double run = w->jobs[i].duration_s / r->eff[i] * w->jobs[i].gpus;
+		gpu_h += run;
+		eff_sum += r->eff[i];
+		if (r->eff[i] >= 0.999) {
+			full++;
+			full_gpu_h += run;
+		}
+	}
+	res->mean_wait_s = bench_mean(waits, nw);
+	qsort(waits, nw, sizeof *waits, cmp_double);
+	res->p95_wait_s = bench_quantile(waits, nw, 0.95);
+	res->max_wait_s = nw ? waits[nw - 1] : 0;
+	free(waits);
+	res->full_locality_share = nw ? (double)full / (double)nw : 0;
+	res->full_locality_gpu_share = gpu_h > 0 ? full_gpu_h / gpu_h : 0;
+	res->mean_eff = nw ? eff_sum / (double)nw : 0;
+	res->makespan_s = r->now;
+	double win = r->w1 - r->w0;
+	res->occupancy = win > 0 ? r->busy_win / (r->f->gpus * win) : 0;
+	res->occupancy_all = r->now > 0 ? r->busy_all / (r->f->gpus * r->now) : 0;
+	res->eff_gpu_h = r->eff_win / 3600;
+	res->eff_share = r->busy_win > 0 ? r->eff_win / r->busy_win : 0;
+	res->unfinished = w->n - res->started - res->rejected;
+	if (res->place_calls)
+		res->place_us_mean /= (double)res->place_calls;
+	double fn = 0, fd = 0;
+	size_t ns = 0;
+	for (size_t i = 0; i < res->nsamples; i++) {
+		if (res->samples[i].t < r->w0 || res->samples[i].t > r->w1)
+			continue;
+		fn += res->samples[i].frag_nv;
+		fd += res->samples[i].frag_node;
+		ns++;
+	}
+	res->frag_nv_mean = ns ? fn / (double)ns : 0;
+	res->frag_node_mean = ns ? fd / (double)ns : 0;
+}
+
+static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
+                           const struct sim_workload *w, double w0, double w1,
+                           struct sim_result *res)
+{
+	struct sim_run r;
+	memset(&r, 0, sizeof r);
+	r.o = o;
+	r.f = f;
+	r.w = w;
+	r.pol = res->pol;
+	r.res = res;
+	r.w0 = w0;
+	r.w1 = w1;
+	r.pool_free = f->gpus;
+	r.ctx.f = f;
+	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
+	size_t n = w->n ? w->n : 1;
+	r.queue = malloc(n * sizeof *r.queue);
+	r.eff = malloc(n * sizeof *r.eff);
+	r.start = malloc(n * sizeof *r.start);
+	r.end = malloc(n * sizeof *r.end);
+	r.devs = malloc(f->gpus * sizeof *r.devs);
+	r.memo = calloc(65536, 1);
+	r.memo_set = malloc(65536 * sizeof *r.memo_set);
+	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
+	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
+	    !r.ctx.scratch)
+		bench_die("out of memory");
+	for (size_t i = 0; i < w->n; i++)
+		r.start[i] = -1;
+	if (r.pol->uses_cluster)
+		BENCH_CHECK(tp_cluster_create(&r.ctx.c, f->t, NULL), "tp_cluster_create");
+	r.st = r.pol->create(&r.ctx);
+
+	uint64_t t0 = bench_now_ns(), last = t0;
+	size_t next = 0;
+	r.now = w->n ? w->jobs[0].submit_s : 0;
+	r.next_sample = r.now;
+	while (next < w->n || r.nheap > 0) {
+		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
+		double t_end = r.nheap ? r.heap[0].t : INFINITY;
+		double t = t_arr < t_end ? t_arr : t_end;
+		sim_advance(&r, t);
+		while (r.nheap && r.heap[0].t <= t) {
+			struct sim_ev ev = heap_pop(&r);
+			if (ev.t == r.end[ev.job]) /* else a stale entry of a moved job */
+				sim_finish(&r, ev.job);
+		}
+		while (next < w->n && w->jobs[next].submit_s <= t)
+			r.queue[r.qlen++] = (uint32_t)next++;
+		sim_schedule(&r);
+		if (r.qlen > 0 && r.nheap == 0 && next == w->n) {
+			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
+			res->rejected += r.qlen;
+			r.qlen = 0;
+		}
+		uint64_t now = bench_now_ns();
+		if (now - last > 250000000u) {
+			bench_progress(false, "sim: %s: %.1f of %.1f days simulated, %zu queued",
+			               r.pol->name, r.now / 86400, w->n ? w->jobs[w->n - 1].submit_s / 86400 : 0,
+			               r.qlen);
+			last = now;
+		}
+	}
+	sim_take_sample(&r, r.now);
+	res->wall_s = (double)(bench_now_ns() - t0) * 1e-9;
+	sim_summarise(&r);
+	if (r.pol->uses_cluster) {
+		char buf[256];
+		if (tp_cluster_check(r.ctx.c, buf, sizeof buf) < 0)
+			bench_die("tp_cluster_check after policy %s: %s", r.pol->name, buf);
+	}
+	r.pol->destroy(r.st);
+	tp_cluster_destroy(r.ctx.c);
+	free(r.queue);
+	free(r.heap);
+	free(r.eff);
+	free(r.start);
+	free(r.end);
+	free(r.devs);
+	free(r.memo);
+	free(r.memo_set);
+	free(r.ctx.scratch);
+	bench_progress(true, "sim: %s: %zu jobs in %.1f s of wall time", r.pol->name, res->started,
+	               res->wall_s);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
+                      const struct sim_workload *w, double w0, double w1,
+                      const struct sim_result *res, size_t n)
+{
+	printf("fleet: %s, %u GPUs (%u x %u), efficiency model: %s\n",
+	       f->kind == FLEET_NVL72 ? "NVL72" : "HGX", f->gpus, f->top, f->per_top,
+	       o->use_cost ? "cost model (tp_cost_efficiency)" : "stand-in (sim_policy.c)");
+	printf("workload: %s\n", w->source);
+	printf("window: %.1f h to %.1f h\n\n", w0 / 3600, w1 / 3600);
+	printf("%-17s %6s %9s %6s %6s %6s %8s %8s %8s %6s %6s %6s\n", "policy", "occup", "eff_GPU_h",
+	       "effic", "full%", "fullG%", "wait_m", "p95w_m", "mkspan_h", "fragNV", "qempt%",
+	       "wall_s");
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_result *r = &res[i];
+		if (r->unavailable) {
+			printf("%-17s unavailable: %s\n", r->pol->name, r->unavailable);
+			continue;
+		}
+		printf("%-17s %5.1f%% %9.0f %6.3f %5.1f%% %5.1f%% %8.1f %8.1f %8.1f %6.3f %5.1f%% "
+		       "%6.1f\n",
+		       r->pol->name, r->occupancy * 100, r->eff_gpu_h, r->eff_share,
+		       r->full_locality_share * 100, r->full_locality_gpu_share * 100,
+		       r->mean_wait_s / 60, r->p95_wait_s / 60, r->makespan_s / 3600, r->frag_nv_mean,
+		       w1 > w0 ? r->queue_empty_s / (w1 - w0) * 100 : 0, r->wall_s);
+	}
+	printf("\noccup = busy GPU share in the window; eff_GPU_h = effective GPU-hours in the window"
+	       "; effic = eff_GPU_h / busy GPU-hours;\nfull%% / fullG%% = jobs / GPU-hours at full "
+	       "locality; wait = queueing delay (mean, p95) in minutes; fragNV = mean share\nof free "
+	       "GPUs outside fully free NVLink domains in the window; qempt = share of the window "
+	       "with an empty queue.\n");
+}
+
+static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
+                     const struct sim_workload *w, double w0, double w1,
+                     const struct sim_result *res, size_t n)
+{
+	struct bench_json j;
+	if (bench_json_open(&j, o->json) < 0)
+		bench_die("cannot write %s", o->json);
+	bench_json_obj(&j, NULL);
+	bench_json_str(&j, "bench", "sim");
+	bench_json_str(&j, "library_version", tp_version_string());
+	bench_json_num(&j, "loadavg_1min_at_end", bench_loadavg());
+	bench_json_obj(&j, "fleet");
+	bench_json_str(&j, "kind", f->kind == FLEET_NVL72 ? "nvl72" : "hgx");
+	bench_json_int(&j, "gpus", f->gpus);
+	bench_json_int(&j, "top_domains", f->top);
+	bench_json_int(&j, "per_top", f->per_top);
+	bench_json_end_obj(&j);
+	bench_json_obj(&j, "workload");
+	bench_json_str(&j, "source", w->source);
+	bench_json_int(&j, "jobs", (long long)w->n);
+	bench_json_int(&j, "dropped_larger_than_fleet", (long long)w->dropped);
+	bench_json_int(&j, "seed", (long long)o->seed);
+	bench_json_end_obj(&j);
+	bench_json_num(&j, "window_start_s", w0);
+	bench_json_num(&j, "window_end_s", w1);
+	bench_json_str(&j, "efficiency_model", o->use_cost ? "cost" : "standin");
+	bench_json_int(&j, "backfill", (long long)o->backfill);
+	bench_json_num(&j, "starve_h", o->starve_h);
+	bench_json_obj(&j, "policies");
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_result *r = &res[i];
+		bench_json_obj(&j, r->pol->name);
+		bench_json_bool(&j, "available", r->unavailable == NULL);
+		if (r->unavailable) {
+			bench_json_str(&j, "reason", r->unavailable);
+			bench_json_end_obj(&j);
+			continue;
+		}
+		bench_json_num(&j, "occupancy", r->occupancy);
+		bench_json_num(&j, "occupancy_whole_run", r->occupancy_all);
+		bench_json_num(&j, "effective_gpu_hours", r->eff_gpu_h);
+		bench_json_num(&j, "effective_share", r->eff_share);
+		bench_json_num(&j, "full_locality_share", r->full_locality_share);
+		bench_json_num(&j, "full_locality_gpu_hours_share", r->full_locality_gpu_share);
+		bench_json_num(&j, "mean_efficiency", r->mean_eff);
+		bench_json_num(&j, "mean_wait_s", r->mean_wait_s);
+		bench_json_num(&j, "p95_wait_s", r->p95_wait_s);
+		bench_json_num(&j, "max_wait_s", r->max_wait_s);
+		bench_json_num(&j, "makespan_s", r->makespan_s);
+		bench_json_num(&j, "frag_nvlink_mean", r->frag_nv_mean);
+		bench_json_num(&j, "frag_node_mean", r->frag_node_mean);
+		bench_json_num(&j, "queue_empty_s_in_window", r->queue_empty_s);
+		bench_json_int(&j, "jobs_started", (long long)r->started);
+		bench_json_int(&j, "jobs_rejected", (long long)r->rejected);
+		bench_json_int(&j, "defrag_moves", r->defrag_moves);
+		bench_json_num(&j, "defrag_cost_s", r->defrag_cost_s);
+		bench_json_int(&j, "place_calls", r->place_calls);
+		bench_json_num(&j, "place_us_mean", r->place_us_mean);
+		bench_json_num(&j, "wall_s", r->wall_s);
+		bench_json_end_obj(&j);
+	}
+	bench_json_end_obj(&j);
+	bench_json_end_obj(&j);
+	if (bench_json_close(&j) != 0)
+		bench_die("cannot write %s", o->json);
+}
+
+static void sim_csv(const struct sim_opts *o, const struct sim_fleet *f,
+                    const struct sim_result *res, size_t n)
+{
+	FILE *out = fopen(o->csv, "w");
+	if (!out)
+		bench_die("cannot write %s", o->csv);
+	fprintf(out, "policy,t_h,busy_gpus,occupancy,effective_gpus,queued,running,frag_nvlink,"
+	             "frag_node\n");
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < res[i].nsamples; k++) {
+			const struct sim_sample *s = &res[i].samples[k];
+			fprintf(out, "%s,%.4f,%u,%.5f,%.2f,%u,%u,%.5f,%.5f\n", res[i].pol->name, s->t / 3600,
+			        s->busy, (double)s->busy / f->gpus, s->eff_busy, s->queued, s->running,
+			        s->frag_nv, s->frag_node);
+		}
+	}
+	if (fclose(out) != 0)
+		bench_die("cannot write %s", o->csv);
+}
+
+static void sim_plot(const struct sim_opts *o, const struct sim_result *res, size_t n)
+{
+	char names[512] = "";
+	for (size_t i = 0; i < n; i++) {
+		if (res[i].unavailable)
+			continue;
+		strncat(names, res[i].pol->name, sizeof names - strlen(names) - 2);
+		strncat(names, " ", sizeof names - strlen(names) - 1);
+	}
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+	         "gnuplot -e \"csv='%s'; out='%s'; policies='%s'\" '%s/sim_plot.gp'", o->csv,
+	         o->plot, names, TP_BENCH_SOURCE_DIR);
+	int rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "tp-bench: gnuplot failed (%d): %s\n", rc, cmd);
+	else
+		fprintf(stderr, "sim: plots written to %s-*.png (or .svg)\n", o->plot);
+}
+
+static void sim_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096] [--trace FILE [--limit N]]\n"
+	        "                    [--compress X]\n"
+	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
+	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
+	        "                    [--starve-h H] [--efficiency cost|standin]\n"
+	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
+	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
+	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
+	        "  kueue-like, slurm-block-like, topoplace, topoplace-defrag, ideal.\n"
+	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
+	        "  busy). --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n");
+}
+
+static bool policy_selected(const char *list, const char *name)
+{
+	if (!list)
+		return true;
+	size_t len = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == len && !strncmp(p, name, len))
+			return true;
+		p += l + (e ? 1 : 0);
+	}
+	return false;
+}
+
+int bench_sim_main(int argc, char **argv)
+{
+	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
+	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
+	                     .starve_h = 12, .use_cost = sim_have_cost()};
+	static const struct option lopts[] = {
+		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
+		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
+		{"load", required_argument, NULL, 'l'},     {"seed", required_argument, NULL, 'S'},
+		{"policies", required_argument, NULL, 'p'}, {"window", required_argument, NULL, 'w'},
+		{"sample-s", required_argument, NULL, 's'}, {"backfill", required_argument, NULL, 'b'},
+		{"starve-h", required_argument, NULL, 'x'}, {"efficiency", required_argument, NULL, 'e'},
+		{"json", required_argument, NULL, 'j'},     {"csv", required_argument, NULL, 'c'},
+		{"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+		{"compress", required_argument, NULL, 'C'},
+		{NULL, 0, NULL, 0}};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 'f': o.fleet = optarg; break;
+		case 't': o.trace = optarg; break;
+		case 'L': o.limit = strtoul(optarg, NULL, 0); break;
+		case 'C': o.compress = strtod(optarg, NULL); break;
+		case 'n': o.jobs = strtoul(optarg, NULL, 0); break;
+		case 'l': o.load = strtod(optarg, NULL); break;
+		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
+		case 'p': o.policies = optarg; break;
+		case 'w':
+			if (sscanf(optarg, "%lf,%lf", &o.win0_h, &o.win1_h) != 2 || o.win1_h <= o.win0_h)
+				bench_die("--window: expected START_H,END_H with END_H > START_H");
+			break;
+		case 's': o.sample_s = strtod(optarg, NULL); break;
+		case 'b': o.backfill = strtoul(optarg, NULL, 0); break;
+		case 'x': o.starve_h = strtod(optarg, NULL); break;
+		case 'e':
+			if (!strcmp(optarg, "standin"))
+				o.use_cost = false;
+			else if (!strcmp(optarg, "cost") && sim_have_cost())
+				o.use_cost = true;
+			else
+				bench_die("--efficiency: 'standin', or 'cost' when the cost model is built in");
+			break;
+		case 'j': o.json = optarg; break;
+		case 'c': o.csv = optarg; break;
+		case 'P': o.plot = optarg; break;
+		case 'h': sim_usage(stdout); return 0;
+		default: sim_usage(stderr); return 2;
+		}
+	}
+	if (o.sample_s <= 0 || o.backfill < 1 || o.load <= 0 || !(o.compress > 0) ||
+	    (o.plot && !o.csv))
+		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1; --plot "
+		          "needs --csv");
+
+	struct sim_fleet f;
+	sim_fleet_build(&f, o.fleet);
+	struct sim_workload w;
+	if (o.trace)
+		sim_workload_read_csv(&w, &f, o.trace, o.limit);
+	else if (sim_workload_generate(&w, &f, o.jobs, o.load, o.seed) < 0)
+		bench_die("out of memory");
+	if (w.n == 0)
+		bench_die("the workload has no job");
+	if (o.compress != 1) { /* a trace too light for the fleet: arrivals o.compress times faster */
+		for (size_t i = 0; i < w.n; i++)
+			w.jobs[i].submit_s = floor(w.jobs[i].submit_s / o.compress);
+		size_t len = strlen(w.source);
+		snprintf(w.source + len, sizeof w.source - len, ", arrivals compressed %gx", o.compress);
+	}
+	double span = w.jobs[w.n - 1].submit_s - w.jobs[0].submit_s;
+	double w0 = o.win0_h >= 0 ? o.win0_h * 3600 : w.jobs[0].submit_s + 0.15 * span;
+	double w1 = o.win1_h >= 0 ? o.win1_h * 3600 : w.jobs[w.n - 1].submit_s;
+
+	struct sim_result *res = calloc(sim_npolicies, sizeof *res);
+	size_t n = 0;
+	for (size_t i = 0; i < sim_npolicies; i++) {
+		if (!policy_selected(o.policies, sim_policies[i].name))
+			continue;
+		res[n].pol = &sim_policies[i];
+		res[n].unavailable = sim_policies[i].unavailable();
+		if (!res[n].unavailable)
+			sim_run_policy(&o, &f, &w, w0, w1, &res[n]);
+		else
+			fprintf(stderr, "sim: %s: unavailable: %s\n", sim_policies[i].name,
+			        res[n].unavailable);
+		n++;
+	}
+	if (n == 0)
+		bench_die("--policies selects no policy");
+	sim_print(&o, &f, &w, w0, w1, res, n);
+	sim_json(&o, &f, &w, w0, w1, res, n);
+	if (o.csv)
+		sim_csv(&o, &f, res, n);
+	if (o.plot)
+		sim_plot(&o, res, n);
+	for (size_t i = 0; i < n; i++)
+		free(res[i].samples);
+	free(res);
+	sim_workload_free(&w);
+	tp_topology_destroy(f.t);
+	return 0;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator. Shared by
+ * sim.c (the event loop and the metrics), sim_workload.c (the bundled generator, the CSV
+ * reader and job shapes) and sim_policy.c (the placement policies). See docs/benchmarks.md.
+ */
+#ifndef TP_BENCH_SIM_H
+#define TP_BENCH_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+/* ---- fleet ------------------------------------------------------------------------------ */
+
+enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX };
+
+struct sim_fleet {
+	enum sim_fleet_kind kind;
+	unsigned top, per_top; /* blocks x racks per block, or units x nodes per unit */
+	tp_topology *t;
+	uint32_t gpus;
+	unsigned nlevels;
+	unsigned node_level;  /* last level */
+	unsigned nv_level;    /* the NVLink domain: rack on NVL72, node on HGX */
+	unsigned base_level;  /* the level just above the node: rack on NVL72, su on HGX */
+	uint32_t node_gpus;   /* 4 or 8 */
+	uint32_t nv_gpus;     /* GPUs of one NVLink domain: 72 or 8 */
+	uint32_t top_gpus;    /* GPUs of one top-level domain */
+	const char *level_name[TP_MAX_LEVELS];
+};
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+/* What a job asks for, derived from its size and class (sim_job_shape). Levels are indices,
+ * -1 for none. */
+struct sim_shape {
+	uint32_t group;      /* devices per group; each group inside one node */
+	int required;
+	int preferred;
+	int slice_level;
+	uint32_t slice_size;
+	int spread_level;
+	uint32_t spread_min;
+};
+
+struct sim_job {
+	double submit_s;
+	double duration_s; /* running time at full locality */
+	uint32_t gpus;
+	tp_job_class cls;
+	double checkpoint_s;
+	struct sim_shape shape;
+	uint16_t shape_key; /* jobs with the same key have the same shape (a failure memo) */
+};
+
+struct sim_workload {
+	struct sim_job *jobs;
+	size_t n;
+	size_t dropped; /* rows larger than the fleet, skipped */
+	char source[256];
+};
+
+/* The bundled generator (documented in sim_workload.c and docs/benchmarks.md). */
+int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, size_t njobs,
+                          double load, uint64_t seed);
+/* A CSV trace: submit_s,duration_s,num_gpus[,kind,...]; rows past `limit` (0: all) ignored. */
+int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, const char *path,
+                          size_t limit);
+void sim_workload_free(struct sim_workload *w);
+/* Fill in a job's shape from its size and class. */
+void sim_job_shape(const struct sim_fleet *f, struct sim_job *j);
+
+/* ---- policies --------------------------------------------------------------------------- */
+
+struct sim_ctx {
+	const struct sim_fleet *f;
+	tp_cluster *c;
+	struct bench_rng rng;
+	uint32_t *scratch; /* [gpus] */
+};
+
+struct sim_policy {
+	const char *name;
+	const char *what;
+	/* NULL when available, else why the policy cannot run in this build. */
+	const char *(*unavailable)(void);
+	/* false: no cluster state (the ideal bound). */
+	bool uses_cluster;
+	void *(*create)(struct sim_ctx *ctx);
+	/* Devices for job j into devs; 0, or a negative TP_E* code (TP_EINFEASIBLE: never). */
+	int (*place)(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+	             uint32_t *devs);
+	void (*destroy)(void *st);
+	/* When place fails with TP_EFRAGMENTED: a plan of moves, or NULL (see sim_policy.c). */
+	bool defrag;
+};
+
+extern const struct sim_policy sim_policies[];
+extern const size_t sim_npolicies;
+
+/* The locality stand-in (used until the cost model is in the library): 1.0 inside the job's
+ * ideal domain, a penalty by the level crossed otherwise (see sim_policy.c). */
+double sim_efficiency_standin(const struct sim_fleet *f, const struct sim_job *j,
+                              const uint32_t *devs);
+/* The job's efficiency: tp_cost_efficiency with the job's step model when the cost model is
+ * built in (and not disabled), else the stand-in. */
+double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const uint32_t *devs,
+                      bool use_cost);
+/* Whether the cost model is built in. */
+bool sim_have_cost(void);
+
+/*
+ * The defrag hook of the topoplace-defrag policy (sim_policy.c): job `jid` was answered
+ * TP_EFRAGMENTED; make room by migrating running jobs (the cluster is updated by the hook) and
+ * report each move through mv. Returns the number of jobs moved (then the caller places the job
+ * again), or a negative code (TP_ENOPLAN: no plan). *cost_s receives the plan's cost
+ * (checkpoint seconds x devices).
+ */
+struct sim_mover {
+	void *ud;
+	/* Running job `jid` now sits on devs[0..n): the simulator charges its checkpoint time and
+	 * recomputes its efficiency and end. */
+	void (*moved)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
+};
+int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                         const struct sim_mover *mv, double *cost_s);
+
+#endif

@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Placement policies of the simulator, and the placement efficiency it charges.
+ *
+ * Every policy answers "which devices would job j get now?" on the same tp_cluster state; the
+ * simulator assigns them. The baselines imitate peers (shared/PEERS.md) and live here, never in
+ * the library; each says where it simplifies the peer:
+ *
+ *   random            any free devices, uniformly at random (topology ignored entirely);
+ *   first-fit         the lowest-numbered free devices (tree order; topology ignored);
+ *   kueue-like        kueue.c: required rack for jobs up to a rack, preferred rack for one-node
+ *                     jobs, 64-GPU-ish rack slices with a preferred block for larger jobs, and
+ *                     LeastFreeCapacity for inference replicas (Kueue has no spread); BestFit;
+ *   slurm-block-like  Slurm's topology/block: whole nodes, segments per base block (rack),
+ *                     smallest aggregated block level that holds the job (1, 2, 4, ... racks),
+ *                     then the fewest base blocks; one-node jobs take the tightest node;
+ *   topoplace         tp_place with the job's shape (sim_job_shape);
+ *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook (unavailable until the
+ *                     library has its planner);
+ *   ideal             no topology at all: a job starts when enough GPUs are free and runs at
+ *                     full locality (an upper bound; handled in sim.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kueue.h"
+#include "sim.h"
+
+#ifdef TP_BENCH_HAVE_COST
+#include "cost.h"
+#endif
+
+/* ---- efficiency ------------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Distinct domains of `level` that the devices touch. */
+static uint32_t domains_used(const struct sim_fleet *f, const uint32_t *devs, uint32_t n,
+                             unsigned level, uint32_t *tmp)
+{
+	for (uint32_t i = 0; i < n; i++)
+		tmp[i] = tp_topology_node_domain(f->t, tp_topology_device_node(f->t, devs[i]), level);
+	qsort(tmp, n, sizeof *tmp, cmp_u32);
+	uint32_t k = n ? 1 : 0;
+	for (uint32_t i = 1; i < n; i++)
+		k += tmp[i] != tmp[i - 1];
+	return k;
+}
+
+/*
+ * The stand-in, from DESIGN.md's published figures: 1.0 when the job's devices are inside its
+ * ideal domain; a job that fits one NVLink domain but spans several runs at 0.57 (tensor
+ * parallelism leaving NVLink lost ~43%); a larger job on more NVLink domains than it needs at
+ * 1/1.14 (the 512-GPU job scattered over racks ran 14% slower); on more top-level domains
+ * than it needs (InfiniBand 25 GB/s between blocks instead of 50) a further 0.90. Inference:
+ * 0.57 when a replica spans NVLink domains, else 1.0 (replicas do not talk to each other).
+ */
+double sim_efficiency_standin(const struct sim_fleet *f, const struct sim_job *j,
+                              const uint32_t *devs)
+{
+	uint32_t n = j->gpus;
+	if (n <= 1)
+		return 1.0;
+	uint32_t *tmp = malloc(n * sizeof *tmp);
+	if (!tmp)
+		bench_die("out of memory");
+	double eff = 1.0;
+	if (j->cls == TP_CLASS_INFERENCE) {
+		uint32_t g = j->shape.group;
+		for (uint32_t r = 0; r + g <= n; r += g)
+			if (domains_used(f, devs + r, g, f->nv_level, tmp) > 1)
+				eff = 0.57;
+		free(tmp);
+		return eff;
+	}
+	uint32_t nv = domains_used(f, devs, n, f->nv_level, tmp);
+	uint32_t nv_min = (n + f->nv_gpus - 1) / f->nv_gpus;
+	if (n <= f->nv_gpus && nv > 1)
+		eff *= 0.57;
+	else if (nv > nv_min)
+		eff *= 1.0 / 1.14;
+	if (f->nlevels > 1) {
+		uint32_t top = domains_used(f, devs, n, 0, tmp);
+		if (top > (n + f->top_gpus - 1) / f->top_gpus)
+			eff *= 0.90;
+	}
+	free(tmp);
+	return eff;
+}
+
+#ifdef TP_BENCH_HAVE_COST
+/*
+ * The step model the simulator gives tp_cost_efficiency. Training (and interactive) jobs:
+ * tensor parallel tp = the largest power of two <= min(n, 8) dividing n, pipeline pp = 4 for
+ * jobs of 128 GPUs and more (when it divides), data parallel for the rest; a 0.4 s compute
+ * step; 128 tensor all-reduces of 64 MiB (tensor parallelism across InfiniBand then costs
+ * ~40%, as measured); a 4 GiB gradient all-reduce of which 10% is exposed; 16 pipeline
+ * transfers of 32 MiB. Inference: each replica is a tensor group (its GPUs, 128 all-reduces of
+ * 64 MiB); replicas exchange nothing.
+ */
+static struct tp_step_model sim_step_model(const struct sim_job *j)
+{
+	struct tp_step_model m = {0};
+	uint32_t n = j->gpus;
+	m.compute_us = 400000;
+	m.tp_bytes = 64.0 * 1024 * 1024;
+	m.tp_msgs = 128;
+	m.ep = 0;
+	if (j->cls == TP_CLASS_INFERENCE) {
+		m.tp = j->shape.group;
+		m.pp = 1;
+		m.dp = n / m.tp;
+		return m;
+	}
+	m.tp = 1;
+	while (m.tp * 2 <= 8 && m.tp * 2 <= n && n % (m.tp * 2) == 0)
+		m.tp *= 2;
+	uint32_t rest = n / m.tp;
+	m.pp = n >= 128 && rest % 4 == 0 ? 4 : 1;
+	m.dp = rest / m.pp;
+	m.dp_bytes = 4.0 * 1024 * 1024 * 1024;
+	m.dp_overlap = 0.9;
+	m.pp_bytes = 32.0 * 1024 * 1024;
+	m.pp_msgs = m.pp > 1 ? 16 : 0;
+	return m;
+}
+#endif
+
+bool sim_have_cost(void)
+{
+#ifdef TP_BENCH_HAVE_COST
+	return true;
+#else
+	return false;
+#endif
+}
+
+double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const uint32_t *devs,
+                      bool use_cost)
+{
+#ifdef TP_BENCH_HAVE_COST
+	if (use_cost) {
+		struct tp_step_model m = sim_step_model(j);
+		double e = tp_cost_efficiency(f->t, devs, j->gpus, &m);
+		if (e < 0)
+			bench_die("tp_cost_efficiency(%u GPUs, tp %u pp %u dp %u): %s", j->gpus, m.tp, m.pp,
+			          m.dp, tp_err_name((int)e));
+		return e;
+	}
+#else
+	(void)use_cost;
+#endif
+	return sim_efficiency_standin(f, j, devs);
+}
+
+/* ---- random and first-fit ----------------------------------------------------------------- */
+
+static void *no_state(struct sim_ctx *ctx)
+{
+	(void)ctx;
+	return NULL;
+}
+
+static void no_destroy(void *st) { (void)st; }
+
+/* Reservoir sampling of n free devices, node by node (full nodes skipped). */
+static int random_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                        uint32_t *devs)
+{
+	(void)st;
+	(void)jid;
+	if (tp_cluster_free_total(ctx->c) < j->gpus)
+		return TP_EBUSY;
+	const struct sim_fleet *f = ctx->f;
+	uint32_t nn = tp_topology_node_count(f->t), seen = 0, buf[TP_MAX_NODE_DEVICES];
+	for (uint32_t node = 0; node < nn; node++) {
+		if (!tp_cluster_free(ctx->c, f->node_level, node))
+			continue;
+		unsigned k = bench_node_free_devices(ctx->c, node, buf, TP_MAX_NODE_DEVICES);
+		for (unsigned i = 0; i < k; i++, seen++) {
+			if (seen < j->gpus) {
+				devs[seen] = buf[i];
+				continue;
+			}
+			uint64_t r = bench_rng_below(&ctx->rng, (uint64_t)seen + 1);
+			if (r < j->gpus)
+				devs[r] = buf[i];
+		}
+	}
+	for (uint32_t i = j->gpus; i > 1; i--) { /* a random rank order too */
+		uint32_t r = (uint32_t)bench_rng_below(&ctx->rng, i);
+		uint32_t tmp = devs[i - 1];
+		devs[i - 1] = devs[r];
+		devs[r] = tmp;
+	}
+	return 0;
+}
+
+static int first_fit_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                           uint32_t *devs)
+{
+	(void)st;
+	(void)jid;
+	if (tp_cluster_free_total(ctx->c) < j->gpus)
+		return TP_EBUSY;
+	const struct sim_fleet *f = ctx->f;
+	uint32_t nn = tp_topology_node_count(f->t), got = 0;
+	for (uint32_t node = 0; node < nn && got < j->gpus; node++)
+		if (tp_cluster_free(ctx->c, f->node_level, node))
+			got += bench_node_free_devices(ctx->c, node, devs + got, j->gpus - got);
+	return got == j->gpus ? 0 : TP_EBUSY;
+}
+
+/* ---- kueue-like --------------------------------------------------------------------------- */
+
+static void *kueue_create(struct sim_ctx *ctx)
+{
+	struct kq *k = kq_create(ctx->f->t);
+	if (!k)
+		bench_die("out of memory");
+	return k;
+}
+
+static void kueue_destroy(void *st) { kq_destroy(st); }
+
+static int kueue_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                       uint32_t *devs)
+{
+	(void)jid;
+	const struct sim_fleet *f = ctx->f;
+	const struct sim_shape *s = &j->shape;
+	struct kq_request r = {j->gpus, s->group, -1, -1, -1, 0};
+	if (j->cls == TP_CLASS_INFERENCE) {
+		/* no spread in Kueue: replicas are pods placed by LeastFreeCapacity */
+	} else if (s->required == (int)f->node_level) {
+		r.pod = j->gpus; /* one pod: it lands on one node by itself */
+		r.preferred = (int)f->nv_level;
+	} else if (s->required >= 0) {
+		r.required = s->required;
+	} else {
+		r.slice_level = s->slice_level;
+		r.slice_size = s->slice_size;
+		r.preferred = s->preferred;
+	}
+	return kq_place(st, ctx->c, &r, devs, NULL);
+}
+
+/* ---- slurm-block-like --------------------------------------------------------------------- */
+
+/*
+ * Slurm's topology/block, simplified: base blocks are the domains just above the node (racks;
+ * scalable units on HGX), aggregated in power-of-two runs of base blocks inside each top-level
+ * domain, then the whole top-level domain, then the cluster. A multi-node job takes whole
+ * nodes, in segments of `seg` nodes that each sit in one base block (NVIDIA's advice: 16 for
+ * 128+ GPUs, 4 for 32-64 GPUs, else 1; reduced to a divisor of the node count). It goes to the
+ * smallest aggregation level with a block that holds all its segments (the one with the fewest
+ * free nodes), then takes base blocks: one that holds the whole remainder (fewest free nodes)
+ * if any, else the one with the most segments; inside a base block, the lowest-numbered free
+ * nodes. A job of one node or less takes the tightest node (fewest free devices). Not
+ * modelled: --switches, reservations, node weights, the 16-of-18 rule, shared nodes for
+ * multi-node jobs.
+ */
+struct slurm_st {
+	uint32_t nbase;
+	uint32_t *cap;  /* [nbase] segments per base block (per call) */
+	uint32_t *fn;   /* [nbase] free whole nodes per base block (per call) */
+	bool *used;     /* [nbase] */
+	uint32_t ntop;
+	uint32_t *top_first, *top_n; /* base blocks of each top-level domain */
+};
+
+static void *slurm_create(struct sim_ctx *ctx)
+{
+	const struct sim_fleet *f = ctx->f;
+	struct slurm_st *s = calloc(1, sizeof *s);
+	if (!s)
+		bench_die("out of memory");
+	s->nbase = tp_topology_domain_count(f->t, f->base_level);
+	s->ntop = tp_topology_domain_count(f->t, 0);
+	s->cap = calloc(s->nbase, sizeof *s->cap);
+	s->fn = calloc(s->nbase, sizeof *s->fn);
+	s->used = calloc(s->nbase, sizeof *s->used);
+	s->top_first = calloc(s->ntop, sizeof *s->top_first);
+	s->top_n = calloc(s->ntop, sizeof *s->top_n);
+	if (!s->cap || !s->fn || !s->used || !s->top_first || !s->top_n)
+		bench_die("out of memory");
+	for (uint32_t t = 0; t < s->ntop; t++) {
+		if (f->base_level == 0) { /* HGX: the scalable unit is both base and top */
+			s->top_first[t] = t;
+			s->top_n[t] = 1;
+		} else {
+			tp_topology_domain_children(f->t, 0, t, &s->top_first[t], &s->top_n[t]);
+		}
+	}
+	return s;
+}
+
+static void slurm_destroy(void *st)
+{
+	struct slurm_st *s = st;
+	free(s->cap);
+	free(s->fn);
+	free(s->used);
+	free(s->top_first);
+	free(s->top_n);
+	free(s);
+}
+
+static uint32_t slurm_segment(const struct sim_fleet *f, uint32_t gpus, uint32_t nodes)
+{
+	uint32_t seg = 1;
+	if (f->kind == FLEET_NVL72)
+		seg = gpus >= 128 ? 16 : gpus >= 32 ? 4 : 1;
+	while (nodes % seg)
+		seg--;
+	return seg;
+}
+
+/* The tightest node with at least k free devices (fewest free, lowest index). */
+static int slurm_one_node(struct sim_ctx *ctx, const struct sim_job *j, uint32_t *devs)
+{
+	const struct sim_fleet *f = ctx->f;
+	uint32_t nn = tp_topology_node_count(f->t), best = TP_NONE, best_free = UINT32_MAX;
+	for (uint32_t node = 0; node < nn; node++) {
+		uint32_t fr = tp_cluster_free(ctx->c, f->node_level, node);
+		if (fr >= j->gpus && fr < best_free) {
+			best = node;
+			best_free = fr;
+		}
+	}
+	if (best == TP_NONE)
+		return TP_EFRAGMENTED;
+	bench_node_free_devices(ctx->c, best, devs, j->gpus);
+	return 0;
+}
+
+/* Take `segs` segments of base block b: its lowest-numbered wholly free nodes. */
+static uint32_t slurm_take(struct sim_ctx *ctx, uint32_t b, uint32_t nodes, uint32_t gpus,
+                           uint32_t *devs, uint32_t got)
+{
+	const struct sim_fleet *f = ctx->f;
+	uint32_t first, n;
+	tp_topology_domain_nodes(f->t, f->base_level, b, &first, &n);
+	for (uint32_t node = first; node < first + n && nodes > 0; node++) {
+		if (tp_cluster_free(ctx->c, f->node_level, node) != f->node_gpus)
+			continue;
+		uint32_t want = gpus - got < f->node_gpus ? gpus - got : f->node_gpus;
+		got += bench_node_free_devices(ctx->c, node, devs + got, want);
+		nodes--;
+	}
+	return got;
+}
+
+/* Best block of `size` consecutive base blocks inside each top domain (size 0: the whole top
+ * domain; size UINT32_MAX: the cluster): the one with the fewest free nodes that holds `need`
+ * segments. Returns 0 and the run [*lo, *hi), or TP_ENOTFOUND. */
+static int slurm_find_block(const struct slurm_st *s, uint32_t size, uint32_t need,
+                            uint32_t *lo, uint32_t *hi)
+{
+	if (size == UINT32_MAX) {
+		uint64_t segs = 0;
+		for (uint32_t b = 0; b < s->nbase; b++)
+			segs += s->cap[b];
+		if (segs < need)
+			return TP_ENOTFOUND;
+		*lo = 0;
+		*hi = s->nbase;
+		return 0;
+	}
+	uint64_t best_free = UINT64_MAX;
+	for (uint32_t t = 0; t < s->ntop; t++) {
+		uint32_t step = size ? size : s->top_n[t];
+		for (uint32_t a = 0; a < s->top_n[t]; a += step) {
+			uint32_t from = s->top_first[t] + a;
+			uint32_t to = from + (step < s->top_n[t] - a ? step : s->top_n[t] - a);
+			uint64_t segs = 0, fnodes = 0;
+			for (uint32_t b = from; b < to; b++) {
+				segs += s->cap[b];
+				fnodes += s->fn[b];
+			}
+			if (segs >= need && fnodes < best_free) {
+				best_free = fnodes;
+				*lo = from;
+				*hi = to;
+			}
+		}
+	}
+	return best_free == UINT64_MAX ? TP_ENOTFOUND : 0;
+}
+
+static int slurm_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                       uint32_t *devs)
+{
+	(void)jid;
+	struct slurm_st *s = st;
+	const struct sim_fleet *f = ctx->f;
+	if (tp_cluster_free_total(ctx->c) < j->gpus)
+		return TP_EBUSY;
+	if (j->gpus <= f->node_gpus)
+		return slurm_one_node(ctx, j, devs);
+	uint32_t nodes = (j->gpus + f->node_gpus - 1) / f->node_gpus;
+	uint32_t seg = slurm_segment(f, j->gpus, nodes), need = nodes / seg;
+	for (uint32_t b = 0; b < s->nbase; b++) {
+		s->fn[b] = tp_cluster_free_nodes(ctx->c, f->base_level, b);
+		s->cap[b] = s->fn[b] / seg;
+		s->used[b] = false;
+	}
+	uint32_t lo = 0, hi = 0;
+	int rc = TP_ENOTFOUND;
+	uint32_t max_per_top = 0;
+	for (uint32_t t = 0; t < s->ntop; t++)
+		max_per_top = s->top_n[t] > max_per_top ? s->top_n[t] : max_per_top;
+	for (uint32_t size = 1; size < max_per_top && rc < 0; size *= 2)
+		rc = slurm_find_block(s, size, need, &lo, &hi);
+	if (rc < 0)
+		rc = slurm_find_block(s, 0, need, &lo, &hi);
+	if (rc < 0)
+		rc = slurm_find_block(s, UINT32_MAX, need, &lo, &hi);
+	if (rc < 0)
+		return TP_EFRAGMENTED;
+	uint32_t got = 0;
+	while (need > 0) {
+		uint32_t whole = TP_NONE, most = TP_NONE;
+		for (uint32_t b = lo; b < hi; b++) {
+			if (s->used[b] || !s->cap[b])
+				continue;
+			if (s->cap[b] >= need && (whole == TP_NONE || s->fn[b] < s->fn[whole]))
+				whole = b;
+			if (most == TP_NONE || s->cap[b] > s->cap[most])
+				most = b;
+		}
+		uint32_t b = whole != TP_NONE ? whole : most;
+		if (b == TP_NONE)
+			return TP_EFRAGMENTED; /* cannot happen: the block held `need` segments */
+		uint32_t take = s->cap[b] < need ? s->cap[b] : need;
+		got = slurm_take(ctx, b, take * seg, j->gpus, devs, got);
+		s->used[b] = true;
+		need -= take;
+	}
+	return got == j->gpus ? 0 : TP_EFRAGMENTED;
+}
+
+/* ---- topoplace ---------------------------------------------------------------------------- */
+
+#ifdef TP_BENCH_HAVE_PLACE
+/* The tp_request of a job's shape; `slice` and `id` (24 bytes) must outlive it. */
+static tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
+                                 tp_slice *slice, char *id)
+{
+	const struct sim_shape *s = &j->shape;
+	snprintf(id, 24, "j%u", jid);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = id;
+	r.job_class = j->cls;
+	r.count = j->gpus;
+	r.group_size = s->group;
+	if (s->required >= 0)
+		r.required = f->level_name[s->required];
+	if (s->preferred >= 0)
+		r.preferred = f->level_name[s->preferred];
+	if (s->slice_level >= 0) {
+		slice->level = f->level_name[s->slice_level];
+		slice->size = s->slice_size;
+		r.slices = slice;
+		r.nslices = 1;
+	}
+	if (s->spread_level >= 0) {
+		r.spread_level = f->level_name[s->spread_level];
+		r.spread_min_domains = s->spread_min;
+	}
+	return r;
+}
+
+static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                           uint32_t *devs)
+{
+	(void)st;
+	char id[24];
+	tp_slice slice;
+	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
+	tp_placement *p = NULL;
+	int rc = tp_place(ctx->c, &r, &p);
+	if (rc == 0) {
+		size_t n;
+		const uint32_t *d = tp_placement_devices(p, &n);
+		if (n != j->gpus)
+			bench_die("tp_place returned %zu devices for %u", n, j->gpus);
+		memcpy(devs, d, n * sizeof *devs);
+	} else if (rc == TP_EINVAL || rc == TP_ENOTFOUND || rc == TP_ENOMEM) {
+		bench_die("tp_place(job %u, %u GPUs): %s: %s", jid, j->gpus, tp_err_name(rc),
+		          p ? tp_placement_errmsg(p) : "");
+	}
+	tp_placement_destroy(p);
+	return rc;
+}
+#endif
+
+static const char *topoplace_unavailable(void)
+{
+#ifdef TP_BENCH_HAVE_PLACE
+	return NULL;
+#else
+	return "tp_place is not in this build (src/place.c is not in src/meson.build yet)";
+#endif
+}
+
+#if defined(TP_BENCH_HAVE_PLACE) && defined(TP_BENCH_HAVE_DEFRAG)
+/*
+ * The defrag hook: ask the library's planner for the moves that make job j fit, with
+ * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
+ * (the planner's default) and at most 8 jobs moved; carry out every migration step on the
+ * cluster (tp_plan_apply_step) and tell the simulator (mv->moved), which charges the moved
+ * job its checkpoint time. The place step is left to the caller, which places j again.
+ * Returns the number of jobs moved, or the planner's negative code.
+ */
+int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                         const struct sim_mover *mv, double *cost_s)
+{
+	char id[24];
+	tp_slice slice;
+	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	pol.max_moves = 8;
+	tp_plan *p = NULL;
+	*cost_s = 0;
+	int rc = tp_defrag_plan(ctx->c, &r, &pol, &p);
+	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
+		bench_die("tp_defrag_plan(job %u): %s: %s", jid, tp_err_name(rc),
+		          p ? tp_plan_errmsg(p) : "");
+	if (rc < 0) {
+		tp_plan_destroy(p);
+		return rc;
+	}
+	int moves = 0;
+	size_t ns = tp_plan_step_count(p);
+	for (size_t i = 0; i < ns; i++) {
+		tp_step_action a;
+		const char *job;
+		const uint32_t *to;
+		size_t nto;
+		BENCH_CHECK(tp_plan_step(p, i, &a, &job, NULL, NULL, &to, &nto), "tp_plan_step");
+		if (a == TP_STEP_PLACE)
+			break;
+		if (a != TP_STEP_MIGRATE)
+			bench_die("tp_defrag_plan preempted job %s although the policy forbids it", job);
+		uint32_t moved = (uint32_t)strtoul(job + 1, NULL, 10); /* ids are "j<index>" */
+		BENCH_CHECK(tp_plan_apply_step(ctx->c, p, i, NULL), tp_cluster_errmsg(ctx->c));
+		mv->moved(mv->ud, moved, to, (uint32_t)nto);
+		moves++;
+	}
+	*cost_s = tp_plan_cost_s(p);
+	tp_plan_destroy(p);
+	return moves;
+}
+
+static const char *defrag_unavailable(void) { return NULL; }
+#else
+/* Without the planner in this build the hook has nothing to call: the policy reports itself
+ * unavailable rather than pretending (it would only repeat the topoplace policy). */
+int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                         const struct sim_mover *mv, double *cost_s)
+{
+	(void)ctx;
+	(void)j;
+	(void)jid;
+	(void)mv;
+	*cost_s = 0;
+	return TP_ENOPLAN;
+}
+
+static const char *defrag_unavailable(void)
+{
+#ifndef TP_BENCH_HAVE_PLACE
+	return "needs tp_place, which is not in this build (src/place.c is not in src/meson.build "
+	       "yet)";
+#else
+	return "the defrag planner is not in this build (src/defrag.c is not in src/meson.build "
+	       "yet); the policy is wired to sim_defrag_make_room() in bench/sim_policy.c";
+#endif
+}
+#endif
+
+static const char *ideal_unavailable(void) { return NULL; }
+static const char *always_available(void) { return NULL; }
+
+static int unavailable_place(void *st, struct sim_ctx *ctx, const struct sim_job *j,
+                             uint32_t jid, uint32_t *devs)
+{
+	(void)st;
+	(void)ctx;
+	(void)j;
+	(void)jid;
+	(void)devs;
+	return TP_EINFEASIBLE;
+}
+
+#ifdef TP_BENCH_HAVE_PLACE
+#define TOPOPLACE_PLACE topoplace_place
+#else
+#define TOPOPLACE_PLACE unavailable_place
+#endif
+
+const struct sim_policy sim_policies[] = {
+	{"random", "random free devices", always_available, true, no_state, random_place,
+	 no_destroy, false},
+	{"first-fit", "lowest-numbered free devices", always_available, true, no_state,
+	 first_fit_place, no_destroy, false},
+	{"kueue-like", "Kueue TAS: required/preferred rack, slices, BestFit", always_available, true,
+	 kueue_create, kueue_place, kueue_destroy, false},
+	{"slurm-block-like", "Slurm topology/block: segments per rack", always_available, true,
+	 slurm_create, slurm_place, slurm_destroy, false},
+	{"topoplace", "tp_place with the job's shape", topoplace_unavailable, true, no_state,
+	 TOPOPLACE_PLACE, no_destroy, false},
+	{"topoplace-defrag", "tp_place + defrag planner", defrag_unavailable, true, no_state,
+	 TOPOPLACE_PLACE, no_destroy, true},
+	{"ideal", "full locality, perfect packing (upper bound)", ideal_unavailable, false, no_state,
+	 unavailable_place, no_destroy, false},
+};
+const size_t sim_npolicies = sizeof sim_policies / sizeof sim_policies[0];

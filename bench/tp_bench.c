@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tp-bench: libtopoplace's benchmark harness, one program with a subcommand per subject.
+ *
+ *   tp-bench model  latency of tp_cluster_assign / release and memory against fleet size
+ *   tp-bench place  latency of tp_place against fleet size, and a Kueue-like baseline
+ *   tp-bench sim    trace-driven cluster simulator comparing placement policies
+ *
+ * Every subcommand prints a table on stdout, progress on stderr, and with --json FILE writes its
+ * figures as JSON. docs/benchmarks.md describes each one and the figures measured.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: tp-bench <subcommand> [options]\n"
+	        "\n"
+	        "subcommands:\n"
+	        "  model   build time, bytes per GPU, tp_cluster_assign/release latency\n"
+	        "  place   tp_place latency and a Kueue-like recount baseline\n"
+	        "  sim     trace-driven simulator comparing placement policies\n"
+	        "\n"
+	        "Run 'tp-bench <subcommand> --help' for its options. libtopoplace %s.\n",
+	        tp_version_string());
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "model"))
+		return bench_model_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "place"))
+		return bench_place_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "sim"))
+		return bench_sim_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "defrag")) { int bench_defrag_main(int, char **); return bench_defrag_main(argc - 1, argv + 1); }
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "tp-bench: unknown subcommand '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}

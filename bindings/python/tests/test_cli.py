@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+"""The command-line tool as a user runs it: one JSON document on stdout, the exit status of the
+spec, never a traceback."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import python, needs
+from test_scenario import INVALID, doc
+
+
+def run(tmp_path, command, document, *extra, stdin=None):
+    if document is not None:
+        path = tmp_path / "scenario.json"
+        path.write_text(document if isinstance(document, str) else json.dumps(document))
+        arg = str(path)
+    else:
+        arg = "-"
+    env = dict(os.environ)
+    p = subprocess.run([python(), "-m", "topoplace", command, arg] + list(extra),
+                       input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env, timeout=60)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+def run_json(tmp_path, command, document, *extra, stdin=None):
+    p = run(tmp_path, command, document, *extra, stdin=stdin)
+    out = json.loads(p.stdout)          # exactly one JSON document
+    assert isinstance(out, dict)
+    return p.returncode, out
+
+
+@pytest.mark.parametrize("i", range(0, len(INVALID), 4))
+def test_invalid_documents(tp, tmp_path, i):
+    d, cmd, where = INVALID[i]
+    rc, out = run_json(tmp_path, cmd, d)
+    assert rc == 2 and out["status"] == "invalid"
+    assert out["message"].startswith(where.split(":")[0]), out["message"]
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("{", "not a valid JSON document"),
+    ("", "not a valid JSON document"),
+    ("[1]", "must be an object"),
+    ('{"version": 1, "topology": {"levels": ["node"], "nodes": []}}', "topology.nodes"),
+])
+def test_malformed_input(tp, tmp_path, text, fragment):
+    rc, out = run_json(tmp_path, "frag", text)
+    assert rc == 2 and out["status"] == "invalid" and fragment in out["message"]
+
+
+def test_missing_file_and_bad_usage(tp, tmp_path):
+    p = subprocess.run([python(), "-m", "topoplace", "frag", str(tmp_path / "nope.json")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and "cannot read" in out["message"]
+    p = subprocess.run([python(), "-m", "topoplace", "plaec", "x.json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and out["status"] == "invalid" and "usage" in out["message"]
+    assert "Traceback" not in p.stderr
+
+
+def test_stdin(tp, tmp_path):
+    rc, out = run_json(tmp_path, "frag", None, stdin=json.dumps(doc()))
+    assert rc == 0 and out["status"] == "ok"
+
+
+def test_frag_output(tp, tmp_path):
+    rc, out = run_json(tmp_path, "frag", doc())
+    assert rc == 0
+    assert set(out) == {"status", "levels", "free", "down", "cordoned"}
+    assert list(out["levels"]) == ["block", "rack", "node"]
+    # 20 devices: a holds x1/1-2, b x1/0 + x3/0-1, x4/7 down, x2 cordoned
+    assert (out["free"], out["down"], out["cordoned"]) == (20 - 5 - 1 - 4, 1, 4)
+    node = out["levels"]["node"]
+    assert node["domains"] == 4 and node["fully_free"] == 0 and node["largest_free"] == 7
+
+
+def test_text_format(tp, tmp_path):
+    p = run(tmp_path, "frag", doc(), "--format", "text")
+    assert p.returncode == 0 and "fragmentation" in p.stdout and "devices:" in p.stdout
+    p = run(tmp_path, "place", doc(request__count=10), "--format", "text")
+    assert p.returncode == 2 and p.stdout.startswith("invalid input: request.count")
+
+
+def test_place_output(tp, tmp_path):
+    needs("tp_place")
+    d = doc()
+    del d["request"]["colocate"], d["request"]["select"], d["request"]["exclusive"]
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc in (0, 1), out
+    if rc == 0:
+        pl = out["placement"]
+        assert out["status"] == "ok" and out["job"] == "new" and len(pl["devices"]) == 8
+        assert sum(pl["nodes"].values()) == 8
+        assert set(pl["domains"]) == {"block", "rack"}
+        assert set(out["score"]["levels_spanned"]) == {"block", "rack", "node"}
+    else:
+        assert set(out) == {"status", "message", "fit"}
+    p = run(tmp_path, "place", d, "--format", "text")
+    assert p.returncode == rc and "legend" in p.stdout
+
+
+def test_not_placeable(tp, tmp_path):
+    needs("tp_place")
+    rc, out = run_json(tmp_path, "place", doc(request={"count": 1000}))
+    assert rc == 1 and out["status"] in ("infeasible", "busy")
+    assert out["fit"]["needed"] == 1000 and out["fit"]["level"] == "block"
+
+
+def test_defrag(tp, tmp_path):
+    from topoplace import _native
+    d = doc(request={"id": "n", "count": 4})
+    rc, out = run_json(tmp_path, "defrag", d)
+    if not _native.has("tp_defrag_plan"):
+        assert rc == 3 and out["status"] == "unsupported" and "defrag" in out["message"]
+        return
+    # it fits already: the plan is the single place step, cost 0
+    assert rc == 0 and out["status"] == "ok", out
+    steps = out["plan"]["steps"]
+    assert [s["action"] for s in steps] == ["place"] and steps[0]["job"] == "n"
+    assert steps[0]["to"] == out["placement"]["devices"]
+    assert (out["plan"]["moved_jobs"], out["plan"]["moved_devices"], out["plan"]["cost_s"]) \
+        == (0, 0, 0)
+    rc, out = run_json(tmp_path, "defrag", doc(request={"count": 1000}))
+    assert rc == 1 and out["status"] == "none" and out["message"]
+
+
+def test_hwloc_nodes(tp, tmp_path):
+    from topoplace import _native
+    from conftest import SHARED
+    d = doc(topology__nodes__0__hwloc="dgx2.xml")
+    del d["topology"]["nodes"][0]["gpus"]
+    if not _native.has("tp_nodetype_from_hwloc_xml"):
+        rc, out = run_json(tmp_path, "frag", d)
+        assert rc == 2
+        assert out["message"] == "topology.nodes[0].hwloc: not supported by this build " \
+                                 "(no hwloc importer)"
+        return
+    rc, out = run_json(tmp_path, "frag", d)
+    assert rc == 2 and out["message"].startswith("topology.nodes[0].hwloc: cannot read")
+    xml = os.path.join(SHARED, "hwloc", "nvidiaDGX2.xml")
+    if not os.path.isfile(xml):
+        pytest.skip("../shared not found")
+    os.symlink(xml, str(tmp_path / "dgx2.xml"))
+    # the DGX-2 has 16 GPUs; x1's jobs sit on devices 0-2 and the failure domain lists x1
+    rc, out = run_json(tmp_path, "place", doc(topology__nodes__0__hwloc="dgx2.xml",
+                                              topology__nodes__0__gpus=16,
+                                              request={"count": 2, "select": {"nodes": ["x1"]}}))
+    assert rc == 0, out
+    assert all(dv.startswith("x1/") for dv in out["placement"]["devices"])
+    rc, out = run_json(tmp_path, "frag", doc(topology__nodes__0__hwloc="dgx2.xml",
+                                             topology__nodes__0__gpus=8))
+    assert rc == 2 and out["message"].startswith("topology.nodes[0].gpus: 8, but the hwloc")

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: MIT
+"""libtopoplace for Python: topology-aware placement of GPU jobs.
+
+    >>> import topoplace as tp
+    >>> topo = tp.Topology.nvl72(blocks=2, racks_per_block=8)
+    >>> cluster = tp.Cluster(topo)
+    >>> p = cluster.place(tp.Request(count=512, group_size=4, preferred="block",
+    ...                              slices=[("rack", 64)]))
+    >>> p.status, len(p.devices)
+    ('ok', 512)
+
+The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.md. The
+command-line tool is ``python3 -m topoplace place|frag|replace|defrag FILE``
+(:mod:`topoplace.cli`). :mod:`topoplace.scenario` (the scenario format) needs no C library,
+so the names below are loaded on first use.
+"""
+
+# In a build tree the compiled module sits in <build>/bindings/python/topoplace/ while these files
+# stay in the source tree; with both folders on PYTHONPATH (meson devenv, the tests) they form
+# one package. Installed, it is one folder and this changes nothing.
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+__all__ = [
+    # objects
+    "Topology", "TopologyBuilder", "NodeType", "Fabric", "Cluster", "Savepoint", "JobInfo",
+    # requests and answers
+    "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
+    "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
+    "place", "commit", "replace",
+    # errors
+    "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
+    "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
+    "ClosedError", "check",
+    # misc
+    "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
+]
+
+_ERRORS = {"TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
+           "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded",
+           "Corrupt", "ClosedError", "check"}
+
+def __getattr__(name):
+    if name == "__version__":
+        from . import api
+        return api.version_string()
+    # Loaded on first use so that `import topoplace.scenario` (and the CLI's validation) work
+    # without the compiled module; a missing build shows up as an ImportError here.
+    if name in _ERRORS:
+        from . import errors
+        return getattr(errors, name)
+    if name in __all__:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError("module 'topoplace' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

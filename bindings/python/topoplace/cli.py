@@ -1,0 +1,410 @@
+# SPDX-License-Identifier: MIT
+"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag FILE``.
+
+It reads a scenario-v1 document (shared/spec/scenario-v1.md) from FILE, or standard input for
+``-``, validates all of it, drives the C library, and writes one JSON document to standard
+output. Exit status:
+
+======  ======================================================================================
+0       placed / replaced / plan found / frag report
+1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no defrag plan (``none``)
+2       invalid input: ``{"status": "invalid", "message": "request.slices[1].size: ..."}``
+3       this build cannot answer (``unsupported``: defrag before the library has it), or an
+        internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
+        standard error)
+======  ======================================================================================
+
+``--format text`` renders the same answer for a person; ``--strict`` also validates the
+sections the command does not use (by default they are allowed and ignored).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from . import scenario as sc_mod
+from .scenario import InvalidInput
+
+EXIT_OK, EXIT_NOT_PLACED, EXIT_INVALID, EXIT_UNSUPPORTED = 0, 1, 2, 3
+
+
+class _Answer:
+    """What a command answers: the exit status, the JSON document, and what the text renderer
+    needs besides it."""
+
+    def __init__(self, code, doc, **ctx):
+        self.code = code
+        self.doc = doc
+        self.ctx = ctx
+
+
+def _invalid(message):
+    return _Answer(EXIT_INVALID, {"status": "invalid", "message": message})
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(message)
+
+
+def _parser():
+    p = _Parser(prog="python3 -m topoplace",
+                description="Answer a libtopoplace scenario (scenario-v1): where a job would "
+                            "go, how fragmented the cluster is, which devices replace failed "
+                            "ones, which moves make a job fit.")
+    p.add_argument("command", choices=sc_mod.COMMANDS, help="the question to answer")
+    p.add_argument("file", help="the scenario file, or - for standard input")
+    p.add_argument("--format", choices=("json", "text"), default="json",
+                   help="json (default): one JSON document; text: a picture for a person")
+    p.add_argument("--strict", action="store_true",
+                   help="also validate the sections the command does not use")
+    return p
+
+
+def main(argv=None, stdin=None, stdout=None):
+    """Run the tool; returns the exit status (see the module's documentation)."""
+    argv = sys.argv[1:] if argv is None else argv
+    out = stdout if stdout is not None else sys.stdout
+    fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
+    try:
+        args = _parser().parse_args(argv)
+        fmt = args.format
+        answer = run(args.command, args.file, strict=args.strict, stdin=stdin)
+    except _UsageError as e:
+        answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text])"
+                          % (e, "|".join(sc_mod.COMMANDS)))
+    except SystemExit as e:          # --help
+        return e.code if isinstance(e.code, int) else 0
+    except Exception as e:           # a bug: say so in JSON, never as a traceback
+        answer = _internal_error(e)
+    try:
+        if fmt == "text":
+            from .text import render
+            try:
+                text = render(answer)
+            except Exception as e:
+                answer = _internal_error(e)
+                text = json.dumps(answer.doc)
+            out.write(text.rstrip("\n") + "\n")
+        else:
+            out.write(json.dumps(answer.doc, indent=None, separators=(", ", ": ")) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        pass
+    return answer.code
+
+
+def _pair(argv, flag, value):
+    return any(a == flag and b == value for a, b in zip(argv, argv[1:]))
+
+
+def _internal_error(e):
+    import traceback
+    if os.environ.get("TOPOPLACE_DEBUG"):
+        traceback.print_exc(file=sys.stderr)
+    tb = traceback.extract_tb(e.__traceback__)
+    where = ("%s:%d" % (os.path.basename(tb[-1].filename), tb[-1].lineno)) if tb else "?"
+    return _Answer(EXIT_UNSUPPORTED, {
+        "status": "error",
+        "message": "internal error (%s at %s): %s; please report it with the scenario "
+                   "(TOPOPLACE_DEBUG=1 prints the traceback)" % (type(e).__name__, where, e)})
+
+
+def run(command, path, strict=False, stdin=None):
+    """Answer ``command`` for the scenario in ``path`` (``-``: standard input)."""
+    try:
+        from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
+    except ImportError as e:
+        return _Answer(EXIT_UNSUPPORTED, {"status": "error", "message": str(e)})
+    try:
+        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, hwloc=_hwloc_loader())
+    except InvalidInput as e:
+        return _invalid(str(e))
+    try:
+        topo, cluster = build(sc)
+    except InvalidInput as e:
+        return _invalid(str(e))
+    from . import _native
+    lacking = [f for f in NEEDS[command] if not _native.has(f)]
+    if lacking:
+        return _Answer(EXIT_UNSUPPORTED, {
+            "status": "unsupported",
+            "message": "%s is not available in this build: libtopoplace does not export %s"
+                       % (command, ", ".join(lacking))}, command=command)
+    return COMMANDS[command](sc, topo, cluster)
+
+
+# --------------------------------------------------------------------------------------------
+# scenario -> C objects
+# --------------------------------------------------------------------------------------------
+
+def _hwloc_loader():
+    """The loader of nodes' hwloc files for the scenario parser, or None when the library has
+    no hwloc importer (such nodes are then invalid input, "not supported by this build")."""
+    from . import _native, api, errors
+    if not _native.has("tp_nodetype_from_hwloc_xml"):
+        return None
+
+    def load(data, rel):
+        try:
+            nt = api.NodeType.from_hwloc_xml(data)
+        except errors.NotFound as e:
+            raise ValueError("no NVIDIA GPU in it (%s)" % e)
+        except (errors.ParseError, errors.LimitExceeded, errors.InvalidArgument) as e:
+            raise ValueError(str(e))
+        return nt.gpu_count, nt
+    return load
+
+
+def _lib_error(where, e):
+    """An error the library found in an item the validator let through, as invalid input."""
+    from . import errors
+    if isinstance(e, (errors.OutOfMemory, errors.Corrupt)):
+        raise e
+    msg = str(e)
+    if where and not msg.startswith(where):
+        msg = "%s: %s" % (where, msg)
+    raise InvalidInput("", msg)
+
+
+def build(sc):
+    """The :class:`~topoplace.api.Topology` and :class:`~topoplace.api.Cluster` of a
+    validated scenario, with its jobs, down and cordoned devices."""
+    from . import api, errors
+    try:
+        b = api.TopologyBuilder(sc.levels)
+    except errors.TopoplaceError as e:
+        _lib_error("topology.levels", e)
+    with b:
+        for lv, (kind, gbps, lat) in sc.fabric.items():
+            try:
+                b.set_fabric(lv, kind, gbps, lat)
+            except errors.TopoplaceError as e:
+                _lib_error("topology.fabric." + lv, e)
+        if sc.generate:
+            g = sc.generate
+            try:
+                b.generate(g["counts"], g["gpus_per_node"], g["model"], g["memory_gb"],
+                           g["perf"])
+            except errors.TopoplaceError as e:
+                _lib_error("topology.generate", e)
+        for n in sc.nodes:
+            try:
+                b.add_node(n.name, n.path, n.gpus, n.model, n.memory_gb, n.perf, n.node_type)
+            except errors.TopoplaceError as e:
+                _lib_error(n.where, e)
+        for kind, dom, node, dev in sc.failure_domains:
+            try:
+                b.add_failure_domain(kind, dom, node, None if dev < 0 else dev)
+            except errors.TopoplaceError as e:
+                _lib_error("topology.failure_domains.%s.%s" % (kind, dom), e)
+        try:
+            topo = b.build()
+        except errors.TopoplaceError as e:
+            _lib_error("topology", e)
+    cluster = api.Cluster(topo)
+    ids = _DeviceIds(topo)
+    for job in sc.jobs:
+        shape = to_request(job.request) if job.request else None
+        try:
+            cluster.assign(job.id, [ids(n, i) for n, i in job.devices], job.job_class,
+                           job.priority, job.tenant, job.preemptible, job.migratable,
+                           job.checkpoint_s, shape)
+        except errors.TopoplaceError as e:
+            msg = str(e)
+            if msg.startswith("request") and job.request:
+                raise InvalidInput("", "%s.%s" % (job.where, msg))
+            _lib_error(job.where, e)
+    for key, setter in (("down", cluster.set_down), ("cordoned", cluster.set_cordoned)):
+        refs = getattr(sc, key)
+        if refs:
+            devs = []
+            for node, idx in refs:
+                devs.extend(ids.node(node) if idx is None else [ids(node, idx)])
+            try:
+                setter(devs)
+            except errors.TopoplaceError as e:
+                _lib_error("state." + key, e)
+    return topo, cluster
+
+
+class _DeviceIds:
+    """(node name, index) -> device id, one name lookup per node."""
+
+    def __init__(self, topo):
+        self.topo = topo
+        self.first = {}
+
+    def node(self, name):
+        r = self.first.get(name)
+        if r is None:
+            r = self.first[name] = self.topo.node_devices(name)
+        return r
+
+    def __call__(self, name, idx):
+        return self.node(name)[idx]
+
+
+def to_request(d):
+    """A scenario request (normalised by :mod:`topoplace.scenario`) as an api.Request."""
+    from . import api
+    sel = d["select"]
+    return api.Request(
+        count=d["count"], id=d["id"], job_class=d["class"], priority=d["priority"],
+        tenant=d["tenant"], group_size=d["group_size"], group_level=d["group_level"],
+        required=d["required"], preferred=d["preferred"],
+        slices=[api.Slice(lv, n) for lv, n in d["slices"]], balanced=d["balanced"],
+        max_per_domain=[api.DomainCap(lv, dv, gr) for lv, dv, gr in d["max_per_domain"]],
+        spread=api.Spread(*d["spread"]) if d["spread"] else None,
+        colocate=api.Colocate(*d["colocate"]) if d["colocate"] else None,
+        exclusive=d["exclusive"],
+        select=api.Select(sel["model"], sel["min_perf"], sel["min_memory_gb"], sel["nodes"])
+        if sel else None)
+
+
+# --------------------------------------------------------------------------------------------
+# answers
+# --------------------------------------------------------------------------------------------
+
+def placement_json(topo, pl):
+    """The ``placement`` object of the output: devices in rank order, nodes, and the domains of
+    every level above the node keyed by path."""
+    node_level = topo.levels[-1]
+    return {"devices": list(pl.devices),
+            "nodes": dict(pl.domains.get(node_level, {})),
+            "domains": {lv: dict(pl.domains.get(lv, {})) for lv in topo.levels[:-1]}}
+
+
+def score_json(topo, pl):
+    return {"step_comm_us": pl.step_comm_us,
+            "levels_spanned": {lv: len(pl.domains.get(lv, {})) for lv in topo.levels}}
+
+
+def not_placed_json(pl):
+    fit = pl.fit
+    return {"status": pl.status, "message": pl.message,
+            "fit": {"needed": fit.needed, "free_total": fit.free_total, "level": fit.level,
+                    "best": fit.best} if fit else None}
+
+
+def _place(sc, topo, cluster):
+    from . import errors
+    req = to_request(sc.request)
+    try:
+        pl = cluster.place(req)
+    except (errors.InvalidArgument, errors.NotFound) as e:
+        return _invalid(str(e) if str(e).startswith("request") else "request: %s" % e)
+    if not pl.ok:
+        return _Answer(EXIT_NOT_PLACED, not_placed_json(pl), topo=topo, cluster=cluster,
+                       placement=pl, command="place")
+    doc = {"status": "ok", "job": pl.job, "placement": placement_json(topo, pl),
+           "score": score_json(topo, pl)}
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place")
+
+
+def _replace(sc, topo, cluster):
+    from . import api, errors
+    rep = sc.replace
+    job = sc.job(rep["job"])
+    ids = _DeviceIds(topo)
+    failed = set()
+    for node, idx in rep["failed"]:
+        failed.update(ids.node(node) if idx is None else [ids(node, idx)])
+    held = [ids(n, i) for n, i in job.devices]
+    job_failed = [d for d in held if d in failed]
+    # Every failed device is treated as down, so that no replacement lands on one.
+    try:
+        cluster.set_down(sorted(failed))
+    except errors.TopoplaceError as e:
+        _lib_error("replace.failed", e)
+    if not job_failed:
+        # Nothing of the job failed: it keeps its devices (tp_replace wants at least one).
+        pl = api.Placement(status="ok", code=0, job=job.id, device_ids=held,
+                           devices=[topo.device_name(d) for d in held],
+                           domains=_domains_of(topo, held), _node_level=topo.levels[-1])
+        doc = {"status": "ok", "job": job.id, "placement": placement_json(topo, pl),
+               "score": {"levels_spanned": {lv: len(pl.domains[lv]) for lv in topo.levels}},
+               "replaced": {}}
+        return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl,
+                       command="replace", job=job.id)
+    try:
+        pl = cluster.replace(job.id, job_failed)
+    except (errors.InvalidArgument, errors.NotFound) as e:
+        return _invalid("replace: %s" % e)
+    if not pl.ok:
+        return _Answer(EXIT_NOT_PLACED, not_placed_json(pl), topo=topo, cluster=cluster,
+                       placement=pl, command="replace", job=job.id)
+    doc = {"status": "ok", "job": pl.job, "placement": placement_json(topo, pl),
+           "score": score_json(topo, pl), "replaced": dict(pl.replaced)}
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="replace",
+                   job=job.id)
+
+
+def _domains_of(topo, devices):
+    """Level name -> domain path -> devices, in first-rank order."""
+    out = {lv: {} for lv in topo.levels}
+    for d in devices:
+        node = topo.device_node(d)
+        for i, lv in enumerate(topo.levels):
+            path = topo.domain_path(i, topo.node_domain(node, i))
+            out[lv][path] = out[lv].get(path, 0) + 1
+    return out
+
+
+def _frag(sc, topo, cluster):
+    rep = cluster.frag()
+    doc = {"status": "ok",
+           "levels": {lv: {"domains": f.domains, "free": f.free, "fully_free": f.fully_free,
+                           "largest_free": f.largest_free, "fragmentation": f.fragmentation}
+                      for lv, f in rep.levels.items()},
+           "free": rep.free, "down": rep.down, "cordoned": rep.cordoned}
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, command="frag")
+
+
+def _defrag(sc, topo, cluster):
+    from . import api, errors
+    req = to_request(sc.request)
+    pol = sc.policy or sc_mod.POLICY_DEFAULTS
+    policy = api.DefragPolicy(pol["migrate"], pol["preempt"], pol["allow_interactive"],
+                              pol["max_moves"], pol["max_cost_s"], pol["min_priority_gap"])
+    try:
+        plan = cluster.defrag_plan(req, policy)
+    except (errors.InvalidArgument, errors.NotFound) as e:
+        msg = str(e)
+        return _invalid(msg if msg.startswith(("request", "policy")) else "request: %s" % msg)
+    if not plan.ok:
+        msg = plan.message
+        if plan.status == "infeasible":
+            msg = "no plan can exist: the request does not fit even an empty cluster (%s)" % msg
+        return _Answer(EXIT_NOT_PLACED, {"status": "none", "message": msg}, topo=topo,
+                       cluster=cluster, command="defrag", plan=plan)
+    steps = []
+    for st in plan.steps:
+        step = {"action": st.action, "job": st.job}
+        if st.action != "place":
+            step["from"] = list(st.from_devices)
+        if st.action != "preempt":
+            step["to"] = list(st.to_devices)
+        steps.append(step)
+    cost = plan.cost_s
+    doc = {"status": "ok",
+           "plan": {"steps": steps, "moved_jobs": plan.moved_jobs,
+                    "moved_devices": plan.moved_devices,
+                    "cost_s": int(cost) if float(cost).is_integer() else cost}}
+    pl = plan.placement
+    if pl is not None:
+        doc["placement"] = placement_json(topo, pl)
+        doc["score"] = score_json(topo, pl)
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="defrag",
+                   plan=plan)
+
+
+# What each command needs from the library (frag has a fallback in api.Cluster.frag).
+NEEDS = {"place": ("tp_place",), "replace": ("tp_replace",), "frag": (),
+         "defrag": ("tp_defrag_plan", "tp_place")}
+COMMANDS = {"place": _place, "replace": _replace, "frag": _frag, "defrag": _defrag}

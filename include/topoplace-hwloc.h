@@ -1,0 +1,110 @@
+/*
+ * libtopoplace: import a node type from hwloc.
+ * SPDX-License-Identifier: MIT
+ */
+/**
+ * @file topoplace-hwloc.h
+ * @brief Build a ::tp_nodetype from an hwloc topology (hwloc 2.x).
+ *
+ * The only public header that names hwloc types; include it only where hwloc is wanted
+ * (compile with `pkg-config --cflags hwloc`). The library reads no files: the caller passes the
+ * XML as a buffer, or a topology it loaded itself.
+ *
+ * What is read (see docs/importers.md for the details and examples):
+ * - **GPUs**, in the topology's order (the XML file's order): every PCI device that carries an
+ *   NVML or CUDA OS device (by subtype, `Backend` info or name `nvml<N>` / `cuda<N>`), and every
+ *   PCI device of NVIDIA (vendor 0x10de) with a display/3D class (0x03xx) that carries none.
+ *   GPU `i` of the node type is the i-th such device. GPUs of other vendors are not counted.
+ * - **PCIe switches**: hwloc shows a PCIe switch as an upstream-port bridge whose children are
+ *   downstream-port bridges. Counting PCI-to-PCI bridges from the host bridge (1 = root port,
+ *   2 = switch upstream port, 3 = its downstream ports, 4 = the upstream port of a switch below,
+ *   ...), each bridge at an even count is one switch, and its downstream ports are part of it.
+ *   Root ports and host bridges are the root (-1). Only switches with a GPU or NIC somewhere
+ *   below them are kept, in the topology's order, each below the nearest kept switch above it.
+ * - **NICs**: PCI devices of class 0x02xx (network, 0x0207 InfiniBand) or carrying a Network or
+ *   OpenFabrics OS device, named by the OpenFabrics device ("mlx5_0"), else the network
+ *   interface ("eth0"), else the PCI bus id ("0000:02:00.0"). hwloc records no link rate, so
+ *   their bandwidth is 0 (unknown).
+ * - **NVSwitches**: PCI devices with subtype "NVSwitch" or of NVIDIA with class 0x0680, named by
+ *   their PCI bus id ("0000:61:00.0").
+ * - **NVLink**: the first distance matrix named "NVLinkBandwidth" (values in MB/s; taken as
+ *   GB/s = MB/s / 1000). Two GPUs get their direct link (the larger of the two directions),
+ *   plus, when both reach NVSwitches, the smaller of their total bandwidths to NVSwitches (the
+ *   rule of hwloc's HWLOC_DISTANCES_TRANSFORM_TRANSITIVE_CLOSURE: switched GPUs reach each other
+ *   at their full switch bandwidth). Links to CPUs are ignored.
+ * - NUMA locality is not recorded (the node type has no place for it yet).
+ *
+ * Memory: the node type comes from the given ::tp_allocator; hwloc's own working memory (the
+ * parsed topology, distance matrices) comes from the C library, as hwloc allocates it.
+ */
+#ifndef TOPOPLACE_HWLOC_H
+#define TOPOPLACE_HWLOC_H
+
+#include <stddef.h>
+
+#include <hwloc.h>
+
+#include "topoplace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Build a node type from an hwloc XML buffer (as written by `lstopo file.xml` or
+ *        hwloc_topology_export_xmlbuffer()).
+ *
+ * The buffer is parsed by hwloc with every I/O object kept (PCI devices, bridges and OS devices:
+ * HWLOC_TYPE_FILTER_KEEP_ALL), then read as tp_nodetype_from_hwloc() does.
+ *
+ * No object exists to carry a message when this fails, so the message goes to @p errbuf
+ * ("hwloc could not parse the XML buffer (1234 bytes)"); it is always NUL-terminated and cut to
+ * @p errlen bytes; on success it is set to "".
+ *
+ * hwloc's XML parser prints nothing unless the environment variable HWLOC_XML_VERBOSE is set;
+ * the library sets no environment variable. hwloc reads its own environment variables
+ * (`HWLOC_*`, see hwloc's documentation), which may change what it loads.
+ *
+ * @param[out] out The node type, owned by the caller (tp_nodetype_destroy()); NULL on failure.
+ * @param xml The XML text; need not be NUL-terminated (a NUL inside ends it). Borrowed.
+ * @param len Bytes of @p xml (>= 1, at most INT_MAX).
+ * @param alloc Allocator for the node type, or NULL for the C library's.
+ * @param errbuf Receives the message of a failure (may be NULL).
+ * @param errlen Size of @p errbuf (0 when it is NULL).
+ * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (hwloc
+ *         rejects the buffer: malformed or truncated XML, or @p len is 0); ::TP_ENOTFOUND (no
+ *         NVIDIA GPU in it); ::TP_ELIMIT (more than ::TP_MAX_NODE_DEVICES GPUs, more than 4096
+ *         switches, NICs or NVSwitches, or @p len above INT_MAX); ::TP_ENOMEM.
+ * @note Thread-safe: each call uses its own hwloc topology.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_from_hwloc_xml(tp_nodetype **out, const char *xml, size_t len,
+                                      const tp_allocator *alloc, char *errbuf, size_t errlen);
+
+/**
+ * @brief Build a node type from an hwloc topology the caller has loaded.
+ *
+ * The topology must hold its I/O objects: load it after
+ * `hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL)` (or at least
+ * KEEP_IMPORTANT), else no GPU is found. It is only read; its objects' `userdata` is not
+ * touched.
+ *
+ * @param[out] out The node type, owned by the caller (tp_nodetype_destroy()); NULL on failure.
+ * @param topo A loaded hwloc topology; borrowed for the call.
+ * @param alloc Allocator for the node type, or NULL for the C library's.
+ * @param errbuf Receives the message of a failure, as for tp_nodetype_from_hwloc_xml().
+ * @param errlen Size of @p errbuf.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p topo, an invalid allocator); ::TP_ENOTFOUND (no
+ *         NVIDIA GPU, as in a topology that was not loaded or lost its I/O objects);
+ *         ::TP_ELIMIT; ::TP_ENOMEM.
+ * @note Thread-safe as far as hwloc is: several threads may read one loaded topology at once.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_from_hwloc(tp_nodetype **out, hwloc_topology_t topo,
+                                  const tp_allocator *alloc, char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TOPOPLACE_HWLOC_H */

@@ -1,0 +1,85 @@
+/*
+ * libtopoplace: import a topology from Slurm's topology.conf.
+ * SPDX-License-Identifier: MIT
+ */
+/**
+ * @file topoplace-slurm.h
+ * @brief Start a ::tp_topology_builder from the text of a Slurm `topology.conf`.
+ *
+ * The library reads no files: the caller passes the file's text. Both of Slurm's plugins are
+ * read (one per file, as Slurm does):
+ *
+ * - **topology/tree**: `SwitchName=<name> Switches=<hostlist>` and
+ *   `SwitchName=<name> Nodes=<hostlist>` lines. Every switch gets Slurm's level (a switch with
+ *   nodes is level 0, any other is one more than its highest child), and the topology has one
+ *   level per switch level, outermost first, named `switch<k>` (`switch2`, `switch1`, `switch0`),
+ *   then the node level `node`. A switch whose parent is more than one level up (or a root below
+ *   the top level) also stands for the levels in between, under its own name, so every node has
+ *   a domain at every level and leaf switches are always level `switch0`.
+ * - **topology/block**: `BlockName=<name> Nodes=<hostlist>` lines and an optional
+ *   `BlockSizes=<n>,<n>...` line. The first size is the base block size (default: the first
+ *   block's node count); each further size is that times a power of two; without the line the
+ *   sizes are the base size times 1, 2, 4, 8 and 16. As in Slurm, the sizes are cut after the
+ *   first one that holds every block, and consecutive blocks (in file order) are aggregated in
+ *   groups of size/base blocks. Levels: one per aggregation size, largest first, named
+ *   `agg<size>` (`agg64`, `agg32`), then `block` (the blocks of the file), then `node`. An
+ *   aggregate is named like Slurm names it, by the hostlist of its blocks (`b[1-4]`); trailing
+ *   blocks that Slurm leaves out of an aggregate level get a domain of their own at that level,
+ *   named as the domain below it.
+ *
+ * Syntax as Slurm reads it: `Key=Value` pairs separated by blanks (blanks around `=` and
+ * double-quoted values allowed), keys case-insensitive, `#` starts a comment, a trailing `\`
+ * joins the next line, `LinkSpeed=` is accepted and ignored. Hostlists: comma-separated names
+ * with bracketed ranges, several brackets per name (`r[1-2]n[01-18]` is r1n01 ... r2n18, the
+ * first bracket varying slowest), zero padding taken from the width of the range's first
+ * number (`gpu[001-018,020]`).
+ *
+ * Every node gets @p gpus_per_node devices and default attributes; fabrics keep the builder's
+ * defaults. The caller may set fabrics, add failure domains or more nodes, then build.
+ */
+#ifndef TOPOPLACE_SLURM_H
+#define TOPOPLACE_SLURM_H
+
+#include <stddef.h>
+
+#include "topoplace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Start a topology builder from a Slurm `topology.conf` (tree or block plugin).
+ *
+ * No object exists to carry a message when this fails, so the message goes to @p errbuf; it
+ * names the line and the problem ("line 4: switch 's2' lists unknown switch 's9'"), is always
+ * NUL-terminated and cut to @p errlen bytes, and is "" on success.
+ *
+ * @param[out] out The builder, owned by the caller (tp_topology_builder_destroy()); NULL on
+ *        failure.
+ * @param conf The file's text; need not be NUL-terminated. Borrowed for the call.
+ * @param len Bytes of @p conf.
+ * @param gpus_per_node Devices of every node, 1 to ::TP_MAX_NODE_DEVICES.
+ * @param alloc Allocator for the builder and what it builds, or NULL for the C library's.
+ * @param errbuf Receives the message of a failure (may be NULL).
+ * @param errlen Size of @p errbuf (0 when it is NULL).
+ * @return 0; ::TP_EINVAL (NULL @p out or @p conf, @p gpus_per_node out of range, an invalid
+ *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist or
+ *         BlockSizes, a switch or block defined twice, an unknown switch, a switch with two
+ *         parents, switches in a cycle, a switch with both or neither of Nodes and Switches, a
+ *         node listed twice, a block smaller than the base block size, a bad name, tree and
+ *         block lines in one file, no switch or block at all); ::TP_ELIMIT (more levels than
+ *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^22 names); ::TP_ENOMEM.
+ * @note Thread-safe: the call shares nothing with other calls.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_builder_from_slurm(tp_topology_builder **out, const char *conf,
+                                          size_t len, unsigned gpus_per_node,
+                                          const tp_allocator *alloc, char *errbuf,
+                                          size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TOPOPLACE_SLURM_H */

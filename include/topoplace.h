@@ -1,0 +1,1292 @@
+/*
+ * libtopoplace: topology-aware placement of GPU jobs.
+ * SPDX-License-Identifier: MIT
+ */
+/**
+ * @file topoplace.h
+ * @brief The public C API of libtopoplace.
+ *
+ * The library is organised around three objects:
+ *
+ * - ::tp_topology, the immutable graph of levels, domains, nodes and devices, built with a
+ *   ::tp_topology_builder or a generator. Once built it is read-only and may be shared by any
+ *   number of threads.
+ * - ::tp_cluster, the mutable state of one topology: which device is free, held by which job,
+ *   down or cordoned. One writer at a time; functions marked *read-only* may run concurrently
+ *   with each other but not with a writer.
+ * - ::tp_placement, the answer of tp_place() or tp_replace(): devices in rank order, or the
+ *   precise reason why the request cannot be placed.
+ *
+ * Conventions (see docs/concepts.md and docs/errors.md):
+ * - Functions that can fail return 0 or a negative ::tp_error code. Outputs come first as
+ *   `T **out`, owned by the caller; destructors accept NULL.
+ * - The message of the last failure on an object is returned by its `_errmsg()` function. A
+ *   failed call leaves the object unchanged.
+ * - The library never prints, reads files, aborts or keeps global state. Memory comes from the
+ *   ::tp_allocator given to the constructor (the system allocator when NULL), except the
+ *   internal nodes of Judy arrays, which Judy takes from the C library.
+ * - Ids are dense integers: levels `0..nlevels-1` outermost first (the last is the node level),
+ *   domains `0..n-1` per level, nodes and devices `0..n-1` in tree order.
+ */
+#ifndef TOPOPLACE_H
+#define TOPOPLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topoplace-version.h"
+
+#ifndef TP_API
+#if defined(__GNUC__) || defined(__clang__)
+/** Marks a function exported from the shared library. */
+#define TP_API __attribute__((visibility("default")))
+#else
+#define TP_API
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Errors
+ *  @{ */
+
+/**
+ * @brief The error table: `X(NAME, value, description)` for every code.
+ *
+ * One table yields tp_strerror() and tp_err_name(); ::tp_error lists the same codes.
+ */
+#define TP_ERRNO_MAP(X)                                                                        \
+	X(EINVAL, -1, "invalid argument")                                                          \
+	X(ENOMEM, -2, "out of memory")                                                             \
+	X(ENOTFOUND, -3, "not found")                                                              \
+	X(EEXIST, -4, "already exists")                                                            \
+	X(EINFEASIBLE, -5, "the request can never be placed on this cluster")                      \
+	X(EBUSY, -6, "fewer matching devices are free than the request needs")                     \
+	X(EFRAGMENTED, -7, "enough devices are free, but not where the request needs them")        \
+	X(ENOPLAN, -8, "no plan within the policy")                                                \
+	X(EPARSE, -9, "the input could not be parsed")                                             \
+	X(ELIMIT, -10, "a size limit of the library was exceeded")                                 \
+	X(ECORRUPT, -11, "internal consistency check failed")
+
+/**
+ * @brief Error codes. Every failing function returns one of these (negative) values.
+ *
+ * The values and descriptions are those of ::TP_ERRNO_MAP (the library checks at compile time
+ * that the two agree).
+ */
+typedef enum tp_error {
+	TP_OK = 0,            /**< success */
+	TP_EINVAL = -1,       /**< invalid argument; the object's message names the item and why */
+	TP_ENOMEM = -2,       /**< an allocation failed; nothing was changed */
+	TP_ENOTFOUND = -3,    /**< a named item (node, domain, level, job) does not exist */
+	TP_EEXIST = -4,       /**< the item exists already (a name used twice, a device held) */
+	TP_EINFEASIBLE = -5,  /**< the request cannot be placed even on an empty cluster */
+	TP_EBUSY = -6,        /**< fewer matching devices are free than the request needs */
+	TP_EFRAGMENTED = -7,  /**< enough devices are free, but not where the request needs them */
+	TP_ENOPLAN = -8,      /**< no plan within the policy */
+	TP_EPARSE = -9,       /**< the input buffer could not be parsed */
+	TP_ELIMIT = -10,      /**< a size limit of the library was exceeded */
+	TP_ECORRUPT = -11     /**< an internal consistency check failed */
+} tp_error;
+
+/**
+ * @brief A fixed description of an error code.
+ * @param code 0 or a ::tp_error code.
+ * @return A static string; "unknown error" for a value outside the table. Never NULL.
+ * @note Thread-safe. @since 0.1.0
+ */
+TP_API const char *tp_strerror(int code);
+
+/**
+ * @brief The symbolic name of an error code, without the `TP_` prefix ("EINVAL").
+ * @param code 0 or a ::tp_error code.
+ * @return A static string ("OK" for 0, "UNKNOWN" for a value outside the table). Never NULL.
+ * @note Thread-safe. @since 0.1.0
+ */
+TP_API const char *tp_err_name(int code);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Version and allocator
+ *  @{ */
+
+/**
+ * @brief The library's version as `MAJOR * 10000 + MINOR * 100 + PATCH`.
+ * @return The run-time version; compare with ::TP_VERSION_NUMBER for the compile-time one.
+ * @note Thread-safe. @since 0.1.0
+ */
+TP_API unsigned tp_version(void);
+
+/**
+ * @brief The library's version as a string ("0.1.0").
+ * @return A static string. @note Thread-safe. @since 0.1.0
+ */
+TP_API const char *tp_version_string(void);
+
+/**
+ * @brief Memory functions used by an object and everything it creates.
+ *
+ * Pass NULL wherever an allocator is taken to use the C library's functions. All four function
+ * pointers must be set; `ud` is passed back unchanged. The allocator must stay valid until the
+ * last object created with it is destroyed. Returning NULL from an allocation function makes the
+ * call fail with ::TP_ENOMEM and leave its object unchanged.
+ */
+typedef struct tp_allocator {
+	void *(*malloc)(void *ud, size_t size);                /**< like malloc() */
+	void *(*calloc)(void *ud, size_t nmemb, size_t size);  /**< like calloc() */
+	void *(*realloc)(void *ud, void *ptr, size_t size);    /**< like realloc() */
+	void (*free)(void *ud, void *ptr);                     /**< like free(); ptr may be NULL */
+	void *ud;                                              /**< user pointer */
+} tp_allocator;
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Limits and kinds
+ *  @{ */
+
+/** @brief Most levels a topology may have (the node level included). */
+#define TP_MAX_LEVELS 8
+/** @brief Most devices one node may hold. */
+#define TP_MAX_NODE_DEVICES 256
+/** @brief Most bytes of a name (node, domain, level, job, tenant, model), without the NUL. */
+#define TP_MAX_NAME 255
+/** @brief The level argument that names the fabric between top-level domains. */
+#define TP_LEVEL_CLUSTER (-1)
+/** @brief A domain, node or device index that names nothing (returned for "no parent"). */
+#define TP_NONE UINT32_MAX
+
+/** @brief The kind of link a fabric level uses. */
+typedef enum tp_link_kind {
+	TP_LINK_NVLINK = 0,   /**< NVLink (inside a node, or an NVL72 rack) */
+	TP_LINK_PCIE = 1,     /**< PCI Express */
+	TP_LINK_IB = 2,       /**< InfiniBand */
+	TP_LINK_ETHERNET = 3  /**< Ethernet (RoCE) */
+} tp_link_kind;
+
+/** @brief The class of a job; it decides what a defrag plan may do to it. */
+typedef enum tp_job_class {
+	TP_CLASS_TRAINING = 0,    /**< batch training (the default) */
+	TP_CLASS_INFERENCE = 1,   /**< serving */
+	TP_CLASS_INTERACTIVE = 2  /**< a person is waiting on it; never moved unless allowed */
+} tp_job_class;
+
+/** @brief What a device is doing, as tp_cluster_device_state() reports it. */
+typedef enum tp_device_state {
+	TP_DEVICE_FREE = 0,      /**< healthy, not cordoned, held by no job */
+	TP_DEVICE_HELD = 1,      /**< held by a job (it may also be down or cordoned) */
+	TP_DEVICE_DOWN = 2,      /**< unhealthy and held by no job */
+	TP_DEVICE_CORDONED = 3   /**< healthy, closed to new work, held by no job */
+} tp_device_state;
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Node types: the insides of a node
+ *
+ * A node type describes what sits inside a node: PCIe switches (a tree), the switch each GPU sits
+ * behind, NICs, NVSwitches and NVLink bandwidth between GPU pairs. Nodes that share a type share
+ * one copy. The hwloc importer (topoplace-hwloc.h) fills one in from a real machine; the
+ * functions below set it by hand. A node type is mutable until it is given to a node; the
+ * topology keeps its own copy.
+ *  @{ */
+
+/** @brief The insides of a node (opaque). */
+typedef struct tp_nodetype tp_nodetype;
+
+/**
+ * @brief Create a node type with @p gpus GPUs, no switches, NICs or NVLink figures.
+ * @param[out] out The new node type, owned by the caller (tp_nodetype_destroy()).
+ * @param gpus Number of GPUs, 1 to ::TP_MAX_NODE_DEVICES.
+ * @param alloc Allocator, or NULL for the C library's.
+ * @return 0, ::TP_EINVAL (NULL @p out or @p gpus out of range), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_create(tp_nodetype **out, unsigned gpus, const tp_allocator *alloc);
+
+/** @brief Destroy a node type. @param nt The node type, or NULL. @since 0.1.0 */
+TP_API void tp_nodetype_destroy(tp_nodetype *nt);
+
+/**
+ * @brief The message of the last failure on @p nt ("" when none).
+ * @param nt The node type. @return A string owned by @p nt, valid until its next call.
+ * @since 0.1.0
+ */
+TP_API const char *tp_nodetype_errmsg(const tp_nodetype *nt);
+
+/**
+ * @brief Add a PCIe switch below @p parent (or below the host bridge when @p parent is -1).
+ * @param nt The node type.
+ * @param parent Index of an existing switch, or -1.
+ * @param[out] id Index of the new switch (may be NULL).
+ * @return 0, ::TP_EINVAL (unknown parent), ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_nodetype_add_pcie_switch(tp_nodetype *nt, int parent, unsigned *id);
+
+/**
+ * @brief Put GPU @p gpu behind PCIe switch @p sw (or directly on the host bridge when -1).
+ * @param nt The node type. @param gpu GPU index. @param sw Switch index or -1.
+ * @return 0, ::TP_EINVAL (unknown GPU or switch). @since 0.1.0
+ */
+TP_API int tp_nodetype_set_gpu_switch(tp_nodetype *nt, unsigned gpu, int sw);
+
+/**
+ * @brief Add a NIC behind PCIe switch @p sw (or on the host bridge when -1).
+ * @param nt The node type. @param name The NIC's name ("mlx5_0"), copied.
+ * @param sw Switch index or -1. @param gbps Bandwidth in GB/s, one direction (>= 0).
+ * @param[out] id Index of the new NIC (may be NULL).
+ * @return 0, ::TP_EINVAL (bad name, switch or bandwidth), ::TP_ELIMIT, ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double gbps,
+                               unsigned *id);
+
+/**
+ * @brief Add an NVSwitch to the node.
+ * @param nt The node type. @param name Its name, copied. @param[out] id Its index (may be NULL).
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_nodetype_add_nvswitch(tp_nodetype *nt, const char *name, unsigned *id);
+
+/**
+ * @brief Set the NVLink bandwidth between two GPUs (both directions).
+ * @param nt The node type. @param a GPU index. @param b Another GPU index.
+ * @param gbps GB/s one direction, >= 0 (0: no NVLink between them).
+ * @return 0, ::TP_EINVAL (unknown GPU, a == b, negative or non-finite bandwidth), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_set_nvlink(tp_nodetype *nt, unsigned a, unsigned b, double gbps);
+
+/** @brief Number of GPUs. @param nt The node type. @return The count. @since 0.1.0 */
+TP_API unsigned tp_nodetype_gpu_count(const tp_nodetype *nt);
+/** @brief Number of PCIe switches. @param nt The node type. @return The count. @since 0.1.0 */
+TP_API unsigned tp_nodetype_pcie_switch_count(const tp_nodetype *nt);
+/**
+ * @brief The parent of a PCIe switch.
+ * @param nt The node type. @param sw Switch index.
+ * @return The parent switch, -1 for the host bridge, ::TP_EINVAL for an unknown switch.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw);
+/**
+ * @brief The PCIe switch a GPU sits directly behind.
+ * @param nt The node type. @param gpu GPU index.
+ * @return The switch, -1 for the host bridge, ::TP_EINVAL for an unknown GPU. @since 0.1.0
+ */
+TP_API int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu);
+/** @brief Number of NICs. @param nt The node type. @return The count. @since 0.1.0 */
+TP_API unsigned tp_nodetype_nic_count(const tp_nodetype *nt);
+/**
+ * @brief The name of a NIC. @param nt The node type. @param nic NIC index.
+ * @return The name (owned by @p nt), or NULL for an unknown NIC. @since 0.1.0
+ */
+TP_API const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic);
+/**
+ * @brief The PCIe switch a NIC sits behind.
+ * @param nt The node type. @param nic NIC index.
+ * @return The switch, -1 for the host bridge, ::TP_EINVAL for an unknown NIC. @since 0.1.0
+ */
+TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic);
+/**
+ * @brief The NIC closest to a GPU: the one behind the lowest common PCIe switch, lowest index
+ * on ties.
+ * @param nt The node type. @param gpu GPU index.
+ * @return The NIC index, ::TP_ENOTFOUND when the node has no NIC, ::TP_EINVAL for an unknown GPU.
+ * @since 0.1.0
+ */
+TP_API int tp_nodetype_gpu_nearest_nic(const tp_nodetype *nt, unsigned gpu);
+/** @brief Number of NVSwitches. @param nt The node type. @return The count. @since 0.1.0 */
+TP_API unsigned tp_nodetype_nvswitch_count(const tp_nodetype *nt);
+/**
+ * @brief The NVLink bandwidth between two GPUs.
+ * @param nt The node type. @param a GPU index. @param b GPU index.
+ * @return GB/s one direction; 0 when there is no NVLink or an index is out of range.
+ * @since 0.1.0
+ */
+TP_API double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigned b);
+/**
+ * @brief How far apart two GPUs are on PCIe: the number of switch hops from each GPU up to
+ * their lowest common switch, summed (0 for the same GPU; switches and the host bridge count).
+ * @param nt The node type. @param a GPU index. @param b GPU index.
+ * @return The distance, or ::TP_EINVAL for an unknown GPU. @since 0.1.0
+ */
+TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned b);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Topology builder
+ *  @{ */
+
+/** @brief An immutable topology (opaque). Read-only after tp_topology_build(); thread-safe. */
+typedef struct tp_topology tp_topology;
+/** @brief Collects levels, fabrics, nodes and failure domains, then builds a ::tp_topology. */
+typedef struct tp_topology_builder tp_topology_builder;
+
+/** @brief Version of ::tp_node_options this header describes. */
+#define TP_NODE_OPTIONS_VERSION 1
+
+/** @brief Attributes of a node added with tp_topology_builder_add_node(). */
+typedef struct tp_node_options {
+	unsigned version;           /**< ::TP_NODE_OPTIONS_VERSION */
+	const char *model;          /**< device model ("GB200"), or NULL for none; copied */
+	double memory_gb;           /**< memory per device in GB; 0 for unknown */
+	double perf;                /**< relative speed of every device (1.0 nominal); > 0 */
+	const double *device_perf;  /**< NULL, or one relative speed per device (overrides perf) */
+	const tp_nodetype *type;    /**< the node's insides, or NULL for plain GPUs; copied */
+} tp_node_options;
+
+/** @brief Initialiser for ::tp_node_options with every default. */
+#define TP_NODE_OPTIONS_INIT {TP_NODE_OPTIONS_VERSION, NULL, 0.0, 1.0, NULL, NULL}
+
+/**
+ * @brief Start a topology with the given levels, outermost first; the last is the node level.
+ *
+ * Fabrics default to NVLink 900 GB/s at the node level, InfiniBand 50 GB/s at every other level
+ * and InfiniBand 25 GB/s between top-level domains (latencies 3.4, 14 and 20 us).
+ *
+ * @param[out] out The new builder, owned by the caller (tp_topology_builder_destroy()).
+ * @param levels Level names (copied): 1 to ::TP_MAX_LEVELS, unique, non-empty, no `/`, not
+ *        "cluster".
+ * @param nlevels Number of names in @p levels.
+ * @param alloc Allocator for the builder and the topologies it builds, or NULL.
+ * @return 0, ::TP_EINVAL (NULL pointer, bad or duplicate level name), ::TP_ELIMIT (more than
+ *         ::TP_MAX_LEVELS), ::TP_ENOMEM. No message object exists on failure.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_builder_create(tp_topology_builder **out, const char *const *levels,
+                                      unsigned nlevels, const tp_allocator *alloc);
+
+/** @brief Destroy a builder. @param b The builder, or NULL. @since 0.1.0 */
+TP_API void tp_topology_builder_destroy(tp_topology_builder *b);
+
+/**
+ * @brief The message of the last failure on @p b ("" when none).
+ * @param b The builder. @return A string owned by @p b, valid until its next call. @since 0.1.0
+ */
+TP_API const char *tp_topology_builder_errmsg(const tp_topology_builder *b);
+
+/**
+ * @brief Set the fabric of a level: the link two devices use when the smallest domain holding
+ * both is a domain of that level.
+ * @param b The builder.
+ * @param level A level index, or ::TP_LEVEL_CLUSTER for traffic between top-level domains.
+ * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
+ * @param latency_us Latency in microseconds (>= 0).
+ * @return 0, ::TP_EINVAL (unknown level or kind, bad number). @since 0.1.0
+ */
+TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_link_kind kind,
+                                          double gbps, double latency_us);
+
+/**
+ * @brief Add a node.
+ * @param b The builder.
+ * @param name Node name: unique, non-empty, no `/`, at most ::TP_MAX_NAME bytes; copied.
+ * @param path Names of the node's domains at every level above the node (nlevels - 1 names),
+ *        outermost first; non-empty, no `/`. Copied. May be NULL for a one-level topology.
+ * @param gpus Devices in the node, 1 to ::TP_MAX_NODE_DEVICES (must equal the node type's GPU
+ *        count when one is given).
+ * @param opts Attributes, or NULL for the defaults.
+ * @return 0, ::TP_EINVAL (bad name, path or attribute), ::TP_EEXIST (name used before),
+ *         ::TP_ELIMIT (more than 2^31 devices), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
+                                        const char *const *path, unsigned gpus,
+                                        const tp_node_options *opts);
+
+/**
+ * @brief Add a regular tree of nodes, as the scenario format's `generate`.
+ *
+ * `counts[i]` is the number of domains of level `i` inside each domain of level `i-1` (the first
+ * is the number of top-level domains, the last the nodes per lowest domain). Domains are named
+ * `<level><index>` (0-based among siblings) and a node's name is its path and its own name joined
+ * with `-` (`block0-rack1-node17`).
+ *
+ * @param b The builder.
+ * @param counts One count per level, each >= 1.
+ * @param gpus_per_node Devices per node. @param opts Attributes of every node, or NULL.
+ * @return as tp_topology_builder_add_node(); on failure no node was added. @since 0.1.0
+ */
+TP_API int tp_topology_builder_generate(tp_topology_builder *b, const unsigned *counts,
+                                        unsigned gpus_per_node, const tp_node_options *opts);
+
+/**
+ * @brief Put a node, or one of its devices, in a failure domain (a power feed, a switch tray).
+ *
+ * Failure domains group devices across the tree; @p kind may not be a level name. A node or
+ * device not listed under a kind is a domain of its own for that kind, named by the node (or
+ * `node/index`).
+ *
+ * @param b The builder. @param kind Kind name ("power"). @param domain Domain name ("pdu-a").
+ * @param node A node already added. @param device A device index in the node, or -1 for all.
+ * @return 0, ::TP_EINVAL (bad name, kind is a level, device out of range), ::TP_ENOTFOUND
+ *         (unknown node), ::TP_EEXIST (the node or device is already in a domain of @p kind),
+ *         ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_builder_add_failure_domain(tp_topology_builder *b, const char *kind,
+                                                  const char *domain, const char *node,
+                                                  int device);
+
+/**
+ * @brief Add an NVSwitch (or NVSwitch tray) to a domain above the node: the NVLink fabric of an
+ * NVL72 rack. Node-level NVSwitches belong to the node type.
+ * @param b The builder. @param level A level above the node.
+ * @param path The domain's path from the top (level + 1 names).
+ * @param name The switch's name, unique within the domain; copied.
+ * @return 0, ::TP_EINVAL, ::TP_ENOTFOUND (no node in that domain yet), ::TP_EEXIST, ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned level,
+                                            const char *const *path, const char *name);
+
+/**
+ * @brief Build the topology. The builder is unchanged and may build again or be destroyed.
+ * @param b The builder.
+ * @param[out] out The topology, owned by the caller (tp_topology_destroy()).
+ * @return 0, ::TP_EINVAL (no node), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_topology_build(tp_topology_builder *b, tp_topology **out);
+
+/**
+ * @brief Generate a GB200 NVL72 fleet: levels `block`, `rack`, `node`; racks of 18 nodes x 4
+ * GPUs (model "GB200", 186 GB); NVLink 900 GB/s inside nodes and racks (9 NVSwitch trays per
+ * rack), InfiniBand 50 GB/s inside a block and 25 GB/s between blocks.
+ * @param[out] out The topology, owned by the caller.
+ * @param blocks Number of blocks (>= 1). @param racks_per_block Racks per block (>= 1).
+ * @param alloc Allocator, or NULL.
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_topology_generate_nvl72(tp_topology **out, unsigned blocks,
+                                      unsigned racks_per_block, const tp_allocator *alloc);
+
+/**
+ * @brief Generate an HGX fleet: levels `su` (scalable unit), `node`; 8-GPU nodes ("H100",
+ * 80 GB) with NVLink 450 GB/s inside the node (8 PCIe switches pairing GPUs and NICs, 4
+ * NVSwitches), InfiniBand 50 GB/s inside a scalable unit and 25 GB/s between them.
+ * @param[out] out The topology, owned by the caller.
+ * @param units Scalable units (>= 1). @param nodes_per_unit Nodes per unit (>= 1).
+ * @param alloc Allocator, or NULL.
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_topology_generate_hgx(tp_topology **out, unsigned units, unsigned nodes_per_unit,
+                                    const tp_allocator *alloc);
+
+/** @brief Destroy a topology. Every cluster made from it must be destroyed first.
+ *  @param t The topology, or NULL. @since 0.1.0 */
+TP_API void tp_topology_destroy(tp_topology *t);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Topology queries (read-only, thread-safe)
+ *
+ * A query with an out-of-range argument returns ::TP_EINVAL (int results), ::TP_NONE (ids),
+ * 0 (counts) or NULL (strings); topologies carry no message because they are shared by threads.
+ *  @{ */
+
+/** @brief Number of levels. @param t The topology. @return 1 to ::TP_MAX_LEVELS. @since 0.1.0 */
+TP_API unsigned tp_topology_level_count(const tp_topology *t);
+/** @brief Name of a level. @param t The topology. @param level Level index.
+ *  @return The name (owned by @p t) or NULL. @since 0.1.0 */
+TP_API const char *tp_topology_level_name(const tp_topology *t, unsigned level);
+/** @brief Find a level by name. @param t The topology. @param name Level name.
+ *  @return The level index, or ::TP_ENOTFOUND. @since 0.1.0 */
+TP_API int tp_topology_level_by_name(const tp_topology *t, const char *name);
+/**
+ * @brief The fabric of a level.
+ * @param t The topology. @param level Level index or ::TP_LEVEL_CLUSTER.
+ * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s per device (may be NULL).
+ * @param[out] latency_us Latency (may be NULL).
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_fabric(const tp_topology *t, int level, tp_link_kind *kind, double *gbps,
+                              double *latency_us);
+/** @brief Number of domains of a level (nodes at the node level).
+ *  @param t The topology. @param level Level index. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_topology_domain_count(const tp_topology *t, unsigned level);
+/** @brief A domain's own name (the node name at the node level).
+ *  @param t The topology. @param level Level. @param dom Domain index.
+ *  @return The name (owned by @p t) or NULL. @since 0.1.0 */
+TP_API const char *tp_topology_domain_name(const tp_topology *t, unsigned level, uint32_t dom);
+/**
+ * @brief A domain's path: its ancestors' names and its own joined with `/` ("b1/r3"); at the
+ * node level, the node name.
+ * @param t The topology. @param level Level. @param dom Domain index.
+ * @param buf Buffer for the NUL-terminated path (may be NULL when @p len is 0).
+ * @param len Size of @p buf.
+ * @return The path's length without the NUL (as snprintf: the path was cut if >= @p len), or
+ *         ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_domain_path(const tp_topology *t, unsigned level, uint32_t dom, char *buf,
+                                   size_t len);
+/**
+ * @brief Find a domain by its path ("b1/r3"; a node name at the node level).
+ * @param t The topology. @param level Level. @param path The path.
+ * @param[out] dom The domain index.
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_domain_by_path(const tp_topology *t, unsigned level, const char *path,
+                                      uint32_t *dom);
+/** @brief The parent of a domain (at level - 1).
+ *  @param t The topology. @param level Level (> 0). @param dom Domain index.
+ *  @return The parent's index, or ::TP_NONE at level 0 or for a bad argument. @since 0.1.0 */
+TP_API uint32_t tp_topology_domain_parent(const tp_topology *t, unsigned level, uint32_t dom);
+/**
+ * @brief The children of a domain: the domains `first .. first + n - 1` of level + 1.
+ * @param t The topology. @param level Level above the node. @param dom Domain index.
+ * @param[out] first First child. @param[out] n Number of children.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_domain_children(const tp_topology *t, unsigned level, uint32_t dom,
+                                       uint32_t *first, uint32_t *n);
+/**
+ * @brief The nodes of a domain: `first .. first + n - 1` (ids are in tree order).
+ * @param t The topology. @param level Level. @param dom Domain index.
+ * @param[out] first First node. @param[out] n Number of nodes.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_domain_nodes(const tp_topology *t, unsigned level, uint32_t dom,
+                                    uint32_t *first, uint32_t *n);
+/**
+ * @brief The devices of a domain: `first .. first + n - 1`.
+ * @param t The topology. @param level Level. @param dom Domain index.
+ * @param[out] first First device. @param[out] n Number of devices.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_domain_devices(const tp_topology *t, unsigned level, uint32_t dom,
+                                      uint32_t *first, uint32_t *n);
+/** @brief The domain of a level that holds a node.
+ *  @param t The topology. @param node Node id. @param level Level.
+ *  @return The domain index, or ::TP_NONE. @since 0.1.0 */
+TP_API uint32_t tp_topology_node_domain(const tp_topology *t, uint32_t node, unsigned level);
+/** @brief Number of NVSwitches added to a domain above the node.
+ *  @param t The topology. @param level Level. @param dom Domain.
+ *  @return The count. @since 0.1.0 */
+TP_API unsigned tp_topology_domain_nvswitch_count(const tp_topology *t, unsigned level,
+                                                  uint32_t dom);
+
+/** @brief Number of nodes. @param t The topology. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_topology_node_count(const tp_topology *t);
+/** @brief Number of devices. @param t The topology. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_topology_device_count(const tp_topology *t);
+/** @brief Find a node by name. @param t The topology. @param name Node name.
+ *  @param[out] node The node id. @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0 */
+TP_API int tp_topology_node_by_name(const tp_topology *t, const char *name, uint32_t *node);
+/** @brief A node's name. @param t The topology. @param node Node id.
+ *  @return The name (owned by @p t) or NULL. @since 0.1.0 */
+TP_API const char *tp_topology_node_name(const tp_topology *t, uint32_t node);
+/** @brief A node's model. @param t The topology. @param node Node id.
+ *  @return The model (owned by @p t) or NULL when it has none. @since 0.1.0 */
+TP_API const char *tp_topology_node_model(const tp_topology *t, uint32_t node);
+/** @brief Memory per device of a node. @param t The topology. @param node Node id.
+ *  @return GB, 0 when unknown. @since 0.1.0 */
+TP_API double tp_topology_node_memory_gb(const tp_topology *t, uint32_t node);
+/** @brief A node's insides. @param t The topology. @param node Node id.
+ *  @return The node type (owned by @p t) or NULL for a plain node. @since 0.1.0 */
+TP_API const tp_nodetype *tp_topology_node_type(const tp_topology *t, uint32_t node);
+/** @brief The node holding a device. @param t The topology. @param dev Device id.
+ *  @return The node id or ::TP_NONE. @since 0.1.0 */
+TP_API uint32_t tp_topology_device_node(const tp_topology *t, uint32_t dev);
+/** @brief A device's index inside its node. @param t The topology. @param dev Device id.
+ *  @return The index or ::TP_NONE. @since 0.1.0 */
+TP_API uint32_t tp_topology_device_index(const tp_topology *t, uint32_t dev);
+/** @brief A device's relative speed. @param t The topology. @param dev Device id.
+ *  @return The speed (1.0 nominal), 0 for a bad id. @since 0.1.0 */
+TP_API double tp_topology_device_perf(const tp_topology *t, uint32_t dev);
+/**
+ * @brief Find a device by its name `node/index`.
+ * @param t The topology. @param name The name. @param[out] dev The device id.
+ * @return 0, ::TP_ENOTFOUND (unknown node or index), ::TP_EINVAL (malformed). @since 0.1.0
+ */
+TP_API int tp_topology_device_by_name(const tp_topology *t, const char *name, uint32_t *dev);
+/**
+ * @brief The smallest level whose one domain holds both devices.
+ * @param t The topology. @param a Device id. @param b Device id.
+ * @param[out] level The level index (the node level for two devices of one node), or
+ *        ::TP_LEVEL_CLUSTER when they are in different top-level domains.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_topology_common_level(const tp_topology *t, uint32_t a, uint32_t b, int *level);
+
+/** @brief Number of failure-domain kinds. @param t The topology. @return The count.
+ *  @since 0.1.0 */
+TP_API unsigned tp_topology_fd_kind_count(const tp_topology *t);
+/** @brief Name of a failure-domain kind. @param t The topology. @param kind Kind index.
+ *  @return The name or NULL. @since 0.1.0 */
+TP_API const char *tp_topology_fd_kind_name(const tp_topology *t, unsigned kind);
+/** @brief Find a failure-domain kind. @param t The topology. @param name Kind name.
+ *  @return The kind index or ::TP_ENOTFOUND. @since 0.1.0 */
+TP_API int tp_topology_fd_kind_by_name(const tp_topology *t, const char *name);
+/** @brief Number of failure domains of a kind, implicit one-member domains included.
+ *  @param t The topology. @param kind Kind index. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_topology_fd_count(const tp_topology *t, unsigned kind);
+/** @brief Name of a failure domain. @param t The topology. @param kind Kind. @param fd Domain.
+ *  @return The name (a node or `node/index` name for an implicit domain) or NULL.
+ *  @since 0.1.0 */
+TP_API const char *tp_topology_fd_name(const tp_topology *t, unsigned kind, uint32_t fd);
+/** @brief The failure domain of a kind that holds a device.
+ *  @param t The topology. @param kind Kind. @param dev Device id.
+ *  @return The domain index or ::TP_NONE. @since 0.1.0 */
+TP_API uint32_t tp_topology_device_fd(const tp_topology *t, unsigned kind, uint32_t dev);
+
+/**
+ * @brief Bytes of memory the topology holds (arrays, names and Judy maps).
+ * @param t The topology. @return The size in bytes. @since 0.1.0
+ */
+TP_API size_t tp_topology_memory(const tp_topology *t);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Requests
+ *  @{ */
+
+/** @brief One layer of slices: the devices, in rank order, cut into runs of @p size devices,
+ *  each inside one domain of @p level. */
+typedef struct tp_slice {
+	const char *level; /**< a level name */
+	uint32_t size;     /**< devices per slice */
+} tp_slice;
+
+/** @brief A cap: at most @p devices devices, or @p groups groups, in any one domain of
+ *  @p level (a level name or a failure-domain kind). Exactly one of the two is non-zero. */
+typedef struct tp_domain_cap {
+	const char *level; /**< level or failure-domain kind */
+	uint32_t devices;  /**< most devices per domain, or 0 */
+	uint32_t groups;   /**< most groups per domain, or 0 */
+} tp_domain_cap;
+
+/** @brief Version of ::tp_request this header describes. */
+#define TP_REQUEST_VERSION 1
+
+/**
+ * @brief What a job asks for. The semantics are those of the scenario format's `request`
+ * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
+ */
+typedef struct tp_request {
+	unsigned version;            /**< ::TP_REQUEST_VERSION */
+	const char *id;              /**< job id, used by tp_commit() (NULL: "new") */
+	tp_job_class job_class;      /**< the job's class */
+	int priority;                /**< higher wins (defrag, preemption) */
+	const char *tenant;          /**< tenant (NULL: "default") */
+	uint32_t count;              /**< devices wanted, all or nothing (>= 1) */
+	uint32_t group_size;         /**< devices per group (0: 1) */
+	const char *group_level;     /**< level each group lies in (NULL: the node level) */
+	const char *required;        /**< every device in one domain of this level, or NULL */
+	const char *preferred;       /**< as few domains as possible, from this level up, or NULL */
+	const tp_slice *slices;      /**< slice layers, outermost first */
+	size_t nslices;              /**< number of slice layers */
+	int balanced;                /**< split evenly over the domains it spans */
+	const tp_domain_cap *caps;   /**< per-domain caps (`max_per_domain`) */
+	size_t ncaps;                /**< number of caps */
+	const char *spread_level;    /**< level or failure-domain kind to spread over, or NULL */
+	uint32_t spread_min_domains; /**< touch at least this many domains of spread_level */
+	const char *colocate_job;    /**< a running job to sit next to, or NULL */
+	const char *colocate_level;  /**< the level of the shared domain */
+	const char *exclusive;       /**< level at which other tenants are kept out, or NULL */
+	const char *select_model;    /**< only devices of this model, or NULL */
+	double select_min_perf;      /**< only devices at least this fast (0: any) */
+	double select_min_memory_gb; /**< only devices with at least this memory (0: any) */
+	const char *const *select_nodes; /**< allow-list of node names, or NULL */
+	size_t nselect_nodes;        /**< number of names in select_nodes */
+} tp_request;
+
+/** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
+#define TP_REQUEST_INIT                                                                        \
+	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0}
+
+/** @brief Version of ::tp_job_options this header describes. */
+#define TP_JOB_OPTIONS_VERSION 1
+
+/** @brief A running job's attributes, for tp_cluster_assign() and tp_commit(). */
+typedef struct tp_job_options {
+	unsigned version;        /**< ::TP_JOB_OPTIONS_VERSION */
+	tp_job_class job_class;  /**< the job's class */
+	int priority;            /**< higher wins */
+	const char *tenant;      /**< tenant (NULL: "default"); copied */
+	int preemptible;         /**< may be stopped and requeued */
+	int migratable;          /**< may restart elsewhere from a checkpoint */
+	double checkpoint_s;     /**< seconds lost when stopped or moved (>= 0) */
+	const tp_request *shape; /**< the job's own request, or NULL; deep-copied */
+} tp_job_options;
+
+/** @brief Initialiser for ::tp_job_options: training, priority 0, tenant "default",
+ *  preemptible, not migratable, 60 s checkpoint, no shape. */
+#define TP_JOB_OPTIONS_INIT {TP_JOB_OPTIONS_VERSION, TP_CLASS_TRAINING, 0, NULL, 1, 0, 60.0, NULL}
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Cluster state
+ *  @{ */
+
+/** @brief The mutable state of a topology (opaque): one writer at a time. */
+typedef struct tp_cluster tp_cluster;
+
+/**
+ * @brief Create an empty cluster state: every device free and healthy.
+ * @param[out] out The cluster, owned by the caller (tp_cluster_destroy()).
+ * @param t The topology; borrowed, must outlive the cluster.
+ * @param alloc Allocator, or NULL.
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc);
+
+/** @brief Destroy a cluster state. @param c The cluster, or NULL. @since 0.1.0 */
+TP_API void tp_cluster_destroy(tp_cluster *c);
+
+/**
+ * @brief The message of the last failure of a writing call on @p c ("" when none).
+ * @param c The cluster. @return A string owned by @p c, valid until its next writing call.
+ * @since 0.1.0
+ */
+TP_API const char *tp_cluster_errmsg(const tp_cluster *c);
+
+/** @brief The cluster's topology. @param c The cluster. @return The topology (borrowed).
+ *  @since 0.1.0 */
+TP_API const tp_topology *tp_cluster_topology(const tp_cluster *c);
+
+/**
+ * @brief Record a running job on explicit devices, in rank order.
+ *
+ * Devices that are down or cordoned may be given (the job is already running there).
+ *
+ * @param c The cluster.
+ * @param job The job's id: unique, non-empty, at most ::TP_MAX_NAME bytes; copied.
+ * @param devices Device ids in rank order. @param n Number of devices (>= 1).
+ * @param opts The job's attributes, or NULL for the defaults.
+ * @return 0, ::TP_EINVAL (bad id, device out of range or listed twice, bad option),
+ *         ::TP_EEXIST (the id is running, or a device is held by another job; the message names
+ *         the device and the job), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
+                             const tp_job_options *opts);
+
+/**
+ * @brief Remove a running job; its devices become free (unless down or cordoned).
+ * @param c The cluster. @param job The job's id.
+ * @return 0, ::TP_ENOTFOUND (no such job), ::TP_EINVAL, ::TP_ENOMEM (only while a savepoint is
+ *         open). @since 0.1.0
+ */
+TP_API int tp_cluster_release(tp_cluster *c, const char *job);
+
+/**
+ * @brief Mark devices down (unhealthy) or up. A down device is never allocated; a job already
+ * on it stays until released.
+ * @param c The cluster. @param devices Device ids. @param n Number of ids.
+ * @param down 1 for down, 0 for up.
+ * @return 0, ::TP_EINVAL (unknown device), ::TP_ENOMEM (only while a savepoint is open).
+ * @since 0.1.0
+ */
+TP_API int tp_cluster_set_down(tp_cluster *c, const uint32_t *devices, size_t n, int down);
+
+/**
+ * @brief Cordon devices (healthy but closed to new work) or open them again.
+ * @param c The cluster. @param devices Device ids. @param n Number of ids.
+ * @param cordoned 1 to cordon, 0 to open.
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM (only while a savepoint is open). @since 0.1.0
+ */
+TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_t n,
+                                   int cordoned);
+
+/**
+ * @brief Free devices (healthy, not cordoned, held by no job) in a domain. *Read-only.*
+ * @param c The cluster. @param level Level. @param dom Domain index (a node at the node level).
+ * @return The count, 0 for a bad argument. O(1). @since 0.1.0
+ */
+TP_API uint32_t tp_cluster_free(const tp_cluster *c, unsigned level, uint32_t dom);
+
+/** @brief Free devices in the whole cluster. *Read-only.* @param c The cluster.
+ *  @return The count. @since 0.1.0 */
+TP_API uint32_t tp_cluster_free_total(const tp_cluster *c);
+
+/**
+ * @brief Nodes of a domain whose every device is free. *Read-only.*
+ * @param c The cluster. @param level Level. @param dom Domain index.
+ * @return The count, 0 for a bad argument. O(1). @since 0.1.0
+ */
+TP_API uint32_t tp_cluster_free_nodes(const tp_cluster *c, unsigned level, uint32_t dom);
+
+/**
+ * @brief Histogram of free devices per node in a domain: `hist[k]` nodes have exactly `k` free
+ * devices, for `k < n` (larger counts are not reported). *Read-only.*
+ * @param c The cluster. @param level Level. @param dom Domain index.
+ * @param hist Output array of @p n counts. @param n Its length.
+ * @return The largest `k` with a node (0 when none is free), or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_node_histogram(const tp_cluster *c, unsigned level, uint32_t dom,
+                                     uint32_t *hist, size_t n);
+
+/**
+ * @brief The tightest domain of a level that has at least @p min_free free devices: the one
+ * with the fewest free devices, lowest index on ties. Answered from an index, without a scan.
+ * *Read-only.*
+ * @param c The cluster. @param level Level (the node level included).
+ * @param min_free Free devices wanted (>= 1). @param[out] dom The domain.
+ * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min_free,
+                               uint32_t *dom);
+
+/**
+ * @brief The state of a device. *Read-only.*
+ * @param c The cluster. @param dev Device id.
+ * @param[out] job The holding job's id when held (owned by @p c), else NULL (may be NULL).
+ * @return A ::tp_device_state, or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_device_state(const tp_cluster *c, uint32_t dev, const char **job);
+
+/** @brief Whether a device is down. *Read-only.* @param c The cluster. @param dev Device id.
+ *  @return 1, 0, or ::TP_EINVAL. @since 0.1.0 */
+TP_API int tp_cluster_device_down(const tp_cluster *c, uint32_t dev);
+/** @brief Whether a device is cordoned. *Read-only.* @param c The cluster.
+ *  @param dev Device id. @return 1, 0, or ::TP_EINVAL. @since 0.1.0 */
+TP_API int tp_cluster_device_cordoned(const tp_cluster *c, uint32_t dev);
+
+/** @brief Devices that are down. *Read-only.* @param c The cluster. @return The count.
+ *  @since 0.1.0 */
+TP_API uint32_t tp_cluster_down_total(const tp_cluster *c);
+/** @brief Devices that are cordoned and not down. *Read-only.* @param c The cluster.
+ *  @return The count. @since 0.1.0 */
+TP_API uint32_t tp_cluster_cordoned_total(const tp_cluster *c);
+
+/** @brief Number of running jobs. *Read-only.* @param c The cluster. @return The count.
+ *  @since 0.1.0 */
+TP_API size_t tp_cluster_job_count(const tp_cluster *c);
+
+/**
+ * @brief The id of the i-th running job, in the order jobs were assigned (a released job's
+ * slot is taken by the last one). *Read-only.*
+ * @param c The cluster. @param i Index below tp_cluster_job_count().
+ * @return The id (owned by @p c) or NULL. @since 0.1.0
+ */
+TP_API const char *tp_cluster_job_at(const tp_cluster *c, size_t i);
+
+/**
+ * @brief A running job's devices in rank order. *Read-only.*
+ * @param c The cluster. @param job The job's id.
+ * @param[out] devices The devices (owned by @p c, valid until the next writing call).
+ * @param[out] n Their number.
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_job_devices(const tp_cluster *c, const char *job, const uint32_t **devices,
+                                  size_t *n);
+
+/**
+ * @brief A running job's attributes. *Read-only.*
+ * @param c The cluster. @param job The job's id.
+ * @param[out] opts Filled in; `tenant` and `shape` point into @p c (valid until the job is
+ *        released). `opts->version` must be set by the caller.
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_job_options(const tp_cluster *c, const char *job, tp_job_options *opts);
+
+/**
+ * @brief A fingerprint of the state (occupancy, health, jobs): equal states give equal values on
+ * every machine. *Read-only.* O(devices).
+ * @param c The cluster. @return A 64-bit hash (xxHash3). @since 0.1.0
+ */
+TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);
+
+/**
+ * @brief Recompute every aggregate and index from the devices and compare with the kept ones.
+ * *Read-only.* O(devices). For tests and debugging.
+ * @param c The cluster.
+ * @param buf Receives a description of the first difference (may be NULL). @param len Its size.
+ * @return 0 when consistent, ::TP_ECORRUPT otherwise. @since 0.1.0
+ */
+TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
+
+/**
+ * @brief Open a savepoint: every later change is logged so that tp_cluster_rollback() can undo
+ * it. Savepoints nest.
+ * @param c The cluster. @param[out] sp The savepoint's handle.
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_cluster_savepoint(tp_cluster *c, size_t *sp);
+
+/**
+ * @brief Undo every change since savepoint @p sp and close it (and every savepoint opened after
+ * it). Cannot fail for a valid savepoint.
+ * @param c The cluster. @param sp A savepoint handle from tp_cluster_savepoint().
+ * @return 0 or ::TP_EINVAL (no such open savepoint). @since 0.1.0
+ */
+TP_API int tp_cluster_rollback(tp_cluster *c, size_t sp);
+
+/**
+ * @brief Close savepoint @p sp (and every later one), keeping the changes.
+ * @param c The cluster. @param sp A savepoint handle.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp);
+
+/**
+ * @brief Bytes of memory the cluster state holds (topology excluded, Judy maps included).
+ * *Read-only.* @param c The cluster. @return The size. @since 0.1.0
+ */
+TP_API size_t tp_cluster_memory(const tp_cluster *c);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Placement
+ *
+ * tp_place() answers "where would this request go?" without changing the cluster; tp_commit()
+ * applies the answer. The objective is the scenario format's (docs/concepts.md): hard
+ * constraints; then, for a request with a required or preferred level or slices, the fewest
+ * domains level by level from the top; with `balanced`, the largest smallest share per domain;
+ * then best fit, faster devices and deterministic tie-breaks.
+ *  @{ */
+
+/** @brief The answer to a request (opaque): a placement, or why there is none. */
+typedef struct tp_placement tp_placement;
+
+/**
+ * @brief Place a request. *Read-only* on @p c: any number of threads may call it at once.
+ *
+ * Unless the return value is ::TP_ENOMEM (or ::TP_EINVAL for a NULL argument), @p *out receives
+ * a result object that the caller destroys with tp_placement_destroy(), whatever the outcome: it
+ * holds the devices when the call returns 0, and the message and the fit figures otherwise.
+ *
+ * @param c The cluster. @param r The request (borrowed for the call).
+ * @param[out] out The result.
+ * @return 0 (placed); ::TP_EINVAL (the request is invalid: the message names the field, as
+ *         `request.slices[1].size`); ::TP_ENOTFOUND (an unknown level, job or node named by the
+ *         request); ::TP_EINFEASIBLE (it could not be placed even on an empty cluster);
+ *         ::TP_EBUSY (fewer matching devices are free than `count`); ::TP_EFRAGMENTED (enough
+ *         are free, but not where the constraints need them); ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out);
+
+/**
+ * @brief Replacement devices for the failed devices of a running job. *Read-only* on @p c.
+ *
+ * The failed devices, and any of the job's devices already down, are treated as down. Every
+ * healthy device of the job stays; each failed device gets a replacement that takes its rank.
+ * The job's own request (its shape), when it has one, still holds afterwards; a job without one
+ * stays in the smallest domain that holds its healthy devices when it can. The result is as for
+ * tp_place(); tp_commit() applies it to the running job.
+ *
+ * @param c The cluster. @param job The running job's id.
+ * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
+ * @param[out] out The result.
+ * @return 0, ::TP_EINVAL (a failed device the job does not hold), ::TP_ENOTFOUND (no such job),
+ *         ::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed,
+                      size_t nfailed, tp_placement **out);
+
+/**
+ * @brief Apply a successful placement: assign its devices to a new job (tp_place()), or swap the
+ * failed devices of the job for their replacements (tp_replace()).
+ * @param c The cluster the placement was made on, unchanged since (checked by a change counter).
+ * @param p A result of tp_place() or tp_replace() that returned 0.
+ * @param opts The new job's attributes, or NULL: class, priority and tenant from the request,
+ *        the other defaults of ::TP_JOB_OPTIONS_INIT, and the request as the job's shape. With
+ *        @p opts given and `opts->shape` NULL, the request is still recorded as the shape.
+ *        Ignored for a replacement.
+ * @return 0, ::TP_EINVAL (not a successful placement, or the cluster changed since it was made),
+ *         ::TP_EEXIST (the job id is already running), ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);
+
+/** @brief Destroy a result. @param p The result, or NULL. @since 0.1.0 */
+TP_API void tp_placement_destroy(tp_placement *p);
+
+/**
+ * @brief The outcome: 0 or the code tp_place() / tp_replace() returned.
+ * @param p The result. @return The code. @since 0.1.0
+ */
+TP_API int tp_placement_status(const tp_placement *p);
+
+/**
+ * @brief A message a person understands: why the request failed, "" on success.
+ * @param p The result. @return A string owned by @p p. @since 0.1.0
+ */
+TP_API const char *tp_placement_errmsg(const tp_placement *p);
+
+/**
+ * @brief The job id the result is for (the request's `id`, or the replaced job).
+ * @param p The result. @return A string owned by @p p. @since 0.1.0
+ */
+TP_API const char *tp_placement_job(const tp_placement *p);
+
+/**
+ * @brief The devices, in rank order (for a replacement: the job's whole new device list).
+ * @param p The result. @param[out] n Number of devices (0 on failure).
+ * @return The device ids (owned by @p p), or NULL on failure. @since 0.1.0
+ */
+TP_API const uint32_t *tp_placement_devices(const tp_placement *p, size_t *n);
+
+/**
+ * @brief How many domains of a level the placement uses.
+ * @param p The result. @param level Level index.
+ * @return The count (0 on failure or for a bad level). @since 0.1.0
+ */
+TP_API uint32_t tp_placement_domain_count(const tp_placement *p, unsigned level);
+
+/**
+ * @brief The i-th domain of a level the placement uses, in first-rank order, and how many of
+ * the placement's devices it holds.
+ * @param p The result. @param level Level index. @param i Index below
+ *        tp_placement_domain_count(). @param[out] dom The domain. @param[out] devices Its count.
+ * @return 0 or ::TP_EINVAL. @since 0.1.0
+ */
+TP_API int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_t i,
+                                  uint32_t *dom, uint32_t *devices);
+
+/**
+ * @brief The modelled time of one ring all-reduce of 1 GiB over the placement's devices, in
+ * microseconds (the cost model's score; 0 for one device).
+ * @param p The result. @return The time, or 0 on failure. @since 0.1.0
+ */
+TP_API double tp_placement_step_comm_us(const tp_placement *p);
+
+/** @brief Version of ::tp_fit this header describes. */
+#define TP_FIT_VERSION 1
+
+/** @brief Fit figures of a request that could not be placed (an output struct: the caller
+ *  sets `version`, the library fills the fields that version has). */
+typedef struct tp_fit {
+	unsigned version;    /**< ::TP_FIT_VERSION, set by the caller */
+	uint32_t needed;     /**< the request's count (devices to replace, for tp_replace()) */
+	uint32_t free_total; /**< free, healthy, uncordoned devices that match the request */
+	int level;           /**< the required level, else the top level */
+	uint32_t best;       /**< most devices of the request one domain of `level` takes now */
+} tp_fit;
+
+/** @brief Initialiser for ::tp_fit. */
+#define TP_FIT_INIT {TP_FIT_VERSION, 0, 0, 0, 0}
+
+/**
+ * @brief The fit figures of a failed result (::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED).
+ * @param p The result. @param[out] fit The figures; `fit->version` must be set
+ *        (::TP_FIT_INIT).
+ * @return 0, or ::TP_EINVAL when the result is a success or an invalid request, or the version
+ *         is not supported. @since 0.1.0
+ */
+TP_API int tp_placement_fit(const tp_placement *p, tp_fit *fit);
+
+/**
+ * @brief For a replacement: the i-th failed device and the device that replaces it.
+ * @param p The result. @param i Index, from 0. @param[out] failed The failed device.
+ * @param[out] replacement Its replacement.
+ * @return 0, ::TP_ENOTFOUND (past the end), ::TP_EINVAL (not a successful replacement).
+ * @since 0.1.0
+ */
+TP_API int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
+                                 uint32_t *replacement);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Fragmentation report
+ *
+ * How scattered the free devices are, per level, and for an expected mix of jobs: the share of
+ * free devices that the mix cannot use at full locality. A report is a snapshot; it does not
+ * change when the cluster does.
+ *  @{ */
+
+/** @brief A fragmentation report (opaque). */
+typedef struct tp_frag tp_frag;
+
+/** @brief One kind of job in a mix: `devices` devices that want to sit inside one domain of
+ *  `level` (full locality), with a relative `weight`. */
+typedef struct tp_job_shape {
+	uint32_t devices;  /**< devices per job (>= 1) */
+	const char *level; /**< the level one job should fit inside */
+	double weight;     /**< relative share of the mix (> 0) */
+} tp_job_shape;
+
+/**
+ * @brief Build a fragmentation report. *Read-only* on @p c; O(domains of every level).
+ *
+ * Per level: the number of domains; free devices; fully free domains (every device free,
+ * healthy and uncordoned); the most free devices in one domain; and the fragmentation, the share
+ * of free devices that are not in fully free domains (0 when nothing is free).
+ *
+ * The workload figure uses @p mix, or when @p mix is NULL the default mix: equal weights of
+ * 1 device per node, a whole node, half a domain of the lowest level above the node, and a whole
+ * such domain (on an NVL72 fleet: 1, 4, 36 and 72 GPUs, the last two inside one rack). A job of
+ * the mix can use the free devices of a domain of its level in whole jobs only, so the figure is
+ * 1 - (sum of weight x devices usable by that shape) / (sum of weights x free devices).
+ *
+ * @param c The cluster. @param mix Job shapes, or NULL for the default mix.
+ * @param nmix Number of shapes (0 with NULL).
+ * @param[out] out The report, owned by the caller (tp_frag_destroy()).
+ * @return 0, ::TP_EINVAL (a shape with 0 devices, a weight <= 0, or NULL pointers),
+ *         ::TP_ENOTFOUND (a shape's level does not exist), ::TP_ENOMEM. On failure no report is
+ *         returned; the reason is not kept (the cluster is read-only here), so validate shapes
+ *         against the topology's levels first when the message matters.
+ * @since 0.1.0
+ */
+TP_API int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix,
+                          tp_frag **out);
+
+/** @brief Destroy a report. @param f The report, or NULL. @since 0.1.0 */
+TP_API void tp_frag_destroy(tp_frag *f);
+
+/** @brief Domains of a level. @param f The report. @param level Level.
+ *  @return The count (0 for a bad level). @since 0.1.0 */
+TP_API uint32_t tp_frag_domains(const tp_frag *f, unsigned level);
+/** @brief Free devices at a level (the same at every level: free devices of the cluster).
+ *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_frag_free(const tp_frag *f, unsigned level);
+/** @brief Domains of a level whose every device is free, healthy and uncordoned.
+ *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level);
+/** @brief The most free devices in one domain of a level.
+ *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level);
+/** @brief Share of free devices not in fully free domains of a level, in [0, 1].
+ *  @param f The report. @param level Level. @return The share (0 when nothing is free).
+ *  @since 0.1.0 */
+TP_API double tp_frag_fragmentation(const tp_frag *f, unsigned level);
+/** @brief Share of free devices the job mix cannot use at full locality, in [0, 1].
+ *  @param f The report. @return The share (0 when nothing is free). @since 0.1.0 */
+TP_API double tp_frag_workload(const tp_frag *f);
+/** @brief Devices down when the report was made. @param f The report. @return The count.
+ *  @since 0.1.0 */
+TP_API uint32_t tp_frag_down(const tp_frag *f);
+/** @brief Devices cordoned (and not down) when the report was made. @param f The report.
+ *  @return The count. @since 0.1.0 */
+TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Defragmentation plans
+ *
+ * When a request does not fit (typically ::TP_EFRAGMENTED), a plan says which running jobs to
+ * migrate or preempt, in which order, so that it does: the cheapest plan first (checkpoint
+ * seconds x devices of every job moved), then the fewest jobs moved, then the least fragmented
+ * cluster afterwards. The planner also frees whole domains ahead of time (compaction).
+ *  @{ */
+
+/** @brief Version of ::tp_defrag_policy this header describes. */
+#define TP_DEFRAG_POLICY_VERSION 1
+
+/** @brief What a plan may do. */
+typedef struct tp_defrag_policy {
+	unsigned version;       /**< ::TP_DEFRAG_POLICY_VERSION */
+	int migrate;            /**< migratable jobs of priority <= the request's may move */
+	int preempt;            /**< preemptible jobs at least min_priority_gap below may stop */
+	int allow_interactive;  /**< interactive jobs may be touched (an administrator's choice) */
+	uint32_t max_moves;     /**< most jobs migrated or preempted (UINT32_MAX: no limit) */
+	double max_cost_s;      /**< most total cost in checkpoint-seconds (< 0: no limit) */
+	int min_priority_gap;   /**< a preempted job's priority is at least this far below */
+} tp_defrag_policy;
+
+/** @brief Initialiser for ::tp_defrag_policy: migrate and preempt allowed, interactive jobs
+ *  untouched, no limits, priority gap 1. */
+#define TP_DEFRAG_POLICY_INIT {TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1}
+
+/** @brief A defragmentation plan (opaque). */
+typedef struct tp_plan tp_plan;
+
+/** @brief What one step of a plan does. */
+typedef enum tp_step_action {
+	TP_STEP_MIGRATE = 0, /**< stop a job and restart it on its `to` devices */
+	TP_STEP_PREEMPT = 1, /**< stop a job (it is requeued by the caller) */
+	TP_STEP_PLACE = 2    /**< place the request on its `to` devices (always the last step) */
+} tp_step_action;
+
+/**
+ * @brief Plan the moves that make a request placeable.
+ *
+ * The planner tries moves on @p c under savepoints and rolls every one back: when it returns,
+ * @p c is exactly as before (same fingerprint), but it is a *writing* call (one writer at a
+ * time). Unless the return value is ::TP_ENOMEM (or ::TP_EINVAL for a NULL argument), @p *out
+ * receives a plan object to destroy with tp_plan_destroy(), holding the steps on success and
+ * the reason otherwise. When the request fits already, the plan is the single place step.
+ *
+ * @param c The cluster. @param r The request. @param policy What may be done, or NULL for
+ *        ::TP_DEFRAG_POLICY_INIT.
+ * @param[out] out The plan.
+ * @return 0; ::TP_ENOPLAN (no plan within the policy: the message says what blocked it, e.g.
+ *         "rack b0/r3 would need interactive job j17 moved"); ::TP_EINFEASIBLE (no plan can
+ *         exist: the request does not fit even an empty cluster); ::TP_EINVAL / ::TP_ENOTFOUND
+ *         (invalid request or policy; the message names the field); ::TP_ENOMEM.
+ * @since 0.1.0
+ */
+TP_API int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
+                          tp_plan **out);
+
+/**
+ * @brief Plan the moves that leave @p ndomains domains of a level fully free (compaction), for
+ * operators who want racks ready before a big job arrives. A writing call that leaves @p c as
+ * it was, as tp_defrag_plan(). The plan has no place step.
+ * @param c The cluster. @param level The level's name. @param ndomains Domains to free (>= 1).
+ * @param policy What may be done (priorities are compared with 0), or NULL for the defaults.
+ * @param[out] out The plan.
+ * @return 0, ::TP_ENOPLAN, ::TP_EINVAL, ::TP_ENOTFOUND, ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out);
+
+/** @brief Destroy a plan. @param p The plan, or NULL. @since 0.1.0 */
+TP_API void tp_plan_destroy(tp_plan *p);
+/** @brief The outcome: 0 or the code the planner returned. @param p The plan.
+ *  @return The code. @since 0.1.0 */
+TP_API int tp_plan_status(const tp_plan *p);
+/** @brief Why no plan was found ("" on success). @param p The plan.
+ *  @return A string owned by @p p. @since 0.1.0 */
+TP_API const char *tp_plan_errmsg(const tp_plan *p);
+/** @brief Number of steps (0 on failure). @param p The plan. @return The count. @since 0.1.0 */
+TP_API size_t tp_plan_step_count(const tp_plan *p);
+/**
+ * @brief One step of the plan, in the order they can be carried out.
+ * @param p The plan. @param i Step index.
+ * @param[out] action What the step does. @param[out] job The job's id (the request's id for
+ *        the place step; owned by @p p).
+ * @param[out] from The job's current devices (none for the place step). @param[out] nfrom Count.
+ * @param[out] to Target devices (none for a preemption). @param[out] nto Count.
+ * @return 0 or ::TP_EINVAL. Any output pointer may be NULL. @since 0.1.0
+ */
+TP_API int tp_plan_step(const tp_plan *p, size_t i, tp_step_action *action, const char **job,
+                        const uint32_t **from, size_t *nfrom, const uint32_t **to, size_t *nto);
+/** @brief Jobs migrated or preempted. @param p The plan. @return The count. @since 0.1.0 */
+TP_API uint32_t tp_plan_moved_jobs(const tp_plan *p);
+/** @brief Devices of the jobs migrated or preempted. @param p The plan. @return The count.
+ *  @since 0.1.0 */
+TP_API uint32_t tp_plan_moved_devices(const tp_plan *p);
+/** @brief The plan's cost: checkpoint seconds x devices, summed over the jobs moved.
+ *  @param p The plan. @return Seconds. @since 0.1.0 */
+TP_API double tp_plan_cost_s(const tp_plan *p);
+/**
+ * @brief The final placement of the request (as tp_place() answers on the cluster the plan
+ * leaves), or NULL for a compaction plan or a failed plan.
+ * @param p The plan. @return A placement owned by @p p. @since 0.1.0
+ */
+TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
+/**
+ * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
+ * preemption releases the job, the place step commits the request (with @p opts as
+ * tp_commit()). Steps must be applied in order on the cluster the plan was made for.
+ * @param c The cluster. @param p The plan. @param i The step.
+ * @param opts The new job's attributes for the place step, or NULL.
+ * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
+ *         names the device or job), ::TP_ENOMEM. @since 0.1.0
+ */
+TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,
+                              const tp_job_options *opts);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TOPOPLACE_H */

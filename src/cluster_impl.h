@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout of a cluster state, shared by the modules that read it (place, frag, defrag).
+ * Private: nothing here is part of the API.
+ *
+ * Per device: a health byte and the slot of the job holding it. Per domain of every level,
+ * kept up to date on every change (never recounted on the request path):
+ *   - free[l][d]        free devices (healthy, not cordoned, held by no job);
+ *   - free_nodes[l][d]  nodes whose every device is free (levels above the node);
+ *   - hist[l][d * hstride + k]  nodes of the domain with exactly k free devices (above the node);
+ *   - index[l]          a Judy1 set of keys (free << 32 | d) for every domain with free > 0, so
+ *                       that "the tightest domain with at least k free" is one Judy1First call.
+ *                       Kept for every level above the node, and for the node level only when
+ *                       it is the only level (elsewhere a rack's nodes are scanned, 18 at most in
+ *                       an NVL72 rack, which is cheaper than keeping a 250k-entry index current).
+ */
+#ifndef TP_CLUSTER_IMPL_H
+#define TP_CLUSTER_IMPL_H
+
+#include "topology_impl.h"
+
+/* Health bits of a device. Down wins over cordoned wherever a device is counted. */
+#define TP_DS_DOWN 0x1u
+#define TP_DS_CORDONED 0x2u
+
+/* dev_job value of a device held by no job. */
+#define TP_NO_JOB UINT32_MAX
+
+struct tp_job_impl {
+	char *id;
+	uint64_t id_hash;      /* XXH3 of the id, for the fingerprint */
+	uint32_t *devs;        /* [ndev] rank order */
+	uint32_t ndev;
+	tp_job_class job_class;
+	int priority;
+	char *tenant;          /* never NULL ("default") */
+	bool preemptible;
+	bool migratable;
+	double checkpoint_s;
+	tp_request *shape;     /* deep copy (tp_request_dup in request.h), or NULL */
+	bool devs_separate;    /* devs is its own allocation (after a rebind), not in the block */
+	size_t bytes;          /* size of the block holding the struct, devs, id and tenant */
+};
+
+/* An entry of the undo log (see tp_cluster_savepoint). */
+enum tp_undo_kind {
+	TP_UNDO_HEALTH,   /* device dev had health byte old */
+	TP_UNDO_ASSIGN,   /* job was added at slot (undo: remove it) */
+	TP_UNDO_RELEASE,  /* job was removed from slot (undo: put it back); owns the job */
+	TP_UNDO_REBIND    /* the job at slot had devs[ndev] (undo: put them back); owns devs when
+	                     devs_separate */
+};
+
+struct tp_undo {
+	enum tp_undo_kind kind;
+	uint32_t dev;
+	uint8_t old;
+	bool devs_separate;
+	uint32_t slot;
+	uint32_t ndev;
+	struct tp_job_impl *job;
+	uint32_t *devs;
+};
+
+struct tp_cluster {
+	tp_allocator alloc;
+	const struct tp_topology *t;
+	char errmsg[TP_ERRMSG_LEN];
+
+	uint8_t *dstate;   /* [ndevices] TP_DS_* bits */
+	uint32_t *dev_job; /* [ndevices] job slot or TP_NO_JOB */
+
+	uint32_t *free[TP_MAX_LEVELS];       /* [lv.ndom] per level, node level included */
+	uint32_t *free_nodes[TP_MAX_LEVELS]; /* [lv.ndom] levels above the node */
+	uint32_t *hist[TP_MAX_LEVELS];       /* [lv.ndom * hstride] levels above the node */
+	uint32_t hstride;                    /* max_node_devices + 1 */
+	Pvoid_t index[TP_MAX_LEVELS];        /* Judy1, see above; NULL where not kept */
+	bool indexed[TP_MAX_LEVELS];         /* index[l] is kept and current: use it */
+	bool index_kept[TP_MAX_LEVELS];      /* index[l] should be kept (see above) */
+	bool index_lost;                     /* a Judy failure dropped an index; the next writing
+	                                        call rebuilds it (until then indexed[l] is false
+	                                        and readers scan) */
+
+	uint32_t nfree, ndown, ncordoned;
+
+	struct tp_job_impl **jobs; /* [njobs] by slot */
+	size_t njobs, cap_jobs;
+	Pvoid_t job_by_id;         /* JudySL: id -> slot + 1; 0 marks a removed id (a tombstone,
+	                              so that a rollback can restore it without allocating) */
+	size_t ntomb;              /* tombstones in job_by_id */
+
+	struct tp_undo *undo;      /* log, active while nsp > 0 */
+	size_t nundo, cap_undo;
+	size_t *sp;                /* open savepoints: undo length at opening */
+	size_t nsp, cap_sp;
+
+	uint64_t generation;       /* bumped by every change; tp_commit checks it */
+};
+
+/* Look a job up by id: its slot, or TP_NO_JOB. */
+uint32_t tp_cluster_job_slot(const struct tp_cluster *c, const char *id);
+
+/* Whether a device can take new work: healthy, not cordoned, held by no job. */
+static inline bool tp_dev_free(const struct tp_cluster *c, uint32_t dev)
+{
+	return c->dstate[dev] == 0 && c->dev_job[dev] == TP_NO_JOB;
+}
+
+/* Free devices of a node (the node-level aggregate). */
+static inline uint32_t tp_node_free(const struct tp_cluster *c, uint32_t node)
+{
+	return c->free[c->t->nlevels - 1][node];
+}
+
+/* Assign devs to a new job without validation beyond what cannot be checked by the caller:
+ * used by tp_commit and the planners. Returns 0 or TP_ENOMEM (state unchanged). */
+int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t *devs, size_t n,
+                           const tp_job_options *opts);
+
+/* Replace a running job's device list in place (replacement after failures, migration within
+ * a plan): devices leaving the job become free, new ones become held. 0 or TP_ENOMEM. */
+int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n);
+
+#endif

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fragmentation report: per-level figures read off the cluster's aggregates, and the
+ * workload-aware figure for a job mix. A report walks every domain once (it is an operator's
+ * question, not the per-request path).
+ */
+#include <math.h>
+
+#include "cluster_impl.h"
+
+struct frag_level {
+	uint32_t domains, fully_free, largest_free;
+	double fragmentation;
+};
+
+struct tp_frag {
+	tp_allocator alloc;
+	unsigned nlevels;
+	uint32_t free, down, cordoned;
+	struct frag_level lv[TP_MAX_LEVELS];
+	double workload;
+};
+
+static void level_figures(const struct tp_cluster *c, unsigned l, struct frag_level *out)
+{
+	const struct tp_topology *t = c->t;
+	uint32_t nd = t->lv[l].ndom, fully = 0, largest = 0;
+	uint64_t in_fully = 0;
+	for (uint32_t d = 0; d < nd; d++) {
+		uint32_t f = c->free[l][d];
+		if (f > largest)
+			largest = f;
+		if (f && f == tp_dom_ndev(t, l, d)) {
+			fully++;
+			in_fully += f;
+		}
+	}
+	out->domains = nd;
+	out->fully_free = fully;
+	out->largest_free = largest;
+	out->fragmentation = c->nfree ? (double)(c->nfree - in_fully) / c->nfree : 0.0;
+}
+
+/* Free devices of level `l` usable by jobs of `k` devices that each fit in one domain. */
+static uint64_t usable_by_shape(const struct tp_cluster *c, unsigned l, uint32_t k)
+{
+	uint64_t usable = 0;
+	for (uint32_t d = 0; d < c->t->lv[l].ndom; d++)
+		usable += (uint64_t)(c->free[l][d] / k) * k;
+	return usable;
+}
+
+struct shape {
+	uint32_t devices;
+	unsigned level;
+	double weight;
+};
+
+/* The documented default mix: 1 device per node, a whole node, half and all of a domain of the
+ * lowest level above the node (a single-level topology uses the node level for all four). */
+static unsigned default_mix(const struct tp_topology *t, struct shape mix[4])
+{
+	unsigned nl = tp_node_level(t);
+	unsigned low = nl ? nl - 1 : nl;
+	uint32_t node = t->max_node_devices, dom = t->lv[low].max_devices;
+	mix[0] = (struct shape){1, nl, 1.0};
+	mix[1] = (struct shape){node, nl, 1.0};
+	mix[2] = (struct shape){dom / 2 ? dom / 2 : 1, low, 1.0};
+	mix[3] = (struct shape){dom, low, 1.0};
+	return 4;
+}
+
+static double workload_figure(const struct tp_cluster *c, const struct shape *mix, size_t n)
+{
+	if (!c->nfree)
+		return 0.0;
+	double wsum = 0, usable = 0;
+	for (size_t i = 0; i < n; i++) {
+		wsum += mix[i].weight;
+		usable += mix[i].weight * (double)usable_by_shape(c, mix[i].level, mix[i].devices);
+	}
+	double share = usable / (wsum * c->nfree);
+	return share >= 1.0 ? 0.0 : 1.0 - share;
+}
+
+int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix, tp_frag **out)
+{
+	if (!c || !out || (!mix && nmix))
+		return TP_EINVAL;
+	*out = NULL;
+	const struct tp_topology *t = c->t;
+	struct shape dflt[4];
+	struct shape *shapes = dflt;
+	size_t n = 0;
+	if (mix) {
+		for (size_t i = 0; i < nmix; i++) {
+			if (!mix[i].level || mix[i].devices == 0 || !(mix[i].weight > 0) ||
+			    !isfinite(mix[i].weight))
+				return TP_EINVAL;
+			if (tp_topology_level_index(t, mix[i].level) < 0)
+				return TP_ENOTFOUND;
+		}
+		if (nmix > 4) {
+			shapes = tp_mallocn(&c->alloc, nmix, sizeof *shapes);
+			if (!shapes)
+				return TP_ENOMEM;
+		}
+		for (size_t i = 0; i < nmix; i++)
+			shapes[i] = (struct shape){mix[i].devices,
+			                           (unsigned)tp_topology_level_index(t, mix[i].level),
+			                           mix[i].weight};
+		n = nmix;
+	} else {
+		n = default_mix(t, dflt);
+	}
+	tp_frag *f = tp_calloc(&c->alloc, 1, sizeof *f);
+	if (!f) {
+		if (shapes != dflt)
+			tp_free(&c->alloc, shapes);
+		return TP_ENOMEM;
+	}
+	f->alloc = c->alloc;
+	f->nlevels = t->nlevels;
+	f->free = c->nfree;
+	f->down = c->ndown;
+	f->cordoned = c->ncordoned;
+	for (unsigned l = 0; l < t->nlevels; l++)
+		level_figures(c, l, &f->lv[l]);
+	f->workload = workload_figure(c, shapes, n);
+	if (shapes != dflt)
+		tp_free(&c->alloc, shapes);
+	*out = f;
+	return 0;
+}
+
+void tp_frag_destroy(tp_frag *f)
+{
+	if (f) {
+		tp_allocator a = f->alloc;
+		tp_free(&a, f);
+	}
+}
+
+static const struct frag_level *lvl(const tp_frag *f, unsigned level)
+{
+	return f && level < f->nlevels ? &f->lv[level] : NULL;
+}
+
+uint32_t tp_frag_domains(const tp_frag *f, unsigned level)
+{
+	const struct frag_level *l = lvl(f, level);
+	return l ? l->domains : 0;
+}
+
+uint32_t tp_frag_free(const tp_frag *f, unsigned level)
+{
+	return lvl(f, level) ? f->free : 0;
+}
+
+uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level)
+{
+	const struct frag_level *l = lvl(f, level);
+	return l ? l->fully_free : 0;
+}
+
+uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level)
+{
+	const struct frag_level *l = lvl(f, level);
+	return l ? l->largest_free : 0;
+}
+
+double tp_frag_fragmentation(const tp_frag *f, unsigned level)
+{
+	const struct frag_level *l = lvl(f, level);
+	return l ? l->fragmentation : 0.0;
+}
+
+double tp_frag_workload(const tp_frag *f) { return f ? f->workload : 0.0; }
+uint32_t tp_frag_down(const tp_frag *f) { return f ? f->down : 0; }
+uint32_t tp_frag_cordoned(const tp_frag *f) { return f ? f->cordoned : 0; }

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout of a placement result, shared by the modules that build or read one (place,
+ * defrag). Private: nothing here is part of the API.
+ */
+#ifndef TP_PLACE_IMPL_H
+#define TP_PLACE_IMPL_H
+
+#include "cluster_impl.h"
+#include "request.h"
+
+struct tp_placement {
+	tp_allocator alloc;
+	char errmsg[TP_ERRMSG_LEN];
+	int status;                  /* 0 or the code tp_place / tp_replace returned */
+	bool replace;                /* a result of tp_replace */
+	bool has_fit;                /* fit holds figures (INFEASIBLE, BUSY, FRAGMENTED) */
+	const struct tp_cluster *c;  /* the cluster it was made on */
+	uint64_t generation;         /* c->generation at that time */
+	char *job;                   /* request id, or the replaced job's id */
+	tp_request *req;             /* place: a copy of the request (recorded as the shape) */
+	uint32_t *devs;              /* [ndev] rank order (replace: the job's whole new list) */
+	size_t ndev;
+	uint32_t *failed, *repl;     /* replace: [nrepl] failed device -> its replacement */
+	size_t nrepl;
+	unsigned nlevels;
+	uint32_t *dom[TP_MAX_LEVELS];  /* [ndom[l]] domains used, in first-rank order */
+	uint32_t *dcnt[TP_MAX_LEVELS]; /* [ndom[l]] devices of the placement in each */
+	uint32_t ndom[TP_MAX_LEVELS];
+	double comm_us;
+	tp_fit fit;
+};
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Requests: deep copies (a running job keeps its own shape), and the resolved form the solver
+ * works on (level indices instead of names, defaults filled in, every rule of the scenario
+ * format's `request` checked). Private.
+ */
+#ifndef TP_REQUEST_H
+#define TP_REQUEST_H
+
+#include "topology_impl.h"
+
+struct tp_cluster;
+
+/* Copy *src with every string and array it points to into one allocation. The copy's
+ * `version` is TP_REQUEST_VERSION. Returns NULL when out of memory. */
+tp_request *tp_request_dup(const tp_allocator *a, const tp_request *src);
+
+/* Release a copy made by tp_request_dup (NULL is fine). */
+void tp_request_free(const tp_allocator *a, tp_request *r);
+
+/* "No limit" for a per-domain cap. */
+#define TP_RQ_NOCAP UINT32_MAX
+
+/* A cap on the domains of a failure-domain kind. */
+struct tp_rq_fdcap {
+	unsigned kind;
+	uint32_t devices; /* TP_RQ_NOCAP when the cap counts groups */
+	uint32_t groups;  /* TP_RQ_NOCAP when the cap counts devices */
+};
+
+/* A request resolved against a topology and a cluster. Levels are indices (-1: none). */
+struct tp_rq {
+	const char *id;     /* "new" when the request had none */
+	const char *tenant; /* "default" when the request had none */
+	uint32_t count;
+	uint32_t gsize;     /* >= 1 */
+	unsigned glevel;
+	int required;
+	int preferred;
+	unsigned nslices;   /* slice layers, outermost first */
+	unsigned slevel[TP_MAX_LEVELS];
+	uint32_t ssize[TP_MAX_LEVELS];
+	bool balanced;
+	/* Tree caps folded per level, in devices (groups caps at or above the group level are
+	 * groups * gsize). capgrp holds a groups cap on a level below the group level, where a
+	 * group may touch several domains. */
+	uint32_t capdev[TP_MAX_LEVELS];
+	uint32_t capgrp[TP_MAX_LEVELS];
+	unsigned nfdcaps;
+	struct tp_rq_fdcap *fdcaps;  /* [nfdcaps], owned */
+	int spread_level;            /* tree level, or -1 */
+	int spread_fd;               /* failure-domain kind, or -1 */
+	uint32_t spread_min;
+	uint32_t colocate_slot;      /* job slot, or TP_NO_JOB_SLOT */
+	int colocate_level;
+	int exclusive;
+	bool has_model;
+	int model;                   /* index into t->models; -1: no node has it */
+	double min_perf;
+	double min_mem;
+	bool has_nodes;
+	uint32_t *nodes;             /* [nnodes] sorted node ids of the allow-list, owned */
+	size_t nnodes;
+};
+
+#define TP_NO_JOB_SLOT UINT32_MAX
+
+/* Resolving a running job's shape: a colocate target that is no longer running is ignored
+ * instead of being an error. */
+#define TP_RQ_SHAPE 0x1u
+
+/*
+ * Check *r against topology t and cluster c (for the colocate job) and fill *out. Messages
+ * name the field in the scenario format's dotted style ("request.slices[1].size 48 does not
+ * divide request.count 512") and are written to err (TP_ERRMSG_LEN bytes).
+ * Returns 0, TP_EINVAL (a bad value or two fields that contradict each other), TP_ENOTFOUND
+ * (an unknown level, failure-domain kind, job or node) or TP_ENOMEM. On failure nothing is
+ * left allocated. Release a success with tp_rq_release.
+ */
+int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
+                       const tp_request *r, unsigned flags, const tp_allocator *a,
+                       struct tp_rq *out, char *err);
+
+/* Release what tp_request_resolve allocated (the struct itself is the caller's). */
+void tp_rq_release(const tp_allocator *a, struct tp_rq *q);
+
+/* A level or failure-domain kind by name: the level index (>= 0), -(kind + 2) for a kind,
+ * or -1 when neither. */
+int tp_request_level_or_kind(const struct tp_topology *t, const char *name);
+
+#endif

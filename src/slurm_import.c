@@ -1,0 +1,1022 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slurm importer: a topology builder from the text of a topology.conf (tree or block plugin;
+ * see topoplace-slurm.h for the levels it makes).
+ *
+ * Three steps. Reading splits the text into logical lines (comments cut, continuations joined)
+ * and records every SwitchName / BlockName line with its unexpanded hostlists. Resolving expands
+ * the hostlists, checks names, parents and cycles, and computes levels. Building creates the
+ * builder and adds every node with its path. All three work on private state, so a failure
+ * leaves nothing behind; Judy maps (name -> record) catch names given twice.
+ */
+#include "topoplace-slurm.h"
+
+#include <Judy.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common.h"
+
+#define NONE UINT32_MAX
+#define HOSTLIST_MAX (1u << 22)  /* names one hostlist may expand to */
+#define HOSTLIST_GROUPS 8        /* bracket groups in one name */
+#define MAX_KEYS 8               /* Key=Value pairs on one line */
+#define MAX_BLOCK_LEVELS 16      /* as Slurm: aggregation up to 2^15 base blocks */
+
+enum kind { KIND_NONE = 0, KIND_TREE, KIND_BLOCK };
+
+/* A growable byte pool of NUL-terminated strings, referred to by offset (stable over growth). */
+struct pool {
+	char *s;
+	size_t len, cap;
+};
+
+/* One SwitchName or BlockName line. */
+struct rec {
+	size_t name;        /* offset in text */
+	size_t nodes, kids; /* offsets of the Nodes / Switches hostlists in text, or SIZE_MAX */
+	unsigned line;
+	uint32_t parent;               /* tree: parent switch, or NONE */
+	uint32_t kid_first, nkids;     /* tree: child switches in kid[] */
+	uint32_t node_first, nnodes;   /* nodes in node[] */
+	int level;                     /* tree: Slurm's switch level (leaves 0) */
+};
+
+struct conf {
+	const tp_allocator *a;
+	char *err;
+	size_t errlen;
+	struct pool text;  /* record names and hostlists as read */
+	struct pool names; /* expanded node names and aggregate names */
+	struct rec *rec;
+	size_t nrec, cap_rec;
+	enum kind kind;
+	unsigned kind_line;
+	size_t *node; /* offsets in names */
+	size_t nnode, cap_node;
+	uint32_t *kid;
+	size_t nkid, cap_kid;
+	Pvoid_t rec_by_name;  /* JudySL: record name -> index + 1 */
+	Pvoid_t node_by_name; /* JudySL: node name -> record index + 1 */
+	unsigned long sizes[MAX_BLOCK_LEVELS];
+	unsigned nsizes, sizes_line;
+	char *line; /* the logical line being read */
+	size_t line_cap;
+};
+
+/* ---- messages and small helpers ----------------------------------------------------------- */
+
+static int fail(struct conf *c, int code, const char *fmt, ...) TP_PRINTF(3, 4);
+
+static int fail(struct conf *c, int code, const char *fmt, ...)
+{
+	if (c->err && c->errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int nomem(struct conf *c)
+{
+	return fail(c, TP_ENOMEM, "out of memory reading topology.conf");
+}
+
+/* Append n bytes and a NUL to a pool; the new string's offset goes to *off. */
+static int pool_put(struct conf *c, struct pool *p, const char *s, size_t n, size_t *off)
+{
+	if (n > SIZE_MAX - p->len - 1 ||
+	    tp_grow(c->a, (void **)&p->s, &p->cap, p->len + n + 1, 1))
+		return nomem(c);
+	memcpy(p->s + p->len, s, n);
+	p->s[p->len + n] = '\0';
+	*off = p->len;
+	p->len += n + 1;
+	return 0;
+}
+
+static const char *text_at(const struct conf *c, size_t off) { return c->text.s + off; }
+static const char *name_at(const struct conf *c, size_t off) { return c->names.s + off; }
+static const char *rec_name(const struct conf *c, uint32_t r) { return text_at(c, c->rec[r].name); }
+
+static int push_u32(struct conf *c, uint32_t **arr, size_t *n, size_t *cap, uint32_t v)
+{
+	if (tp_grow(c->a, (void **)arr, cap, *n + 1, sizeof **arr))
+		return nomem(c);
+	(*arr)[(*n)++] = v;
+	return 0;
+}
+
+/* JudySL lookup: the value stored for key (index + 1), 0 when absent. */
+static uintptr_t map_get(Pvoid_t map, const char *key)
+{
+	PJError_t err = NULL;
+	PPvoid_t slot = JudySLGet(map, (const uint8_t *)key, err);
+	return slot && slot != PPJERR ? (uintptr_t)*slot : 0;
+}
+
+/* JudySL insert of key -> v (> 0); *old receives the value already there (0 when new). */
+static int map_put(struct conf *c, Pvoid_t *map, const char *key, uintptr_t v, uintptr_t *old)
+{
+	PJError_t err = NULL;
+	PPvoid_t slot = JudySLIns(map, (const uint8_t *)key, err);
+	if (slot == PPJERR)
+		return nomem(c);
+	*old = (uintptr_t)*slot;
+	if (!*old)
+		*slot = (void *)v;
+	return 0;
+}
+
+/* ---- hostlists ---------------------------------------------------------------------------- */
+
+struct range {
+	unsigned long lo, hi;
+	int width; /* digits of lo as written: the zero padding */
+};
+
+/* One name of a hostlist: literal pieces around up to HOSTLIST_GROUPS bracket groups. */
+struct hterm {
+	const char *lit[HOSTLIST_GROUPS + 1];
+	size_t litn[HOSTLIST_GROUPS + 1];
+	size_t first[HOSTLIST_GROUPS + 1]; /* group g's ranges: first[g] .. first[g + 1] - 1 */
+	unsigned ngroups;
+};
+
+typedef int (*name_fn)(struct conf *c, void *ctx, const char *name);
+
+/* A number of 1 to 18 digits at *p (advanced); -1 when there is none. */
+static int read_number(const char **p, const char *end, unsigned long *v, int *width)
+{
+	const char *q = *p;
+	unsigned long x = 0;
+	while (q < end && isdigit((unsigned char)*q) && q - *p < 18)
+		x = x * 10 + (unsigned long)(*q++ - '0');
+	if (q == *p || (q < end && isdigit((unsigned char)*q)))
+		return -1;
+	*width = (int)(q - *p);
+	*v = x;
+	*p = q;
+	return 0;
+}
+
+static int hostlist_err(struct conf *c, unsigned line, const char *expr, const char *why)
+{
+	return fail(c, TP_EPARSE, "line %u: malformed hostlist '%.200s': %s", line, expr, why);
+}
+
+/* Parse the ranges of one bracket group [p, end) (without the brackets) into *rs. */
+static int parse_group(struct conf *c, unsigned line, const char *expr, const char *p,
+                       const char *end, struct range **rs, size_t *nr, size_t *cap,
+                       unsigned long *count)
+{
+	for (;;) {
+		struct range r;
+		if (read_number(&p, end, &r.lo, &r.width))
+			return hostlist_err(c, line, expr, "a range needs a number of 1 to 18 digits");
+		r.hi = r.lo;
+		if (p < end && *p == '-') {
+			int w;
+			p++;
+			if (read_number(&p, end, &r.hi, &w))
+				return hostlist_err(c, line, expr, "a range needs a number after '-'");
+			if (r.hi < r.lo)
+				return hostlist_err(c, line, expr, "a range decreases");
+		}
+		if (r.hi - r.lo >= HOSTLIST_MAX || *count + (r.hi - r.lo + 1) > HOSTLIST_MAX)
+			return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names",
+			            line, expr, HOSTLIST_MAX);
+		*count += r.hi - r.lo + 1;
+		if (tp_grow(c->a, (void **)rs, cap, *nr + 1, sizeof **rs))
+			return nomem(c);
+		(*rs)[(*nr)++] = r;
+		if (p == end)
+			return 0;
+		if (*p != ',')
+			return hostlist_err(c, line, expr, "unexpected character in brackets");
+		p++;
+	}
+}
+
+/* Split one name [p, end) into literals and groups; the ranges go to *rs. */
+static int parse_term(struct conf *c, unsigned line, const char *expr, const char *p,
+                      const char *end, struct hterm *t, struct range **rs, size_t *cap,
+                      unsigned long *names)
+{
+	size_t nr = 0;
+	unsigned long total = 1;
+	t->ngroups = 0;
+	t->lit[0] = p;
+	for (;;) {
+		const char *open = memchr(p, '[', (size_t)(end - p));
+		const char *close = memchr(p, ']', (size_t)(end - p));
+		if (close && (!open || close < open))
+			return hostlist_err(c, line, expr, "']' without '['");
+		unsigned g = t->ngroups;
+		if (!open) {
+			t->litn[g] = (size_t)(end - p);
+			break;
+		}
+		if (g == HOSTLIST_GROUPS)
+			return hostlist_err(c, line, expr, "more than 8 bracket groups in one name");
+		t->litn[g] = (size_t)(open - p);
+		close = memchr(open, ']', (size_t)(end - open));
+		if (!close)
+			return hostlist_err(c, line, expr, "'[' without ']'");
+		if (memchr(open + 1, '[', (size_t)(close - open - 1)))
+			return hostlist_err(c, line, expr, "nested '['");
+		t->first[g] = nr;
+		unsigned long count = 0;
+		int rc = parse_group(c, line, expr, open + 1, close, rs, &nr, cap, &count);
+		if (rc)
+			return rc;
+		if (total > HOSTLIST_MAX / count)
+			return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names",
+			            line, expr, HOSTLIST_MAX);
+		total *= count;
+		t->ngroups++;
+		p = close + 1;
+		t->lit[g + 1] = p;
+	}
+	t->first[t->ngroups] = nr;
+	if (t->ngroups == 0 && t->litn[0] == 0)
+		return hostlist_err(c, line, expr, "an empty name");
+	*names += total;
+	if (*names > HOSTLIST_MAX)
+		return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names", line,
+		            expr, HOSTLIST_MAX);
+	return 0;
+}
+
+/* Call fn for every name of term t, the first group varying slowest. */
+static int expand_term(struct conf *c, unsigned line, const char *expr, const struct hterm *t,
+                       const struct range *rs, name_fn fn, void *ctx)
+{
+	size_t ri[HOSTLIST_GROUPS] = {0};  /* current range of each group */
+	unsigned long v[HOSTLIST_GROUPS];  /* current value of each group */
+	for (unsigned g = 0; g < t->ngroups; g++) {
+		ri[g] = t->first[g];
+		v[g] = rs[ri[g]].lo;
+	}
+	char name[TP_MAX_NAME + 2];
+	for (;;) {
+		size_t n = 0;
+		bool too_long = false;
+		for (unsigned g = 0; g <= t->ngroups && !too_long; g++) {
+			if (n + t->litn[g] > TP_MAX_NAME) {
+				too_long = true;
+				break;
+			}
+			memcpy(name + n, t->lit[g], t->litn[g]);
+			n += t->litn[g];
+			if (g < t->ngroups) {
+				int k = snprintf(name + n, sizeof name - n, "%0*lu", rs[ri[g]].width, v[g]);
+				if (k < 0 || n + (size_t)k > TP_MAX_NAME)
+					too_long = true;
+				else
+					n += (size_t)k;
+			}
+		}
+		if (too_long)
+			return fail(c, TP_EPARSE, "line %u: hostlist '%.200s' makes a name longer than %d "
+			            "bytes", line, expr, TP_MAX_NAME);
+		name[n] = '\0';
+		int rc = fn(c, ctx, name);
+		if (rc)
+			return rc;
+		/* Advance the odometer: the last group fastest. */
+		unsigned g = t->ngroups;
+		while (g-- > 0) {
+			if (v[g] < rs[ri[g]].hi) {
+				v[g]++;
+				break;
+			}
+			if (ri[g] + 1 < t->first[g + 1]) {
+				ri[g]++;
+				v[g] = rs[ri[g]].lo;
+				break;
+			}
+			ri[g] = t->first[g];
+			v[g] = rs[ri[g]].lo;
+		}
+		if (g == (unsigned)-1)
+			return 0;
+	}
+}
+
+/* Call fn for every name of a hostlist expression, in order. */
+static int hostlist_each(struct conf *c, unsigned line, const char *expr, name_fn fn, void *ctx)
+{
+	struct range *rs = NULL;
+	size_t cap = 0;
+	unsigned long names = 0;
+	int rc = 0;
+	const char *p = expr, *end = expr + strlen(expr);
+	while (!rc) {
+		/* A name ends at a comma outside brackets. */
+		const char *q = p;
+		int depth = 0;
+		while (q < end && (*q != ',' || depth > 0)) {
+			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+			q++;
+		}
+		struct hterm t;
+		rc = parse_term(c, line, expr, p, q, &t, &rs, &cap, &names);
+		if (!rc)
+			rc = expand_term(c, line, expr, &t, rs, fn, ctx);
+		if (q == end)
+			break;
+		p = q + 1;
+		if (p == end && !rc)
+			rc = hostlist_err(c, line, expr, "an empty name after ','");
+	}
+	tp_free(c->a, rs);
+	return rc;
+}
+
+/* ---- reading lines ------------------------------------------------------------------------ */
+
+struct kv {
+	const char *key, *val;
+	size_t klen, vlen;
+};
+
+static bool key_is(const struct kv *kv, const char *name)
+{
+	return kv->klen == strlen(name) && strncasecmp(kv->key, name, kv->klen) == 0;
+}
+
+static bool is_blank(char ch) { return ch == ' ' || ch == '\t' || ch == '\r'; }
+
+/* Split a logical line into Key=Value pairs (blanks around '=' and "quoted" values allowed). */
+static int split_pairs(struct conf *c, unsigned line, char *s, struct kv *kv, unsigned *n)
+{
+	*n = 0;
+	for (;;) {
+		while (is_blank(*s))
+			s++;
+		if (!*s)
+			return 0;
+		if (*n == MAX_KEYS)
+			return fail(c, TP_EPARSE, "line %u: more than %d keys", line, MAX_KEYS);
+		struct kv *k = &kv[(*n)++];
+		k->key = s;
+		while (isalnum((unsigned char)*s) || *s == '_' || *s == '.')
+			s++;
+		k->klen = (size_t)(s - k->key);
+		while (is_blank(*s))
+			s++;
+		if (k->klen == 0 || *s != '=')
+			return fail(c, TP_EPARSE, "line %u: expected Key=Value at '%.40s'", line, k->key);
+		s++;
+		while (is_blank(*s))
+			s++;
+		if (*s == '"') {
+			k->val = ++s;
+			while (*s && *s != '"')
+				s++;
+			if (!*s)
+				return fail(c, TP_EPARSE, "line %u: unclosed '\"' after %.*s=", line,
+				            (int)k->klen, k->key);
+			k->vlen = (size_t)(s++ - k->val);
+		} else {
+			k->val = s;
+			while (*s && !is_blank(*s))
+				s++;
+			k->vlen = (size_t)(s - k->val);
+		}
+		if (k->vlen == 0)
+			return fail(c, TP_EPARSE, "line %u: %.*s has an empty value", line, (int)k->klen,
+			            k->key);
+	}
+}
+
+/* The plugin a line belongs to; mixing both in one file is refused. */
+static int set_kind(struct conf *c, unsigned line, enum kind k, const char *key)
+{
+	if (c->kind == KIND_NONE) {
+		c->kind = k;
+		c->kind_line = line;
+		return 0;
+	}
+	if (c->kind == k)
+		return 0;
+	return fail(c, TP_EPARSE, "line %u: %s line in a %s topology (line %u); a topology.conf "
+	            "describes the tree plugin or the block plugin, not both", line, key,
+	            c->kind == KIND_TREE ? "tree (SwitchName)" : "block (BlockName)", c->kind_line);
+}
+
+/* Check that a name is one the builder takes. */
+static int check_name(struct conf *c, unsigned line, const char *what, const char *name)
+{
+	const char *why = tp_name_problem(name, true);
+	if (why)
+		return fail(c, TP_EPARSE, "line %u: %s '%.200s' %s", line, what, name, why);
+	return 0;
+}
+
+/* Record a SwitchName or BlockName line. */
+static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsigned n,
+                       enum kind k)
+{
+	const char *what = k == KIND_TREE ? "switch" : "block";
+	struct rec r = {.nodes = SIZE_MAX, .kids = SIZE_MAX, .line = line, .parent = NONE};
+	int rc = pool_put(c, &c->text, kv[0].val, kv[0].vlen, &r.name);
+	if (rc)
+		return rc;
+	rc = check_name(c, line, what, text_at(c, r.name));
+	for (unsigned i = 1; i < n && !rc; i++) {
+		size_t *slot = NULL;
+		if (key_is(&kv[i], "Nodes"))
+			slot = &r.nodes;
+		else if (k == KIND_TREE && key_is(&kv[i], "Switches"))
+			slot = &r.kids;
+		else if (k == KIND_TREE && key_is(&kv[i], "LinkSpeed"))
+			continue;
+		if (!slot)
+			return fail(c, TP_EPARSE, "line %u: unknown key '%.*s' on a %s line", line,
+			            (int)kv[i].klen, kv[i].key, k == KIND_TREE ? "SwitchName" : "BlockName");
+		if (*slot != SIZE_MAX)
+			return fail(c, TP_EPARSE, "line %u: %.*s given twice", line, (int)kv[i].klen,
+			            kv[i].key);
+		rc = pool_put(c, &c->text, kv[i].val, kv[i].vlen, slot);
+	}
+	if (rc)
+		return rc;
+	if (r.nodes == SIZE_MAX && r.kids == SIZE_MAX)
+		return fail(c, TP_EPARSE, "line %u: %s '%s' has no %s", line, what,
+		            text_at(c, r.name), k == KIND_TREE ? "Nodes or Switches" : "Nodes");
+	if (r.nodes != SIZE_MAX && r.kids != SIZE_MAX)
+		return fail(c, TP_EPARSE, "line %u: switch '%s' has both Nodes and Switches", line,
+		            text_at(c, r.name));
+	if (tp_grow(c->a, (void **)&c->rec, &c->cap_rec, c->nrec + 1, sizeof *c->rec))
+		return nomem(c);
+	uintptr_t old = 0;
+	rc = map_put(c, &c->rec_by_name, text_at(c, r.name), c->nrec + 1, &old);
+	if (rc)
+		return rc;
+	if (old)
+		return fail(c, TP_EPARSE, "line %u: %s '%s' is defined twice (first at line %u)", line,
+		            what, text_at(c, r.name), c->rec[old - 1].line);
+	c->rec[c->nrec++] = r;
+	return 0;
+}
+
+/* BlockSizes=4,8,16: sizes in nodes, checked later against the base block size. */
+static int read_block_sizes(struct conf *c, unsigned line, const struct kv *kv)
+{
+	if (c->nsizes)
+		return fail(c, TP_EPARSE, "line %u: BlockSizes given twice (first at line %u)", line,
+		            c->sizes_line);
+	const char *p = kv->val, *end = kv->val + kv->vlen;
+	for (;;) {
+		unsigned long v;
+		int w;
+		if (read_number(&p, end, &v, &w) || v == 0 || (p < end && *p != ','))
+			return fail(c, TP_EPARSE, "line %u: BlockSizes '%.*s' is not a list of positive "
+			            "numbers", line, (int)kv->vlen, kv->val);
+		if (c->nsizes == MAX_BLOCK_LEVELS)
+			return fail(c, TP_EPARSE, "line %u: BlockSizes has more than %d sizes", line,
+			            MAX_BLOCK_LEVELS);
+		c->sizes[c->nsizes++] = v;
+		if (p == end)
+			break;
+		p++;
+	}
+	c->sizes_line = line;
+	return 0;
+}
+
+static int read_line(struct conf *c, unsigned line, char *s)
+{
+	struct kv kv[MAX_KEYS];
+	unsigned n;
+	int rc = split_pairs(c, line, s, kv, &n);
+	if (rc || n == 0)
+		return rc;
+	if (key_is(&kv[0], "SwitchName")) {
+		rc = set_kind(c, line, KIND_TREE, "SwitchName");
+		return rc ? rc : read_record(c, line, kv, n, KIND_TREE);
+	}
+	if (key_is(&kv[0], "BlockName")) {
+		rc = set_kind(c, line, KIND_BLOCK, "BlockName");
+		return rc ? rc : read_record(c, line, kv, n, KIND_BLOCK);
+	}
+	if (key_is(&kv[0], "BlockSizes")) {
+		rc = set_kind(c, line, KIND_BLOCK, "BlockSizes");
+		if (!rc && n > 1)
+			rc = fail(c, TP_EPARSE, "line %u: BlockSizes takes no other key", line);
+		return rc ? rc : read_block_sizes(c, line, &kv[0]);
+	}
+	if (key_is(&kv[0], "Include"))
+		return fail(c, TP_EPARSE, "line %u: Include is not supported (the library reads no "
+		            "files; pass the included text in the buffer)", line);
+	return fail(c, TP_EPARSE, "line %u: unknown key '%.*s' (expected SwitchName, BlockName or "
+	            "BlockSizes)", line, (int)kv[0].klen, kv[0].key);
+}
+
+/* Append physical line [p, q) to the logical line, without its comment; a trailing '\\' is
+ * removed and the next line follows directly, as Slurm joins them. */
+static int append_physical(struct conf *c, const char *p, const char *q, size_t *n, bool *more)
+{
+	const char *hash = memchr(p, '#', (size_t)(q - p));
+	if (hash)
+		q = hash;
+	while (q > p && (is_blank(q[-1]) || q[-1] == '\n'))
+		q--;
+	*more = q > p && q[-1] == '\\';
+	if (*more)
+		q--;
+	size_t add = (size_t)(q - p);
+	if (tp_grow(c->a, (void **)&c->line, &c->line_cap, *n + add + 1, 1))
+		return nomem(c);
+	memcpy(c->line + *n, p, add);
+	*n += add;
+	c->line[*n] = '\0';
+	return 0;
+}
+
+static int read_all(struct conf *c, const char *conf, size_t len)
+{
+	const char *p = conf, *end = conf + len;
+	unsigned lineno = 0, first = 0;
+	size_t n = 0;
+	bool more = false;
+	const char *nul = memchr(conf, '\0', len);
+	if (nul) {
+		for (const char *q = conf; q < nul; q++)
+			lineno += *q == '\n';
+		return fail(c, TP_EPARSE, "line %u: a NUL byte in the text", lineno + 1);
+	}
+	while (p < end) {
+		const char *q = memchr(p, '\n', (size_t)(end - p));
+		q = q ? q + 1 : end;
+		lineno++;
+		if (!more) {
+			first = lineno;
+			n = 0;
+		}
+		int rc = append_physical(c, p, q, &n, &more);
+		if (!rc && !more)
+			rc = read_line(c, first, c->line);
+		if (rc)
+			return rc;
+		p = q;
+	}
+	if (more)
+		return read_line(c, first, c->line);
+	return 0;
+}
+
+/* ---- resolving ---------------------------------------------------------------------------- */
+
+struct node_ctx {
+	uint32_t rec;
+};
+
+/* A node of record r: checked, listed once, stored. */
+static int add_node_name(struct conf *c, void *ctx, const char *name)
+{
+	uint32_t r = ((struct node_ctx *)ctx)->rec;
+	unsigned line = c->rec[r].line;
+	int rc = check_name(c, line, "node", name);
+	if (rc)
+		return rc;
+	uintptr_t old = 0;
+	rc = map_put(c, &c->node_by_name, name, (uintptr_t)r + 1, &old);
+	if (rc)
+		return rc;
+	if (old) {
+		const char *what = c->kind == KIND_TREE ? "leaf switches" : "blocks";
+		if (old - 1 == r)
+			return fail(c, TP_EPARSE, "line %u: node '%s' is listed twice in '%s'", line,
+			            name, rec_name(c, r));
+		return fail(c, TP_EPARSE, "line %u: node '%s' is in two %s: '%s' (line %u) and '%s'",
+		            line, name, what, rec_name(c, (uint32_t)old - 1), c->rec[old - 1].line,
+		            rec_name(c, r));
+	}
+	size_t off;
+	rc = pool_put(c, &c->names, name, strlen(name), &off);
+	if (!rc && tp_grow(c->a, (void **)&c->node, &c->cap_node, c->nnode + 1, sizeof *c->node))
+		rc = nomem(c);
+	if (!rc)
+		c->node[c->nnode++] = off;
+	return rc;
+}
+
+/* A child switch of record r: known, not r itself, with no other parent. */
+static int add_kid_name(struct conf *c, void *ctx, const char *name)
+{
+	uint32_t r = ((struct node_ctx *)ctx)->rec;
+	unsigned line = c->rec[r].line;
+	uintptr_t k = map_get(c->rec_by_name, name);
+	if (!k)
+		return fail(c, TP_EPARSE, "line %u: switch '%s' lists unknown switch '%s'", line,
+		            rec_name(c, r), name);
+	uint32_t kid = (uint32_t)k - 1;
+	if (kid == r)
+		return fail(c, TP_EPARSE, "line %u: switch '%s' lists itself (a cycle)", line, name);
+	if (c->rec[kid].parent != NONE)
+		return fail(c, TP_EPARSE, "line %u: switch '%s' has two parents: '%s' (line %u) and "
+		            "'%s'", line, name, rec_name(c, c->rec[kid].parent),
+		            c->rec[c->rec[kid].parent].line, rec_name(c, r));
+	c->rec[kid].parent = r;
+	return push_u32(c, &c->kid, &c->nkid, &c->cap_kid, kid);
+}
+
+static int expand_records(struct conf *c)
+{
+	for (uint32_t r = 0; r < c->nrec; r++) {
+		struct rec *x = &c->rec[r];
+		struct node_ctx ctx = {r};
+		int rc = 0;
+		x->kid_first = (uint32_t)c->nkid;
+		x->node_first = (uint32_t)c->nnode;
+		if (x->kids != SIZE_MAX)
+			rc = hostlist_each(c, x->line, text_at(c, x->kids), add_kid_name, &ctx);
+		if (!rc && x->nodes != SIZE_MAX)
+			rc = hostlist_each(c, x->line, text_at(c, x->nodes), add_node_name, &ctx);
+		if (rc)
+			return rc;
+		x = &c->rec[r];
+		x->nkids = (uint32_t)c->nkid - x->kid_first;
+		x->nnodes = (uint32_t)c->nnode - x->node_first;
+		if (c->nnode > UINT32_MAX - 1 || c->nkid > UINT32_MAX - 1)
+			return fail(c, TP_ELIMIT, "line %u: more than 2^32 nodes", x->line);
+	}
+	return 0;
+}
+
+/* Name a cycle among the switches no root reaches, starting from switch s. */
+static int cycle_error(struct conf *c, uint32_t s)
+{
+	/* Walk up nrec steps: then s is surely on the cycle. */
+	for (size_t i = 0; i < c->nrec; i++)
+		s = c->rec[s].parent;
+	char buf[256];
+	size_t n = 0;
+	uint32_t t = s;
+	do {
+		int k = snprintf(buf + n, sizeof buf - n, "%s%s", n ? " <- " : "", rec_name(c, t));
+		n = k < 0 || (size_t)k >= sizeof buf - n ? sizeof buf - 1 : n + (size_t)k;
+		t = c->rec[t].parent;
+	} while (t != s && n < sizeof buf - 1);
+	return fail(c, TP_EPARSE, "line %u: switches form a cycle (%s <- %s)", c->rec[s].line, buf,
+	            rec_name(c, s));
+}
+
+/* Switches in breadth-first order from the roots (file order); levels from the leaves up. */
+static int tree_levels(struct conf *c, uint32_t *order, int *top)
+{
+	size_t n = 0;
+	for (uint32_t r = 0; r < c->nrec; r++)
+		if (c->rec[r].parent == NONE)
+			order[n++] = r;
+	for (size_t i = 0; i < n; i++) {
+		const struct rec *x = &c->rec[order[i]];
+		for (uint32_t k = 0; k < x->nkids; k++)
+			order[n++] = c->kid[x->kid_first + k];
+	}
+	if (n < c->nrec) {
+		for (uint32_t r = 0; r < c->nrec; r++) {
+			uint32_t s = r;
+			size_t steps = 0;
+			while (c->rec[s].parent != NONE && steps++ <= c->nrec)
+				s = c->rec[s].parent;
+			if (c->rec[s].parent != NONE)
+				return cycle_error(c, r);
+		}
+	}
+	*top = 0;
+	for (size_t i = n; i-- > 0;) {
+		struct rec *x = &c->rec[order[i]];
+		x->level = 0;
+		for (uint32_t k = 0; k < x->nkids; k++) {
+			int l = c->rec[c->kid[x->kid_first + k]].level + 1;
+			x->level = l > x->level ? l : x->level;
+		}
+		*top = x->level > *top ? x->level : *top;
+	}
+	if (*top + 2 > TP_MAX_LEVELS)
+		return fail(c, TP_ELIMIT, "the switch tree has %d levels; at most %d fit with the node "
+		            "level", *top + 1, TP_MAX_LEVELS - 1);
+	return 0;
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+struct build {
+	tp_topology_builder *b;
+	unsigned gpus;
+	unsigned nlevels;
+	char level_names[TP_MAX_LEVELS][32];
+};
+
+static int add_nodes(struct conf *c, struct build *bd, uint32_t r, const char *const *path)
+{
+	const struct rec *x = &c->rec[r];
+	for (uint32_t i = 0; i < x->nnodes; i++) {
+		const char *name = name_at(c, c->node[x->node_first + i]);
+		int rc = tp_topology_builder_add_node(bd->b, name, path, bd->gpus, NULL);
+		if (rc)
+			return fail(c, rc, "line %u: node '%s': %s", x->line, name,
+			            tp_topology_builder_errmsg(bd->b));
+	}
+	return 0;
+}
+
+static int create_builder(struct conf *c, struct build *bd)
+{
+	const char *names[TP_MAX_LEVELS];
+	for (unsigned l = 0; l < bd->nlevels; l++)
+		names[l] = bd->level_names[l];
+	int rc = tp_topology_builder_create(&bd->b, names, bd->nlevels, c->a);
+	if (rc)
+		return fail(c, rc, "could not create the builder (%s)", tp_strerror(rc));
+	return 0;
+}
+
+/* The path of a leaf switch's nodes: at level k (Slurm level top - k), the switch of the
+ * chain with the largest Slurm level not above it. */
+static void tree_path(const struct conf *c, uint32_t leaf, int top, const char **path)
+{
+	uint32_t chain[TP_MAX_LEVELS];
+	unsigned n = 0;
+	for (uint32_t s = leaf; s != NONE && n < TP_MAX_LEVELS; s = c->rec[s].parent)
+		chain[n++] = s;
+	for (int k = top; k >= 0; k--) {
+		unsigned pick = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (c->rec[chain[i]].level <= k)
+				pick = i;
+		path[top - k] = rec_name(c, chain[pick]);
+	}
+}
+
+static int build_tree(struct conf *c, struct build *bd)
+{
+	uint32_t *order = tp_mallocn(c->a, c->nrec, sizeof *order);
+	if (!order)
+		return nomem(c);
+	int top = 0;
+	int rc = tree_levels(c, order, &top);
+	if (!rc) {
+		bd->nlevels = (unsigned)top + 2;
+		for (int k = top; k >= 0; k--)
+			snprintf(bd->level_names[top - k], sizeof bd->level_names[0], "switch%d", k);
+		snprintf(bd->level_names[top + 1], sizeof bd->level_names[0], "node");
+		rc = create_builder(c, bd);
+	}
+	/* Depth-first from the roots in file order, children in listed order: `order` is
+	 * reused as the stack. */
+	size_t sp = 0;
+	for (uint32_t r = (uint32_t)c->nrec; !rc && r-- > 0;)
+		if (c->rec[r].parent == NONE)
+			order[sp++] = r;
+	while (!rc && sp > 0) {
+		uint32_t s = order[--sp];
+		const struct rec *x = &c->rec[s];
+		if (x->nkids == 0) {
+			const char *path[TP_MAX_LEVELS];
+			tree_path(c, s, top, path);
+			rc = add_nodes(c, bd, s, path);
+		}
+		for (uint32_t k = x->nkids; k-- > 0;)
+			order[sp++] = c->kid[x->kid_first + k];
+	}
+	tp_free(c->a, order);
+	return rc;
+}
+
+/* The base-block counts of each block level, as Slurm computes them (block_record.c). */
+static int block_levels(struct conf *c, unsigned long *mult, unsigned *nmult,
+                        unsigned long *base)
+{
+	*base = c->nsizes ? c->sizes[0] : c->rec[0].nnodes;
+	for (uint32_t r = 0; r < c->nrec; r++)
+		if (c->rec[r].nnodes < *base)
+			return fail(c, TP_EPARSE, "line %u: block '%s' has %u nodes, fewer than the base "
+			            "block size %lu", c->rec[r].line, rec_name(c, r), c->rec[r].nnodes,
+			            *base);
+	*nmult = 0;
+	for (unsigned i = 0; i < (c->nsizes ? c->nsizes : 5u); i++) {
+		unsigned long m = c->nsizes ? c->sizes[i] / *base : 1ul << i;
+		if (c->nsizes && (c->sizes[i] % *base || (m & (m - 1)) || m > (1ul << 15)))
+			return fail(c, TP_EPARSE, "line %u: BlockSizes value %lu is not the base block "
+			            "size %lu times a power of two up to 2^15", c->sizes_line,
+			            c->sizes[i], *base);
+		if (*nmult && m <= mult[*nmult - 1])
+			return fail(c, TP_EPARSE, "line %u: BlockSizes must increase (%lu after %lu)",
+			            c->sizes_line, c->sizes[i], c->sizes[i - 1]);
+		mult[(*nmult)++] = m;
+		if (m >= c->nrec)
+			break;
+	}
+	if (*nmult + 1 > TP_MAX_LEVELS)
+		return fail(c, TP_ELIMIT, "%u block levels and the node level are more than %d levels",
+		            *nmult, TP_MAX_LEVELS);
+	return 0;
+}
+
+/* Whether numbered name s splits as prefix + digits; *digits is where the digits start. */
+static bool split_number(const char *s, size_t *digits)
+{
+	size_t n = strlen(s), i = n;
+	while (i > 0 && isdigit((unsigned char)s[i - 1]) && n - i < 18)
+		i--;
+	*digits = i;
+	return i < n;
+}
+
+/* Digits that may stand in one bracket together: same padding class. */
+static bool same_width(const char *a, const char *b)
+{
+	bool pa = a[0] == '0' && a[1], pb = b[0] == '0' && b[1];
+	return pa || pb ? strlen(a) == strlen(b) : true;
+}
+
+/* Slurm's name for an aggregate of blocks first..first+n-1: their hostlist ("b[1-4]").
+ * Returns false when it would not fit in TP_MAX_NAME bytes. */
+static bool ranged_name(const struct conf *c, uint32_t first, uint32_t n, char *out)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (uint32_t i = first; i < first + n;) {
+		const char *s = rec_name(c, i);
+		size_t d;
+		uint32_t j = i + 1;
+		int k = 0;
+		if (split_number(s, &d)) {
+			while (j < first + n) {
+				const char *t = rec_name(c, j);
+				size_t e;
+				if (!split_number(t, &e) || e != d || strncmp(s, t, d) ||
+				    !same_width(s + d, t + e))
+					break;
+				j++;
+			}
+		}
+		if (j == i + 1) {
+			k = snprintf(out + len, TP_MAX_NAME + 1 - len, "%s%s", len ? "," : "", s);
+		} else {
+			k = snprintf(out + len, TP_MAX_NAME + 1 - len, "%s%.*s[", len ? "," : "", (int)d,
+			             s);
+			for (uint32_t r = i; r < j && k >= 0 && len + (size_t)k <= TP_MAX_NAME;) {
+				/* a run of consecutive numbers */
+				const char *lo = rec_name(c, r) + d;
+				unsigned long v = strtoul(lo, NULL, 10);
+				uint32_t e = r + 1;
+				while (e < j && strtoul(rec_name(c, e) + d, NULL, 10) == v + (e - r))
+					e++;
+				const char *hi = rec_name(c, e - 1) + d;
+				size_t at = len + (size_t)k;
+				int m = e - r > 1 ? snprintf(out + at, TP_MAX_NAME + 1 - at, "%s%s-%s",
+				                             r > i ? "," : "", lo, hi)
+				                  : snprintf(out + at, TP_MAX_NAME + 1 - at, "%s%s",
+				                             r > i ? "," : "", lo);
+				k = m < 0 ? -1 : k + m;
+				r = e;
+			}
+			if (k >= 0 && len + (size_t)k < TP_MAX_NAME) {
+				out[len + (size_t)k] = ']';
+				k++;
+				out[len + (size_t)k] = '\0';
+			} else {
+				k = -1;
+			}
+		}
+		if (k < 0 || len + (size_t)k > TP_MAX_NAME)
+			return false;
+		len += (size_t)k;
+		i = j;
+	}
+	return true;
+}
+
+/* Names of the domains of every aggregation level: agg[j][group] offsets into names. */
+static int block_domains(struct conf *c, const unsigned long *mult, unsigned nmult,
+                         unsigned long base, size_t **agg)
+{
+	uint32_t nb = (uint32_t)c->nrec;
+	char name[TP_MAX_NAME + 1];
+	for (unsigned j = 1; j < nmult; j++) {
+		unsigned long m = mult[j];
+		size_t ngroups = (nb + m - 1) / m;
+		agg[j] = tp_mallocn(c->a, ngroups, sizeof **agg);
+		if (!agg[j])
+			return nomem(c);
+		for (size_t g = 0; g < ngroups; g++) {
+			uint32_t first = (uint32_t)(g * m);
+			uint32_t left = nb - first;
+			size_t off;
+			int rc;
+			if (m > left && mult[j - 1] >= left) {
+				/* Slurm makes no aggregate here: the domain below stands for it. */
+				size_t below = j > 1 ? agg[j - 1][first / mult[j - 1]] : SIZE_MAX;
+				const char *s = j > 1 ? name_at(c, below) : rec_name(c, first);
+				snprintf(name, sizeof name, "%s", s);
+			} else if (!ranged_name(c, first, left < m ? left : (uint32_t)m, name)) {
+				snprintf(name, sizeof name, "agg%lu-%zu", m * base, g);
+			}
+			rc = pool_put(c, &c->names, name, strlen(name), &off);
+			if (rc)
+				return rc;
+			agg[j][g] = off;
+		}
+	}
+	return 0;
+}
+
+static int build_blocks(struct conf *c, struct build *bd)
+{
+	unsigned long mult[MAX_BLOCK_LEVELS], base = 0;
+	unsigned nmult = 0;
+	int rc = block_levels(c, mult, &nmult, &base);
+	if (rc)
+		return rc;
+	size_t *agg[MAX_BLOCK_LEVELS] = {NULL};
+	rc = block_domains(c, mult, nmult, base, agg);
+	if (!rc) {
+		bd->nlevels = nmult + 1;
+		for (unsigned j = nmult; j-- > 1;)
+			snprintf(bd->level_names[nmult - 1 - j], sizeof bd->level_names[0], "agg%lu",
+			         mult[j] * base);
+		snprintf(bd->level_names[nmult - 1], sizeof bd->level_names[0], "block");
+		snprintf(bd->level_names[nmult], sizeof bd->level_names[0], "node");
+		rc = create_builder(c, bd);
+	}
+	for (uint32_t r = 0; !rc && r < c->nrec; r++) {
+		const char *path[TP_MAX_LEVELS];
+		for (unsigned j = nmult; j-- > 1;)
+			path[nmult - 1 - j] = name_at(c, agg[j][r / mult[j]]);
+		path[nmult - 1] = rec_name(c, r);
+		rc = add_nodes(c, bd, r, path);
+	}
+	for (unsigned j = 0; j < nmult; j++)
+		tp_free(c->a, agg[j]);
+	return rc;
+}
+
+/* ---- entry point -------------------------------------------------------------------------- */
+
+static void conf_free(struct conf *c)
+{
+	PJError_t err = NULL;
+	JudySLFreeArray(&c->rec_by_name, err);
+	JudySLFreeArray(&c->node_by_name, err);
+	tp_free(c->a, c->text.s);
+	tp_free(c->a, c->names.s);
+	tp_free(c->a, c->rec);
+	tp_free(c->a, c->node);
+	tp_free(c->a, c->kid);
+	tp_free(c->a, c->line);
+}
+
+static int resolve_and_build(struct conf *c, struct build *bd)
+{
+	if (c->kind == KIND_NONE || c->nrec == 0)
+		return fail(c, TP_EPARSE, c->kind == KIND_BLOCK
+		                              ? "BlockSizes without any BlockName line"
+		                              : "no SwitchName or BlockName line");
+	int rc = expand_records(c);
+	if (rc)
+		return rc;
+	return c->kind == KIND_TREE ? build_tree(c, bd) : build_blocks(c, bd);
+}
+
+int tp_topology_builder_from_slurm(tp_topology_builder **out, const char *conf, size_t len,
+                                   unsigned gpus_per_node, const tp_allocator *alloc,
+                                   char *errbuf, size_t errlen)
+{
+	tp_allocator a = tp_alloc_resolve(alloc);
+	struct conf c = {.a = &a, .err = errbuf, .errlen = errlen};
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!out)
+		return fail(&c, TP_EINVAL, "out is NULL");
+	*out = NULL;
+	if (!conf)
+		return fail(&c, TP_EINVAL, "conf is NULL");
+	if (!tp_alloc_valid(alloc))
+		return fail(&c, TP_EINVAL, "alloc lacks a function");
+	if (gpus_per_node < 1 || gpus_per_node > TP_MAX_NODE_DEVICES)
+		return fail(&c, TP_EINVAL, "gpus_per_node %u is not in 1..%d", gpus_per_node,
+		            TP_MAX_NODE_DEVICES);
+	struct build bd = {.gpus = gpus_per_node};
+	int rc = read_all(&c, conf, len);
+	if (!rc)
+		rc = resolve_and_build(&c, &bd);
+	conf_free(&c);
+	if (rc) {
+		tp_topology_builder_destroy(bd.b);
+		return rc;
+	}
+	*out = bd.b;
+	return 0;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout of a built topology, shared by the modules that read it (cluster, place, frag,
+ * defrag, cost). Private: nothing here is part of the API.
+ *
+ * Everything is flat arrays indexed by dense ids. Nodes are numbered in tree order, so the nodes
+ * (and devices) of any domain form one contiguous id range, and so do a domain's children.
+ */
+#ifndef TP_TOPOLOGY_IMPL_H
+#define TP_TOPOLOGY_IMPL_H
+
+#include <Judy.h>
+
+#include "common.h"
+
+_Static_assert(sizeof(Word_t) >= 8, "Judy keys must hold 64 bits");
+
+/* Marks "no model" / "no node type" in the per-node tables. */
+#define TP_NO_MODEL UINT16_MAX
+#define TP_NO_TYPE UINT16_MAX
+
+struct tp_nodetype {
+	tp_allocator alloc;
+	char errmsg[TP_ERRMSG_LEN];
+	unsigned ngpus;
+	unsigned nsw;      /* PCIe switches */
+	int *sw_parent;    /* [nsw] parent switch or -1 */
+	int *gpu_sw;       /* [ngpus] switch each GPU sits behind, or -1 */
+	unsigned nnic;
+	char **nic_name;   /* [nnic] */
+	int *nic_sw;       /* [nnic] */
+	double *nic_gbps;  /* [nnic] */
+	unsigned nnvs;
+	char **nvs_name;   /* [nnvs] */
+	double *nvlink;    /* [ngpus * ngpus] GB/s, or NULL when none was set */
+	size_t cap_sw, cap_nic, cap_nvs;
+};
+
+struct tp_fabric_impl {
+	tp_link_kind kind;
+	double gbps;
+	double latency_us;
+};
+
+/* One level of the tree. At the node level, domains are the nodes themselves. */
+struct tp_level_impl {
+	char *name;
+	uint32_t ndom;
+	uint32_t *parent;      /* [ndom] index at level - 1 (absent at level 0) */
+	uint32_t *child_first; /* [ndom + 1] CSR into level + 1 (absent at the node level) */
+	uint32_t *node_first;  /* [ndom + 1] CSR into nodes (absent at the node level) */
+	const char **dname;    /* [ndom] own name (node level: the node names) */
+	uint32_t max_devices;  /* most devices in one domain of this level */
+	uint32_t max_nodes;    /* most nodes in one domain of this level */
+	uint16_t *nvswitches;  /* [ndom] NVSwitches added to the domain, or NULL when none */
+	Pvoid_t by_path;       /* JudySL: path -> domain index + 1 */
+};
+
+struct tp_fd_kind {
+	char *name;
+	uint32_t ndom;       /* named domains first, then implicit one-member domains */
+	const char **dname;  /* [ndom] */
+	uint32_t *dev_fd;    /* [ndevices] */
+};
+
+struct tp_topology {
+	tp_allocator alloc;
+	unsigned nlevels; /* node level = nlevels - 1 */
+	struct tp_level_impl lv[TP_MAX_LEVELS];
+	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1]; /* [level + 1]; [0] is the cluster */
+
+	uint32_t nnodes;
+	uint32_t ndevices;
+	uint32_t *dev_first;  /* [nnodes + 1] */
+	uint16_t *node_model; /* [nnodes] index into models, or TP_NO_MODEL */
+	float *node_mem_gb;   /* [nnodes] */
+	uint16_t *node_type;  /* [nnodes] index into types, or TP_NO_TYPE */
+	uint32_t max_node_devices;
+	Pvoid_t node_by_name; /* JudySL: name -> node + 1 */
+
+	uint32_t *dev_node; /* [ndevices] */
+	float *dev_perf;    /* [ndevices] */
+
+	unsigned nmodels;
+	char **models;
+	unsigned ntypes;
+	struct tp_nodetype **types;
+
+	unsigned nfd;
+	struct tp_fd_kind *fd;
+
+	char *names; /* one pool holding every domain and node name */
+	size_t names_len;
+	size_t judy_bytes;
+};
+
+/* ---- inline accessors used on hot paths ---------------------------------------------------- */
+
+static inline unsigned tp_node_level(const struct tp_topology *t) { return t->nlevels - 1; }
+
+static inline uint32_t tp_node_ndev(const struct tp_topology *t, uint32_t node)
+{
+	return t->dev_first[node + 1] - t->dev_first[node];
+}
+
+/* The domain of `level` holding `node` (level < node level): walks up the parents. */
+static inline uint32_t tp_node_ancestor(const struct tp_topology *t, uint32_t node,
+                                        unsigned level)
+{
+	unsigned nl = tp_node_level(t);
+	uint32_t d = node;
+	for (unsigned l = nl; l > level; l--)
+		d = t->lv[l].parent[d];
+	return d;
+}
+
+/* First node and node count of a domain (a node at the node level). */
+static inline void tp_dom_nodes(const struct tp_topology *t, unsigned level, uint32_t dom,
+                                uint32_t *first, uint32_t *n)
+{
+	if (level == tp_node_level(t)) {
+		*first = dom;
+		*n = 1;
+		return;
+	}
+	*first = t->lv[level].node_first[dom];
+	*n = t->lv[level].node_first[dom + 1] - *first;
+}
+
+/* Device count of a domain. */
+static inline uint32_t tp_dom_ndev(const struct tp_topology *t, unsigned level, uint32_t dom)
+{
+	uint32_t f, n;
+	tp_dom_nodes(t, level, dom, &f, &n);
+	return t->dev_first[f + n] - t->dev_first[f];
+}
+
+/* Resolve a level name: the level index, or -1. */
+int tp_topology_level_index(const struct tp_topology *t, const char *name);
+
+#endif

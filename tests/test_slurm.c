@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the Slurm topology.conf importer (tree and block plugins), on files written
+ * here: the levels and domains it makes, hostlists, syntax, every error it reports. */
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "topoplace-slurm.h"
+
+/* Import conf (4 GPUs a node) with the test allocator; the message goes to err. */
+static int import(const char *conf, tp_topology_builder **b, char *err)
+{
+	return tp_topology_builder_from_slurm(b, conf, strlen(conf), 4, &tp_test_allocator, err,
+	                                      256);
+}
+
+/* Import and build; the test fails with the message when either step fails. */
+static tp_topology *build(const char *conf)
+{
+	tp_topology_builder *b = NULL;
+	char err[256];
+	cr_assert_eq(import(conf, &b, err), 0, "%s", err);
+	cr_assert_str_empty(err);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* Every domain path of a level joined with spaces, e.g. "top/s3 top/s2". */
+static const char *paths(const tp_topology *t, unsigned level)
+{
+	static char buf[4096];
+	size_t n = 0;
+	buf[0] = '\0';
+	for (uint32_t d = 0; d < tp_topology_domain_count(t, level); d++) {
+		if (n)
+			buf[n++] = ' ';
+		int k = tp_topology_domain_path(t, level, d, buf + n, sizeof buf - n);
+		cr_assert(k >= 0 && (size_t)k < sizeof buf - n);
+		n += (size_t)k;
+	}
+	return buf;
+}
+
+static void assert_levels(const tp_topology *t, const char *const *names, unsigned n)
+{
+	cr_assert_eq(tp_topology_level_count(t), n);
+	for (unsigned l = 0; l < n; l++)
+		cr_assert_str_eq(tp_topology_level_name(t, l), names[l]);
+}
+
+/* ---- tree plugin ---------------------------------------------------------------------------- */
+
+Test(slurm, tree_levels_and_domains)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = build("# a two-tier fat tree\n"
+	                       "SwitchName=s0 Nodes=gpu[001-002] LinkSpeed=100\n"
+	                       "SwitchName=s1 Nodes=gpu[003-004]\n"
+	                       "SwitchName=s2 Nodes=gpu[005-006]\n"
+	                       "SwitchName=s3 Nodes=gpu[007-008]\n"
+	                       "SwitchName=spine0 Switches=s[0-1]\n"
+	                       "SwitchName=spine1 Switches=s[2-3]\n"
+	                       "SwitchName=core Switches=spine[0-1]\n");
+	const char *levels[] = {"switch2", "switch1", "switch0", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 0), "core");
+	cr_assert_str_eq(paths(t, 1), "core/spine0 core/spine1");
+	cr_assert_str_eq(paths(t, 2), "core/spine0/s0 core/spine0/s1 core/spine1/s2 core/spine1/s3");
+	cr_assert_str_eq(paths(t, 3), "gpu001 gpu002 gpu003 gpu004 gpu005 gpu006 gpu007 gpu008");
+	cr_assert_eq(tp_topology_device_count(t), 32);
+	uint32_t node;
+	cr_assert_eq(tp_topology_node_by_name(t, "gpu006", &node), 0);
+	char p[64];
+	tp_topology_domain_path(t, 2, tp_topology_node_domain(t, node, 2), p, sizeof p);
+	cr_assert_str_eq(p, "core/spine1/s2");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, unbalanced_tree_and_forest_are_padded)
+{
+	tp_test_alloc_reset();
+	/* s2 hangs straight off the level-2 switch `top`; `lone` is a root at level 0. */
+	tp_topology *t = build("SwitchName=s0 Nodes=a[1-2]\n"
+	                       "SwitchName=s1 Nodes=b1\n"
+	                       "SwitchName=s2 Nodes=c1\n"
+	                       "SwitchName=mid Switches=s[0-1]\n"
+	                       "SwitchName=top Switches=mid,s2\n"
+	                       "SwitchName=lone Nodes=d1\n");
+	const char *levels[] = {"switch2", "switch1", "switch0", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 0), "top lone");
+	cr_assert_str_eq(paths(t, 1), "top/mid top/s2 lone/lone");
+	cr_assert_str_eq(paths(t, 2), "top/mid/s0 top/mid/s1 top/s2/s2 lone/lone/lone");
+	cr_assert_str_eq(paths(t, 3), "a1 a2 b1 c1 d1");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, single_leaf_switch)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = build("SwitchName=only Nodes=n[1-3]");
+	const char *levels[] = {"switch0", "node"};
+	assert_levels(t, levels, 2);
+	cr_assert_str_eq(paths(t, 0), "only");
+	cr_assert_eq(tp_topology_node_count(t), 3);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, syntax_as_slurm_reads_it)
+{
+	tp_test_alloc_reset();
+	/* Keys in any case, blanks around '=', quoted values, comments, CRLF, continuations,
+	 * switches defined after use, LinkSpeed ignored. */
+	tp_topology *t = build("  # header comment\r\n"
+	                       "switchname = top   SWITCHES=\"leaf[1-2]\" # trailing\r\n"
+	                       "\r\n"
+	                       "SwitchName=leaf1 \\\n"
+	                       "   Nodes=x[1-2] \\\n"
+	                       "   linkspeed=400\n"
+	                       "SwitchName=leaf2\tNodes=y1,y2");
+	const char *levels[] = {"switch1", "switch0", "node"};
+	assert_levels(t, levels, 3);
+	cr_assert_str_eq(paths(t, 1), "top/leaf1 top/leaf2");
+	cr_assert_str_eq(paths(t, 2), "x1 x2 y1 y2");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- hostlists ------------------------------------------------------------------------------ */
+
+/* The node names a Nodes= hostlist expands to, joined with spaces. */
+static const char *expand(const char *hostlist)
+{
+	char conf[512];
+	snprintf(conf, sizeof conf, "SwitchName=s Nodes=%s\n", hostlist);
+	tp_topology *t = build(conf);
+	static char buf[4096];
+	snprintf(buf, sizeof buf, "%s", paths(t, 1));
+	tp_topology_destroy(t);
+	return buf;
+}
+
+Test(slurm, hostlist_expressions)
+{
+	tp_test_alloc_reset();
+	cr_assert_str_eq(expand("gpu[001-003,007]"), "gpu001 gpu002 gpu003 gpu007");
+	cr_assert_str_eq(expand("n[8-11]"), "n8 n9 n10 n11");
+	cr_assert_str_eq(expand("n[08-11]"), "n08 n09 n10 n11");
+	cr_assert_str_eq(expand("n[098-101]"), "n098 n099 n100 n101");
+	cr_assert_str_eq(expand("r[1-2]n[01-02]"), "r1n01 r1n02 r2n01 r2n02");
+	cr_assert_str_eq(expand("n[1-2]-ib"), "n1-ib n2-ib");
+	cr_assert_str_eq(expand("a,b[1-2],c"), "a b1 b2 c");
+	cr_assert_str_eq(expand("x[0]"), "x0");
+	cr_assert_str_eq(expand("[1-2]"), "1 2");
+	cr_assert_str_eq(expand("r[1,3]-g[0-1]-n[7]"), "r1-g0-n7 r1-g1-n7 r3-g0-n7 r3-g1-n7");
+	cr_assert_str_eq(expand("gpu[001-018,020]"),
+	                 "gpu001 gpu002 gpu003 gpu004 gpu005 gpu006 gpu007 gpu008 gpu009 gpu010 "
+	                 "gpu011 gpu012 gpu013 gpu014 gpu015 gpu016 gpu017 gpu018 gpu020");
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, malformed_hostlists)
+{
+	static const struct {
+		const char *hostlist, *fragment;
+	} cases[] = {
+		{"n[1-3", "'[' without ']'"},
+		{"n1-3]", "']' without '['"},
+		{"n[3-1]", "decreases"},
+		{"n[]", "number"},
+		{"n[1,]", "number"},
+		{"n[a-b]", "number"},
+		{"n[1-]", "after '-'"},
+		{"n[1-2[3]]", "nested"},
+		{"n[1x]", "unexpected character"},
+		{"a,,b", "empty name"},
+		{"a,", "empty name"},
+		{"n[1234567890123456789]", "number"},
+		{"n[1]m[1]o[1]p[1]q[1]r[1]s[1]t[1]u[1]", "more than 8"},
+		{"bad/name", "contains '/'"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char conf[256], err[256];
+		snprintf(conf, sizeof conf, "# comment\nSwitchName=s Nodes=%s\n", cases[i].hostlist);
+		tp_topology_builder *b = (tp_topology_builder *)1;
+		int rc = import(conf, &b, err);
+		TP_ASSERT_ERR(rc, TP_EPARSE, err, cases[i].fragment);
+		cr_assert(strstr(err, "line 2"), "'%s': %s", cases[i].hostlist, err);
+		cr_assert_null(b);
+		TP_ASSERT_NO_LEAKS();
+	}
+	tp_test_alloc_reset();
+	tp_topology_builder *b = NULL;
+	char err[256];
+	TP_ASSERT_ERR(import("SwitchName=s Nodes=n[0-9999999]\n", &b, err), TP_ELIMIT, err,
+	              "more than");
+	TP_ASSERT_ERR(import("SwitchName=s Nodes=n[0-2047]m[0-2047]x[0-1]\n", &b, err), TP_ELIMIT,
+	              err, "more than");
+	char longname[300];
+	memset(longname, 'a', 260);
+	snprintf(longname + 260, sizeof longname - 260, "[1-2]");
+	char conf[400];
+	snprintf(conf, sizeof conf, "SwitchName=s Nodes=%s\n", longname);
+	TP_ASSERT_ERR(import(conf, &b, err), TP_EPARSE, err, "longer than 255");
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- tree errors ---------------------------------------------------------------------------- */
+
+Test(slurm, tree_errors_name_the_line_and_problem)
+{
+	static const struct {
+		const char *conf, *fragment;
+	} cases[] = {
+		{"SwitchName=a Nodes=n1\nSwitchName=b Switches=a,z\n",
+		 "line 2: switch 'b' lists unknown switch 'z'"},
+		{"SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2\n",
+		 "line 2: node 'n2' is in two leaf switches: 'a' (line 1) and 'b'"},
+		{"SwitchName=a Nodes=n1,n2,n1\n", "line 1: node 'n1' is listed twice in 'a'"},
+		{"SwitchName=l Nodes=n1\nSwitchName=a Switches=b\nSwitchName=b Switches=a\n",
+		 "switches form a cycle"},
+		{"SwitchName=a Switches=a\n", "line 1: switch 'a' lists itself"},
+		{"SwitchName=l Nodes=n1\nSwitchName=a Switches=l\nSwitchName=b Switches=l\n",
+		 "line 3: switch 'l' has two parents: 'a' (line 2) and 'b'"},
+		{"SwitchName=a Nodes=n1\n\nSwitchName=a Nodes=n2\n",
+		 "line 3: switch 'a' is defined twice (first at line 1)"},
+		{"SwitchName=a Nodes=n1 Switches=b\nSwitchName=b Nodes=n2\n",
+		 "line 1: switch 'a' has both Nodes and Switches"},
+		{"SwitchName=a LinkSpeed=10\n", "line 1: switch 'a' has no Nodes or Switches"},
+		{"SwitchName=a Nodes=n1 Color=red\n", "line 1: unknown key 'Color'"},
+		{"SwitchName=a Nodes=n1 Nodes=n2\n", "line 1: Nodes given twice"},
+		{"NodeName=n1\n", "line 1: unknown key 'NodeName'"},
+		{"Include /etc/slurm/topo2.conf\n", "line 1: expected Key=Value"},
+		{"Include=topo2.conf\n", "line 1: Include is not supported"},
+		{"SwitchName=a Nodes=\n", "line 1: Nodes has an empty value"},
+		{"SwitchName=a Nodes=\"n1\n", "unclosed"},
+		{"SwitchName=a/b Nodes=n1\n", "line 1: switch 'a/b' contains '/'"},
+		{"SwitchName=a Nodes=n1\nBlockName=b1 Nodes=n2\n",
+		 "line 2: BlockName line in a tree (SwitchName) topology (line 1)"},
+		{"", "no SwitchName or BlockName line"},
+		{"# only a comment\n\n   \n", "no SwitchName or BlockName line"},
+		{"SwitchName=a Nodes=n1\n\0SwitchName=b Nodes=n2\n", "line 2: a NUL byte"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char err[256];
+		tp_topology_builder *b = (tp_topology_builder *)1;
+		size_t len = strlen(cases[i].conf);
+		if (strstr(cases[i].fragment, "NUL"))
+			len += 1 + strlen(cases[i].conf + len + 1);
+		int rc = tp_topology_builder_from_slurm(&b, cases[i].conf, len, 4, &tp_test_allocator,
+		                                        err, sizeof err);
+		TP_ASSERT_ERR(rc, TP_EPARSE, err, cases[i].fragment);
+		cr_assert_null(b);
+		TP_ASSERT_NO_LEAKS();
+	}
+}
+
+Test(slurm, tree_too_deep_is_a_limit)
+{
+	tp_test_alloc_reset();
+	/* A chain of 8 switch levels: with the node level, 9 > TP_MAX_LEVELS. */
+	char conf[1024];
+	size_t n = (size_t)snprintf(conf, sizeof conf, "SwitchName=s0 Nodes=n1\n");
+	for (int i = 1; i < 8; i++)
+		n += (size_t)snprintf(conf + n, sizeof conf - n, "SwitchName=s%d Switches=s%d\n", i,
+		                      i - 1);
+	tp_topology_builder *b = NULL;
+	char err[256];
+	TP_ASSERT_ERR(import(conf, &b, err), TP_ELIMIT, err, "8 levels");
+	cr_assert_null(b);
+	/* Seven switch levels fit. */
+	char *last = strstr(conf, "SwitchName=s7");
+	*last = '\0';
+	cr_assert_eq(import(conf, &b, err), 0, "%s", err);
+	tp_topology_builder_destroy(b);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- block plugin --------------------------------------------------------------------------- */
+
+Test(slurm, block_levels_follow_block_sizes)
+{
+	tp_test_alloc_reset();
+	/* Base blocks of 4 nodes aggregate by 2 and by 4. Slurm leaves b5 out of both aggregate
+	 * levels (no larger block holds it), so it stands for itself there. */
+	tp_topology *t = build("BlockName=b1 Nodes=n[01-04]\n"
+	                       "BlockName=b2 Nodes=n[05-08]\n"
+	                       "BlockName=b3 Nodes=n[09-12]\n"
+	                       "BlockName=b4 Nodes=n[13-16]\n"
+	                       "BlockName=b5 Nodes=n[17-20]\n"
+	                       "BlockSizes=4,8,16\n");
+	const char *levels[] = {"agg16", "agg8", "block", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 0), "b[1-4] b5");
+	cr_assert_str_eq(paths(t, 1), "b[1-4]/b[1-2] b[1-4]/b[3-4] b5/b5");
+	cr_assert_str_eq(paths(t, 2), "b[1-4]/b[1-2]/b1 b[1-4]/b[1-2]/b2 b[1-4]/b[3-4]/b3 "
+	                              "b[1-4]/b[3-4]/b4 b5/b5/b5");
+	cr_assert_eq(tp_topology_node_count(t), 20);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, block_default_sizes_and_partial_aggregate)
+{
+	tp_test_alloc_reset();
+	/* No BlockSizes: the base size is the first block's 2 nodes and the sizes double until
+	 * one holds all 3 blocks (1, 2, 4 blocks). The 4-block level holds the 3 there are. */
+	tp_topology *t = build("BlockName=b1 Nodes=n[1-2]\n"
+	                       "BlockName=b2 Nodes=n[3-4]\n"
+	                       "BlockName=b3 Nodes=n[5-6]\n");
+	const char *levels[] = {"agg8", "agg4", "block", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 0), "b[1-3]");
+	cr_assert_str_eq(paths(t, 1), "b[1-3]/b[1-2] b[1-3]/b3");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, block_nvl72_racks)
+{
+	tp_test_alloc_reset();
+	/* NVL72 racks of 18 nodes with a planning base block of 16 (as NVIDIA advises). */
+	tp_topology *t = build("BlockName=rack01 Nodes=r01n[01-18]\n"
+	                       "BlockName=rack02 Nodes=r02n[01-18]\n"
+	                       "BlockName=rack03 Nodes=r03n[01-18]\n"
+	                       "BlockName=rack04 Nodes=r04n[01-18]\n"
+	                       "BlockSizes=16,32,64\n");
+	const char *levels[] = {"agg64", "agg32", "block", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 0), "rack[01-04]");
+	cr_assert_str_eq(paths(t, 1), "rack[01-04]/rack[01-02] rack[01-04]/rack[03-04]");
+	cr_assert_eq(tp_topology_node_count(t), 72);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, block_names_that_do_not_range)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = build("BlockName=east Nodes=e[1-2]\n"
+	                       "BlockName=west Nodes=w[1-2]\n"
+	                       "BlockName=b9 Nodes=x[1-2]\n"
+	                       "BlockName=b10 Nodes=y[1-2]\n"
+	                       "BlockSizes=2,4,8\n");
+	cr_assert_str_eq(paths(t, 0), "east,west,b[9-10]");
+	cr_assert_str_eq(paths(t, 1), "east,west,b[9-10]/east,west east,west,b[9-10]/b[9-10]");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, block_errors)
+{
+	static const struct {
+		const char *conf, *fragment;
+	} cases[] = {
+		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[4-7]\n",
+		 "line 2: node 'n4' is in two blocks: 'b1' (line 1) and 'b2'"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-3]\n",
+		 "line 2: block 'b2' has 3 nodes, fewer than the base block size 4"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,12\n", "line 2: BlockSizes value 12"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6\n", "line 2: BlockSizes value 6"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-4]\nBlockSizes=4,16,8\n",
+		 "must increase"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,0\n", "not a list of positive numbers"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,x\n", "not a list of positive numbers"},
+		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4\nBlockSizes=4\n",
+		 "line 3: BlockSizes given twice (first at line 2)"},
+		{"BlockSizes=4 Nodes=n1\n", "BlockSizes takes no other key"},
+		{"BlockSizes=4\n", "BlockSizes without any BlockName"},
+		{"BlockName=b1 Switches=s1\n", "line 1: unknown key 'Switches' on a BlockName line"},
+		{"BlockName=b1\n", "line 1: block 'b1' has no Nodes"},
+		{"BlockName=b1 Nodes=n1\nBlockName=b1 Nodes=n2\n", "block 'b1' is defined twice"},
+		{"BlockName=b1 Nodes=n1\nSwitchName=s Nodes=n2\n",
+		 "line 2: SwitchName line in a block (BlockName) topology (line 1)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char err[256];
+		tp_topology_builder *b = (tp_topology_builder *)1;
+		TP_ASSERT_ERR(import(cases[i].conf, &b, err), TP_EPARSE, err, cases[i].fragment);
+		cr_assert_null(b);
+		TP_ASSERT_NO_LEAKS();
+	}
+}
+
+/* ---- API ------------------------------------------------------------------------------------ */
+
+Test(slurm, builder_can_be_extended_and_built)
+{
+	tp_test_alloc_reset();
+	tp_topology_builder *b = NULL;
+	char err[256];
+	cr_assert_eq(import("SwitchName=leaf Nodes=n[1-2]\nSwitchName=top Switches=leaf\n", &b,
+	                    err),
+	             0, "%s", err);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50.0, 5.0), 0);
+	const char *path[] = {"top", "leaf"};
+	cr_assert_eq(tp_topology_builder_add_node(b, "n3", path, 4, NULL), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	cr_assert_eq(tp_topology_node_count(t), 3);
+	double gbps = 0;
+	cr_assert_eq(tp_topology_fabric(t, 0, NULL, &gbps, NULL), 0);
+	cr_assert_float_eq(gbps, 50.0, 1e-9);
+	tp_topology_destroy(t);
+	tp_topology_builder_destroy(b);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, bad_arguments)
+{
+	tp_test_alloc_reset();
+	tp_topology_builder *b = NULL;
+	char err[256];
+	const char *conf = "SwitchName=s Nodes=n1\n";
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(NULL, conf, strlen(conf), 4, NULL, err,
+	                                             sizeof err),
+	              TP_EINVAL, err, "out");
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(&b, NULL, 3, 4, NULL, err, sizeof err),
+	              TP_EINVAL, err, "conf");
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(&b, conf, strlen(conf), 0, NULL, err,
+	                                             sizeof err),
+	              TP_EINVAL, err, "gpus_per_node 0");
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(&b, conf, strlen(conf), 257, NULL, err,
+	                                             sizeof err),
+	              TP_EINVAL, err, "gpus_per_node 257");
+	tp_allocator broken = tp_test_allocator;
+	broken.free = NULL;
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(&b, conf, strlen(conf), 4, &broken, err,
+	                                             sizeof err),
+	              TP_EINVAL, err, "alloc");
+	/* A buffer that is not NUL-terminated is read to len only. */
+	cr_assert_eq(tp_topology_builder_from_slurm(&b, "SwitchName=s Nodes=n1garbage", 21, 4,
+	                                            &tp_test_allocator, NULL, 0),
+	             0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	cr_assert_str_eq(tp_topology_node_name(t, 0), "n1");
+	tp_topology_destroy(t);
+	tp_topology_builder_destroy(b);
+	/* A small message buffer gets a cut, terminated message. */
+	char small[6];
+	b = (tp_topology_builder *)1;
+	cr_assert_eq(tp_topology_builder_from_slurm(&b, "Bogus=1", 7, 4, &tp_test_allocator, small,
+	                                            sizeof small),
+	             TP_EPARSE);
+	cr_assert_str_eq(small, "line ");
+	cr_assert_null(b);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Fail every allocation in turn: TP_ENOMEM, no builder, nothing leaked, until it succeeds. */
+static void allocation_failure_loop(const char *conf, uint32_t nodes)
+{
+	tp_test_alloc_reset();
+	for (long n = 0;; n++) {
+		tp_topology_builder *b = (tp_topology_builder *)1;
+		char err[256];
+		tp_test_alloc_fail_at(n);
+		int rc = import(conf, &b, err);
+		if (tp_test_alloc_state.failed == 0) {
+			cr_assert_eq(rc, 0, "%s", err);
+			tp_test_alloc_fail_at(-1);
+			tp_topology *t = NULL;
+			cr_assert_eq(tp_topology_build(b, &t), 0);
+			cr_assert_eq(tp_topology_node_count(t), nodes);
+			tp_topology_destroy(t);
+			tp_topology_builder_destroy(b);
+			cr_assert_gt(n, 5, "too few allocations to test");
+			break;
+		}
+		TP_ASSERT_ERR(rc, TP_ENOMEM, err, "out of memory");
+		cr_assert_null(b);
+		TP_ASSERT_NO_LEAKS();
+	}
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, allocation_failures_tree)
+{
+	allocation_failure_loop("SwitchName=s0 Nodes=a[01-40]\n"
+	                        "SwitchName=s1 Nodes=b[1-3],c\n"
+	                        "SwitchName=s2 Nodes=d1\n"
+	                        "SwitchName=mid Switches=s[0-1]\n"
+	                        "SwitchName=top \\\n Switches=mid,s2\n",
+	                        45);
+}
+
+Test(slurm, allocation_failures_block)
+{
+	allocation_failure_loop("BlockName=b1 Nodes=n[01-04]\n"
+	                        "BlockName=b2 Nodes=n[05-08]\n"
+	                        "BlockName=b3 Nodes=n[09-12]\n"
+	                        "BlockSizes=4,8,16\n",
+	                        12);
+}
