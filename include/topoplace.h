@@ -268,14 +268,15 @@ TP_API unsigned tp_nodetype_pcie_switch_count(const tp_nodetype *nt);
 /**
  * @brief The parent of a PCIe switch.
  * @param nt The node type. @param sw Switch index.
- * @return The parent switch, -1 for the host bridge, ::TP_EINVAL for an unknown switch.
+ * @return The parent switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown switch.
  * @since 0.1.0
  */
 TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw);
 /**
  * @brief The PCIe switch a GPU sits directly behind.
  * @param nt The node type. @param gpu GPU index.
- * @return The switch, -1 for the host bridge, ::TP_EINVAL for an unknown GPU. @since 0.1.0
+ * @return The switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown GPU.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu);
 /** @brief Number of NICs. @param nt The node type. @return The count. @since 0.1.0 */
@@ -288,7 +289,8 @@ TP_API const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic);
 /**
  * @brief The PCIe switch a NIC sits behind.
  * @param nt The node type. @param nic NIC index.
- * @return The switch, -1 for the host bridge, ::TP_EINVAL for an unknown NIC. @since 0.1.0
+ * @return The switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown NIC.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic);
 /**

@@ -197,12 +197,12 @@ unsigned tp_nodetype_nvswitch_count(const tp_nodetype *nt) { return nt ? nt->nnv
 
 int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw)
 {
-	return nt && sw < nt->nsw ? nt->sw_parent[sw] : TP_EINVAL;
+	return nt && sw < nt->nsw ? nt->sw_parent[sw] : TP_ENOTFOUND;
 }
 
 int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu)
 {
-	return nt && gpu < nt->ngpus ? nt->gpu_sw[gpu] : TP_EINVAL;
+	return nt && gpu < nt->ngpus ? nt->gpu_sw[gpu] : TP_ENOTFOUND;
 }
 
 const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic)
@@ -212,7 +212,7 @@ const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic)
 
 int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic)
 {
-	return nt && nic < nt->nnic ? nt->nic_sw[nic] : TP_EINVAL;
+	return nt && nic < nt->nnic ? nt->nic_sw[nic] : TP_ENOTFOUND;
 }
 
 double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigned b)
@@ -652,8 +652,10 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 	const tp_node_options dflt = TP_NODE_OPTIONS_INIT;
 	const tp_node_options *o = opts ? opts : &dflt;
 	const char *why = tp_name_problem(name, true);
-	if (why)
+	if (why && !name)
 		return tp_seterr(b->errmsg, TP_EINVAL, "node name %s", why);
+	if (why)
+		return tp_seterr(b->errmsg, TP_EINVAL, "node name '%.300s' %s", name, why);
 	unsigned nabove = b->nlevels - 1;
 	if (nabove && !path)
 		return tp_seterr(b->errmsg, TP_EINVAL, "node %s: path is NULL (%u names needed)", name,
@@ -1271,6 +1273,7 @@ static int build_fd(struct build_ctx *x)
 	t->fd = tp_calloc(a, b->nfd, sizeof *t->fd);
 	if (!t->fd)
 		return TP_ENOMEM;
+	t->nfd_alloc = (unsigned)b->nfd;
 	uint32_t *inv = tp_mallocn(a, t->nnodes ? t->nnodes : 1, sizeof(uint32_t));
 	if (!inv)
 		return TP_ENOMEM;
@@ -1420,18 +1423,9 @@ void tp_topology_destroy(tp_topology *t)
 	for (unsigned i = 0; i < t->ntypes; i++)
 		tp_nodetype_destroy(t->types[i]);
 	tp_free(&a, t->types);
-	for (unsigned k = 0; k < t->nfd; k++) {
+	/* Every allocated kind, including one a failed build left half built (zeroed fields). */
+	for (unsigned k = 0; t->fd && k < t->nfd_alloc; k++) {
 		struct tp_fd_kind *fk = &t->fd[k];
-		tp_free(&a, fk->name);
-		if (fk->dname)
-			for (uint32_t i = 0; i < fk->ndom; i++)
-				tp_free(&a, (void *)fk->dname[i]);
-		tp_free(&a, (void *)fk->dname);
-		tp_free(&a, fk->dev_fd);
-	}
-	/* A kind whose build failed half way is counted in nfd only when complete; free it too. */
-	if (t->fd && t->fd[t->nfd].name) {
-		struct tp_fd_kind *fk = &t->fd[t->nfd];
 		tp_free(&a, fk->name);
 		if (fk->dname)
 			for (uint32_t i = 0; i < fk->ndom; i++)

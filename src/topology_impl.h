@@ -86,7 +86,8 @@ struct tp_topology {
 	unsigned ntypes;
 	struct tp_nodetype **types;
 
-	unsigned nfd;
+	unsigned nfd;            /* kinds built */
+	unsigned nfd_alloc;      /* kinds allocated (a failed build may leave one half built) */
 	struct tp_fd_kind *fd;
 
 	char *names; /* one pool holding every domain and node name */

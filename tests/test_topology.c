@@ -60,9 +60,9 @@ Test(topology, add_node_validates_and_changes_nothing_on_failure)
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "x1", path, 4, NULL), TP_EEXIST,
 	              tp_topology_builder_errmsg(b), "x1 is used twice");
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "x/2", path, 4, NULL), TP_EINVAL,
-	              tp_topology_builder_errmsg(b), "contains '/'");
+	              tp_topology_builder_errmsg(b), "node name 'x/2' contains '/'");
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "", path, 4, NULL), TP_EINVAL,
-	              tp_topology_builder_errmsg(b), "node name is empty");
+	              tp_topology_builder_errmsg(b), "node name '' is empty");
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "x2", badpath, 4, NULL), TP_EINVAL,
 	              tp_topology_builder_errmsg(b), "path[1] (rack)");
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "x2", emptypath, 4, NULL), TP_EINVAL,
@@ -388,6 +388,10 @@ Test(topology, nodetype_pcie_nic_nvlink)
 	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, s0), (int)root);
 	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, root), -1);
 	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), (int)s1);
+	/* unknown items are told apart from "the host bridge" (-1) */
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 4), TP_ENOTFOUND);
+	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 3), TP_ENOTFOUND);
+	cr_assert_eq(tp_nodetype_nic_switch(nt, 2), TP_ENOTFOUND);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 0, 1), 2);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 0, 2), 4);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 2, 2), 0);
