@@ -9,18 +9,18 @@
  * 4, required rack) is planned again and again, each call timed on its own; after each call a
  * few running jobs end and the fill is topped up again, so the timings cover many states.
  *
- * Reported per fleet: p50 / p99 plan time, the share of calls that found a plan, and the means
+ * Reported per fleet: p50 / p99 plan time (wall clock, and the thread's CPU time, which a
+ * loaded machine does not inflate), the share of calls that found a plan, and the means
  * of moved jobs, moved devices, cost, and the planner's work (racks whose devices were read,
  * racks searched, job sets simulated).
  */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "defrag_impl.h"
-
-int bench_defrag_main(int argc, char **argv);
 
 #define DEFRAG_MAX_SIZES 8
 
@@ -39,6 +39,7 @@ struct defrag_result {
 	long jobs;
 	double occupancy;
 	double p50_ms, p99_ms, mean_ms;
+	double cpu_p50_ms, cpu_p99_ms; /* thread CPU time: stable on a loaded machine */
 	double ok_share;
 	double moved_jobs_mean, moved_devices_mean, cost_s_mean;
 	double scanned_mean, evaluated_mean, tried_mean;
@@ -108,6 +109,13 @@ static void churn(tp_cluster *c, const tp_topology *t, struct bench_rng *rng, lo
 	fill_small(c, t, rng, next, target);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag_result *res)
 {
 	memset(res, 0, sizeof *res);
@@ -132,17 +140,18 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	r.required = "rack";
 	double *ms = calloc((size_t)o->reps, sizeof *ms);
 	double *mj = calloc((size_t)o->reps, sizeof *mj), *md = calloc((size_t)o->reps, sizeof *md);
-	double *cs = calloc((size_t)o->reps, sizeof *cs);
-	if (!ms || !mj || !md || !cs)
+	double *cs = calloc((size_t)o->reps, sizeof *cs), *cpu = calloc((size_t)o->reps, sizeof *cpu);
+	if (!ms || !mj || !md || !cs || !cpu)
 		bench_die("out of memory");
 	long ok = 0;
 	double scanned = 0, evaluated = 0, tried = 0;
 	for (long i = 0; i < o->reps; i++) {
 		tp_plan *p = NULL;
 		struct tp_defrag_stats st;
-		uint64_t t0 = bench_now_ns();
+		uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
 		int rc = tp_defrag_plan_ex(c, &r, NULL, NULL, &st, &p);
-		uint64_t t1 = bench_now_ns();
+		uint64_t t1 = bench_now_ns(), c1 = thread_cpu_ns();
+		cpu[i] = (double)(c1 - c0) / 1e6;
 		if (rc == TP_ENOMEM || rc == TP_EINVAL)
 			bench_die("tp_defrag_plan: %s (%s)", tp_err_name(rc), tp_plan_errmsg(p));
 		ms[i] = (double)(t1 - t0) / 1e6;
@@ -165,6 +174,8 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	res->mean_ms = bench_mean(ms, (size_t)o->reps);
 	res->p50_ms = bench_quantile(ms, (size_t)o->reps, 0.5);
 	res->p99_ms = bench_quantile(ms, (size_t)o->reps, 0.99);
+	res->cpu_p50_ms = bench_quantile(cpu, (size_t)o->reps, 0.5);
+	res->cpu_p99_ms = bench_quantile(cpu, (size_t)o->reps, 0.99);
 	res->ok_share = (double)ok / (double)o->reps;
 	res->moved_jobs_mean = bench_mean(mj, (size_t)ok);
 	res->moved_devices_mean = bench_mean(md, (size_t)ok);
@@ -176,6 +187,7 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	free(mj);
 	free(md);
 	free(cs);
+	free(cpu);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 }
@@ -237,14 +249,16 @@ int bench_defrag_main(int argc, char **argv)
 		return 2;
 	}
 	struct defrag_result res[DEFRAG_MAX_SIZES];
-	printf("%10s %7s %6s %8s %8s %6s %7s %8s %9s %8s %8s %7s\n", "gpus", "jobs", "occ", "p50_ms",
-	       "p99_ms", "ok", "moved_j", "moved_d", "cost_s", "scanned", "searched", "tried");
+	printf("%10s %7s %6s %8s %8s %8s %8s %5s %7s %8s %8s %7s %8s %6s\n", "gpus", "jobs", "occ",
+	       "p50_ms", "p99_ms", "cpu_p50", "cpu_p99", "ok", "moved_j", "moved_d", "cost_s",
+	       "scanned", "searched", "tried");
 	for (int i = 0; i < o.nsizes; i++) {
 		defrag_run(&o, o.sizes[i], &res[i]);
 		const struct defrag_result *x = &res[i];
-		printf("%10llu %7ld %6.3f %8.3f %8.3f %6.2f %7.1f %8.1f %9.0f %8.1f %8.1f %7.1f\n",
+		printf("%10llu %7ld %6.3f %8.3f %8.3f %8.3f %8.3f %5.2f %7.1f %8.1f %8.0f %7.1f %8.1f "
+		       "%6.1f\n",
 		       (unsigned long long)x->gpus, x->jobs, x->occupancy, x->p50_ms, x->p99_ms,
-		       x->ok_share, x->moved_jobs_mean, x->moved_devices_mean, x->cost_s_mean,
+		       x->cpu_p50_ms, x->cpu_p99_ms, x->ok_share, x->moved_jobs_mean, x->moved_devices_mean, x->cost_s_mean,
 		       x->scanned_mean, x->evaluated_mean, x->tried_mean);
 		fflush(stdout);
 	}
@@ -265,6 +279,8 @@ int bench_defrag_main(int argc, char **argv)
 		bench_json_num(&j, "p50_ms", x->p50_ms);
 		bench_json_num(&j, "p99_ms", x->p99_ms);
 		bench_json_num(&j, "mean_ms", x->mean_ms);
+		bench_json_num(&j, "cpu_p50_ms", x->cpu_p50_ms);
+		bench_json_num(&j, "cpu_p99_ms", x->cpu_p99_ms);
 		bench_json_num(&j, "plan_found_share", x->ok_share);
 		bench_json_num(&j, "moved_jobs_mean", x->moved_jobs_mean);
 		bench_json_num(&j, "moved_devices_mean", x->moved_devices_mean);

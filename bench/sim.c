@@ -42,6 +42,7 @@ struct sim_opts {
 	double sample_s;
 	size_t backfill;
 	double starve_h;
+	double defrag_every_s;
 	bool use_cost;
 	const char *json;
 	const char *csv;
@@ -70,8 +71,8 @@ struct sim_result {
 	double mean_eff;
 	long place_calls;
 	double place_us_mean;
-	long defrag_moves;
-	double defrag_cost_s;
+	long defrag_moves, defrag_calls;
+	double defrag_cost_s, defrag_us_mean;
 	struct sim_sample *samples;
 	size_t nsamples;
 };
@@ -105,7 +106,12 @@ struct sim_run {
 	double *eff;   /* [jobs] */
 	double *start; /* [jobs] */
 	double *end;   /* [jobs] current end (a heap entry with another time is stale) */
-	bool defrag_tried; /* one defrag attempt per scheduling pass */
+	bool defrag_tried;  /* one defrag attempt per scheduling pass */
+	bool oldest;        /* the job being tried is the oldest waiting one */
+	uint64_t releases;  /* jobs finished so far */
+	uint32_t nodefrag_job;      /* the last job the planner found no plan for ... */
+	uint64_t nodefrag_releases; /* ... while `releases` had this value */
+	double next_defrag;         /* the planner runs at most once per --defrag-every-s */
 	uint32_t *devs;
 	uint8_t *memo; /* [65536] shapes that failed in this pass */
 	uint16_t *memo_set;
@@ -329,6 +335,7 @@ static void sim_finish(struct sim_run *r, uint32_t jid)
 	if (r->running == 1)
 		r->eff_busy = 0; /* no drift from the additions */
 	r->running--;
+	r->releases++;
 }
 
 static int sim_try(struct sim_run *r, uint32_t jid)
@@ -342,12 +349,24 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
 	r->res->place_us_mean += (double)(bench_now_ns() - t0) * 1e-3;
 	r->res->place_calls++;
-	if (rc == TP_EFRAGMENTED && r->pol->defrag && !r->defrag_tried) {
+	/* The planner is costly: as a periodic defrag cycle, it runs at most once per
+	 * --defrag-every-s of simulated time, for the oldest waiting job only, and not again for a
+	 * job it found no plan for until some job has finished. */
+	if (rc == TP_EFRAGMENTED && r->pol->defrag && r->oldest && !r->defrag_tried &&
+	    r->now >= r->next_defrag &&
+	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
 		double cost = 0;
 		struct sim_mover mv = {r, sim_moved};
-		r->defrag_tried = true; /* the planner is costly: once per pass, oldest job first */
+		r->defrag_tried = true;
+		r->next_defrag = r->now + r->o->defrag_every_s;
+		uint64_t d0 = bench_now_ns();
 		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
-		if (moves > 0) {
+		r->res->defrag_calls++;
+		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
+		if (moves <= 0) {
+			r->nodefrag_job = jid;
+			r->nodefrag_releases = r->releases;
+		} else {
 			r->res->defrag_moves += moves;
 			r->res->defrag_cost_s += cost;
 			rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
@@ -368,6 +387,7 @@ static void sim_schedule(struct sim_run *r)
 		bool keep = true;
 		if (out == 0) /* j is the oldest job still waiting: has it waited too long? */
 			strict = r->now - j->submit_s > r->o->starve_h * 3600;
+		r->oldest = out == 0;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) &&
 		               !r->memo[j->shape_key];
 		if (may_try) {
@@ -435,6 +455,8 @@ static void sim_summarise(struct sim_run *r)
 	res->unfinished = w->n - res->started - res->rejected;
 	if (res->place_calls)
 		res->place_us_mean /= (double)res->place_calls;
+	if (res->defrag_calls)
+		res->defrag_us_mean /= (double)res->defrag_calls;
 	double fn = 0, fd = 0;
 	size_t ns = 0;
 	for (size_t i = 0; i < res->nsamples; i++) {
@@ -462,6 +484,7 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.w0 = w0;
 	r.w1 = w1;
 	r.pool_free = f->gpus;
+	r.nodefrag_job = UINT32_MAX;
 	r.ctx.f = f;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -501,6 +524,11 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		sim_schedule(&r);
 		if (r.qlen > 0 && r.nheap == 0 && next == w->n) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
+			if (getenv("TP_BENCH_DEBUG"))
+				for (size_t i = 0; i < r.qlen; i++)
+					fprintf(stderr, "sim: %s: job %u (%u GPUs, class %d) never fits: %s\n",
+					        r.pol->name, r.queue[i], w->jobs[r.queue[i]].gpus,
+					        w->jobs[r.queue[i]].cls, tp_err_name(sim_try(&r, r.queue[i])));
 			res->rejected += r.qlen;
 			r.qlen = 0;
 		}
@@ -562,6 +590,11 @@ static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
 		       r->mean_wait_s / 60, r->p95_wait_s / 60, r->makespan_s / 3600, r->frag_nv_mean,
 		       w1 > w0 ? r->queue_empty_s / (w1 - w0) * 100 : 0, r->wall_s);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (!res[i].unavailable && res[i].pol->defrag)
+			printf("%s: %ld planner calls (mean %.1f ms), %ld jobs moved, cost %.0f "
+			       "GPU-seconds of checkpoints\n", res[i].pol->name, res[i].defrag_calls,
+			       res[i].defrag_us_mean / 1000, res[i].defrag_moves, res[i].defrag_cost_s);
 	printf("\noccup = busy GPU share in the window; eff_GPU_h = effective GPU-hours in the window"
 	       "; effic = eff_GPU_h / busy GPU-hours;\nfull%% / fullG%% = jobs / GPU-hours at full "
 	       "locality; wait = queueing delay (mean, p95) in minutes; fragNV = mean share\nof free "
@@ -597,6 +630,7 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 	bench_json_str(&j, "efficiency_model", o->use_cost ? "cost" : "standin");
 	bench_json_int(&j, "backfill", (long long)o->backfill);
 	bench_json_num(&j, "starve_h", o->starve_h);
+	bench_json_num(&j, "defrag_every_s", o->defrag_every_s);
 	bench_json_obj(&j, "policies");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
@@ -625,6 +659,8 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 		bench_json_int(&j, "jobs_rejected", (long long)r->rejected);
 		bench_json_int(&j, "defrag_moves", r->defrag_moves);
 		bench_json_num(&j, "defrag_cost_s", r->defrag_cost_s);
+		bench_json_int(&j, "defrag_calls", r->defrag_calls);
+		bench_json_num(&j, "defrag_us_mean", r->defrag_us_mean);
 		bench_json_int(&j, "place_calls", r->place_calls);
 		bench_json_num(&j, "place_us_mean", r->place_us_mean);
 		bench_json_num(&j, "wall_s", r->wall_s);
@@ -683,7 +719,7 @@ static void sim_usage(FILE *f)
 	        "                    [--compress X]\n"
 	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
-	        "                    [--starve-h H] [--efficiency cost|standin]\n"
+	        "                    [--starve-h H] [--defrag-every-s S] [--efficiency cost|standin]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -711,7 +747,7 @@ int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
-	                     .starve_h = 12, .use_cost = sim_have_cost()};
+	                     .starve_h = 12, .defrag_every_s = 1800, .use_cost = sim_have_cost()};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -722,6 +758,7 @@ int bench_sim_main(int argc, char **argv)
 		{"json", required_argument, NULL, 'j'},     {"csv", required_argument, NULL, 'c'},
 		{"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
 		{"compress", required_argument, NULL, 'C'},
+		{"defrag-every-s", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -730,6 +767,7 @@ int bench_sim_main(int argc, char **argv)
 		case 't': o.trace = optarg; break;
 		case 'L': o.limit = strtoul(optarg, NULL, 0); break;
 		case 'C': o.compress = strtod(optarg, NULL); break;
+		case 'D': o.defrag_every_s = strtod(optarg, NULL); break;
 		case 'n': o.jobs = strtoul(optarg, NULL, 0); break;
 		case 'l': o.load = strtod(optarg, NULL); break;
 		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
@@ -757,6 +795,7 @@ int bench_sim_main(int argc, char **argv)
 		}
 	}
 	if (o.sample_s <= 0 || o.backfill < 1 || o.load <= 0 || !(o.compress > 0) ||
+	    !(o.defrag_every_s >= 0) ||
 	    (o.plot && !o.csv))
 		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1; --plot "
 		          "needs --csv");

@@ -15,8 +15,8 @@
  *                     smallest aggregated block level that holds the job (1, 2, 4, ... racks),
  *                     then the fewest base blocks; one-node jobs take the tightest node;
  *   topoplace         tp_place with the job's shape (sim_job_shape);
- *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook (unavailable until the
- *                     library has its planner);
+ *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
+ *                     library's planner (tp_defrag_plan; unavailable in a build without it);
  *   ideal             no topology at all: a job starts when enough GPUs are free and runs at
  *                     full locality (an upper bound; handled in sim.c).
  */
@@ -494,6 +494,9 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	} else if (rc == TP_EINVAL || rc == TP_ENOTFOUND || rc == TP_ENOMEM) {
 		bench_die("tp_place(job %u, %u GPUs): %s: %s", jid, j->gpus, tp_err_name(rc),
 		          p ? tp_placement_errmsg(p) : "");
+	} else if (rc == TP_EINFEASIBLE && getenv("TP_BENCH_DEBUG")) {
+		fprintf(stderr, "tp_place(job %u, %u GPUs, class %d): %s: %s\n", jid, j->gpus, j->cls,
+		        tp_err_name(rc), tp_placement_errmsg(p));
 	}
 	tp_placement_destroy(p);
 	return rc;

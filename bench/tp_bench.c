@@ -23,6 +23,7 @@ static void usage(FILE *f)
 	        "  model   build time, bytes per GPU, tp_cluster_assign/release latency\n"
 	        "  place   tp_place latency and a Kueue-like recount baseline\n"
 	        "  sim     trace-driven simulator comparing placement policies\n"
+	        "  defrag  tp_defrag_plan latency on fragmented fleets\n"
 	        "\n"
 	        "Run 'tp-bench <subcommand> --help' for its options. libtopoplace %s.\n",
 	        tp_version_string());
@@ -41,7 +42,8 @@ int main(int argc, char **argv)
 		return bench_place_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sim"))
 		return bench_sim_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "defrag")) { int bench_defrag_main(int, char **); return bench_defrag_main(argc - 1, argv + 1); }
+	if (!strcmp(cmd, "defrag"))
+		return bench_defrag_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;

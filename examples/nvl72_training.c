@@ -2,7 +2,8 @@
 /*
  * Place a 512-GPU training job on a GB200 NVL72 fleet as one 64-GPU slice in each of exactly 8
  * racks (tensor-parallel groups never leave a rack's NVLink fabric), commit it, and print where
- * it went. Then ask for a whole rack and show why it does not fit.
+ * it went. Then ask for 576 GPUs inside one block and show why it does not fit although enough
+ * GPUs are free: the answer a scheduler turns into a defrag plan.
  *
  *   build/examples/nvl72_training
  */
@@ -53,8 +54,10 @@ int main(void)
 	rc = tp_place(c, &r, &p);
 	if (rc)
 		return fail("place", rc, p ? tp_placement_errmsg(p) : "");
-	printf("%s: %zu devices, modelled 1 GiB all-reduce %.0f us\n", tp_placement_job(p),
-	       (size_t)512, tp_placement_step_comm_us(p));
+	size_t ndev;
+	tp_placement_devices(p, &ndev);
+	printf("%s: %zu devices, modelled 1 GiB all-reduce %.0f us\n", tp_placement_job(p), ndev,
+	       tp_placement_step_comm_us(p));
 	for (unsigned level = 0; level < 2; level++) {
 		printf("  %s:", tp_topology_level_name(t, level));
 		for (uint32_t i = 0; i < tp_placement_domain_count(p, level); i++) {
@@ -71,22 +74,23 @@ int main(void)
 	if (rc)
 		return fail("commit", rc, tp_cluster_errmsg(c));
 
-	/* Now a job that needs a whole rack: 8 racks are taken, one is partly used. */
-	tp_request rack = TP_REQUEST_INIT;
-	rack.id = "rack-job";
-	rack.count = 72;
-	rack.required = "rack";
-	rc = tp_place(c, &rack, &p);
-	printf("rack-job: %s", rc ? tp_err_name(rc) : "placed");
+	/* Now 576 GPUs inside one block: 616 are free, but no block holds 576 of them. */
+	tp_request big = TP_REQUEST_INIT;
+	big.id = "block-job";
+	big.count = 576;
+	big.group_size = 4;
+	big.required = "block";
+	rc = tp_place(c, &big, &p);
+	printf("block-job: %s", rc ? tp_err_name(rc) : "placed");
 	if (rc && p) {
 		tp_fit fit = TP_FIT_INIT;
 		tp_placement_fit(p, &fit);
-		printf(" (%s; needed %u, free %u, best rack %u)", tp_placement_errmsg(p), fit.needed,
-		       fit.free_total, fit.best);
+		printf(" (%s; needed %u, free %u, best block %u)", tp_placement_errmsg(p),
+		       fit.needed, fit.free_total, fit.best);
 	}
 	printf("\n");
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
-	return 0;
+	return rc == TP_EFRAGMENTED ? 0 : fail("block-job", rc, "expected TP_EFRAGMENTED");
 }

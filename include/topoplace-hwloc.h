@@ -61,9 +61,20 @@ extern "C" {
  * ("hwloc could not parse the XML buffer (1234 bytes)"); it is always NUL-terminated and cut to
  * @p errlen bytes; on success it is set to "".
  *
- * hwloc's XML parser prints nothing unless the environment variable HWLOC_XML_VERBOSE is set;
- * the library sets no environment variable. hwloc reads its own environment variables
- * (`HWLOC_*`, see hwloc's documentation), which may change what it loads.
+ * hwloc 2.9's XML importer trusts its input, so the buffer is screened first for what made
+ * it crash, hang or print when fuzzed (tests/fuzz/fuzz_hwloc.c): the XML must be version 2 as
+ * hwloc >= 2.0 writes it; every tag ends with '>'; attributes are `name="value"`; there is one
+ * top-level object; every object of a CPU or memory type has well-formed `cpuset`,
+ * `complete_cpuset`, `nodeset` and `complete_nodeset` (the root also `allowed_cpuset` and
+ * `allowed_nodeset`); there is a PU and a NUMANode, each with an `os_index` up to 2^20. The
+ * screen closes the failures fuzzing found, not every possible one: prefer XML written by
+ * hwloc (`lstopo file.xml`) from a source you trust.
+ *
+ * hwloc's parser prints nothing unless the environment variable HWLOC_XML_VERBOSE is set, but
+ * hwloc_topology_load() may print one line to stderr for a topology it finds unusable ("hwloc:
+ * Topology became empty, aborting!"; HWLOC_HIDE_ERRORS=2 silences it). The library sets no
+ * environment variable. hwloc reads its own `HWLOC_*` variables, which may change what it
+ * loads.
  *
  * @param[out] out The node type, owned by the caller (tp_nodetype_destroy()); NULL on failure.
  * @param xml The XML text; need not be NUL-terminated (a NUL inside ends it). Borrowed.
@@ -71,10 +82,11 @@ extern "C" {
  * @param alloc Allocator for the node type, or NULL for the C library's.
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (hwloc
- *         rejects the buffer: malformed or truncated XML, or @p len is 0); ::TP_ENOTFOUND (no
- *         NVIDIA GPU in it); ::TP_ELIMIT (more than ::TP_MAX_NODE_DEVICES GPUs, more than 4096
- *         switches, NICs or NVSwitches, or @p len above INT_MAX); ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (the
+ *         buffer fails the screen above or hwloc rejects it: malformed or truncated XML, or
+ *         @p len is 0); ::TP_ENOTFOUND (no NVIDIA GPU in it); ::TP_ELIMIT (more than
+ *         ::TP_MAX_NODE_DEVICES GPUs, more than 4096 switches, NICs or NVSwitches, or @p len of
+ *         INT_MAX or more); ::TP_ENOMEM.
  * @note Thread-safe: each call uses its own hwloc topology.
  * @since 0.1.0
  */

@@ -189,33 +189,55 @@ static void undo_push(struct tp_cluster *c, struct tp_undo e)
 	c->undo[c->nundo++] = e;
 }
 
-/* Apply op to one device; returns whether it is free afterwards. */
-static bool dev_apply(struct tp_cluster *c, uint32_t dev, const struct devop *op)
+/* Apply a health change to one device; returns the change of the node's free count. */
+static int dev_health(struct tp_cluster *c, uint32_t dev, const struct devop *op)
 {
-	switch (op->kind) {
-	case OP_HOLD:
-		c->dev_job[dev] = op->slot;
-		break;
-	case OP_UNHOLD:
-		c->dev_job[dev] = TP_NO_JOB;
-		break;
-	case OP_HEALTH: {
-		uint8_t s = c->dstate[dev];
-		uint8_t ns = (uint8_t)((s & ~op->mask) | (op->value & op->mask));
-		if (ns != s) {
-			if (op->log)
-				undo_push(c, (struct tp_undo){.kind = TP_UNDO_HEALTH, .dev = dev, .old = s});
-			count_health(c, s, -1);
-			count_health(c, ns, +1);
-			c->dstate[dev] = ns;
-		}
-		break;
-	}
-	}
-	return tp_dev_free(c, dev);
+	uint8_t s = c->dstate[dev];
+	uint8_t ns = (uint8_t)((s & ~op->mask) | (op->value & op->mask));
+	if (ns == s)
+		return 0;
+	bool was = tp_dev_free(c, dev);
+	if (op->log)
+		undo_push(c, (struct tp_undo){.kind = TP_UNDO_HEALTH, .dev = dev, .old = s});
+	count_health(c, s, -1);
+	count_health(c, ns, +1);
+	c->dstate[dev] = ns;
+	return (int)tp_dev_free(c, dev) - (int)was;
 }
 
-/* Apply op to devs, in runs of one node, keeping every aggregate and index current. */
+/* Apply op to the run of devs[*i..] on one node; returns the node's new free count. One loop
+ * per kind: this is the hot path of every change. */
+static uint32_t apply_run(struct tp_cluster *c, const uint32_t *devs, size_t n, size_t *i,
+                          uint32_t node, uint32_t nfree, const struct devop *op)
+{
+	const uint32_t *dev_node = c->t->dev_node;
+	size_t k = *i;
+	switch (op->kind) {
+	case OP_HOLD:
+		for (; k < n && dev_node[devs[k]] == node; k++) {
+			assert(c->dev_job[devs[k]] == TP_NO_JOB); /* held twice, or listed twice */
+			nfree -= tp_dev_free(c, devs[k]);
+			c->dev_job[devs[k]] = op->slot;
+		}
+		break;
+	case OP_UNHOLD:
+		for (; k < n && dev_node[devs[k]] == node; k++) {
+			assert(c->dev_job[devs[k]] != TP_NO_JOB);
+			c->dev_job[devs[k]] = TP_NO_JOB;
+			nfree += c->dstate[devs[k]] == 0;
+		}
+		break;
+	case OP_HEALTH:
+		for (; k < n && dev_node[devs[k]] == node; k++)
+			nfree = (uint32_t)((int64_t)nfree + dev_health(c, devs[k], op));
+		break;
+	}
+	*i = k;
+	return nfree;
+}
+
+/* Apply op to devs, in runs of one node, keeping every aggregate and index current. Job device
+ * lists (OP_HOLD, OP_UNHOLD) never list a device twice. */
 static void apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
                        const struct devop *op)
 {
@@ -226,12 +248,8 @@ static void apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
 	size_t i = 0;
 	while (i < n) {
 		uint32_t node = t->dev_node[devs[i]];
-		uint32_t old = c->free[nl][node], now = old;
-		for (; i < n && t->dev_node[devs[i]] == node; i++) {
-			bool was = tp_dev_free(c, devs[i]);
-			bool is = dev_apply(c, devs[i], op);
-			now = now - was + is;
-		}
+		uint32_t old = c->free[nl][node];
+		uint32_t now = apply_run(c, devs, n, &i, node, old, op);
 		node_changed(c, &b, node, old, now);
 	}
 	batch_end(c, &b);
@@ -412,6 +430,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 {
 	uint32_t slot = (uint32_t)c->njobs++;
 	c->jobs[slot] = job;
+	c->nexclusive += tp_job_exclusive(job);
 	*slotp = slot_value(slot);
 	struct devop op = {.kind = OP_HOLD, .slot = slot};
 	apply_devs(c, job->devs, job->ndev, &op);
@@ -442,6 +461,7 @@ static struct tp_job_impl *release_slot(struct tp_cluster *c, uint32_t slot)
 	struct devop op = {.kind = OP_UNHOLD};
 	apply_devs(c, job->devs, job->ndev, &op);
 	map_remove(c, job->id);
+	c->nexclusive -= tp_job_exclusive(job);
 	uint32_t last = (uint32_t)--c->njobs;
 	if (slot != last) {
 		c->jobs[slot] = c->jobs[last];
@@ -1211,6 +1231,7 @@ static int check_domains(const tp_cluster *c, char *buf, size_t len)
 {
 	const struct tp_topology *t = c->t;
 	unsigned nl = tp_node_level(t);
+	uint32_t cnt[TP_MAX_NODE_DEVICES + 1];
 	for (unsigned l = 0; l < nl; l++) {
 		for (uint32_t d = 0; d < t->lv[l].ndom; d++) {
 			uint32_t first, nn, f = 0, fn = 0;
@@ -1222,10 +1243,12 @@ static int check_domains(const tp_cluster *c, char *buf, size_t len)
 			if (hsum != nn)
 				CHECK_FAIL("level %u domain %u: histogram sums to %u, %u nodes", l, d, hsum,
 				           nn);
+			memset(cnt, 0, c->hstride * sizeof *cnt);
 			for (uint32_t node = first; node < first + nn; node++) {
 				uint32_t nf = c->free[nl][node];
 				f += nf;
 				fn += nf == tp_node_ndev(t, node);
+				cnt[nf]++;
 			}
 			if (c->free[l][d] != f)
 				CHECK_FAIL("level %u domain %u: free %u, recounted %u", l, d, c->free[l][d],
@@ -1233,14 +1256,10 @@ static int check_domains(const tp_cluster *c, char *buf, size_t len)
 			if (c->free_nodes[l][d] != fn)
 				CHECK_FAIL("level %u domain %u: free_nodes %u, recounted %u", l, d,
 				           c->free_nodes[l][d], fn);
-			for (uint32_t k = 0; k < c->hstride; k++) {
-				uint32_t cnt = 0;
-				for (uint32_t node = first; node < first + nn; node++)
-					cnt += c->free[nl][node] == k;
-				if (h[k] != cnt)
+			for (uint32_t k = 0; k < c->hstride; k++)
+				if (h[k] != cnt[k])
 					CHECK_FAIL("level %u domain %u: hist[%u] %u, recounted %u", l, d, k,
-					           h[k], cnt);
-			}
+					           h[k], cnt[k]);
 		}
 	}
 	return 0;
@@ -1277,12 +1296,14 @@ static int check_indexes(const tp_cluster *c, char *buf, size_t len)
 static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 {
 	uint64_t held = 0, listed = 0;
+	uint32_t exclusive = 0;
 	for (uint32_t d = 0; d < c->t->ndevices; d++)
 		held += c->dev_job[d] != TP_NO_JOB;
 	for (size_t s = 0; s < c->njobs; s++) {
 		const struct tp_job_impl *j = c->jobs[s];
 		if (!j)
 			CHECK_FAIL("job slot %zu is empty", s);
+		exclusive += tp_job_exclusive(j);
 		if (tp_cluster_job_slot(c, j->id) != s)
 			CHECK_FAIL("job '%s' at slot %zu: the map says %u", j->id, s,
 			           tp_cluster_job_slot(c, j->id));
@@ -1298,6 +1319,9 @@ static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 	if (held != listed)
 		CHECK_FAIL("%llu devices held, the jobs list %llu", (unsigned long long)held,
 		           (unsigned long long)listed);
+	if (exclusive != c->nexclusive)
+		CHECK_FAIL("%u jobs hold domains exclusively, the count says %u", exclusive,
+		           c->nexclusive);
 	uint8_t key[TP_MAX_NAME + 2];
 	JError_t err;
 	size_t live = 0, tomb = 0;
@@ -1352,6 +1376,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	}
 	c->jobs[s] = e->job;
 	c->njobs = m + 1;
+	c->nexclusive += tp_job_exclusive(e->job);
 	map_set(c, e->job->id, s);
 	struct devop op = {.kind = OP_HOLD, .slot = s};
 	apply_devs(c, e->job->devs, e->job->ndev, &op);

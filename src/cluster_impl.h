@@ -95,7 +95,15 @@ struct tp_cluster {
 	size_t nsp, cap_sp;
 
 	uint64_t generation;       /* bumped by every change; tp_commit checks it */
+	uint32_t nexclusive;       /* running jobs whose shape has `exclusive`: placement reads
+	                            * them only when there are any */
 };
+
+/* Whether a job keeps other tenants out of its domains (its shape has `exclusive`). */
+static inline bool tp_job_exclusive(const struct tp_job_impl *j)
+{
+	return j->shape && j->shape->exclusive;
+}
 
 /* Look a job up by id: its slot, or TP_NO_JOB. */
 uint32_t tp_cluster_job_slot(const struct tp_cluster *c, const char *id);

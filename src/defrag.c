@@ -63,7 +63,7 @@ static int64_t cost_of(double checkpoint_s, uint32_t ndev)
 	double v = checkpoint_s * (double)ndev * 1e6;
 	if (!(v < (double)COST_CAP))
 		return COST_CAP;
-	return (int64_t)llround(v);
+	return (int64_t)(v + 0.5); /* v >= 0: rounds to nearest, without a libm call */
 }
 
 static int64_t cost_add(int64_t a, int64_t b)
@@ -182,6 +182,7 @@ struct cjob {
 	uint32_t a;        /* its devices in the candidate that the request could use once it left */
 	uint32_t d0;       /* those devices: scan.jdev[d0 .. d0 + a) */
 	int64_t w;         /* cost of moving it */
+	double rate;       /* w / a (infinite when a is 0) */
 	uint8_t can;       /* CAN_MIGRATE | CAN_PREEMPT, 0: it stays */
 	bool outside;      /* not on the candidate: moving it only makes room for migrants */
 	bool force_preempt;/* a room maker: preempted, not migrated */
@@ -251,6 +252,7 @@ struct planner {
 	struct tp_rq q;
 	bool have_q;
 	uint32_t count;
+	bool select;               /* the request selects devices (model, perf, memory, nodes) */
 	int prio;
 	const struct tp_job_impl *coloc;
 	tp_defrag_policy pol;
@@ -412,7 +414,7 @@ static bool dev_matches(const struct planner *P, uint32_t dev)
 /* Free for the request once its holder (if any) has left. */
 static bool dev_usable(const struct planner *P, uint32_t dev)
 {
-	return P->c->dstate[dev] == 0 && dev_matches(P, dev);
+	return P->c->dstate[dev] == 0 && (!P->select || dev_matches(P, dev));
 }
 
 /* ---- scanning a candidate ---------------------------------------------------------------- */
@@ -491,13 +493,23 @@ static int cjob_cmp_id(const void *x, const void *y)
 }
 
 /* Read the candidate's devices: its usable free devices, and every job on it with the devices
- * the request could use once the job left. Jobs are listed in id order. */
+ * the request could use once the job left. Jobs are listed in the order of their first device
+ * on the candidate (deterministic, and independent of the history of job slots). */
+static int scan_jobs(struct planner *P, int level, uint32_t dom, bool full);
+
 static int scan_candidate(struct planner *P, int level, uint32_t dom)
+{
+	return scan_jobs(P, level, dom, true);
+}
+
+/* With !full, only what bounding needs: the jobs, their usable devices on the candidate, their
+ * costs and what the policy allows (no layers, no device lists; one pass). */
+static int scan_jobs(struct planner *P, int level, uint32_t dom, bool full)
 {
 	struct cscan *s = &P->scan;
 	struct tp_cluster *c = P->c;
 	const struct tp_topology *t = P->t;
-	int rc;
+	int rc = 0;
 	P->stats.scanned++;
 	s->level = level;
 	s->dom = dom;
@@ -509,7 +521,8 @@ static int scan_candidate(struct planner *P, int level, uint32_t dom)
 	}
 	s->dev0 = t->dev_first[s->node0];
 	s->dev1 = t->dev_first[s->node0 + s->nnodes];
-	if ((rc = setup_layers(P)))
+	s->nlayers = 0;
+	if (full && (rc = setup_layers(P)))
 		return rc;
 	size_t old = P->cap_slot;
 	if (c->njobs > old) {
@@ -522,6 +535,7 @@ static int scan_candidate(struct planner *P, int level, uint32_t dom)
 	s->njobs = 0;
 	s->free = 0;
 	s->unusable = 0;
+	uint32_t prev_slot = TP_NO_JOB, prev_k = 0;
 	for (uint32_t dev = s->dev0; dev < s->dev1; dev++) {
 		uint32_t slot = c->dev_job[dev];
 		bool usable = dev_usable(P, dev);
@@ -532,6 +546,10 @@ static int scan_candidate(struct planner *P, int level, uint32_t dom)
 				for (unsigned i = 0; i < s->nlayers; i++)
 					s->ly[i].f0[layer_dom(P, &s->ly[i], dev)]++;
 			}
+			continue;
+		}
+		if (slot == prev_slot) { /* a job's devices are mostly adjacent */
+			s->jobs[prev_k].a += usable;
 			continue;
 		}
 		uint32_t k = P->slot_local[slot];
@@ -546,12 +564,21 @@ static int scan_candidate(struct planner *P, int level, uint32_t dom)
 			s->jobs[k] = (struct cjob){.j = c->jobs[slot], .slot = slot};
 		}
 		s->jobs[k].a += usable;
+		prev_slot = slot;
+		prev_k = k;
 	}
-	for (uint32_t k = 0; k < s->njobs; k++)
-		P->slot_local[s->jobs[k].slot] = TP_NONE;
-	if (rc)
+	if (rc || !full) {
+		s->ninside = s->njobs;
+		s->with_outside = false;
+		for (uint32_t k = 0; k < s->njobs; k++) {
+			struct cjob *cj = &s->jobs[k];
+			P->slot_local[cj->slot] = TP_NONE;
+			cj->w = cost_of(cj->j->checkpoint_s, cj->j->ndev);
+			cj->rate = cj->a ? (double)cj->w / cj->a : INFINITY;
+			cj->can = (uint8_t)job_can(P, cj->j);
+		}
 		return rc;
-	qsort(s->jobs, s->njobs, sizeof *s->jobs, cjob_cmp_id);
+	}
 	size_t off = 0;
 	for (uint32_t k = 0; k < s->njobs; k++) {
 		P->slot_local[s->jobs[k].slot] = k;
@@ -583,6 +610,7 @@ static int scan_candidate(struct planner *P, int level, uint32_t dom)
 		struct cjob *cj = &s->jobs[k];
 		P->slot_local[cj->slot] = TP_NONE;
 		cj->w = cost_of(cj->j->checkpoint_s, cj->j->ndev);
+		cj->rate = cj->a ? (double)cj->w / cj->a : INFINITY;
 		cj->can = (uint8_t)job_can(P, cj->j);
 		if (cj->can) {
 			s->nmov++;
@@ -623,9 +651,13 @@ static int append_outside(struct planner *P)
 		}
 		s->jobs[s->njobs++] = (struct cjob){.j = j, .slot = (uint32_t)slot,
 		                                    .w = cost_of(j->checkpoint_s, j->ndev),
-		                                    .can = (uint8_t)can, .outside = true};
+		                                    .rate = INFINITY, .can = (uint8_t)can,
+		                                    .outside = true};
 		s->nmov++;
 	}
+	/* slots depend on history: list them by id */
+	if (s->njobs - s->ninside > 1)
+		qsort(s->jobs + s->ninside, s->njobs - s->ninside, sizeof *s->jobs, cjob_cmp_id);
 	for (uint32_t k = 0; k < s->ninside; k++)
 		P->slot_local[s->jobs[k].slot] = TP_NONE;
 	return rc;
@@ -713,33 +745,28 @@ static void sort_jobs(const struct planner *P, uint32_t *v, size_t n, job_order 
 	}
 }
 
-/* Cost per usable device ascending (cross-multiplied); jobs that free nothing last; then more
- * usable devices first (fewer jobs), fewer devices in all, then id order (the scan lists jobs
- * by id). */
+/* Cost per usable device ascending (jobs that free nothing last); then more usable devices
+ * first (fewer jobs), fewer devices in all, then the scan's order. */
 static int by_rate(const struct planner *P, uint32_t x, uint32_t y)
 {
 	const struct cjob *a = &P->scan.jobs[x], *b = &P->scan.jobs[y];
-	if (!a->a || !b->a) {
-		if (a->a != b->a)
-			return a->a ? -1 : 1;
-	} else {
-		long double l = (long double)a->w * b->a, r = (long double)b->w * a->a;
-		if (l != r)
-			return l < r ? -1 : 1;
-		if (a->a != b->a)
-			return a->a > b->a ? -1 : 1;
-	}
+	/* equal ratios divide to the same correctly rounded double, so exact ties stay ties */
+	if (a->rate != b->rate)
+		return a->rate < b->rate ? -1 : 1;
+	if (a->a != b->a)
+		return a->a > b->a ? -1 : 1;
 	if (a->j->ndev != b->j->ndev) /* fewer devices moved in all */
 		return a->j->ndev < b->j->ndev ? -1 : 1;
 	return (x > y) - (x < y);
 }
 
-static int by_devices_desc(const struct planner *P, uint32_t x, uint32_t y)
+/* More usable devices first (the fewest jobs), then by rate. */
+static int by_size(const struct planner *P, uint32_t x, uint32_t y)
 {
 	uint32_t a = P->scan.jobs[x].a, b = P->scan.jobs[y].a;
 	if (a != b)
 		return a > b ? -1 : 1;
-	return (x > y) - (x < y);
+	return by_rate(P, x, y);
 }
 
 static int by_index(const struct planner *P, uint32_t x, uint32_t y)
@@ -748,8 +775,29 @@ static int by_index(const struct planner *P, uint32_t x, uint32_t y)
 	return (x > y) - (x < y);
 }
 
-/* The fractional knapsack bound on the cost of freeing the missing devices, and the fewest
- * jobs that could free them. */
+/* A movable job as the bounds see it. */
+struct bitem {
+	double rate;
+	int64_t w;
+	uint32_t a;
+};
+
+/* Ascending rate (insertion sort: a rack holds a few dozen jobs; larger lists use the heap). */
+static void bitems_sort(struct bitem *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct bitem x = v[i];
+		size_t k = i;
+		for (; k > 0 && (v[k - 1].rate > x.rate ||
+		                 (v[k - 1].rate == x.rate && v[k - 1].a < x.a));
+		     k--)
+			v[k] = v[k - 1];
+		v[k] = x;
+	}
+}
+
+/* The fractional knapsack bound on the cost of freeing the missing devices (jobs by cost per
+ * device, the last one in part), and the fewest jobs that could free them. */
 static int lower_bounds(struct planner *P)
 {
 	struct cscan *s = &P->scan;
@@ -758,30 +806,84 @@ static int lower_bounds(struct planner *P)
 	uint64_t need = P->count > s->free ? P->count - s->free : 0;
 	if (!need)
 		return 0;
-	if (grow_u32(P->a, &P->u32a, &P->cap_a, s->njobs))
-		return TP_ENOMEM;
 	size_t m = 0;
+	struct bitem small[64], *v = small;
+	for (uint32_t k = 0; k < s->njobs; k++)
+		m += s->jobs[k].can && s->jobs[k].a;
+	if (m > 64 && !(v = tp_mallocn(P->a, m, sizeof *v)))
+		return TP_ENOMEM;
+	m = 0;
 	for (uint32_t k = 0; k < s->njobs; k++)
 		if (s->jobs[k].can && s->jobs[k].a)
-			P->u32a[m++] = k;
-	sort_jobs(P, P->u32a, m, by_rate);
+			v[m++] = (struct bitem){s->jobs[k].rate, s->jobs[k].w, s->jobs[k].a};
+	if (m <= 64) {
+		bitems_sort(v, m);
+	} else { /* heap sort of indices would need the scan; sort the items by rate */
+		for (size_t i = m / 2; i-- > 0;)
+			for (size_t x = i;;) {
+				size_t l = 2 * x + 1, mx = x;
+				if (l < m && v[l].rate > v[mx].rate)
+					mx = l;
+				if (l + 1 < m && v[l + 1].rate > v[mx].rate)
+					mx = l + 1;
+				if (mx == x)
+					break;
+				struct bitem t = v[x];
+				v[x] = v[mx];
+				v[mx] = t;
+				x = mx;
+			}
+		for (size_t end = m - 1; end > 0; end--) {
+			struct bitem t = v[0];
+			v[0] = v[end];
+			v[end] = t;
+			for (size_t x = 0;;) {
+				size_t l = 2 * x + 1, mx = x;
+				if (l < end && v[l].rate > v[mx].rate)
+					mx = l;
+				if (l + 1 < end && v[l + 1].rate > v[mx].rate)
+					mx = l + 1;
+				if (mx == x)
+					break;
+				struct bitem u = v[x];
+				v[x] = v[mx];
+				v[mx] = u;
+				x = mx;
+			}
+		}
+	}
 	uint64_t left = need;
 	int64_t lb = 0;
 	for (size_t i = 0; i < m && left; i++) {
-		const struct cjob *cj = &s->jobs[P->u32a[i]];
-		if (cj->a <= left) {
-			lb = cost_add(lb, cj->w);
-			left -= cj->a;
+		if (v[i].a <= left) {
+			lb = cost_add(lb, v[i].w);
+			left -= v[i].a;
 		} else {
-			lb = cost_add(lb, (int64_t)((long double)cj->w * left / cj->a));
+			lb = cost_add(lb, (int64_t)((long double)v[i].w * left / v[i].a));
 			left = 0;
 		}
 	}
-	sort_jobs(P, P->u32a, m, by_devices_desc);
+	/* fewest jobs: the largest first; a count of jobs per size avoids a second sort */
+	uint32_t moves = 0, amax = 0;
+	for (size_t i = 0; i < m; i++)
+		amax = v[i].a > amax ? v[i].a : amax;
 	left = need;
-	uint32_t moves = 0;
-	for (size_t i = 0; i < m && left; i++, moves++)
-		left -= s->jobs[P->u32a[i]].a < left ? s->jobs[P->u32a[i]].a : left;
+	if (amax <= 64) {
+		for (uint32_t a = amax; a > 0 && left; a--)
+			for (size_t i = 0; i < m && left; i++)
+				if (v[i].a == a) {
+					left -= a < left ? a : left;
+					moves++;
+				}
+	} else { /* large jobs: their sizes sorted, largest first */
+		for (size_t i = 0; i < m; i++)
+			v[i].rate = -(double)v[i].a;
+		bitems_sort(v, m);
+		for (size_t i = 0; i < m && left; i++, moves++)
+			left -= v[i].a < left ? v[i].a : left;
+	}
+	if (v != small)
+		tp_free(P->a, v);
 	s->lb = lb;
 	s->lb_moves = moves;
 	return 0;
@@ -896,9 +998,11 @@ struct migs {
 	bool *preempt;
 };
 
-/* Re-place the migrants, one after the other. With `blockers`, the devices a later migrant
- * still occupies stay held until its turn, so that no migrant lands where a later one sits
- * (the steps can then always be ordered). *bad: the migrant with no home, or UINT32_MAX. */
+/* Re-place the migrants, one after the other. With `blockers` (a second attempt, after the
+ * first one's migrations formed a cycle), the devices a later migrant still occupies stay held
+ * until its turn, so that no migrant lands where a later one sits (the steps can then always
+ * be ordered); migrants the first attempt preempted stay preempted. *bad: the migrant with no
+ * home, or UINT32_MAX. */
 static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint32_t *bad)
 {
 	struct tp_cluster *c = P->c;
@@ -908,6 +1012,8 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 	*bad = UINT32_MAX;
 	if (blockers) {
 		for (uint32_t i = 0; i < m->n; i++) {
+			if (m->preempt[i])
+				continue; /* preempted in the first attempt: it stays stopped */
 			const struct tp_job_impl *j = s->jobs[m->k[i]].j;
 			if (grow_u32(P->a, &P->holdbuf, &P->cap_hold, j->ndev))
 				return TP_ENOMEM;
@@ -924,6 +1030,10 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 	m->off[0] = 0;
 	for (uint32_t i = 0; i < m->n; i++) {
 		const struct cjob *cj = &s->jobs[m->k[i]];
+		if (blockers && m->preempt[i]) {
+			m->off[i + 1] = (uint32_t)used;
+			continue;
+		}
 		if (blockers) {
 			snprintf(id, sizeof id, BLOCK_FMT, i);
 			if (tp_cluster_job_slot(c, id) != TP_NO_JOB &&
@@ -1084,7 +1194,8 @@ static int touch_devs(struct planner *P, struct touched **t, size_t *n, size_t *
 static void frag_after(struct planner *P, struct touched *t, size_t *n, const uint32_t *req,
                        size_t nreq)
 {
-	qsort(t, *n, sizeof *t, touched_cmp);
+	if (*n > 1)
+		qsort(t, *n, sizeof *t, touched_cmp);
 	size_t u = 0;
 	for (size_t i = 0; i < *n; i++)
 		if (!u || t[u - 1].dom != t[i].dom)
@@ -1110,7 +1221,8 @@ static int64_t frag_gain(const struct planner *P, const struct touched *t, size_
 	return g;
 }
 
-/* The steps of a simulated set: preemptions (by id), migrations (in `ord`), the place step. */
+/* The steps of a simulated set: preemptions (in the scan's order), migrations (in `ord`), the
+ * place step. */
 static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const struct migs *m,
                        const uint32_t *ord, const tp_placement *final, struct draft *d)
 {
@@ -1125,7 +1237,7 @@ static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	for (uint32_t i = 0; i < m->n; i++)
 		if (m->preempt[i])
 			P->u32c[np++] = m->k[i];
-	sort_jobs(P, P->u32c, np, by_index); /* the scan lists jobs by id */
+	sort_jobs(P, P->u32c, np, by_index);
 	for (uint32_t i = 0; i < np; i++) {
 		const struct tp_job_impl *j = s->jobs[P->u32c[i]].j;
 		if ((rc = draft_push(P->a, d, TP_STEP_PREEMPT, j->id, j->devs, j->ndev, NULL, 0)))
@@ -1401,7 +1513,8 @@ static void note_blocked(struct planner *P, uint64_t shortfall)
 	const struct tp_job_impl *big = NULL;
 	uint32_t bigs = 0;
 	for (uint32_t k = 0; k < s->njobs; k++)
-		if (!s->jobs[k].can && (!big || s->jobs[k].a > bigs)) {
+		if (!s->jobs[k].can && s->jobs[k].j->id[0] != '\x01' &&
+		    (!big || s->jobs[k].a > bigs)) {
 			big = s->jobs[k].j;
 			bigs = s->jobs[k].a;
 		}
@@ -1506,7 +1619,8 @@ static int exact_search(struct planner *P)
 		}
 		subs[ns++] = (struct sub){cost, moves, devices, mask};
 	}
-	qsort(subs, ns, sizeof *subs, sub_cmp);
+	if (ns > 1)
+		qsort(subs, ns, sizeof *subs, sub_cmp);
 	bool found = false;
 	uint32_t S[32];
 	for (size_t x = 0; x < ns && !found; x++) {
@@ -1603,7 +1717,8 @@ static uint32_t dom_jobs(const struct planner *P, const struct by_dom *b, uint32
 }
 
 /* For requests made of groups inside one node: the node that gains a group at the least cost
- * per group gained, and the jobs to move for it (appended to S). False when no node can. */
+ * per group gained (counting only groups still missing), and the jobs to move for it
+ * (appended to S). False when no node can. */
 static bool pick_node(struct planner *P, unsigned li, const struct by_dom *b, const bool *inS,
                       const bool *banned, uint32_t *S, uint32_t *nS)
 {
@@ -1630,6 +1745,8 @@ static bool pick_node(struct planner *P, unsigned li, const struct by_dom *b, co
 			tally_job(P, tmp[x], -1);
 		if (!g)
 			continue;
+		if (ly->need > u0 && g > ly->need - u0)
+			g = ly->need - u0; /* groups beyond the missing ones are worth nothing */
 		long double l = (long double)w * bestg, r = (long double)bestw * g;
 		if (bestn == UINT32_MAX || l < r || (l == r && g > bestg)) {
 			bestn = e;
@@ -1767,14 +1884,15 @@ static int greedy_search(struct planner *P)
 		}
 	if (nodely && (rc = by_dom_build(P, nodeli, &bd)))
 		goto out;
-	for (int attempt = 0; attempt < 4; attempt++) {
+	bool fewest = false; /* fill by usable devices (fewest jobs) instead of cost per device */
+	for (int attempt = 0; attempt < 5; attempt++) {
 		uint32_t *ord = P->u32a, nord = 0, pos = 0, nS = 0;
 		for (uint32_t k = 0; k < n; k++) {
 			inS[k] = false;
 			if (s->jobs[k].can && !banned[k])
 				ord[nord++] = k;
 		}
-		sort_jobs(P, ord, nord, by_rate);
+		sort_jobs(P, ord, nord, fewest ? by_size : by_rate);
 		uint32_t amax = 0;
 		for (uint32_t x = 0; x < nord; x++)
 			if (s->jobs[ord[x]].a > amax)
@@ -1789,14 +1907,14 @@ static int greedy_search(struct planner *P)
 					break;
 			}
 			uint32_t before = nS;
-			if (nodely && nodely->units < nodely->need)
+			if (nodely && nodely->units < nodely->need && !fewest)
 				pick_node(P, nodeli, &bd, inS, banned, S, &nS);
 			if (nS == before) {
 				while (pos < nord && inS[ord[pos]])
 					pos++;
 				if (pos == nord)
 					break;
-				uint32_t k = pick_covering(P, ord, pos, nord, inS, amax);
+				uint32_t k = fewest ? ord[pos] : pick_covering(P, ord, pos, nord, inS, amax);
 				S[nS++] = k;
 				if (k == ord[pos])
 					pos++;
@@ -1847,7 +1965,10 @@ static int greedy_search(struct planner *P)
 			}
 		if (m > P->max_moves) {
 			note_moves(P, m);
-			goto out;
+			if (fewest)
+				goto out;
+			fewest = true; /* once more, taking the biggest jobs first */
+			continue;
 		}
 		if (cost > cost_bound(P)) {
 			if (cost > P->max_cost)
@@ -2093,19 +2214,40 @@ static bool pending_pruned(const struct planner *P, const struct pending *e)
 	return e->free < b->cand_free;
 }
 
-/* Scan a domain: false (after noting why) when it cannot hold the request whatever moves. */
+/* Bound a domain from a light scan: false (after noting why) when it cannot hold the request
+ * whatever moves, counting devices only (the full check runs before the search). */
 static int scan_and_bound(struct planner *P, uint32_t dom, bool *usable)
+{
+	int rc = scan_jobs(P, P->level, dom, false);
+	if (rc)
+		return rc;
+	struct cscan *s = &P->scan;
+	uint64_t cap = s->free;
+	s->nmov = 0;
+	for (uint32_t k = 0; k < s->njobs; k++)
+		if (s->jobs[k].can) {
+			cap += s->jobs[k].a;
+			s->nmov++;
+		}
+	*usable = cap >= P->count;
+	if (!*usable) {
+		note_blocked(P, P->count - cap);
+		return 0;
+	}
+	return lower_bounds(P);
+}
+
+/* The full scan of a domain about to be searched, with the shape check (groups, slices). */
+static int scan_for_search(struct planner *P, uint32_t dom, bool *usable)
 {
 	int rc = scan_candidate(P, P->level, dom);
 	if (rc)
 		return rc;
 	uint64_t shortfall;
 	*usable = candidate_possible(P, &shortfall);
-	if (!*usable) {
+	if (!*usable)
 		note_blocked(P, shortfall);
-		return 0;
-	}
-	return lower_bounds(P);
+	return 0;
 }
 
 /* The cheapest movable job's cost per device: the rate no candidate can beat. */
@@ -2160,7 +2302,7 @@ static int search_domains(struct planner *P)
 			if (pending_pruned(P, &e))
 				continue;
 			bool usable;
-			if ((rc = scan_and_bound(P, e.dom, &usable)) ||
+			if ((rc = scan_for_search(P, e.dom, &usable)) ||
 			    (usable && (rc = evaluate_candidate(P))))
 				break;
 			continue;
@@ -2211,7 +2353,10 @@ static int search_colocated(struct planner *P)
 			if (rc || !usable)
 				continue;
 			struct pending pe = {P->scan.lb, P->scan.lb_moves, P->scan.free, e};
-			if (!pending_pruned(P, &pe))
+			if (pending_pruned(P, &pe))
+				continue;
+			rc = scan_for_search(P, e, &usable);
+			if (!rc && usable)
 				rc = evaluate_candidate(P);
 		}
 	}
@@ -2223,7 +2368,7 @@ static int search(struct planner *P)
 {
 	if (P->level < 0) {
 		bool usable;
-		int rc = scan_and_bound(P, 0, &usable);
+		int rc = scan_for_search(P, 0, &usable);
 		if (rc || !usable)
 			return rc;
 		return evaluate_candidate(P);
@@ -2329,6 +2474,7 @@ static int planner_request(struct planner *P, char *msg)
 		return rc;
 	P->have_q = true;
 	P->count = P->q.count;
+	P->select = P->q.has_model || P->q.min_mem > 0 || P->q.min_perf > 0 || P->q.has_nodes;
 	P->prio = P->r->priority;
 	if (P->q.colocate_slot != TP_NO_JOB_SLOT)
 		P->coloc = P->c->jobs[P->q.colocate_slot];
@@ -2623,7 +2769,26 @@ static int hold_free_domains(struct planner *P, unsigned level)
 	return 0;
 }
 
-static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, uint32_t *got)
+/* Why the next domain could not be freed. Composed before the rollback: the reasons may name
+ * jobs of the simulated cluster. */
+static void compact_why(const struct planner *P, char *why, size_t len)
+{
+	const struct diag *d = &P->diag;
+	if (d->cost && !d->nohome)
+		snprintf(why, len, "the next domain would take the cost over max_cost_s %g",
+		         P->pol.max_cost_s);
+	else if (d->moves && !d->nohome && !d->block)
+		snprintf(why, len, "the next domain would need %u moves, max_moves is %u",
+		         d->moves_needed, P->max_moves);
+	else if (d->nohome || (d->block && d->block_job))
+		explain(P, why, NULL);
+	else
+		snprintf(why, len, "every other %s domain has down or cordoned devices, or none "
+		         "can be emptied", P->t->lv[P->level].name);
+}
+
+static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, uint32_t *got,
+                          char *why)
 {
 	struct tp_cluster *c = P->c;
 	unsigned level = (unsigned)P->level;
@@ -2648,6 +2813,8 @@ static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, u
 		draft_clear(P->a, &d);
 		(*got)++;
 	}
+	if (!rc && *got < want)
+		compact_why(P, why, TP_ERRMSG_LEN);
 	tp_cluster_rollback(c, sp);
 	return rc;
 }
@@ -2667,10 +2834,12 @@ int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory creating a plan");
 	int li = tp_topology_level_index(c->t, level);
 	int rc = policy_check(policy, p->errmsg);
+	if (!rc && ndomains < 1)
+		rc = tp_seterr(p->errmsg, TP_EINVAL, "ndomains 0: at least one domain to free");
 	if (!rc && li < 0)
 		rc = tp_seterr(p->errmsg, TP_ENOTFOUND, "level '%s' is not a level of the topology",
 		               level);
-	if (!rc && (ndomains < 1 || ndomains > c->t->lv[li].ndom))
+	if (!rc && ndomains > c->t->lv[li].ndom)
 		rc = tp_seterr(p->errmsg, TP_EINVAL,
 		               "ndomains %u is not between 1 and the %u domains of level %s",
 		               ndomains, c->t->lv[li].ndom, level);
@@ -2687,21 +2856,13 @@ int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
 	uint32_t have = fully_free_count(&P, (unsigned)li);
 	struct draft all = {0};
 	uint32_t got = 0;
+	char why[TP_ERRMSG_LEN] = "";
 	rc = 0;
 	if (have < ndomains)
-		rc = compact_rounds(&P, ndomains - have, &all, &got);
-	if (!rc && have + got < ndomains) {
-		char why[TP_ERRMSG_LEN];
-		explain(&P, why, NULL);
-		if (P.diag.cost && !P.diag.nohome)
-			snprintf(why, sizeof why, "the next domain would take the cost over max_cost_s %g",
-			         P.pol.max_cost_s);
-		else if (P.diag.moves && !P.diag.nohome && !P.diag.block)
-			snprintf(why, sizeof why, "the next domain would need %u moves, max_moves is %u",
-			         P.diag.moves_needed, P.max_moves);
+		rc = compact_rounds(&P, ndomains - have, &all, &got, why);
+	if (!rc && have + got < ndomains)
 		rc = tp_seterr(p->errmsg, TP_ENOPLAN, "only %u of %u %s domains can be freed: %s",
 		               have + got, ndomains, level, why);
-	}
 	planner_fini(&P);
 	if (rc == TP_ENOMEM) {
 		draft_clear(&c->alloc, &all);

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -547,8 +548,8 @@ static bool set_valid(const char *p, const char *end)
 			return false;
 		p += nf + 1;
 	}
-	if (p == end)
-		return false;
+	if (p == end || *p == ',')
+		return false; /* hwloc counts the words after the first character */
 	for (;;) {
 		p = set_word(p, end);
 		if (!p)
@@ -613,6 +614,11 @@ static bool tag_attr(const char *p, const char *end, const char *name, const cha
 	return false;
 }
 
+static bool is_type(const char *v, const char *vend, const char *type)
+{
+	return (size_t)(vend - v) == strlen(type) && !strncmp(v, type, strlen(type));
+}
+
 /* Object types that hwloc gives cpusets and nodesets (every type but I/O and Misc). */
 static bool type_has_sets(const char *v, const char *vend)
 {
@@ -638,6 +644,16 @@ static const char *check_object_tag(const char *tag, const char *end, bool root)
 		return "an object without a type";
 	if (!type_has_sets(v, vend))
 		return NULL;
+	if (is_type(v, vend, "PU") || is_type(v, vend, "NUMANode")) {
+		/* hwloc sets bit os_index in a set: a missing (UINT_MAX) or huge one costs it up to
+		 * 512 MB. hwloc writes it for both types. */
+		const char *t = v, *tend = vend;
+		if (!tag_attr(tag, end, "os_index", &v, &vend) || vend == v || vend - v > 7 ||
+		    strspn(v, "0123456789") < (size_t)(vend - v) || strtoul(v, NULL, 10) > (1ul << 20))
+			return "a PU or NUMANode without an os_index up to 2^20";
+		v = t;
+		vend = tend;
+	}
 	for (size_t i = 0; i < (root ? 6u : 4u); i++) {
 		if (!tag_attr(tag, end, sets[i], &v, &vend))
 			return "an object without one of its cpusets or nodesets";
@@ -672,8 +688,8 @@ static const char *xml_problem(const char *buf)
 		depth += end[-1] != '/';
 		const char *v, *vend;
 		tag_attr(p + 7, end, "type", &v, &vend);
-		pu = pu || (vend - v == 2 && !strncmp(v, "PU", 2));
-		numa = numa || (vend - v == 8 && !strncmp(v, "NUMANode", 8));
+		pu = pu || is_type(v, vend, "PU");
+		numa = numa || is_type(v, vend, "NUMANode");
 	}
 	if (!pu)
 		return "no PU object";

@@ -32,33 +32,50 @@
  * Fast paths (what keeps ordinary requests far from a cluster scan):
  *   - Single child. If one child of D can hold all k, the optimum uses exactly one child (one
  *     domain at level l+1 is the least possible), so f_D(k) = self + min over such children
- *     of f_c(k): a point query, no table. Children are tried tightest first (the per-level
- *     Judy1 index of the cluster at the top, a sort of the children below) and the search stops
- *     at the first child that reaches the absolute lower bound of every count (one domain at
- *     l+1, ceil(k / largest domain) below): no other child can beat it on rule 1, and a looser
- *     one cannot beat it on best fit.
+ *     of f_c(k): a point query, no table. Children are tried tightest first (the cluster's
+ *     Judy1 index at the top, walked lazily; a sort of the children below) and the search
+ *     stops at the first child that reaches the absolute lower bound of every count (one
+ *     domain at l+1, ceil(k / largest domain) below): no other child can beat it on rule 1,
+ *     and a looser one cannot beat it on best fit. A child level whose unit (group or slice)
+ *     is the whole amount, or a required or colocate level, forces a single child.
  *   - Leaf parents. For a domain whose children are nodes, the fewest nodes that hold k is the
  *     shortest prefix of the node capacities sorted in decreasing order: every table entry in
  *     O(n log n) for the domain, no knapsack.
+ *   - Uniform subtrees. When every usable node below a domain two levels above the node holds
+ *     the same number of devices and that divides the units above, node counts are forced
+ *     (amount / node size), and the fewest children for an amount is a prefix of the children
+ *     sorted by capacity: O(c log c), no knapsack.
+ *   - Wide spreads at the top (root_dual): with two levels below the top, or three with uniform
+ *     nodes, rule 1 is (top-level domains t, their children r); t is greedy on capacities, and
+ *     r comes from a knapsack over (domains used, children used) -> devices covered, run only
+ *     over the t best domains for each child count (a swap argument shows no other domain is
+ *     needed), so its size does not grow with the cluster.
  *   - Capacities above the node come from the cluster's per-domain histograms of node free
- *     counts (O(devices per node) per domain) when no filter (select, exclusivity, colocate,
- *     allow-list) applies; with filters, nodes are walked (and memoised per call).
- *   - Uniform subtrees. When every usable node below a domain holds the same number of units,
- *     node counts are forced (ceil of the amount), and the fewest children for each amount is a
- *     prefix of the children sorted by capacity: a table in O(children log children).
+ *     counts when no filter (select, exclusivity, colocate, allow-list) applies; with filters
+ *     nodes are walked (and memoised per call). The root's decision is kept between the
+ *     evaluation and the emission.
  *
  * Complexity, for a request of K units at domain D with c children: a point query costs the
  * point queries of the children that can hold K, stopping at the first that meets the bound; a
- * table costs O(c * K * min(K, cap_c)) vector operations (times (S+1)^2 with spread) plus the
- * children's tables. Required and preferred requests that fit one domain never build a table
- * above the domain that holds them. Requests that must spread over several domains at a level
- * build one table at that level: at the top, over every top-level domain with free capacity.
- * Rank order: devices are emitted domain by domain in tree order (children in index order,
- * devices of a node in index order), so at every level each domain is one contiguous run.
+ * generic table costs O(c * K * min(K, cap_c)) vector operations (times (S+1)^2 with a tree
+ * spread) plus the children's tables. Required and preferred requests that fit one domain
+ * never build a table above the domain that holds them; the top-level dual costs one pass over
+ * the top-level domains and their children plus O(t^2 * m^3) (m: most children of a domain).
+ * Not covered by a fast path, and so O(c * K^2) at the top: balanced requests that spread over
+ * several top-level domains, a spread at a tree level, non-uniform three-level trees (groups of
+ * 1 over partly used nodes) and four or more levels. Any request also pays O(running jobs) to
+ * find the domains other tenants hold exclusively (see the report: the cluster should keep that
+ * set). Rank order: devices are emitted domain by domain in tree order (children in index
+ * order, devices of a node in index order, the closest set on nodes with PCIe switches), so at
+ * every level each domain is one contiguous run, and groups and slices are runs inside one
+ * domain because every domain holds whole units.
  *
- * Not exact for rule 1 (documented limits): failure-domain caps and failure-domain spread are
- * handled by a greedy fill that honours them after the tree solver's answer breaks them; a
- * groups cap on a level below the group level is enforced on devices only (cap * group size).
+ * Failure-domain caps and spread are not tree-shaped. The tree solver answers first; if its
+ * answer breaks them, an exhaustive search (exact for rule 1) runs when at most 16 nodes have
+ * free capacity, else a greedy fill (groups of the node level, no slices) that honours them
+ * without rule 1's guarantee. A groups cap on a level below the group level is first tried as
+ * k * g devices and checked on the rank order; if that breaks it, (k - 1) * g + 1 devices (safe
+ * for any alignment, not always optimal).
  *
  * Threading: tp_place and tp_replace only read the cluster; scratch memory comes from the
  * cluster's allocator (a per-call arena) and per-call Judy arrays; messages go to the result.
@@ -89,10 +106,16 @@ struct amark {
 	size_t used;
 };
 
-/* ---- the solver's context -------------------------------------------------------------------- */
+/* ---- the solver's context ------------------------------------------------------------------- */
 
 struct kid {
 	uint32_t dom, free, cap;
+};
+
+/* A child and the devices it takes. */
+struct take {
+	uint32_t dom, amount;
+	unsigned col; /* the spread column the child answers from */
 };
 
 struct pctx {
@@ -131,6 +154,15 @@ struct pctx {
 	Pvoid_t used[TP_MAX_LEVELS];    /* JudyL dom -> devices this job already has there */
 	bool have_used;
 	Pvoid_t memo;                   /* JudyL (level << 32 | dom) -> capd + 1 (filtered) */
+	bool ideal_plain;               /* ideal, and every healthy uncordoned device usable */
+
+	/* the root's decision, kept from eval() for emit() (same amount and column) */
+	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
+	uint32_t root_k, root_kid;
+	unsigned root_col;
+	uint32_t root_cost[W_MAX];
+	struct take *root_plan;         /* [root_nplan], from the allocator */
+	uint32_t root_nplan;
 
 	/* output */
 	uint32_t *out;
@@ -231,7 +263,7 @@ static void jl_free(Pvoid_t *arr)
 static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
-/* ---- what may be used -------------------------------------------------------------------- */
+/* ---- what may be used ----------------------------------------------------------------------- */
 
 static const struct tp_job_impl *job_at(const struct tp_cluster *c, uint32_t slot)
 {
@@ -311,8 +343,10 @@ static bool dev_ok(const struct pctx *p, uint32_t d)
 /* Usable devices of a node; their ids (index order) go to list when it is not NULL. */
 static uint32_t node_usable(struct pctx *p, uint32_t node, uint32_t *list)
 {
-	if (!p->filtered && !list)
+	if (!p->filtered && !p->ideal && !list)
 		return tp_node_free(p->c, node);
+	if (p->ideal_plain && !list)
+		return tp_node_ndev(p->t, node);
 	if (p->filtered && !node_ok(p, node))
 		return 0;
 	uint32_t n = 0;
@@ -390,8 +424,8 @@ static uint32_t capd(struct pctx *p, unsigned l, uint32_t d)
 		if (m)
 			return (uint32_t)(m - 1);
 	}
-	uint32_t sum = (!p->filtered && p->hist_ok[l]) ? capd_from_hist(p, l, d)
-	                                                : capd_sum_children(p, l, d);
+	uint32_t sum = (!p->filtered && !p->ideal && p->hist_ok[l]) ? capd_from_hist(p, l, d)
+	                                                            : capd_sum_children(p, l, d);
 	sum = floor_to(min32(sum, cap_left(p, l, d)), p->u[l]);
 	if (p->filtered)
 		jl_add(p, &p->memo, key, (Word_t)sum + 1);
@@ -403,7 +437,7 @@ static uint32_t dom_free(const struct pctx *p, int l, uint32_t d)
 	return l < 0 ? p->c->nfree : p->c->free[l][d];
 }
 
-/* ---- children, tightest first ---------------------------------------------------------------- */
+/* ---- children, tightest first --------------------------------------------------------------- */
 
 static int kid_cmp(const void *a, const void *b)
 {
@@ -430,6 +464,13 @@ static struct kid *kids_push(struct pctx *p, struct kid *ks, uint32_t *n, uint32
 	return ks;
 }
 
+/* Whether the top-level domains can be walked tightest first through the cluster's index
+ * (capacity never exceeds free there, so keys below the amount can be skipped). */
+static bool root_indexed(const struct pctx *p)
+{
+	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal;
+}
+
 /* The children of (l, d) (the top-level domains for l = -1) that can take at least kmin
  * devices, tightest (fewest free) first, lowest index on ties. NULL with *n = 0 when none;
  * NULL with p->err set when out of memory. */
@@ -449,7 +490,7 @@ static struct kid *kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uin
 	uint32_t cap = 0;
 	*n = 0;
 	JError_t je;
-	if (l < 0 && !p->scope[0] && c->indexed[0] && c->index[0] && !p->ideal) {
+	if (l < 0 && root_indexed(p)) {
 		/* the index orders (free, dom) already; capacity never exceeds free */
 		Word_t key = (Word_t)kmin << 32;
 		int r = Judy1First(c->index[0], &key, &je);
@@ -485,7 +526,7 @@ static struct kid *kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uin
 	return ks;
 }
 
-/* ---- cost vectors ---------------------------------------------------------------------------- */
+/* ---- cost vectors --------------------------------------------------------------------------- */
 
 static bool c_inf(const uint32_t *v) { return v[0] == INF; }
 
@@ -569,7 +610,7 @@ static bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned col,
 	return true;
 }
 
-/* ---- tables: f_D(j) for every amount j (units of D's level) ----------------------------------- */
+/* ---- tables: f_D(j) for every amount j (units of D's level) --------------------------------- */
 
 struct table {
 	uint32_t J, ns;
@@ -744,7 +785,7 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 	return 0;
 }
 
-/* ---- uniform subtrees: node counts are forced ---------------------------------------------- */
+/* ---- uniform subtrees: node counts are forced ----------------------------------------------- */
 
 /* Whether no balance bound applies at any level (the greedy fast paths assume none). */
 static bool no_bounds(const struct pctx *p)
@@ -887,9 +928,8 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 	return 0;
 }
 
-/* ---- point queries: f_D(k) ----------------------------------------------------------------- */
+/* ---- point queries: f_D(k) ------------------------------------------------------------------ */
 
-struct take;
 static bool dual_ok(const struct pctx *p);
 static int root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **plan,
                      uint32_t *nplan);
@@ -906,9 +946,57 @@ static unsigned child_col(const struct pctx *p, int l, unsigned col)
 
 /* The best single child of (l, d) holding all k at spread column col: 1 and the child's cost
  * and index, 0 when no child can, or an error. */
+static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                            uint32_t *best, uint32_t *kid);
+
+/* The root's answer is asked twice (eval, then emit): keep it. */
 static int best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                        uint32_t *best, uint32_t *kid)
 {
+	if (l >= 0)
+		return best_single_walk(p, l, d, k, col, best, kid);
+	if (p->root_kind == 1 && p->root_k == k && p->root_col == col) {
+		*kid = p->root_kid;
+		c_copy(p, best, p->root_cost);
+		return 1;
+	}
+	int r = best_single_walk(p, l, d, k, col, best, kid);
+	if (r == 1) {
+		p->root_kind = 1;
+		p->root_k = k;
+		p->root_col = col;
+		p->root_kid = *kid;
+		c_copy(p, p->root_cost, best);
+	}
+	return r;
+}
+
+static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                            uint32_t *best, uint32_t *kid)
+{
+	if (l < 0 && root_indexed(p)) {
+		/* walk the index lazily: the search usually stops at the first few domains */
+		JError_t je;
+		Word_t key = (Word_t)k << 32;
+		int found = 0;
+		uint32_t tmp[W_MAX];
+		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1 && !p->err;
+		     r = Judy1Next(p->c->index[0], &key, &je)) {
+			uint32_t dom = (uint32_t)(key & 0xffffffffu);
+			int e = eval(p, 0, dom, k, child_col(p, l, col), tmp);
+			if (e < 0)
+				return e;
+			if (e && (!found || c_cmp(p, tmp, best) < 0)) {
+				c_copy(p, best, tmp);
+				*kid = dom;
+				found = 1;
+				if (meets_bound(p, l, k, col, best))
+					break;
+			}
+		}
+		return p->err ? p->err : found;
+	}
+
 	struct amark m = ar_mark(p);
 	uint32_t n;
 	struct kid *ks = kids_of(p, l, d, k, &n);
@@ -964,7 +1052,23 @@ static int eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uin
 	}
 	if (l < 0 && dual_ok(p)) {
 		struct amark dm = ar_mark(p);
-		int r = root_dual(p, k, out, NULL, NULL);
+		struct take *tk = NULL;
+		uint32_t ntk = 0;
+		int r = root_dual(p, k, out, &tk, &ntk);
+		if (r == 1) {
+			/* keep the plan for emit() */
+			tp_free(p->a, p->root_plan);
+			p->root_plan = tp_mallocn(p->a, ntk ? ntk : 1, sizeof *tk);
+			if (!p->root_plan) {
+				r = TP_ENOMEM;
+			} else {
+				memcpy(p->root_plan, tk, ntk * sizeof *tk);
+				p->root_nplan = ntk;
+				p->root_kind = 2;
+				p->root_k = k;
+				p->root_col = col;
+			}
+		}
 		ar_release(p, dm);
 		if (r != 2)
 			return r;
@@ -984,7 +1088,7 @@ static int eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uin
 	return rc;
 }
 
-/* ---- emission: the devices, in rank order ------------------------------------------------------ */
+/* ---- emission: the devices, in rank order --------------------------------------------------- */
 
 /* p->out is allocated once, before any arena mark, with room for the whole answer. */
 static int out_push(struct pctx *p, uint32_t dev)
@@ -1106,10 +1210,6 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 	return got == k ? 0 : TP_ECORRUPT;
 }
 
-struct take {
-	uint32_t dom, amount;
-	unsigned col; /* the spread column the child answers from */
-};
 
 static int take_cmp(const void *a, const void *b)
 {
@@ -1496,6 +1596,13 @@ static int emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 		return emit_leaf(p, l, d, k);
 	if (linear_ok(p, l) && l >= 0 && uniform_node_dev(p, l, d))
 		return emit_linear(p, l, d, k);
+	if (l < 0 && p->root_kind == 2 && p->root_k == k && p->root_col == col) {
+		struct take *tk = ar_alloc(p, (p->root_nplan ? p->root_nplan : 1) * sizeof *tk);
+		if (!tk)
+			return TP_ENOMEM;
+		memcpy(tk, p->root_plan, p->root_nplan * sizeof *tk);
+		return emit_takes(p, l, tk, p->root_nplan);
+	}
 	if (l < 0 && dual_ok(p)) {
 		struct amark dm = ar_mark(p);
 		uint32_t cost[W_MAX], ntk;
@@ -1503,9 +1610,11 @@ static int emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 		int r = root_dual(p, k, cost, &tk, &ntk);
 		if (r == 1)
 			r = emit_takes(p, l, tk, ntk);
+		else if (r == 0)
+			r = TP_ECORRUPT;
 		ar_release(p, dm);
 		if (r != 2)
-			return r == 0 ? TP_ECORRUPT : r;
+			return r;
 	}
 	struct amark m = ar_mark(p);
 	struct knap kn;
@@ -1542,7 +1651,7 @@ static int emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 	return rc;
 }
 
-/* ---- unconstrained requests: tightest holes first ---------------------------------------- */
+/* ---- unconstrained requests: tightest holes first ------------------------------------------- */
 
 /* Fill k devices into (l, d): the tightest child that holds everything, else children from
  * the tightest up. Returns 1 (emitted), 0 (cannot) or an error. */
@@ -1550,6 +1659,16 @@ static int fill(struct pctx *p, int l, uint32_t d, uint32_t k)
 {
 	if (l == (int)p->nl)
 		return emit_node(p, d, k) ? TP_ECORRUPT : 1;
+	if (l < 0 && root_indexed(p)) {
+		JError_t je;
+		Word_t key = (Word_t)k << 32;
+		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1;
+		     r = Judy1Next(p->c->index[0], &key, &je)) {
+			uint32_t dom = (uint32_t)(key & 0xffffffffu);
+			if (capd(p, 0, dom) >= k)
+				return fill(p, 0, dom, k);
+		}
+	}
 	struct amark m = ar_mark(p);
 	uint32_t n;
 	struct kid *ks = kids_of(p, l, d, k, &n);
@@ -1637,7 +1756,8 @@ static void build_xbad(struct pctx *p, bool only_target)
 	for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
 		j1_free(&p->xbad[l]);
 	p->have_xbad = false;
-	for (size_t j = 0; j < c->njobs; j++) {
+	/* Jobs are scanned only when some running job holds its domains exclusively. */
+	for (size_t j = 0; c->nexclusive && j < c->njobs; j++) {
 		const struct tp_job_impl *job = c->jobs[j];
 		if (!job || j == p->self_slot || !job->shape || !job->shape->exclusive)
 			continue;
@@ -1698,6 +1818,9 @@ static void ctx_fini(struct pctx *p)
 	j1_free(&p->extra_down);
 	j1_free(&p->taken);
 	jl_free(&p->memo);
+	tp_free(p->a, p->root_plan);
+	p->root_plan = NULL;
+	p->root_kind = 0;
 	ar_release(p, (struct amark){NULL, 0});
 }
 
@@ -1742,7 +1865,7 @@ static int out_alloc(struct pctx *p, size_t n)
 	return p->out ? 0 : TP_ENOMEM;
 }
 
-/* ---- rule 2: the largest smallest share, level by level from the top ---------------------- */
+/* ---- rule 2: the largest smallest share, level by level from the top ------------------------ */
 
 static bool same_counts(const struct pctx *p, const uint32_t *a, const uint32_t *b)
 {
@@ -1761,6 +1884,7 @@ static int balance(struct pctx *p, uint32_t k, const uint32_t *best)
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo + 1) / 2;
 			p->lb[l] = mid * u;
+			p->root_kind = 0;
 			int r = eval(p, -1, 0, k, colq(p, -1), tmp);
 			if (r < 0)
 				return r;
@@ -1771,10 +1895,11 @@ static int balance(struct pctx *p, uint32_t k, const uint32_t *best)
 		}
 		p->lb[l] = lo * u;
 	}
+	p->root_kind = 0;
 	return 0;
 }
 
-/* ---- failure-domain caps and spread (not tree-shaped: a greedy fill) ------------------------- */
+/* ---- failure-domain caps and spread (not tree-shaped: a greedy fill) ------------------------ */
 
 static bool has_fd_rules(const struct tp_rq *q)
 {
@@ -2034,7 +2159,140 @@ static int fd_possible(struct pctx *p, uint32_t k)
 	return p->err ? p->err : ok;
 }
 
-/* ---- the solver's entry point for one request -------------------------------------------- */
+/* ---- failure-domain rules on small clusters: an exact search -------------------------------- */
+
+#define FDS_NODES 16          /* most nodes with free capacity the search takes on */
+#define FDS_BUDGET 2000000L   /* most complete assignments it looks at */
+
+struct fds {
+	struct pctx *p;
+	uint32_t k, n;
+	uint32_t node[FDS_NODES], cap[FDS_NODES], amt[FDS_NODES], best_amt[FDS_NODES];
+	uint64_t after[FDS_NODES + 1]; /* capacity of nodes i.. */
+	uint32_t best[W_MAX];
+	bool found;
+	long budget;
+	uint32_t *devs;
+};
+
+/* The devices of an assignment in rank order (nodes in tree order, lowest usable first). */
+static uint32_t fds_devices(struct fds *f)
+{
+	uint32_t nd = 0;
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (!f->amt[i])
+			continue;
+		uint32_t list[TP_MAX_NODE_DEVICES];
+		node_usable(f->p, f->node[i], list);
+		for (uint32_t x = 0; x < f->amt[i]; x++)
+			f->devs[nd++] = list[x];
+	}
+	return nd;
+}
+
+/* Check an assignment against every rule and keep it when its domain counts are smaller. */
+static void fds_leaf(struct fds *f)
+{
+	struct pctx *p = f->p;
+	const struct tp_topology *t = p->t;
+	uint32_t cost[W_MAX] = {0};
+	for (unsigned l = 0; l < p->nlev; l++) {
+		uint32_t prev = TP_NONE, sum = 0, doms = 0;
+		for (uint32_t i = 0; i <= f->n; i++) {
+			uint32_t a = i < f->n && f->amt[i] ? tp_node_ancestor(t, f->node[i], l) : TP_NONE;
+			if (i < f->n && !f->amt[i])
+				continue;
+			if (a != prev && prev != TP_NONE) {
+				if (sum % p->u[l] || sum > cap_left(p, l, prev))
+					return;
+				doms++;
+				sum = 0;
+			}
+			if (i < f->n) {
+				prev = a;
+				sum += f->amt[i];
+			}
+		}
+		cost[l] = doms;
+		if ((int)l <= p->single_to && doms > 1)
+			return;
+		if ((int)l == p->sl && doms < p->S)
+			return;
+	}
+	if (f->found && c_cmp(p, cost, f->best) >= 0)
+		return;
+	uint32_t nd = fds_devices(f);
+	bool ok;
+	if (fd_check(p, f->devs, nd, &ok) || !ok)
+		return;
+	c_copy(p, f->best, cost);
+	memcpy(f->best_amt, f->amt, sizeof f->amt);
+	f->found = true;
+}
+
+static void fds_walk(struct fds *f, uint32_t i, uint32_t left)
+{
+	if (f->budget <= 0)
+		return;
+	if (left == 0) {
+		for (uint32_t x = i; x < f->n; x++)
+			f->amt[x] = 0;
+		f->budget--;
+		fds_leaf(f);
+		return;
+	}
+	if (i == f->n || f->after[i] < left)
+		return;
+	uint32_t u = f->p->u[f->p->nl];
+	uint32_t top = f->cap[i] < left ? f->cap[i] : left;
+	for (uint32_t a = top - top % u;; a -= u) {
+		f->amt[i] = a;
+		fds_walk(f, i + 1, left - a);
+		if (a < u)
+			break;
+	}
+}
+
+/* Every placement of k devices on the nodes with free capacity, when there are few: 1 with the
+ * rule-1 best in p->out, 0 when none meets every rule, 2 when too large to search. */
+static int fd_search(struct pctx *p, uint32_t k)
+{
+	struct fds *f = ar_alloc(p, sizeof *f);
+	if (!f)
+		return TP_ENOMEM;
+	memset(f, 0, sizeof *f);
+	f->p = p;
+	f->k = k;
+	f->budget = FDS_BUDGET;
+	for (uint32_t x = 0; x < p->t->nnodes; x++) {
+		uint32_t cap = capd(p, p->nl, x);
+		if (!cap)
+			continue;
+		if (f->n == FDS_NODES)
+			return 2;
+		f->node[f->n] = x;
+		f->cap[f->n++] = cap;
+	}
+	f->after[f->n] = 0;
+	for (uint32_t i = f->n; i-- > 0;)
+		f->after[i] = f->after[i + 1] + f->cap[i];
+	f->devs = ar_alloc(p, ((size_t)k + 1) * sizeof *f->devs);
+	if (!f->devs)
+		return TP_ENOMEM;
+	fds_walk(f, 0, k);
+	if (p->err)
+		return p->err;
+	if (f->budget <= 0 && !f->found)
+		return 2;
+	if (!f->found)
+		return 0;
+	memcpy(f->amt, f->best_amt, sizeof f->amt);
+	p->nout = fds_devices(f);
+	memcpy(p->out, f->devs, p->nout * sizeof *p->out);
+	return 1;
+}
+
+/* ---- the solver's entry point for one request ----------------------------------------------- */
 
 /* Whether the groups caps below the group level hold for the rank order in p->out. */
 static bool capgrp_ok(struct pctx *p)
@@ -2071,6 +2329,7 @@ static int solve(struct pctx *p, uint32_t k)
 		p->capgrp_safe = true;
 		set_units(p);
 		jl_free(&p->memo);
+		p->root_kind = 0;
 		r = solve_tree(p, k);
 	}
 	return r;
@@ -2105,6 +2364,11 @@ static int solve_tree(struct pctx *p, uint32_t k)
 		if (ok)
 			return 1;
 	}
+	struct amark m = ar_mark(p);
+	r = fd_search(p, k);
+	ar_release(p, m);
+	if (r != 2)
+		return r;
 	r = fd_fill(p, -1, 0, k);
 	return r == 2 ? 0 : r;
 }
@@ -2153,7 +2417,7 @@ static int feasible(struct pctx *p, int l, uint32_t d, uint32_t k)
 	return have >= p->S && (uint64_t)p->S * p->u[p->sl] <= k;
 }
 
-/* ---- results ------------------------------------------------------------------------------------ */
+/* ---- results -------------------------------------------------------------------------------- */
 
 static tp_placement *placement_new(const struct tp_cluster *c, bool replace)
 {
@@ -2287,8 +2551,13 @@ static uint32_t best_at_level(struct pctx *p, unsigned L, uint32_t k, uint32_t *
 /* Switch a context to "every job but the colocate target (and the repaired job) gone". */
 static void go_ideal(struct pctx *p)
 {
+	const struct tp_rq *q = p->q;
 	p->ideal = true;
-	p->filtered = true;
+	p->ideal_plain = !p->filtered && !p->extra_down && !p->taken &&
+	                 p->self_slot == TP_NO_JOB && q->colocate_slot == TP_NO_JOB_SLOT &&
+	                 p->c->ndown == 0 && p->c->ncordoned == 0 && !(q->min_perf > 0);
+	p->filtered = !p->ideal_plain;
+	p->root_kind = 0;
 	jl_free(&p->memo);
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
@@ -2296,7 +2565,8 @@ static void go_ideal(struct pctx *p)
 }
 
 /* Why k devices could not be placed: the status, the fit figures and the message. */
-static int classify(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed, int level)
+static int classify(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed, int level,
+                    int ideal_ok)
 {
 	const struct tp_topology *t = p->t;
 	const struct tp_rq *q = p->q;
@@ -2312,14 +2582,18 @@ static int classify(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t neede
 		tp_topology_domain_path(t, L, dom, path, sizeof path);
 	const char *lv = t->lv[L].name;
 	go_ideal(p);
-	int r = feasible(p, -1, 0, k);
-	if (r == 1 && p->sl >= 0 && p->compact) {
+	int r = ideal_ok >= 0 ? ideal_ok : feasible(p, -1, 0, k);
+	if (r == 1 && ideal_ok < 0 && p->sl >= 0 && p->compact) {
 		/* a spread couples levels: ask the exact evaluator */
 		uint32_t tmp[W_MAX];
 		r = eval(p, -1, 0, k, colq(p, -1), tmp);
 	}
-	if (r == 1 && has_fd_rules(q)) {
-		r = fd_fill(p, -1, 0, k);
+	if (r == 1 && ideal_ok < 0 && has_fd_rules(q)) {
+		struct amark m = ar_mark(p);
+		r = fd_search(p, k);
+		ar_release(p, m);
+		if (r == 2)
+			r = fd_fill(p, -1, 0, k);
 		if (r == 2)
 			r = fd_possible(p, k);
 	}
@@ -2358,7 +2632,7 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 		if (r == 1)
 			rc = finish_ok(pl, &p, p.out, p.nout);
 		else if (r == 0)
-			rc = classify(pl, &p, q->count, q->count, q->required);
+			rc = classify(pl, &p, q->count, q->count, q->required, -1);
 		else
 			rc = r;
 	}
@@ -2468,7 +2742,7 @@ int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
 	return 0;
 }
 
-/* ---- commit ---------------------------------------------------------------------------------- */
+/* ---- commit --------------------------------------------------------------------------------- */
 
 static int check_job_options(tp_cluster *c, const tp_job_options *o)
 {
@@ -2532,7 +2806,7 @@ int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 	return rc;
 }
 
-/* ---- replace ------------------------------------------------------------------------------------ */
+/* ---- replace -------------------------------------------------------------------------------- */
 
 /*
  * A job's shape nests its constraints: the required (or colocate) domain holds every rank, each
@@ -2710,7 +2984,7 @@ static int smallest_common(const struct pctx *p, const struct rstate *rs, uint32
  * on 0, the context is left set up for classify(). */
 static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
                          const struct layer *ly, const struct rclass *cl, struct tp_rq *sub,
-                         uint32_t *need)
+                         uint32_t *need, int *ideal_ok)
 {
 	uint32_t n = rs->job->ndev, usz = ly[cl->a + 1].size;
 	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : n;
@@ -2740,6 +3014,30 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 			break;
 		dom = al > 0 ? p->t->lv[al].parent[dom] : 0;
 		al--;
+	}
+	if (r == 0) {
+		/* could it fit the anchor with every other job gone? (the job itself stays) */
+		al = anchor_of(p, rs, ly, cl, &dom);
+		if (al < 0)
+			al = smallest_common(p, rs, &dom);
+		go_ideal(p);
+		for (;;) {
+			r = eval(p, al, dom, cnt, colq(p, al), best);
+			if (r != 0 || al < 0 || cl->a >= 0)
+				break;
+			dom = al > 0 ? p->t->lv[al].parent[dom] : 0;
+			al--;
+		}
+		p->ideal = false;
+		p->ideal_plain = false;
+		p->filtered = true;
+		jl_free(&p->memo);
+		j1_free(&p->xknown);
+		j1_free(&p->xdirty);
+		build_xbad(p, false);
+		p->root_kind = 0;
+		*ideal_ok = r;
+		return r < 0 ? r : 0;
 	}
 	if (r != 1)
 		return r;
@@ -2837,9 +3135,10 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 	struct tp_rq sub;
 	for (uint32_t i = 0; i < ncls && !rc; i++) {
 		uint32_t need;
-		int r = replace_class(&p, &rs, &shape, ly, &cls[i], &sub, &need);
+		int ideal_ok = -1;
+		int r = replace_class(&p, &rs, &shape, ly, &cls[i], &sub, &need, &ideal_ok);
 		if (r == 0) {
-			rc = classify(pl, &p, need, nbad, shape.required);
+			rc = classify(pl, &p, need, nbad, shape.required, ideal_ok);
 		} else if (r < 0) {
 			rc = r;
 		} else if (has_fd_rules(&shape) && i + 1 == ncls) {

@@ -653,22 +653,29 @@ static int expand_records(struct conf *c)
 	return 0;
 }
 
-/* Name a cycle among the switches no root reaches, starting from switch s. */
+/* Name a cycle among the switches no root reaches, starting from switch s: "a -> b -> a",
+ * each switch listing the next in its Switches=. */
 static int cycle_error(struct conf *c, uint32_t s)
 {
 	/* Walk up nrec steps: then s is surely on the cycle. */
 	for (size_t i = 0; i < c->nrec; i++)
 		s = c->rec[s].parent;
-	char buf[256];
-	size_t n = 0;
+	uint32_t walk[16];
+	unsigned n = 0;
 	uint32_t t = s;
 	do {
-		int k = snprintf(buf + n, sizeof buf - n, "%s%s", n ? " <- " : "", rec_name(c, t));
-		n = k < 0 || (size_t)k >= sizeof buf - n ? sizeof buf - 1 : n + (size_t)k;
+		walk[n++] = t;
 		t = c->rec[t].parent;
-	} while (t != s && n < sizeof buf - 1);
-	return fail(c, TP_EPARSE, "line %u: switches form a cycle (%s <- %s)", c->rec[s].line, buf,
-	            rec_name(c, s));
+	} while (t != s && n < 16);
+	char buf[256];
+	size_t len = 0;
+	for (unsigned i = n; i-- > 0 && len < sizeof buf;) {
+		int k = snprintf(buf + len, sizeof buf - len, "%s -> ", rec_name(c, walk[i]));
+		len = k < 0 ? sizeof buf : len + (size_t)k;
+	}
+	return fail(c, TP_EPARSE, "line %u: switches form a cycle (%.200s%s%s, each listing the "
+	            "next)", c->rec[s].line, len < sizeof buf ? buf : "", t == s ? "" : "... -> ",
+	            rec_name(c, walk[n - 1]));
 }
 
 /* Switches in breadth-first order from the roots (file order); levels from the leaves up. */
@@ -804,18 +811,21 @@ static int block_levels(struct conf *c, unsigned long *mult, unsigned *nmult,
 			return fail(c, TP_EPARSE, "line %u: block '%s' has %u nodes, fewer than the base "
 			            "block size %lu", c->rec[r].line, rec_name(c, r), c->rec[r].nnodes,
 			            *base);
-	*nmult = 0;
-	for (unsigned i = 0; i < (c->nsizes ? c->nsizes : 5u); i++) {
-		unsigned long m = c->nsizes ? c->sizes[i] / *base : 1ul << i;
-		if (c->nsizes && (c->sizes[i] % *base || (m & (m - 1)) || m > (1ul << 15)))
+	for (unsigned i = 0; i < c->nsizes; i++) {
+		unsigned long m = c->sizes[i] / *base;
+		if (c->sizes[i] % *base || (m & (m - 1)) || m > (1ul << 15))
 			return fail(c, TP_EPARSE, "line %u: BlockSizes value %lu is not the base block "
 			            "size %lu times a power of two up to 2^15", c->sizes_line,
 			            c->sizes[i], *base);
-		if (*nmult && m <= mult[*nmult - 1])
+		if (i && c->sizes[i] <= c->sizes[i - 1])
 			return fail(c, TP_EPARSE, "line %u: BlockSizes must increase (%lu after %lu)",
 			            c->sizes_line, c->sizes[i], c->sizes[i - 1]);
-		mult[(*nmult)++] = m;
-		if (m >= c->nrec)
+	}
+	/* As Slurm: stop after the first size that holds every block. */
+	*nmult = 0;
+	for (unsigned i = 0; i < (c->nsizes ? c->nsizes : 5u); i++) {
+		mult[(*nmult)++] = c->nsizes ? c->sizes[i] / *base : 1ul << i;
+		if (mult[*nmult - 1] >= c->nrec)
 			break;
 	}
 	if (*nmult + 1 > TP_MAX_LEVELS)

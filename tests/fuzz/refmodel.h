@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A reference model of a cluster state for the fuzz targets, written to be obviously correct
+ * rather than fast: per device its health and holder, per job its devices, and every figure the
+ * library keeps incrementally recounted from scratch by walking devices. It also holds the
+ * helpers both targets share: the byte reader that turns fuzz input into decisions, a request
+ * decoder, and a checker that a placement obeys its request.
+ *
+ * Nothing here includes the library's private headers: the model sees the library only through
+ * the public API, so a bug in the library's layout cannot hide in the model.
+ */
+#ifndef TP_FUZZ_REFMODEL_H
+#define TP_FUZZ_REFMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topoplace.h"
+
+/* ---- failing loudly -------------------------------------------------------------------------- */
+
+/* Print what broke and abort(), so that libFuzzer (or the replay driver) reports a crash. */
+void fz_fail(const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+	__attribute__((format(printf, 3, 4), noreturn))
+#endif
+	;
+
+#define FZ_CHECK(cond, ...)                                                                    \
+	do {                                                                                       \
+		if (!(cond))                                                                           \
+			fz_fail(__FILE__, __LINE__, __VA_ARGS__);                                          \
+	} while (0)
+
+/* ---- the allocator under test ------------------------------------------------------------------ */
+
+/* tp_test_allocator (counting, failure injection), except that it refuses any one allocation
+ * above FZ_MAX_ALLOC bytes and records its size in fz_big_alloc: a small cluster never needs
+ * that much, and a request must not make the library ask for gigabytes (on a machine that
+ * overcommits, such a request would succeed and go unnoticed). */
+#define FZ_MAX_ALLOC ((size_t)1 << 28)
+extern const tp_allocator fz_allocator;
+extern size_t fz_big_alloc;
+
+/* ---- reading decisions from the input -------------------------------------------------------- */
+
+struct fz_in {
+	const uint8_t *p;
+	size_t n;
+};
+
+/* The next byte, or 0 once the input is used up (so every decision has a default). */
+static inline uint8_t fz_u8(struct fz_in *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static inline uint32_t fz_u16(struct fz_in *in)
+{
+	uint32_t a = fz_u8(in);
+	return a | (uint32_t)fz_u8(in) << 8;
+}
+
+/* A value in 0 .. n-1 (0 when n is 0). */
+static inline uint32_t fz_below(struct fz_in *in, uint32_t n)
+{
+	if (n <= 1)
+		return 0;
+	return (n <= 256 ? fz_u8(in) : fz_u16(in)) % n;
+}
+
+static inline bool fz_more(const struct fz_in *in) { return in->n > 0; }
+
+/* ---- the reference model --------------------------------------------------------------------- */
+
+#define REF_MAX_ID 300
+
+struct ref_job {
+	char id[REF_MAX_ID + 1];
+	char tenant[REF_MAX_ID + 1];
+	uint32_t *devs;
+	uint32_t ndev;
+};
+
+struct ref_model {
+	uint32_t ndev;
+	bool *down;
+	bool *cordoned;
+	int32_t *holder;       /* index into jobs, or -1 */
+	struct ref_job *jobs;  /* in the library's slot order */
+	size_t njobs;
+};
+
+void ref_init(struct ref_model *m, uint32_t ndev);
+void ref_free(struct ref_model *m);
+void ref_copy(struct ref_model *dst, const struct ref_model *src);
+bool ref_equal(const struct ref_model *a, const struct ref_model *b);
+
+/* A job's index by id, or -1. */
+int ref_job_find(const struct ref_model *m, const char *id);
+/* Whether a device can take new work. */
+bool ref_dev_free(const struct ref_model *m, uint32_t dev);
+
+/* The errors tp_cluster_assign() may return for these arguments (a bit per code, bit -code),
+ * or 0 when it must succeed. A shape is not judged here (see the caller). */
+unsigned ref_assign_errors(const struct ref_model *m, const char *id, const uint32_t *devs,
+                           size_t n);
+#define REF_BIT(code) (1u << (unsigned)-(code))
+
+/* Record a job; the caller checked it is valid. Devices keep their health. */
+void ref_assign(struct ref_model *m, const char *id, const char *tenant, const uint32_t *devs,
+                size_t n);
+/* Remove job j; the last job takes its slot (as the library's documented order). */
+void ref_release(struct ref_model *m, int j);
+/* Give job j a new device list (replacement, migration). */
+void ref_rebind(struct ref_model *m, int j, const uint32_t *devs, size_t n);
+void ref_set_health(struct ref_model *m, const uint32_t *devs, size_t n, bool cordon, bool on);
+
+/* Compare every public query of the cluster with a recount of the model; abort on a
+ * difference. Also runs tp_cluster_check(). */
+void ref_compare(const struct ref_model *m, const tp_cluster *c);
+
+/* Compare a fragmentation report with a recount (default mix only for the workload figure:
+ * the caller passes the mix it used, or NULL). */
+void ref_compare_frag(const struct ref_model *m, const tp_cluster *c, const tp_frag *f,
+                      const tp_job_shape *mix, size_t nmix);
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+/* Storage for a decoded request: the strings and arrays it points to. */
+struct fz_request {
+	tp_request r;
+	tp_slice slices[4];
+	tp_domain_cap caps[3];
+	const char *nodes[4];
+	char longname[REF_MAX_ID + 1];
+};
+
+/* Decode a request from the input: fields from a dictionary of names that exist in t and of
+ * names that do not (or are malformed), counts around the cluster's size. `running` names a
+ * running job for colocate (may be NULL). */
+void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *running,
+                       struct fz_request *out);
+
+/* Whether the request carries no constraint beyond count and select (so that success is
+ * predictable from free counts). */
+bool fz_request_plain(const tp_request *r);
+
+/* Whether device `dev` matches the request's select (model, perf, memory, nodes). */
+bool ref_dev_matches(const tp_topology *t, const tp_request *r, uint32_t dev);
+
+/* Check that devs[n] obey every hard rule of r that the reference understands (count, unique,
+ * groups, required, slices, caps, spread, select, colocate and exclusive against the running
+ * jobs of c), and (contiguous) that the devices of each domain form one run of ranks. Returns
+ * NULL or a description of the first violation (a static buffer). */
+const char *ref_placement_problem(const tp_cluster *c, const tp_request *r, const char *tenant,
+                                  const uint32_t *devs, size_t n, bool contiguous);
+
+/* Whether code is 0 or a code of the error table. */
+bool fz_code_defined(int code);
+
+#endif

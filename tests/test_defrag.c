@@ -1,0 +1,1259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Defragmentation plans (defrag.c): the shared conformance case slurm-s01 rebuilt in C, each
+ * policy rule with its code and message, plans replayed step by step (every step checked
+ * against the policy and the cluster, tp_cluster_check after each, the final placement valid),
+ * the cluster unchanged by planning, stickiness and the domain tie-break, compaction,
+ * topology-aware preemption (victims inside one rack), allocation-failure loops, and an
+ * exhaustive oracle on small random clusters (every set of movable jobs, cheapest first).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "cluster_impl.h"
+#include "defrag_impl.h"
+#include "testutil.h"
+
+static void setup(void) { tp_test_alloc_reset(); }
+TestSuite(defrag, .init = setup);
+
+/* ---- fixtures ------------------------------------------------------------------------------ */
+
+/* levels [agg, block, node]: node1..4 in a1/b1, node5..8 in a1/b2, 4 GPUs each (slurm-s01) */
+static tp_topology *s01_topology(void)
+{
+	const char *levels[] = {"agg", "block", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 3, &tp_test_allocator), 0);
+	for (unsigned i = 1; i <= 8; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "node%u", i);
+		const char *path[] = {"a1", i <= 4 ? "b1" : "b2"};
+		cr_assert_eq(tp_topology_builder_add_node(b, name, path, 4, NULL), 0, "%s",
+		             tp_topology_builder_errmsg(b));
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+static tp_topology *nvl72(unsigned blocks, unsigned racks)
+{
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, blocks, racks, &tp_test_allocator), 0);
+	return t;
+}
+
+static tp_cluster *cluster_of(const tp_topology *t)
+{
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	return c;
+}
+
+/* Assign devices first .. first + n - 1 to a job. */
+static void assign_range(tp_cluster *c, const char *id, uint32_t first, uint32_t n,
+                         const tp_job_options *o)
+{
+	uint32_t devs[512];
+	cr_assert(n <= 512);
+	for (uint32_t i = 0; i < n; i++)
+		devs[i] = first + i;
+	cr_assert_eq(tp_cluster_assign(c, id, devs, n, o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+static tp_job_options opts(int migratable, int preemptible, int prio, double ckpt);
+
+static void assign_with(tp_cluster *c, const char *id, uint32_t first, uint32_t n,
+                        tp_job_options o)
+{
+	assign_range(c, id, first, n, &o);
+}
+
+static tp_job_options opts(int migratable, int preemptible, int prio, double ckpt)
+{
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.migratable = migratable;
+	o.preemptible = preemptible;
+	o.priority = prio;
+	o.checkpoint_s = ckpt;
+	return o;
+}
+
+/* The shared case: J1 on node1+node2 (migratable, no shape), J2 on node5..7 (migratable, its
+ * own request: 12 devices in groups of 4, required block). */
+static tp_cluster *s01_cluster(const tp_topology *t, const tp_request **j2shape)
+{
+	static tp_request shape = TP_REQUEST_INIT;
+	shape.count = 12;
+	shape.group_size = 4;
+	shape.group_level = "node";
+	shape.required = "block";
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 1, 0, 60);
+	assign_range(c, "J1", 0, 8, &o);
+	o.shape = &shape;
+	assign_range(c, "J2", 16, 12, &o);
+	if (j2shape)
+		*j2shape = &shape;
+	return c;
+}
+
+static tp_request s01_request(void)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "J3";
+	r.priority = 1;
+	r.count = 12;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "block";
+	return r;
+}
+
+static tp_defrag_policy s01_policy(void)
+{
+	tp_defrag_policy p = TP_DEFRAG_POLICY_INIT;
+	p.preempt = 0;
+	p.max_moves = 1;
+	p.max_cost_s = 3600;
+	return p;
+}
+
+/* ---- checking a plan by replaying it ---------------------------------------------------------- */
+
+static bool job_in(const char *const *ids, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return true;
+	return false;
+}
+
+static void assert_consistent(const tp_cluster *c)
+{
+	char buf[256];
+	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "cluster check: %s", buf);
+}
+
+/* The placement of the request, committed as job r->id, obeys its required level and groups. */
+static void assert_request_placed(const tp_cluster *c, const tp_request *r)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	const uint32_t *devs;
+	size_t n;
+	cr_assert_eq(tp_cluster_job_devices(c, r->id, &devs, &n), 0, "request not committed");
+	cr_assert_eq(n, r->count);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = i + 1; k < n; k++)
+			cr_assert_neq(devs[i], devs[k], "device %u twice", devs[i]);
+	if (r->required) {
+		int rl = tp_topology_level_by_name(t, r->required);
+		uint32_t d0 = tp_topology_node_domain(t, tp_topology_device_node(t, devs[0]),
+		                                      (unsigned)rl);
+		for (size_t i = 1; i < n; i++)
+			cr_assert_eq(tp_topology_node_domain(t, tp_topology_device_node(t, devs[i]),
+			                                     (unsigned)rl),
+			             d0, "the request leaves its required %s", r->required);
+	}
+	uint32_t g = r->group_size ? r->group_size : 1;
+	for (size_t i = 0; i < n; i += g)
+		for (size_t k = i + 1; k < i + g; k++)
+			cr_assert_eq(tp_topology_device_node(t, devs[k]),
+			             tp_topology_device_node(t, devs[i]), "group %zu spans nodes", i / g);
+}
+
+/*
+ * Replay a successful plan on c under a savepoint, checking each step against the policy and
+ * the state as the spec's plan_valid does, and tp_cluster_check after each step; then roll back.
+ * With r NULL the plan is a compaction plan (priorities compared with 0, no place step).
+ */
+static void check_plan(tp_cluster *c, const tp_request *r, const tp_defrag_policy *pol,
+                       const tp_plan *p)
+{
+	tp_defrag_policy dflt = TP_DEFRAG_POLICY_INIT;
+	if (!pol)
+		pol = &dflt;
+	cr_assert_eq(tp_plan_status(p), 0, "%s", tp_plan_errmsg(p));
+	size_t ns = tp_plan_step_count(p);
+	int rprio = r ? r->priority : 0;
+	const char *moved[256];
+	size_t nmoved = 0;
+	uint32_t moved_devs = 0;
+	double cost = 0;
+	size_t sp;
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	for (size_t i = 0; i < ns; i++) {
+		tp_step_action act;
+		const char *job;
+		const uint32_t *from, *to;
+		size_t nfrom, nto;
+		cr_assert_eq(tp_plan_step(p, i, &act, &job, &from, &nfrom, &to, &nto), 0);
+		if (act == TP_STEP_PLACE) {
+			cr_assert(r, "a compaction plan has a place step");
+			cr_assert_eq(i, ns - 1, "the place step is not the last");
+			cr_assert_str_eq(job, r->id);
+			size_t npl;
+			const uint32_t *pl = tp_placement_devices(tp_plan_placement(p), &npl);
+			cr_assert_eq(npl, nto);
+			cr_assert_eq(memcmp(pl, to, nto * sizeof *to), 0, "place step != placement");
+			for (size_t x = 0; x < nto; x++)
+				cr_assert_eq(tp_cluster_device_state(c, to[x], NULL), TP_DEVICE_FREE,
+				             "place target %u is not free", to[x]);
+			cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0, "%s", tp_cluster_errmsg(c));
+			assert_consistent(c);
+			assert_request_placed(c, r);
+			continue;
+		}
+		tp_job_options o = TP_JOB_OPTIONS_INIT;
+		cr_assert_eq(tp_cluster_job_options(c, job, &o), 0, "step %zu: %s not running", i, job);
+		cr_assert(!job_in(moved, nmoved, job), "job %s moved twice", job);
+		if (r && r->colocate_job)
+			cr_assert_str_neq(job, r->colocate_job, "the colocate target moved");
+		if (o.job_class == TP_CLASS_INTERACTIVE)
+			cr_assert(pol->allow_interactive, "interactive job %s touched", job);
+		const uint32_t *cur;
+		size_t ncur;
+		cr_assert_eq(tp_cluster_job_devices(c, job, &cur, &ncur), 0);
+		cr_assert_eq(ncur, nfrom, "step %zu: from is not all of %s", i, job);
+		cr_assert_eq(memcmp(cur, from, nfrom * sizeof *from), 0);
+		if (act == TP_STEP_MIGRATE) {
+			cr_assert(pol->migrate && o.migratable && o.priority <= rprio,
+			          "migration of %s breaks the policy", job);
+			cr_assert_eq(nto, nfrom, "migration of %s changes its size", job);
+			for (size_t x = 0; x < nto; x++) {
+				const char *holder;
+				int st = tp_cluster_device_state(c, to[x], &holder);
+				bool own = st == TP_DEVICE_HELD && !strcmp(holder, job) &&
+				           !tp_cluster_device_down(c, to[x]);
+				cr_assert(st == TP_DEVICE_FREE || own, "step %zu: target %u not free (%d)",
+				          i, to[x], st);
+			}
+		} else {
+			cr_assert_eq(act, TP_STEP_PREEMPT);
+			cr_assert(pol->preempt && o.preemptible &&
+			              (long)o.priority <= (long)rprio - pol->min_priority_gap,
+			          "preemption of %s breaks the policy", job);
+			cr_assert_eq(nto, 0);
+		}
+		moved[nmoved++] = job;
+		moved_devs += (uint32_t)nfrom;
+		cost += o.checkpoint_s * (double)nfrom;
+		cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0, "step %zu: %s", i,
+		             tp_cluster_errmsg(c));
+		assert_consistent(c);
+		if (act == TP_STEP_MIGRATE) {
+			const tp_request *shape = NULL;
+			tp_job_options o2 = TP_JOB_OPTIONS_INIT;
+			cr_assert_eq(tp_cluster_job_options(c, job, &o2), 0);
+			shape = o2.shape;
+			if (shape && shape->required) {
+				const tp_topology *t = tp_cluster_topology(c);
+				int rl = tp_topology_level_by_name(t, shape->required);
+				uint32_t d0 = tp_topology_node_domain(t, tp_topology_device_node(t, to[0]),
+				                                      (unsigned)rl);
+				for (size_t x = 1; x < nto; x++)
+					cr_assert_eq(tp_topology_node_domain(
+					                 t, tp_topology_device_node(t, to[x]), (unsigned)rl),
+					             d0, "migrated %s leaves its required %s", job,
+					             shape->required);
+			}
+		}
+	}
+	if (r)
+		cr_assert(ns >= 1, "a plan for a request ends with its place step");
+	cr_assert_eq(tp_plan_moved_jobs(p), nmoved);
+	cr_assert_eq(tp_plan_moved_devices(p), moved_devs);
+	cr_assert_float_eq(tp_plan_cost_s(p), cost, 1e-6 * (1 + cost));
+	cr_assert(nmoved <= pol->max_moves, "%zu moves over %u", nmoved, pol->max_moves);
+	if (pol->max_cost_s >= 0)
+		cr_assert(cost <= pol->max_cost_s + 1e-9, "cost %g over %g", cost, pol->max_cost_s);
+	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+	assert_consistent(c);
+}
+
+/* ---- the shared conformance case ---------------------------------------------------------- */
+
+Test(defrag, slurm_s01_moves_the_unconstrained_job_only)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	tp_defrag_policy pol = s01_policy();
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "planning changed the cluster");
+	cr_assert_eq(tp_plan_step_count(p), 2);
+	tp_step_action act;
+	const char *job;
+	size_t nfrom, nto;
+	const uint32_t *from, *to;
+	cr_assert_eq(tp_plan_step(p, 0, &act, &job, &from, &nfrom, &to, &nto), 0);
+	cr_assert_eq(act, TP_STEP_MIGRATE);
+	cr_assert_str_eq(job, "J1");
+	cr_assert_eq(nfrom, 8);
+	cr_assert_eq(nto, 8);
+	cr_assert_eq(tp_plan_moved_jobs(p), 1);
+	cr_assert_eq(tp_plan_moved_devices(p), 8);
+	cr_assert_float_eq(tp_plan_cost_s(p), 480.0, 1e-9);
+	const tp_placement *pl = tp_plan_placement(p);
+	cr_assert(pl);
+	uint32_t dom, n;
+	cr_assert_eq(tp_placement_domain_count(pl, 1), 1);
+	cr_assert_eq(tp_placement_domain_at(pl, 1, 0, &dom, &n), 0);
+	cr_assert_eq(dom, 0, "the request is not in a1/b1");
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, request_that_fits_is_one_place_step)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	r.count = 8;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0);
+	cr_assert_eq(tp_plan_step_count(p), 1);
+	cr_assert_eq(tp_plan_moved_jobs(p), 0);
+	cr_assert_float_eq(tp_plan_cost_s(p), 0.0, 0);
+	check_plan(c, &r, NULL, p);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- policy rules ----------------------------------------------------------------------------- */
+
+/* s01 with J1's attributes replaced: a plan needs J1 moved (J2 costs more, and with max_moves 1
+ * and its own shape only J1 helps). */
+static int plan_with_j1(tp_job_options j1, tp_defrag_policy pol, int req_prio, tp_plan **p,
+                        tp_cluster **cp, tp_topology **tp)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = cluster_of(t);
+	assign_range(c, "J1", 0, 8, &j1);
+	tp_job_options o2 = opts(0, 0, 9, 60); /* J2 never moves */
+	assign_range(c, "J2", 16, 12, &o2);
+	tp_request r = s01_request();
+	r.priority = req_prio;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	int rc = tp_defrag_plan(c, &r, &pol, p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	if (rc == 0)
+		check_plan(c, &r, &pol, *p);
+	*cp = c;
+	*tp = t;
+	return rc;
+}
+
+static void expect(tp_job_options j1, tp_defrag_policy pol, int req_prio, int code,
+                   const char *fragment)
+{
+	tp_plan *p = NULL;
+	tp_cluster *c;
+	tp_topology *t;
+	int rc = plan_with_j1(j1, pol, req_prio, &p, &c, &t);
+	if (code == 0)
+		cr_assert_eq(rc, 0, "%s", tp_plan_errmsg(p));
+	else
+		TP_ASSERT_ERR(rc, code, tp_plan_errmsg(p), fragment);
+	cr_assert_eq(tp_plan_status(p), rc);
+	if (code)
+		cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, interactive_jobs_stay_unless_allowed)
+{
+	tp_job_options j1 = opts(1, 1, 0, 60);
+	j1.job_class = TP_CLASS_INTERACTIVE;
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	expect(j1, pol, 1, TP_ENOPLAN, "block a1/b1 would need interactive job J1 moved");
+	pol.allow_interactive = 1;
+	expect(j1, pol, 1, 0, NULL);
+}
+
+Test(defrag, migration_needs_priority_at_most_the_requests)
+{
+	tp_job_options j1 = opts(1, 0, 2, 60);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	expect(j1, pol, 1, TP_ENOPLAN, "priority 2 above 1");
+	expect(j1, pol, 2, 0, NULL);
+}
+
+Test(defrag, preemption_needs_the_priority_gap)
+{
+	tp_job_options j1 = opts(0, 1, 0, 60);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.min_priority_gap = 2;
+	expect(j1, pol, 1, TP_ENOPLAN, "priority 0 not 2 below 1");
+	expect(j1, pol, 2, 0, NULL);
+	pol.min_priority_gap = 0;
+	expect(j1, pol, 0, 0, NULL);
+}
+
+Test(defrag, flags_and_switches)
+{
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	expect(opts(0, 0, 0, 60), pol, 1, TP_ENOPLAN, "not migratable; not preemptible");
+	pol.migrate = 0;
+	expect(opts(1, 0, 0, 60), pol, 1, TP_ENOPLAN, "migration is off; not preemptible");
+	expect(opts(1, 1, 0, 60), pol, 1, 0, NULL);
+	pol.preempt = 0;
+	expect(opts(1, 1, 0, 60), pol, 1, TP_ENOPLAN, "migration is off; preemption is off");
+}
+
+Test(defrag, max_cost_and_max_moves)
+{
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_cost_s = 300;
+	expect(opts(1, 1, 0, 60), pol, 1, TP_ENOPLAN, "the cheapest plan costs 480 s, over max_cost_s 300");
+	pol.max_cost_s = 480;
+	expect(opts(1, 1, 0, 60), pol, 1, 0, NULL);
+	pol.max_moves = 0;
+	expect(opts(1, 1, 0, 60), pol, 1, TP_ENOPLAN, "the cheapest plan needs 1 moves, max_moves is 0");
+}
+
+Test(defrag, two_moves_needed_with_max_moves_one)
+{
+	/* rack-required 16 on a rack of 4 nodes holding two 4-GPU jobs on different nodes */
+	tp_topology *t = s01_topology();
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 1, 0, 60);
+	assign_range(c, "a", 0, 4, &o);
+	assign_range(c, "b", 4, 4, &o);
+	assign_range(c, "c", 16, 4, &o);
+	assign_range(c, "d", 20, 4, &o);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "big";
+	r.count = 16;
+	r.required = "block";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.migrate = 0;
+	pol.max_moves = 1;
+	tp_plan *p = NULL;
+	/* priority 1 so that the priority-0 jobs may be preempted */
+	r.priority = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "needs 2 moves, max_moves is 1");
+	tp_plan_destroy(p);
+	pol.max_moves = 2;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_plan_moved_jobs(p), 2);
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, colocate_target_never_moves)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 1, 0, 1);
+	assign_range(c, "decode", 0, 4, &o);   /* node1, b1: cheap and movable, but the target */
+	tp_job_options o2 = opts(1, 1, 0, 60);
+	assign_range(c, "x", 4, 8, &o2);       /* node2, node3 */
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "prefill";
+	r.priority = 1;
+	r.count = 8;
+	r.group_size = 4;
+	r.colocate_job = "decode";
+	r.colocate_level = "block";
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	for (size_t i = 0; i + 1 < tp_plan_step_count(p); i++) {
+		const char *job;
+		cr_assert_eq(tp_plan_step(p, i, NULL, &job, NULL, NULL, NULL, NULL), 0);
+		cr_assert_str_neq(job, "decode");
+	}
+	check_plan(c, &r, NULL, p);
+	tp_plan_destroy(p);
+	/* the only blocker left is the target itself */
+	cr_assert_eq(tp_cluster_release(c, "x"), 0);
+	assign_with(c, "x", 4, 12, opts(0, 0, 5, 60));
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, NULL, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "block a1/b1 would need job");
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, invalid_arguments)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, NULL), TP_EINVAL);
+	cr_assert_eq(tp_defrag_plan(NULL, &r, NULL, &p), TP_EINVAL);
+	cr_assert_null(p);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.min_priority_gap = -1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.min_priority_gap -1");
+	tp_plan_destroy(p);
+	pol = (tp_defrag_policy)TP_DEFRAG_POLICY_INIT;
+	pol.version = 7;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.version 7");
+	tp_plan_destroy(p);
+	pol = (tp_defrag_policy)TP_DEFRAG_POLICY_INIT;
+	pol.max_cost_s = NAN;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.max_cost_s");
+	tp_plan_destroy(p);
+	r.count = 13;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, NULL, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "request.count");
+	tp_plan_destroy(p);
+	r = s01_request();
+	r.required = "rack";
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, NULL, &p), TP_ENOTFOUND, tp_plan_errmsg(p), "rack");
+	tp_plan_destroy(p);
+	r = s01_request();
+	r.count = 20; /* more than a block */
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), TP_EINFEASIBLE, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_plan_step_count(p), 0);
+	cr_assert_null(tp_plan_placement(p));
+	cr_assert_eq(tp_plan_apply_step(c, p, 0, NULL), TP_EINVAL);
+	tp_plan_destroy(p);
+	/* accessors on bad input */
+	cr_assert_eq(tp_plan_status(NULL), TP_EINVAL);
+	cr_assert_str_eq(tp_plan_errmsg(NULL), "");
+	cr_assert_eq(tp_plan_step(NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL), TP_EINVAL);
+	tp_plan_destroy(NULL);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- carrying a plan out ------------------------------------------------------------------- */
+
+Test(defrag, apply_step_checks_order_and_state)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	tp_defrag_policy pol = s01_policy();
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	TP_ASSERT_ERR(tp_plan_apply_step(c, p, 1, NULL), TP_EINVAL, tp_cluster_errmsg(c),
+	              "out of order: step 0 is next");
+	TP_ASSERT_ERR(tp_plan_apply_step(c, p, 5, NULL), TP_EINVAL, tp_cluster_errmsg(c),
+	              "the plan has 2 steps");
+	/* the job moved meanwhile: the step no longer matches */
+	const uint32_t *to;
+	size_t nto;
+	cr_assert_eq(tp_plan_step(p, 0, NULL, NULL, NULL, NULL, &to, &nto), 0);
+	cr_assert_eq(tp_cluster_release(c, "J1"), 0);
+	TP_ASSERT_ERR(tp_plan_apply_step(c, p, 0, NULL), TP_EINVAL, tp_cluster_errmsg(c),
+	              "J1 is no longer running");
+	assign_with(c, "J1", 0, 8, opts(1, 1, 0, 60));
+	/* a target taken by someone else */
+	cr_assert_eq(tp_cluster_assign(c, "intruder", to + nto - 1, 1, NULL), 0);
+	TP_ASSERT_ERR(tp_plan_apply_step(c, p, 0, NULL), TP_EINVAL, tp_cluster_errmsg(c),
+	              "is held by job intruder");
+	cr_assert_eq(tp_cluster_release(c, "intruder"), 0);
+	cr_assert_eq(tp_plan_apply_step(c, p, 0, NULL), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_plan_apply_step(c, p, 1, NULL), 0, "%s", tp_cluster_errmsg(c));
+	assert_consistent(c);
+	assert_request_placed(c, &r);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- NVL72 fleets ---------------------------------------------------------------------------- */
+
+#define RACK_NODES 18u
+#define NODE_GPUS 4u
+#define RACK_GPUS 72u
+
+static uint32_t node_dev(unsigned rack, unsigned node) { return (rack * RACK_NODES + node) * 4; }
+
+static tp_request rack_request(const char *id, int prio)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = id;
+	r.priority = prio;
+	r.count = RACK_GPUS;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "rack";
+	return r;
+}
+
+/* The rack (level 1) the i-th device of the plan's placement is in. */
+static uint32_t placed_rack(const tp_plan *p)
+{
+	uint32_t dom, n;
+	cr_assert_eq(tp_placement_domain_count(tp_plan_placement(p), 1), 1);
+	cr_assert_eq(tp_placement_domain_at(tp_plan_placement(p), 1, 0, &dom, &n), 0);
+	return dom;
+}
+
+static uint32_t dev_rack(const tp_topology *t, uint32_t dev)
+{
+	return tp_topology_node_domain(t, tp_topology_device_node(t, dev), 1);
+}
+
+Test(defrag, preemption_empties_one_rack)
+{
+	/* 4 racks of low-priority 4-GPU jobs: rack r holds 6 + 2r of them (free 48 - 8r), so
+	 * 112 GPUs are free but no rack is. Rack 0 also holds a priority-9 job: it cannot be
+	 * emptied, and the cheapest rack that can is rack 1 (8 victims). */
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options lo = opts(0, 1, 0, 60);
+	char id[32];
+	for (unsigned rk = 0; rk < 4; rk++)
+		for (unsigned n = 0; n < 6 + 2 * rk; n++) {
+			snprintf(id, sizeof id, "r%u-n%u", rk, n);
+			tp_job_options o = rk == 0 && n == 0 ? opts(0, 1, 9, 60) : lo;
+			assign_range(c, id, node_dev(rk, 2 * n % RACK_NODES + (2 * n >= RACK_NODES)), 4,
+			             &o);
+		}
+	tp_request r = rack_request("train", 5);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.migrate = 0;
+	tp_plan *p = NULL;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	cr_assert_eq(placed_rack(p), 1);
+	cr_assert_eq(tp_plan_moved_jobs(p), 8);
+	cr_assert_float_eq(tp_plan_cost_s(p), 8 * 240.0, 1e-9);
+	for (size_t i = 0; i + 1 < tp_plan_step_count(p); i++) {
+		tp_step_action act;
+		const uint32_t *from;
+		size_t nfrom;
+		cr_assert_eq(tp_plan_step(p, i, &act, NULL, &from, &nfrom, NULL, NULL), 0);
+		cr_assert_eq(act, TP_STEP_PREEMPT);
+		cr_assert_eq(dev_rack(t, from[0]), 1, "a victim outside the target rack");
+	}
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, ties_go_to_the_rack_with_more_free_devices)
+{
+	/* rack 0: one 32-GPU job at 15 s (cost 480), 40 free; rack 1: one 16-GPU job at 30 s
+	 * (cost 480), 56 free. Same cost, same moves: rack 1 has more free devices. Racks 2, 3
+	 * are full of immovable jobs but leave room for the migrants. */
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = cluster_of(t);
+	assign_with(c, "a", node_dev(0, 0), 32, opts(1, 1, 0, 15));
+	assign_with(c, "b", node_dev(1, 0), 16, opts(1, 1, 0, 30));
+	assign_with(c, "fixed2", node_dev(2, 0), 24, opts(0, 0, 9, 60));
+	assign_with(c, "fixed3", node_dev(3, 0), 24, opts(0, 0, 9, 60));
+	tp_request r = rack_request("train", 0);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(placed_rack(p), 1);
+	cr_assert_float_eq(tp_plan_cost_s(p), 480.0, 1e-9);
+	check_plan(c, &r, NULL, p);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Racks 0 and 1 hold three 8-GPU migratable jobs each (same cost); racks 2-3 have room. */
+static tp_cluster *sticky_cluster(const tp_topology *t)
+{
+	tp_cluster *c = cluster_of(t);
+	char id[16];
+	for (unsigned rk = 0; rk < 2; rk++)
+		for (unsigned k = 0; k < 3; k++) {
+			snprintf(id, sizeof id, "m%u%u", rk, k);
+			assign_with(c, id, node_dev(rk, 2 + 5 * k), 8, opts(1, 1, 0, 60));
+		}
+	assign_with(c, "fill2", node_dev(2, 0), 40, opts(0, 0, 9, 60));
+	assign_with(c, "fill3", node_dev(3, 0), 40, opts(0, 0, 9, 60));
+	return c;
+}
+
+Test(defrag, a_plan_carried_out_halfway_keeps_its_rack)
+{
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = sticky_cluster(t);
+	tp_request r = rack_request("train", 0);
+	tp_plan *p1 = NULL, *p2 = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p1), 0, "%s", tp_plan_errmsg(p1));
+	uint32_t rack = placed_rack(p1);
+	cr_assert_eq(rack, 0, "equal racks: the lowest id");
+	cr_assert_eq(tp_plan_moved_jobs(p1), 3);
+	/* same question, same answer */
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p2), 0);
+	cr_assert_eq(tp_plan_step_count(p2), tp_plan_step_count(p1));
+	for (size_t i = 0; i < tp_plan_step_count(p1); i++) {
+		const char *j1, *j2;
+		const uint32_t *t1, *t2;
+		size_t n1, n2;
+		tp_plan_step(p1, i, NULL, &j1, NULL, NULL, &t1, &n1);
+		tp_plan_step(p2, i, NULL, &j2, NULL, NULL, &t2, &n2);
+		cr_assert_str_eq(j1, j2);
+		cr_assert_eq(n1, n2);
+		cr_assert_eq(memcmp(t1, t2, n1 * sizeof *t1), 0);
+	}
+	tp_plan_destroy(p2);
+	/* carry out the first migration, then ask again: the same rack, the rest of the cost */
+	cr_assert_eq(tp_plan_apply_step(c, p1, 0, NULL), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p2), 0, "%s", tp_plan_errmsg(p2));
+	cr_assert_eq(placed_rack(p2), rack);
+	cr_assert_eq(tp_plan_moved_jobs(p2), 2);
+	cr_assert_float_eq(tp_plan_cost_s(p2), tp_plan_cost_s(p1) - 480.0, 1e-9);
+	check_plan(c, &r, NULL, p2);
+	tp_plan_destroy(p1);
+	tp_plan_destroy(p2);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, migrants_keep_their_own_shape)
+{
+	/* s01: J2 (own request: 12 in one block) may move, J1 may not; moving J2 would need a
+	 * block with 3 free nodes, which b1 lacks: no plan, and the reason names J1. */
+	tp_topology *t = s01_topology();
+	tp_cluster *c = cluster_of(t);
+	assign_with(c, "J1", 0, 8, opts(0, 0, 0, 60));
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 12;
+	shape.group_size = 4;
+	shape.required = "block";
+	tp_job_options o = opts(1, 0, 0, 60);
+	o.shape = &shape;
+	assign_range(c, "J2", 16, 12, &o);
+	tp_request r = s01_request();
+	tp_plan *p = NULL;
+	int rc = tp_defrag_plan(c, &r, NULL, &p);
+	TP_ASSERT_ERR(rc, TP_ENOPLAN, tp_plan_errmsg(p),
+	              "block a1/b2 would need job J2 moved, but it has nowhere else to go");
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- compaction ---------------------------------------------------------------------------- */
+
+Test(defrag, compaction_frees_the_cheapest_racks)
+{
+	/* rack r holds r + 1 migratable 4-GPU jobs; rack 3 is fully free already. Freeing 3 racks:
+	 * rack 3 counts, then rack 0 (1 job), then rack 1 (2 jobs). */
+	tp_topology *t = nvl72(1, 5);
+	tp_cluster *c = cluster_of(t);
+	char id[16];
+	for (unsigned rk = 0; rk < 3; rk++)
+		for (unsigned k = 0; k <= rk; k++) {
+			snprintf(id, sizeof id, "j%u%u", rk, k);
+			assign_with(c, id, node_dev(rk, 3 * k), 4, opts(1, 0, 0, 60));
+		}
+	assign_with(c, "j4", node_dev(4, 0), 8, opts(0, 0, 0, 60));
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_compact(c, "rack", 3, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	cr_assert_eq(tp_plan_moved_jobs(p), 3);
+	cr_assert_null(tp_plan_placement(p));
+	check_plan(c, NULL, NULL, p);
+	/* carried out: racks 0, 1 and 3 are fully free */
+	for (size_t i = 0; i < tp_plan_step_count(p); i++)
+		cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0, "%s", tp_cluster_errmsg(c));
+	assert_consistent(c);
+	cr_assert_eq(tp_cluster_free(c, 1, 0), RACK_GPUS);
+	cr_assert_eq(tp_cluster_free(c, 1, 1), RACK_GPUS);
+	cr_assert_eq(tp_cluster_free(c, 1, 3), RACK_GPUS);
+	tp_plan_destroy(p);
+	/* everything left holds an immovable job or migrants with nowhere to go */
+	TP_ASSERT_ERR(tp_defrag_compact(c, "rack", 5, NULL, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "only");
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact(c, "shelf", 1, NULL, &p), TP_ENOTFOUND, tp_plan_errmsg(p),
+	              "shelf");
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact(c, "rack", 0, NULL, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "ndomains 0");
+	tp_plan_destroy(p);
+	/* within budget: max_cost 0 allows nothing, but racks already free count */
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_cost_s = 0;
+	cr_assert_eq(tp_defrag_compact(c, "rack", 3, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_plan_step_count(p), 0);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- allocation failures -------------------------------------------------------------------- */
+
+/* Fail allocation n = 0, 1, 2, ... of a call until it succeeds: each failure is TP_ENOMEM with
+ * no plan, no block left behind and the cluster unchanged. A first successful call warms the
+ * cluster's own buffers (undo log, savepoints), which stay with the cluster. */
+static void alloc_loop(tp_cluster *c, const tp_request *r, const tp_defrag_policy *pol,
+                       const char *compact_level, uint32_t ndom)
+{
+	tp_plan *p = NULL;
+	int want = r ? tp_defrag_plan(c, r, pol, &p) : tp_defrag_compact(c, compact_level, ndom,
+	                                                                      pol, &p);
+	tp_plan_destroy(p);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	long live = tp_test_alloc_state.live;
+	for (long n = 0;; n++) {
+		tp_test_alloc_fail_at(n);
+		p = NULL;
+		int rc = r ? tp_defrag_plan(c, r, pol, &p)
+		           : tp_defrag_compact(c, compact_level, ndom, pol, &p);
+		long failed = tp_test_alloc_state.failed;
+		tp_test_alloc_fail_at(-1);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp, "allocation %ld: cluster changed", n);
+		assert_consistent(c);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(p);
+			cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: leak", n);
+			continue;
+		}
+		cr_assert_eq(rc, want, "allocation %ld: %s", n, tp_err_name(rc));
+		tp_plan_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live);
+		if (!failed)
+			break;
+	}
+}
+
+Test(defrag, allocation_failures_leave_everything_as_it_was)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	tp_defrag_policy pol = s01_policy();
+	alloc_loop(c, &r, &pol, NULL, 0);
+	pol.max_cost_s = 100; /* the failing path: a second search explains why */
+	alloc_loop(c, &r, &pol, NULL, 0);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, allocation_failures_while_compacting_and_applying)
+{
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = sticky_cluster(t);
+	alloc_loop(c, NULL, NULL, "rack", 2);
+	tp_request r = rack_request("train", 0);
+	alloc_loop(c, &r, NULL, NULL, 0);
+	/* apply_step: a failed step leaves the cluster and the cursor as they were */
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0);
+	for (size_t i = 0; i < tp_plan_step_count(p); i++) {
+		for (long n = 0;; n++) {
+			uint64_t fp = tp_cluster_fingerprint(c);
+			tp_test_alloc_fail_at(n);
+			int rc = tp_plan_apply_step(c, p, i, NULL);
+			long failed = tp_test_alloc_state.failed;
+			tp_test_alloc_fail_at(-1);
+			if (rc == TP_ENOMEM) {
+				cr_assert_eq(tp_cluster_fingerprint(c), fp);
+				assert_consistent(c);
+				continue;
+			}
+			cr_assert_eq(rc, 0, "step %zu: %s", i, tp_cluster_errmsg(c));
+			(void)failed;
+			break;
+		}
+	}
+	assert_request_placed(c, &r);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- the oracle ----------------------------------------------------------------------------- */
+
+/*
+ * Small random clusters (2-3 racks of 2-3 nodes of 2 or 4 GPUs, up to 7 jobs of random size,
+ * flags, priority and checkpoint cost, a few down or cordoned free devices) and a random request
+ * (required rack or not, whole-node groups or single devices) under a random policy. The oracle
+ * enumerates every set of jobs the policy lets move, cheapest first (cost, then moves): a set
+ * works when the request fits once its jobs are gone, and the devices left free after placing
+ * the request hold every job that must migrate (jobs without a shape may restart on any free
+ * device; a job that may also be preempted is preempted when that is what makes room).
+ */
+#define OR_JOBS 8
+
+struct ocase {
+	uint64_t seed;
+	unsigned racks, nodes, gpus;
+	unsigned njobs;
+	char ids[OR_JOBS][8];
+	tp_job_options o[OR_JOBS];
+	uint32_t devs[OR_JOBS][8];
+	unsigned n[OR_JOBS];
+	tp_request r;
+	tp_defrag_policy pol;
+	uint32_t down, cord; /* UINT32_MAX: none */
+};
+
+static void ocase_gen(struct ocase *k, uint64_t seed)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 17;
+	memset(k, 0, sizeof *k);
+	k->seed = seed;
+	k->racks = 2 + tp_test_below(&s, 2);
+	k->nodes = 2 + tp_test_below(&s, 2);
+	k->gpus = tp_test_below(&s, 2) ? 4 : 2;
+	uint32_t total = k->racks * k->nodes * k->gpus;
+	bool held[64] = {0};
+	k->njobs = 3 + tp_test_below(&s, OR_JOBS - 2);
+	unsigned made = 0;
+	for (unsigned j = 0; j < k->njobs; j++) {
+		unsigned size = 1 + tp_test_below(&s, k->gpus);
+		if (tp_test_below(&s, 5) == 0)
+			size = k->gpus + 1 + tp_test_below(&s, k->gpus);
+		unsigned got = 0;
+		if (size <= k->gpus && tp_test_below(&s, 3)) { /* inside one node */
+			uint32_t node = tp_test_below(&s, total / k->gpus);
+			for (uint32_t d = node * k->gpus; d < (node + 1) * k->gpus && got < size; d++)
+				if (!held[d])
+					k->devs[made][got++] = d;
+			if (got < size)
+				got = 0;
+		} else { /* anywhere, starting at a random device */
+			uint32_t start = tp_test_below(&s, total);
+			for (uint32_t x = 0; x < total && got < size; x++) {
+				uint32_t d = (start + x) % total;
+				if (!held[d])
+					k->devs[made][got++] = d;
+			}
+			if (got < size)
+				got = 0;
+		}
+		if (!got)
+			continue;
+		for (unsigned x = 0; x < got; x++)
+			held[k->devs[made][x]] = true;
+		/* rank order: ascending */
+		for (unsigned a = 1; a < got; a++)
+			for (unsigned b = a; b > 0 && k->devs[made][b - 1] > k->devs[made][b]; b--) {
+				uint32_t tmp = k->devs[made][b];
+				k->devs[made][b] = k->devs[made][b - 1];
+				k->devs[made][b - 1] = tmp;
+			}
+		k->n[made] = got;
+		snprintf(k->ids[made], sizeof k->ids[made], "j%u", made);
+		tp_job_options o = TP_JOB_OPTIONS_INIT;
+		o.migratable = tp_test_below(&s, 10) < 6;
+		o.preemptible = tp_test_below(&s, 10) < 6;
+		o.job_class = tp_test_below(&s, 7) == 0 ? TP_CLASS_INTERACTIVE : TP_CLASS_TRAINING;
+		o.priority = (int)tp_test_below(&s, 3);
+		static const double ck[] = {10, 30, 60, 120};
+		o.checkpoint_s = ck[tp_test_below(&s, 4)];
+		k->o[made] = o;
+		made++;
+	}
+	k->njobs = made;
+	k->down = k->cord = UINT32_MAX;
+	for (int which = 0; which < 2; which++) {
+		if (tp_test_below(&s, 5))
+			continue;
+		uint32_t d = tp_test_below(&s, total);
+		if (!held[d] && d != k->down) {
+			held[d] = true;
+			if (which)
+				k->cord = d;
+			else
+				k->down = d;
+		}
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "req";
+	uint32_t rack = k->nodes * k->gpus;
+	r.count = rack / 2 + 1 + tp_test_below(&s, rack - rack / 2);
+	if (tp_test_below(&s, 2) && r.count % k->gpus == 0) {
+		r.group_size = k->gpus;
+		r.group_level = "node";
+	}
+	unsigned kind = tp_test_below(&s, 10);
+	if (kind < 7)
+		r.required = "rack";
+	else if (kind < 9)
+		r.preferred = "rack";
+	r.priority = (int)tp_test_below(&s, 3);
+	k->r = r;
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	unsigned sw = tp_test_below(&s, 4);
+	pol.migrate = sw != 1;
+	pol.preempt = sw != 2;
+	pol.allow_interactive = tp_test_below(&s, 5) == 0;
+	pol.min_priority_gap = (int)tp_test_below(&s, 2) + (tp_test_below(&s, 4) == 0);
+	if (tp_test_below(&s, 5) < 2)
+		pol.max_moves = 1 + tp_test_below(&s, 3);
+	if (tp_test_below(&s, 10) < 3)
+		pol.max_cost_s = 30 + 30.0 * tp_test_below(&s, 20);
+	k->pol = pol;
+}
+
+static void ocase_build(const struct ocase *k, tp_topology **tp, tp_cluster **cp)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	unsigned counts[] = {k->racks, k->nodes};
+	cr_assert_eq(tp_topology_builder_generate(b, counts, k->gpus, NULL), 0);
+	cr_assert_eq(tp_topology_build(b, tp), 0);
+	tp_topology_builder_destroy(b);
+	*cp = cluster_of(*tp);
+	for (unsigned j = 0; j < k->njobs; j++)
+		cr_assert_eq(tp_cluster_assign(*cp, k->ids[j], k->devs[j], k->n[j], &k->o[j]), 0);
+	if (k->down != UINT32_MAX)
+		cr_assert_eq(tp_cluster_set_down(*cp, &k->down, 1, 1), 0);
+	if (k->cord != UINT32_MAX)
+		cr_assert_eq(tp_cluster_set_cordoned(*cp, &k->cord, 1, 1), 0);
+}
+
+struct oanswer {
+	unsigned place_errors; /* tp_place answers that were neither a placement nor a reason */
+	bool fits_now;   /* the request fits without moves */
+	bool found;
+	double cost;
+	unsigned moves, moved_devices;
+};
+
+/* Enumerate every set of movable jobs; the cheapest that works (cost, then moves, then fewest
+ * moved devices). */
+static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
+{
+	memset(a, 0, sizeof *a);
+	tp_placement *pl = NULL;
+	int rc = tp_place(c, &k->r, &pl);
+	tp_placement_destroy(pl);
+	if (rc == 0) {
+		a->fits_now = a->found = true;
+		return;
+	}
+	if (rc != TP_EBUSY && rc != TP_EFRAGMENTED)
+		return;
+	const tp_defrag_policy *pol = &k->pol;
+	unsigned can_m[OR_JOBS], can_p[OR_JOBS];
+	for (unsigned j = 0; j < k->njobs; j++) {
+		const tp_job_options *o = &k->o[j];
+		bool ok = o->job_class != TP_CLASS_INTERACTIVE || pol->allow_interactive;
+		can_m[j] = ok && pol->migrate && o->migratable && o->priority <= k->r.priority;
+		can_p[j] = ok && pol->preempt && o->preemptible &&
+		           (long)o->priority <= (long)k->r.priority - pol->min_priority_gap;
+	}
+	for (uint32_t mask = 1; mask < (1u << k->njobs); mask++) {
+		double cost = 0;
+		unsigned moves = 0, devs = 0, mig = 0, usable = 0;
+		bool ok = true;
+		for (unsigned j = 0; j < k->njobs && ok; j++) {
+			if (!(mask >> j & 1))
+				continue;
+			ok = can_m[j] || can_p[j];
+			cost += k->o[j].checkpoint_s * k->n[j];
+			moves++;
+			devs += k->n[j];
+			if (!can_p[j])
+				mig += k->n[j];
+		}
+		if (!ok || moves > pol->max_moves || (pol->max_cost_s >= 0 && cost > pol->max_cost_s))
+			continue;
+		if (a->found && (cost > a->cost + 1e-9 ||
+		                 (fabs(cost - a->cost) <= 1e-9 &&
+		                  (moves > a->moves || (moves == a->moves && devs >= a->moved_devices)))))
+			continue;
+		size_t sp;
+		cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+		for (unsigned j = 0; j < k->njobs; j++)
+			if (mask >> j & 1)
+				cr_assert_eq(tp_cluster_release(c, k->ids[j]), 0);
+		usable = tp_cluster_free_total(c);
+		rc = tp_place(c, &k->r, &pl);
+		tp_placement_destroy(pl);
+		if (rc != 0 && rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
+			a->place_errors++;
+		cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+		if (rc != 0 || usable < k->r.count + mig)
+			continue;
+		a->found = true;
+		a->cost = cost;
+		a->moves = moves;
+		a->moved_devices = devs;
+	}
+}
+
+static void dump_case(const struct ocase *k)
+{
+	fprintf(stderr, "case %llu: %u racks x %u nodes x %u GPUs; request count %u group %u %s%s "
+	                "prio %d; policy migrate %d preempt %d interactive %d gap %d moves %u "
+	                "cost %g; down %d cordoned %d\n",
+	        (unsigned long long)k->seed, k->racks, k->nodes, k->gpus, k->r.count,
+	        k->r.group_size, k->r.required ? "required " : k->r.preferred ? "preferred " : "",
+	        k->r.required ? k->r.required : k->r.preferred ? k->r.preferred : "", k->r.priority,
+	        k->pol.migrate, k->pol.preempt, k->pol.allow_interactive, k->pol.min_priority_gap,
+	        k->pol.max_moves, k->pol.max_cost_s, (int)k->down, (int)k->cord);
+	for (unsigned j = 0; j < k->njobs; j++) {
+		fprintf(stderr, "  %s: m%d p%d %s prio %d ckpt %g devs", k->ids[j], k->o[j].migratable,
+		        k->o[j].preemptible, k->o[j].job_class == TP_CLASS_INTERACTIVE ? "inter" : "train",
+		        k->o[j].priority, k->o[j].checkpoint_s);
+		for (unsigned x = 0; x < k->n[j]; x++)
+			fprintf(stderr, " %u", k->devs[j][x]);
+		fprintf(stderr, "\n");
+	}
+}
+
+struct ostats {
+	unsigned place_errors; /* cases where tp_place itself failed: the oracle cannot judge */
+	unsigned cases, fits_now, oracle_plans, planner_plans, missed, optimal;
+	unsigned hist[6]; /* moved-devices ratio: 1, (1,1.1], (1.1,1.2], (1.2,1.5], (1.5,2], >2 */
+	double worst_dev, worst_cost;
+	uint64_t worst_seed;
+};
+
+static void ratio_bin(struct ostats *st, double x)
+{
+	int b = x <= 1.0 + 1e-9 ? 0 : x <= 1.1 ? 1 : x <= 1.2 ? 2 : x <= 1.5 ? 3 : x <= 2 ? 4 : 5;
+	st->hist[b]++;
+}
+
+/* Run the oracle and the planner (with `exact_max`) on `ncases` seeds; returns the figures. */
+static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, bool require_opt)
+{
+	memset(st, 0, sizeof *st);
+	struct tp_defrag_knobs knobs = {exact_max};
+	for (uint64_t seed = 1; seed <= ncases; seed++) {
+		struct ocase k;
+		ocase_gen(&k, seed);
+		tp_topology *t;
+		tp_cluster *c;
+		ocase_build(&k, &t, &c);
+		struct oanswer a;
+		oracle(c, &k, &a);
+		if (a.place_errors) {
+			/* tp_place failed with an internal error on a state of this case: its answers
+			 * (the oracle's reference) cannot be trusted here. Counted and reported. */
+			if (st->place_errors++ < 3)
+				fprintf(stderr, "seed %llu: tp_place returned an internal error on %u "
+				        "states\n", (unsigned long long)seed, a.place_errors);
+			tp_cluster_destroy(c);
+			tp_topology_destroy(t);
+			continue;
+		}
+		uint64_t fp = tp_cluster_fingerprint(c);
+		tp_plan *p = NULL;
+		int rc = tp_defrag_plan_ex(c, &k.r, &k.pol, &knobs, NULL, &p);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp, "seed %llu: planning changed the cluster",
+		             (unsigned long long)seed);
+		st->cases++;
+		if (rc == 0 && tp_plan_moved_jobs(p) == 0)
+			st->fits_now++;
+		if (a.found && !a.fits_now)
+			st->oracle_plans++;
+		if (rc == 0) {
+			check_plan(c, &k.r, &k.pol, p);
+			if (!a.fits_now)
+				st->planner_plans++;
+		}
+		if (a.found != (rc == 0)) {
+			dump_case(&k);
+			fprintf(stderr, "  oracle: %s cost %g moves %u; planner: %s (%s)\n",
+			        a.found ? "plan" : "none", a.cost, a.moves, tp_err_name(rc),
+			        tp_plan_errmsg(p));
+		}
+		cr_assert(!(rc == 0 && !a.found), "seed %llu: the planner found a plan the oracle "
+		          "did not", (unsigned long long)seed);
+		if (a.found && rc != 0) {
+			st->missed++;
+			cr_assert(!require_opt, "seed %llu: the oracle has a plan (cost %g), the planner "
+			          "none: %s", (unsigned long long)seed, a.cost, tp_plan_errmsg(p));
+		}
+		if (a.found && rc == 0 && !a.fits_now) {
+			double pc = tp_plan_cost_s(p), pd = tp_plan_moved_devices(p);
+			cr_assert(pc >= a.cost - 1e-9, "seed %llu: planner cost %g below the optimum %g",
+			          (unsigned long long)seed, pc, a.cost);
+			double rd = pd / a.moved_devices, rcst = a.cost > 0 ? pc / a.cost : 1.0;
+			ratio_bin(st, rd);
+			if (fabs(pc - a.cost) <= 1e-9 && tp_plan_moved_jobs(p) == a.moves)
+				st->optimal++;
+			else if (require_opt) {
+				dump_case(&k);
+				cr_assert_fail("seed %llu: planner cost %g moves %u, optimum %g moves %u",
+				               (unsigned long long)seed, pc, tp_plan_moved_jobs(p), a.cost,
+				               a.moves);
+			}
+			if (rd > st->worst_dev || rcst > st->worst_cost) {
+				st->worst_seed = rd > st->worst_dev ? seed : st->worst_seed;
+				if (rd > st->worst_dev)
+					st->worst_dev = rd;
+				if (rcst > st->worst_cost)
+					st->worst_cost = rcst;
+			}
+			if (rd > 1.2 + 1e-9 || rcst > 1.2 + 1e-9)
+				dump_case(&k);
+		}
+		tp_plan_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+}
+
+static void report(const char *name, const struct ostats *st)
+{
+	fprintf(stderr,
+	        "%s: %u cases (%u skipped: tp_place internal error), %u fit already, oracle plans %u, planner plans %u, missed %u, "
+	        "optimal (cost and moves) %u\n"
+	        "  moved devices / optimal: =1: %u, (1,1.1]: %u, (1.1,1.2]: %u, (1.2,1.5]: %u, "
+	        "(1.5,2]: %u, >2: %u; worst %.3f (seed %llu); worst cost ratio %.3f\n",
+	        name, st->cases, st->place_errors, st->fits_now, st->oracle_plans, st->planner_plans, st->missed,
+	        st->optimal, st->hist[0], st->hist[1], st->hist[2], st->hist[3], st->hist[4],
+	        st->hist[5], st->worst_dev, (unsigned long long)st->worst_seed, st->worst_cost);
+}
+
+/* The default planner: exact inside every candidate of these sizes, so optimal. */
+Test(defrag, oracle_default_planner_is_optimal, .timeout = 300)
+{
+	struct ostats st;
+	oracle_run(8000, TP_DEFRAG_EXACT_MAX, &st, true);
+	report("exact", &st);
+	cr_assert_gt(st.oracle_plans, 100, "too few cases need a plan to mean anything");
+	cr_assert_eq(st.place_errors, 0, "tp_place failed internally on %u cases (a place.c bug; "
+	             "the oracle cannot judge them)", st.place_errors);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The greedy search alone (what runs on candidates with many movable jobs): it must find a
+ * plan whenever one exists and move at most 1.2x the optimal devices, at most 1.2x the cost. */
+Test(defrag, oracle_greedy_within_1_2x, .timeout = 300)
+{
+	struct ostats st;
+	oracle_run(8000, 0, &st, false);
+	report("greedy", &st);
+	cr_assert_eq(st.place_errors, 0, "tp_place failed internally on %u cases (a place.c bug; "
+	             "the oracle cannot judge them)", st.place_errors);
+	cr_assert_eq(st.missed, 0, "the greedy search missed %u plans", st.missed);
+	cr_assert_leq(st.worst_dev, 1.2 + 1e-9, "moved devices %.3fx the optimum (seed %llu)",
+	              st.worst_dev, (unsigned long long)st.worst_seed);
+	cr_assert_leq(st.worst_cost, 1.2 + 1e-9, "cost %.3fx the optimum", st.worst_cost);
+	TP_ASSERT_NO_LEAKS();
+}

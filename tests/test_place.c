@@ -1,0 +1,1254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The solver (place.c): request validation (code and the field named), every constraint, the
+ * conformance examples of spec/examples rebuilt in C, the three not-placeable statuses with
+ * their fit figures, replace, commit and its checks, rank order, read-only-ness, and
+ * allocation-failure loops over tp_place, tp_replace and tp_commit.
+ */
+#include <stdio.h>
+
+#include "testutil.h"
+
+/* ---- fixtures ------------------------------------------------------------------------------- */
+
+struct nspec {
+	const char *name, *p0, *p1; /* p1 NULL for two-level topologies */
+	unsigned gpus;
+};
+
+static tp_topology *build(const char *const *levels, unsigned nlev, const struct nspec *ns,
+                          size_t n)
+{
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, nlev, &tp_test_allocator), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *path[] = {ns[i].p0, ns[i].p1};
+		cr_assert_eq(tp_topology_builder_add_node(b, ns[i].name, nlev > 1 ? path : NULL,
+		                                          ns[i].gpus, NULL),
+		             0, "%s", tp_topology_builder_errmsg(b));
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+static tp_topology *build3(const struct nspec *ns, size_t n)
+{
+	const char *levels[] = {"block", "rack", "node"};
+	return build(levels, 3, ns, n);
+}
+
+static tp_cluster *cluster(const tp_topology *t)
+{
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	return c;
+}
+
+static uint32_t dev(const tp_topology *t, const char *name)
+{
+	uint32_t d;
+	cr_assert_eq(tp_topology_device_by_name(t, name, &d), 0, "no device %s", name);
+	return d;
+}
+
+static uint32_t node_of(const tp_topology *t, const char *name)
+{
+	uint32_t n;
+	cr_assert_eq(tp_topology_node_by_name(t, name, &n), 0, "no node %s", name);
+	return n;
+}
+
+/* Record a running job on the first `count` devices of each listed node. */
+static void job_on(tp_cluster *c, const char *id, const char *tenant, const tp_request *shape,
+                   const char *const *nodes, const unsigned *counts, size_t n)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	uint32_t devs[1024];
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t first, cnt;
+		cr_assert_eq(tp_topology_domain_devices(t, tp_topology_level_count(t) - 1,
+		                                        node_of(t, nodes[i]), &first, &cnt), 0);
+		for (unsigned k = 0; k < counts[i]; k++)
+			devs[nd++] = first + k;
+	}
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.tenant = tenant;
+	o.shape = shape;
+	cr_assert_eq(tp_cluster_assign(c, id, devs, nd, &o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+/* Devices a placement puts on a node. */
+static unsigned on_node(const tp_placement *p, const tp_topology *t, const char *node)
+{
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	uint32_t nd = node_of(t, node);
+	unsigned k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += tp_topology_device_node(t, d[i]) == nd;
+	return k;
+}
+
+static void domain_path(const tp_topology *t, unsigned l, uint32_t d, char *buf, size_t len)
+{
+	cr_assert(tp_topology_domain_path(t, l, d, buf, len) >= 0);
+}
+
+/* At every level, each domain's devices form one contiguous run; the per-level lists of the
+ * result agree with the devices; no device twice; every device free. */
+static void assert_sane(const tp_placement *p, const tp_cluster *c, size_t count)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, count, "%zu devices, expected %zu", n, count);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(tp_cluster_device_state(c, d[i], NULL), TP_DEVICE_FREE);
+		for (size_t j = 0; j < i; j++)
+			cr_assert_neq(d[i], d[j], "device listed twice");
+	}
+	unsigned nl = tp_topology_level_count(t);
+	for (unsigned l = 0; l < nl; l++) {
+		uint32_t runs = 0, total = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t a = tp_topology_node_domain(t, tp_topology_device_node(t, d[i]), l);
+			if (i && a == tp_topology_node_domain(t, tp_topology_device_node(t, d[i - 1]), l))
+				continue;
+			for (size_t j = 0; j + 1 < i; j++)
+				cr_assert_neq(tp_topology_node_domain(t, tp_topology_device_node(t, d[j]), l),
+				              a, "level %u: a domain is entered twice", l);
+			uint32_t dom, cnt;
+			cr_assert_eq(tp_placement_domain_at(p, l, runs, &dom, &cnt), 0);
+			cr_assert_eq(dom, a);
+			total += cnt;
+			runs++;
+		}
+		cr_assert_eq(tp_placement_domain_count(p, l), runs);
+		cr_assert_eq(total, n);
+	}
+}
+
+static uint32_t used(const tp_placement *p, unsigned level)
+{
+	return tp_placement_domain_count(p, level);
+}
+
+/* ---- validation ----------------------------------------------------------------------------- */
+
+static tp_topology *small3(void)
+{
+	static const struct nspec ns[] = {
+	    {"x1", "b1", "r1", 4}, {"x2", "b1", "r1", 4}, {"x3", "b1", "r2", 4},
+	    {"x4", "b2", "r3", 4}, {"x5", "b2", "r3", 4}, {"x6", "b2", "r4", 4},
+	};
+	return build3(ns, sizeof ns / sizeof *ns);
+}
+
+struct bad {
+	const char *what;
+	int code;
+	const char *fragment;
+	void (*set)(tp_request *r);
+};
+
+static const tp_slice sl_48[] = {{"rack", 64}, {"node", 48}};
+static const tp_slice sl_nodiv[] = {{"rack", 6}};
+static const tp_slice sl_nogroup[] = {{"rack", 6}};
+static const tp_slice sl_inner[] = {{"rack", 8}, {"node", 3}};
+static const tp_slice sl_above[] = {{"block", 8}};
+static const tp_slice sl_below[] = {{"node", 8}};
+static const tp_slice sl_updown[] = {{"node", 8}, {"rack", 4}};
+static const tp_slice sl_nolevel[] = {{NULL, 8}};
+static const tp_slice sl_unknown[] = {{"rak", 8}};
+static const tp_slice sl_zero[] = {{"rack", 0}};
+static const tp_domain_cap cap_unknown[] = {{"powr", 2, 0}};
+static const tp_domain_cap cap_both[] = {{"rack", 2, 1}};
+static const char *const nodes_unknown[] = {"x1", "nope"};
+
+static void b_count0(tp_request *r) { r->count = 0; }
+static void b_version(tp_request *r) { r->version = 99; }
+static void b_group(tp_request *r) { r->count = 10; r->group_size = 4; }
+static void b_glevel(tp_request *r) { r->group_level = "nod"; }
+static void b_required(tp_request *r) { r->required = "rak"; }
+static void b_preferred(tp_request *r) { r->required = "node"; r->preferred = "rack"; }
+static void b_same(tp_request *r) { r->required = "rack"; r->preferred = "rack"; }
+static void b_s48(tp_request *r) { r->count = 512; r->slices = sl_48; r->nslices = 2; }
+static void b_snodiv(tp_request *r) { r->count = 8; r->slices = sl_nodiv; r->nslices = 1; }
+static void b_snogroup(tp_request *r)
+{
+	r->count = 24; r->group_size = 4; r->slices = sl_nogroup; r->nslices = 1;
+}
+static void b_sinner(tp_request *r) { r->count = 24; r->slices = sl_inner; r->nslices = 2; }
+static void b_sabove(tp_request *r)
+{
+	r->count = 8; r->required = "rack"; r->slices = sl_above; r->nslices = 1;
+}
+static void b_sbelow(tp_request *r)
+{
+	r->count = 8; r->group_level = "rack"; r->slices = sl_below; r->nslices = 1;
+}
+static void b_supdown(tp_request *r) { r->count = 8; r->slices = sl_updown; r->nslices = 2; }
+static void b_snolevel(tp_request *r) { r->count = 8; r->slices = sl_nolevel; r->nslices = 1; }
+static void b_sunknown(tp_request *r) { r->count = 8; r->slices = sl_unknown; r->nslices = 1; }
+static void b_szero(tp_request *r) { r->count = 8; r->slices = sl_zero; r->nslices = 1; }
+static void b_snull(tp_request *r) { r->slices = NULL; r->nslices = 1; }
+static void b_capunknown(tp_request *r) { r->caps = cap_unknown; r->ncaps = 1; }
+static void b_capboth(tp_request *r) { r->caps = cap_both; r->ncaps = 1; }
+static void b_spread(tp_request *r) { r->spread_level = "rak"; r->spread_min_domains = 2; }
+static void b_spread0(tp_request *r) { r->spread_level = "rack"; }
+static void b_cojob(tp_request *r) { r->colocate_job = "ghost"; r->colocate_level = "rack"; }
+static void b_colevel(tp_request *r) { r->colocate_job = "ghost"; }
+static void b_excl(tp_request *r) { r->exclusive = "rak"; }
+static void b_perf(tp_request *r) { r->select_min_perf = -1; }
+static void b_mem(tp_request *r) { r->select_min_memory_gb = -2; }
+static void b_nodes(tp_request *r) { r->select_nodes = nodes_unknown; r->nselect_nodes = 2; }
+static void b_class(tp_request *r) { r->job_class = (tp_job_class)7; }
+static void b_id(tp_request *r) { r->id = "a/b\n"; }
+
+static const struct bad bads[] = {
+    {"count 0", TP_EINVAL, "request.count must be at least 1", b_count0},
+    {"version", TP_EINVAL, "request.version", b_version},
+    {"group", TP_EINVAL, "request.count 10 is not a multiple of request.group.size 4", b_group},
+    {"group level", TP_ENOTFOUND, "request.group.level: unknown level 'nod'", b_glevel},
+    {"required", TP_ENOTFOUND, "request.required: unknown level 'rak'", b_required},
+    {"preferred", TP_EINVAL, "request.preferred rack is not below request.required node",
+     b_preferred},
+    {"preferred same", TP_EINVAL, "request.preferred rack is not below", b_same},
+    {"slice 48", TP_EINVAL, "request.slices[1].size 48 does not divide", b_s48},
+    {"slice count", TP_EINVAL, "request.slices[0].size 6 does not divide request.count 8",
+     b_snodiv},
+    {"slice group", TP_EINVAL, "request.slices[0].size 6 is not a multiple of request.group.size",
+     b_snogroup},
+    {"slice inner", TP_EINVAL, "request.slices[1].size 3 does not divide request.slices[0].size",
+     b_sinner},
+    {"slice above", TP_EINVAL, "request.slices[0].level block is above request.required rack",
+     b_sabove},
+    {"slice below", TP_EINVAL, "request.slices[0].level node is below request.group.level rack",
+     b_sbelow},
+    {"slice order", TP_EINVAL, "request.slices[1].level rack is not below request.slices[0]",
+     b_supdown},
+    {"slice level", TP_EINVAL, "request.slices[0].level is required", b_snolevel},
+    {"slice unknown", TP_ENOTFOUND, "request.slices[0].level: unknown level 'rak'", b_sunknown},
+    {"slice zero", TP_EINVAL, "request.slices[0].size must be at least 1", b_szero},
+    {"slices null", TP_EINVAL, "request.slices is NULL", b_snull},
+    {"cap unknown", TP_ENOTFOUND, "request.max_per_domain[0].level: unknown", b_capunknown},
+    {"cap both", TP_EINVAL, "request.max_per_domain[0] needs exactly one of devices, groups",
+     b_capboth},
+    {"spread", TP_ENOTFOUND, "request.spread.level: unknown", b_spread},
+    {"spread 0", TP_EINVAL, "request.spread.min_domains must be at least 1", b_spread0},
+    {"colocate job", TP_ENOTFOUND, "request.colocate.job: no running job 'ghost'", b_cojob},
+    {"colocate level", TP_EINVAL, "request.colocate.level is required", b_colevel},
+    {"exclusive", TP_ENOTFOUND, "request.exclusive: unknown level 'rak'", b_excl},
+    {"min perf", TP_EINVAL, "request.select.min_perf", b_perf},
+    {"min mem", TP_EINVAL, "request.select.min_memory_gb", b_mem},
+    {"nodes", TP_ENOTFOUND, "request.select.nodes[1]: unknown node 'nope'", b_nodes},
+    {"class", TP_EINVAL, "request.class 7", b_class},
+    {"id", TP_EINVAL, "request.id", b_id},
+};
+
+Test(place, invalid_requests_name_the_field)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	for (size_t i = 0; i < sizeof bads / sizeof *bads; i++) {
+		tp_request r = TP_REQUEST_INIT;
+		r.count = 4;
+		bads[i].set(&r);
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &r, &p);
+		cr_assert(p, "%s: no result object", bads[i].what);
+		TP_ASSERT_ERR(rc, bads[i].code, tp_placement_errmsg(p), bads[i].fragment);
+		cr_assert_eq(tp_placement_status(p), rc);
+		size_t n = 1;
+		cr_assert_null(tp_placement_devices(p, &n));
+		cr_assert_eq(n, 0);
+		tp_fit fit;
+		cr_assert_eq(tp_placement_fit(p, &fit), TP_EINVAL, "%s: an invalid request has no fit",
+		             bads[i].what);
+		tp_placement_destroy(p);
+	}
+	tp_placement *p = (tp_placement *)1;
+	cr_assert_eq(tp_place(NULL, NULL, &p), TP_EINVAL);
+	cr_assert_null(p);
+	cr_assert_eq(tp_place(c, NULL, NULL), TP_EINVAL);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- the conformance examples, rebuilt ------------------------------------------------------ */
+
+static tp_topology *kueue_default(void)
+{
+	static const struct nspec ns[] = {
+	    {"x3", "b1", "r1", 1}, {"x5", "b1", "r2", 1}, {"x1", "b1", "r2", 1},
+	    {"x6", "b1", "r2", 1}, {"x2", "b2", "r1", 1}, {"x4", "b2", "r2", 2},
+	};
+	return build3(ns, sizeof ns / sizeof *ns);
+}
+
+Test(place, example_kueue_k05_required_rack_counts_nodes)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = kueue_default();
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.required = "rack";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 2);
+	cr_assert_eq(on_node(p, t, "x4"), 2);
+	cr_assert_eq(used(p, 2), 1);
+	cr_assert_str_eq(tp_placement_job(p), "new");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, example_kueue_k12a_preferred_climbs_to_fewest_blocks_racks_nodes)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = kueue_default();
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 6;
+	r.preferred = "rack";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 6);
+	cr_assert_eq(used(p, 0), 2);
+	cr_assert_eq(used(p, 1), 3);
+	cr_assert_eq(used(p, 2), 5);
+	cr_assert_gt(tp_placement_step_comm_us(p), 0.0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, example_volcano_v03_gang_in_one_tier1)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"tier2", "tier1", "node"};
+	static const struct nspec ns[] = {
+	    {"s0-n1", "s2", "s0", 4}, {"s0-n2", "s2", "s0", 4},
+	    {"s1-n3", "s2", "s1", 4}, {"s1-n4", "s2", "s1", 4},
+	};
+	tp_topology *t = build(levels, 3, ns, 4);
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 4;
+	r.required = "tier1";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 8);
+	cr_assert_eq(used(p, 1), 1);
+	cr_assert_eq(used(p, 2), 2);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+static tp_topology *slurm_s01(void)
+{
+	const char *levels[] = {"agg", "block", "node"};
+	static const struct nspec ns[] = {
+	    {"node1", "a1", "b1", 4}, {"node2", "a1", "b1", 4}, {"node3", "a1", "b1", 4},
+	    {"node4", "a1", "b1", 4}, {"node5", "a1", "b2", 4}, {"node6", "a1", "b2", 4},
+	    {"node7", "a1", "b2", 4}, {"node8", "a1", "b2", 4},
+	};
+	return build(levels, 3, ns, 8);
+}
+
+Test(place, example_slurm_s01_fragmented_with_fit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = slurm_s01();
+	tp_cluster *c = cluster(t);
+	const char *j1[] = {"node1", "node2"}, *j2[] = {"node5", "node6", "node7"};
+	const unsigned four[] = {4, 4, 4};
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 12;
+	shape.group_size = 4;
+	shape.required = "block";
+	job_on(c, "J1", NULL, NULL, j1, four, 2);
+	job_on(c, "J2", NULL, &shape, j2, four, 3);
+	tp_request r = shape;
+	r.id = "J3";
+	r.priority = 1;
+	tp_placement *p = NULL;
+	int rc = tp_place(c, &r, &p);
+	TP_ASSERT_ERR(rc, TP_EFRAGMENTED, tp_placement_errmsg(p), "best block (a1/b1) can take 8");
+	tp_fit fit;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 12);
+	cr_assert_eq(fit.free_total, 12);
+	cr_assert_eq(fit.level, 1);
+	cr_assert_eq(fit.best, 8);
+	cr_assert_str_eq(tp_placement_job(p), "J3");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, example_nvl72_512_exactly_8_racks)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"block", "rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 3, &tp_test_allocator), 0);
+	tp_node_options no = TP_NODE_OPTIONS_INIT;
+	no.model = "GB200";
+	const unsigned counts[] = {2, 8, 18};
+	cr_assert_eq(tp_topology_builder_generate(b, counts, 4, &no), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = cluster(t);
+	for (int k = 0; k < 3; k++) {
+		static const char *racks[] = {"rack0", "rack3", "rack5"};
+		char names[6][64];
+		const char *nodes[6];
+		const unsigned four[6] = {4, 4, 4, 4, 4, 4};
+		for (int i = 0; i < 6; i++) {
+			snprintf(names[i], sizeof names[i], "block0-%s-node%d", racks[k], i);
+			nodes[i] = names[i];
+		}
+		char id[16];
+		snprintf(id, sizeof id, "small-%d", k);
+		job_on(c, id, "t2", NULL, nodes, four, 6);
+	}
+	tp_slice sl = {"rack", 64};
+	tp_domain_cap cap = {"rack", 64, 0};
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "train-512";
+	r.tenant = "t1";
+	r.count = 512;
+	r.group_size = 4;
+	r.preferred = "block";
+	r.slices = &sl;
+	r.nslices = 1;
+	r.caps = &cap;
+	r.ncaps = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 512);
+	cr_assert_eq(used(p, 0), 1);
+	cr_assert_eq(used(p, 1), 8);
+	cr_assert_eq(used(p, 2), 128);
+	uint32_t dom, cnt;
+	char path[64];
+	cr_assert_eq(tp_placement_domain_at(p, 0, 0, &dom, &cnt), 0);
+	domain_path(t, 0, dom, path, sizeof path);
+	cr_assert_str_eq(path, "block1");
+	for (uint32_t i = 0; i < 8; i++) {
+		cr_assert_eq(tp_placement_domain_at(p, 1, i, &dom, &cnt), 0);
+		cr_assert_eq(cnt, 64);
+		domain_path(t, 1, dom, path, sizeof path);
+		char want[32];
+		snprintf(want, sizeof want, "block1/rack%u", i);
+		cr_assert_str_eq(path, want);
+	}
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, example_invalid_count_not_multiple_of_group)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 10;
+	r.group_size = 4;
+	r.group_level = "node";
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINVAL, tp_placement_errmsg(p), "request.count");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* rack0: 18 nodes; the job holds nodes 0..15 of rack0, failed nodes 3 and 7; rack1 holds
+ * another job on 10 nodes. */
+Test(place, example_replace_two_nodes_same_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	char names[18][64];
+	const char *nodes[18];
+	unsigned four[18];
+	for (int i = 0; i < 18; i++) {
+		snprintf(names[i], sizeof names[i], "block0-rack0-node%d", i);
+		nodes[i] = names[i];
+		four[i] = 4;
+	}
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 64;
+	shape.group_size = 4;
+	shape.required = "rack";
+	job_on(c, "big", "t1", &shape, nodes, four, 16);
+	char names1[10][64];
+	const char *nodes1[10];
+	for (int i = 0; i < 10; i++) {
+		snprintf(names1[i], sizeof names1[i], "block0-rack1-node%d", i);
+		nodes1[i] = names1[i];
+	}
+	job_on(c, "r1-job", "t2", NULL, nodes1, four, 10);
+	const uint32_t *before;
+	size_t nb;
+	cr_assert_eq(tp_cluster_job_devices(c, "big", &before, &nb), 0);
+	uint32_t old[64];
+	memcpy(old, before, sizeof old);
+	uint32_t failed[8];
+	for (int i = 0; i < 4; i++) {
+		failed[i] = old[3 * 4 + i];
+		failed[4 + i] = old[7 * 4 + i];
+	}
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_replace(c, "big", failed, 8, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "tp_replace changed the cluster");
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 64);
+	for (int r = 0; r < 64; r++) {
+		int node = r / 4;
+		if (node == 3 || node == 7) {
+			uint32_t want = node_of(t, node == 3 ? "block0-rack0-node16"
+			                                     : "block0-rack0-node17");
+			cr_assert_eq(tp_topology_device_node(t, d[r]), want, "rank %d", r);
+		} else {
+			cr_assert_eq(d[r], old[r], "rank %d moved", r);
+		}
+	}
+	for (size_t i = 0; i < 8; i++) {
+		uint32_t f, rep;
+		cr_assert_eq(tp_placement_replaced(p, i, &f, &rep), 0);
+		cr_assert_eq(f, failed[i]);
+	}
+	cr_assert_eq(tp_placement_replaced(p, 8, NULL, NULL), TP_ENOTFOUND);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	const uint32_t *after;
+	cr_assert_eq(tp_cluster_job_devices(c, "big", &after, &nb), 0);
+	cr_assert_eq(memcmp(after, d, 64 * sizeof *d), 0);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(tp_cluster_device_state(c, failed[i], NULL), TP_DEVICE_FREE);
+	cr_assert_eq(tp_cluster_check(c, NULL, 0), 0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- not placeable -------------------------------------------------------------------------- */
+
+Test(place, infeasible_busy_fragmented_with_fit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3(); /* 6 nodes of 4: b1/r1 x1 x2, b1/r2 x3, b2/r3 x4 x5, b2/r4 x6 */
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	tp_placement *p = NULL;
+	tp_fit fit;
+
+	/* more than any rack could ever hold */
+	r.count = 12;
+	r.required = "rack";
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 12);
+	cr_assert_eq(fit.free_total, 24);
+	cr_assert_eq(fit.level, 1);
+	cr_assert_eq(fit.best, 8);
+	tp_placement_destroy(p);
+
+	/* busy: a rack could take it, but fewer devices are free than asked */
+	const char *most[] = {"x1", "x2", "x3", "x4", "x5"};
+	const unsigned four[] = {4, 4, 4, 4, 2};
+	job_on(c, "j", NULL, NULL, most, four, 5);
+	r.count = 8;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EBUSY, tp_placement_errmsg(p), "busy: 6 matching");
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 8);
+	cr_assert_eq(fit.free_total, 6);
+	cr_assert_eq(fit.best, 4);
+	tp_placement_destroy(p);
+
+	/* fragmented: 6 free, 2 in b2/r3 and 4 in b2/r4; 6 in one rack is not possible */
+	r.count = 6;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "best rack (b2/r4) can take 4 of the 6");
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 6);
+	cr_assert_eq(fit.free_total, 6);
+	cr_assert_eq(fit.level, 1);
+	cr_assert_eq(fit.best, 4);
+	tp_placement_destroy(p);
+
+	/* a preferred request reports the top level */
+	r.required = NULL;
+	r.preferred = "rack";
+	r.count = 7;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EBUSY, tp_placement_errmsg(p), "busy");
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.level, 0);
+	cr_assert_eq(fit.best, 6);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- constraints ---------------------------------------------------------------------------- */
+
+Test(place, groups_take_whole_groups_per_node)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	const char *some[] = {"x1", "x2", "x4"};
+	const unsigned cnt[] = {1, 1, 2};
+	job_on(c, "j", NULL, NULL, some, cnt, 3);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 4;
+	r.required = "block";
+	tp_placement *p = NULL;
+	/* b1 has x3 whole (x1, x2 have 3 free each): one group only; b2: x5 and x6 */
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 8);
+	cr_assert_eq(on_node(p, t, "x5"), 4);
+	cr_assert_eq(on_node(p, t, "x6"), 4);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, rule1_prefers_fewer_nodes_over_largest_first)
+{
+	tp_test_alloc_reset();
+	/* r1: 8 nodes with 1 free each; r2: 2 whole nodes of 4 and 2 busy nodes; both hold 8 */
+	static const struct nspec ns[] = {
+	    {"a0", "b", "r1", 4}, {"a1", "b", "r1", 4}, {"a2", "b", "r1", 4},
+	    {"a3", "b", "r1", 4}, {"a4", "b", "r1", 4}, {"a5", "b", "r1", 4},
+	    {"a6", "b", "r1", 4}, {"a7", "b", "r1", 4}, {"c0", "b", "r2", 4},
+	    {"c1", "b", "r2", 4}, {"c2", "b", "r2", 4}, {"c3", "b", "r2", 4},
+	};
+	tp_topology *t = build3(ns, 12);
+	tp_cluster *c = cluster(t);
+	const char *busy[] = {"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "c2", "c3"};
+	const unsigned cnt[] = {3, 3, 3, 3, 3, 3, 3, 3, 4, 4};
+	job_on(c, "j", NULL, NULL, busy, cnt, 10);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.required = "rack";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 8);
+	cr_assert_eq(used(p, 2), 2);
+	cr_assert_eq(on_node(p, t, "c0") + on_node(p, t, "c1"), 8);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, slices_and_balance)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	/* 24 nodes over two racks of 18: balanced gives 12 + 12 */
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 96;
+	r.group_size = 4;
+	r.required = "block";
+	r.balanced = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 96);
+	uint32_t dom, a, b;
+	cr_assert_eq(used(p, 1), 2);
+	cr_assert_eq(tp_placement_domain_at(p, 1, 0, &dom, &a), 0);
+	cr_assert_eq(tp_placement_domain_at(p, 1, 1, &dom, &b), 0);
+	cr_assert_eq(a, 48);
+	cr_assert_eq(b, 48);
+	tp_placement_destroy(p);
+	/* without balance the split is uneven (one rack filled) but still 2 racks */
+	r.balanced = 0;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(used(p, 1), 2);
+	tp_placement_destroy(p);
+	/* slices of 32 per rack: each rack holds whole slices */
+	tp_slice sl = {"rack", 32};
+	r.slices = &sl;
+	r.nslices = 1;
+	r.count = 128;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 128);
+	for (uint32_t i = 0; i < used(p, 1); i++) {
+		cr_assert_eq(tp_placement_domain_at(p, 1, i, &dom, &a), 0);
+		cr_assert_eq(a % 32, 0);
+	}
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, caps_and_spread)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	tp_domain_cap cap = {"rack", 0, 16};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 72;
+	r.group_size = 4;
+	r.preferred = "rack";
+	r.caps = &cap;
+	r.ncaps = 1;
+	tp_placement *p = NULL;
+	/* 18 groups, at most 16 per rack: two racks */
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 72);
+	cr_assert_eq(used(p, 1), 2);
+	uint32_t dom, n;
+	for (uint32_t i = 0; i < 2; i++) {
+		cr_assert_eq(tp_placement_domain_at(p, 1, i, &dom, &n), 0);
+		cr_assert_leq(n, 64);
+	}
+	tp_placement_destroy(p);
+	/* spread: 8 devices on at least 2 racks even though one rack holds them */
+	tp_request s = TP_REQUEST_INIT;
+	s.count = 8;
+	s.preferred = "rack";
+	s.spread_level = "rack";
+	s.spread_min_domains = 2;
+	cr_assert_eq(tp_place(c, &s, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 8);
+	cr_assert_eq(used(p, 1), 2);
+	cr_assert_eq(used(p, 2), 2);
+	tp_placement_destroy(p);
+	/* a spread over more racks than exist can never be met */
+	s.spread_min_domains = 3;
+	TP_ASSERT_ERR(tp_place(c, &s, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, failure_domain_caps_one_replica_per_feed)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"rack", "node"};
+	static const struct nspec ns[] = {
+	    {"n1", "r1", NULL, 4}, {"n2", "r1", NULL, 4}, {"n3", "r1", NULL, 4}, {"n4", "r1", NULL, 4},
+	};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	for (int i = 0; i < 4; i++) {
+		const char *path[] = {ns[i].p0};
+		cr_assert_eq(tp_topology_builder_add_node(b, ns[i].name, path, 4, NULL), 0);
+	}
+	cr_assert_eq(tp_topology_builder_add_failure_domain(b, "power", "a", "n1", -1), 0);
+	cr_assert_eq(tp_topology_builder_add_failure_domain(b, "power", "a", "n2", -1), 0);
+	cr_assert_eq(tp_topology_builder_add_failure_domain(b, "power", "b", "n3", -1), 0);
+	cr_assert_eq(tp_topology_builder_add_failure_domain(b, "power", "b", "n4", -1), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = cluster(t);
+	tp_domain_cap cap = {"power", 0, 1};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 4;
+	r.required = "rack";
+	r.caps = &cap;
+	r.ncaps = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 8);
+	cr_assert_eq(on_node(p, t, "n1") + on_node(p, t, "n2"), 4);
+	cr_assert_eq(on_node(p, t, "n3") + on_node(p, t, "n4"), 4);
+	tp_placement_destroy(p);
+	r.count = 12;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, colocate_exclusive_and_exclusive_jobs)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	const char *dn[] = {"x4"};
+	const unsigned one[] = {1};
+	job_on(c, "decode", "t1", NULL, dn, one, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.tenant = "t1";
+	r.colocate_job = "decode";
+	r.colocate_level = "block";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 4);
+	uint32_t dom, n;
+	char path[32];
+	cr_assert_eq(tp_placement_domain_at(p, 0, 0, &dom, &n), 0);
+	domain_path(t, 0, dom, path, sizeof path);
+	cr_assert_str_eq(path, "b2");
+	cr_assert_eq(used(p, 0), 1);
+	tp_placement_destroy(p);
+
+	/* exclusive rack for tenant t2: b2/r3 holds a t1 job, so only r1, r2, r4 qualify */
+	tp_request e = TP_REQUEST_INIT;
+	e.count = 8;
+	e.tenant = "t2";
+	e.required = "rack";
+	e.exclusive = "rack";
+	const char *x1[] = {"x1"};
+	job_on(c, "t1-small", "t1", NULL, x1, one, 1);
+	/* r1 has a t1 job now; r2 and r4 have 4 each; r3 has 7 but is dirty: fragmented */
+	TP_ASSERT_ERR(tp_place(c, &e, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	tp_placement_destroy(p);
+	e.count = 4;
+	cr_assert_eq(tp_place(c, &e, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(on_node(p, t, "x4") + on_node(p, t, "x5") + on_node(p, t, "x1") +
+	                 on_node(p, t, "x2"), 0);
+	/* committed with its shape, it keeps t1 out of its rack */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	uint32_t erack;
+	cr_assert_eq(tp_placement_domain_at(p, 1, 0, &erack, &n), 0);
+	tp_placement_destroy(p);
+	tp_request o = TP_REQUEST_INIT;
+	o.count = 4;
+	o.tenant = "t1";
+	o.required = "rack";
+	tp_placement *q = NULL;
+	cr_assert_eq(tp_place(c, &o, &q), 0, "%s", tp_placement_errmsg(q));
+	cr_assert_neq(tp_placement_domain_at(q, 1, 0, &dom, &n) == 0 ? dom : erack, erack);
+	tp_placement_destroy(q);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, select_down_and_cordoned)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	tp_node_options h = TP_NODE_OPTIONS_INIT, a = TP_NODE_OPTIONS_INIT;
+	h.model = "H100";
+	h.memory_gb = 80;
+	a.model = "A100";
+	a.memory_gb = 40;
+	const double perf[] = {1.0, 0.5, 1.0, 1.0};
+	h.device_perf = perf;
+	const char *r1[] = {"r1"}, *r2[] = {"r2"};
+	cr_assert_eq(tp_topology_builder_add_node(b, "h1", r1, 4, &h), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "a1", r1, 4, &a), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "a2", r2, 4, &a), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "p1", r2, 4, NULL), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	tp_placement *p = NULL;
+	r.count = 3;
+	r.select_model = "H100";
+	r.select_min_perf = 0.9;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(on_node(p, t, "h1"), 3);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_neq(d[i], dev(t, "h1/1"), "a slow device was used");
+	tp_placement_destroy(p);
+	r.count = 4;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	tp_placement_destroy(p);
+
+	tp_request m = TP_REQUEST_INIT;
+	m.count = 8;
+	m.select_min_memory_gb = 40; /* p1 has no memory figure: never matches */
+	uint32_t down[] = {dev(t, "a1/0")}, cord[] = {dev(t, "a2/3")};
+	cr_assert_eq(tp_cluster_set_down(c, down, 1, 1), 0);
+	cr_assert_eq(tp_cluster_set_cordoned(c, cord, 1, 1), 0);
+	cr_assert_eq(tp_place(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(on_node(p, t, "p1"), 0);
+	d = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_neq(d[i], down[0]);
+		cr_assert_neq(d[i], cord[0]);
+	}
+	tp_placement_destroy(p);
+	m.count = 12; /* 4 + 3 + 3 matching and healthy: 10 */
+	TP_ASSERT_ERR(tp_place(c, &m, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	tp_fit fit;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.free_total, 10);
+	tp_placement_destroy(p);
+
+	const char *allow[] = {"a2", "p1"};
+	tp_request l = TP_REQUEST_INIT;
+	l.count = 5;
+	l.select_nodes = allow;
+	l.nselect_nodes = 2;
+	cr_assert_eq(tp_place(c, &l, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(on_node(p, t, "a2") + on_node(p, t, "p1"), 5);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, pcie_pairs_are_taken_behind_one_switch)
+{
+	tp_test_alloc_reset();
+	tp_nodetype *nt = NULL;
+	cr_assert_eq(tp_nodetype_create(&nt, 4, &tp_test_allocator), 0);
+	unsigned s0, s1;
+	cr_assert_eq(tp_nodetype_add_pcie_switch(nt, -1, &s0), 0);
+	cr_assert_eq(tp_nodetype_add_pcie_switch(nt, -1, &s1), 0);
+	/* GPUs 0 and 2 behind one switch, 1 and 3 behind the other */
+	cr_assert_eq(tp_nodetype_set_gpu_switch(nt, 0, (int)s0), 0);
+	cr_assert_eq(tp_nodetype_set_gpu_switch(nt, 2, (int)s0), 0);
+	cr_assert_eq(tp_nodetype_set_gpu_switch(nt, 1, (int)s1), 0);
+	cr_assert_eq(tp_nodetype_set_gpu_switch(nt, 3, (int)s1), 0);
+	const char *levels[] = {"node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 1, &tp_test_allocator), 0);
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.type = nt;
+	cr_assert_eq(tp_topology_builder_add_node(b, "h", NULL, 4, &o), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	tp_nodetype_destroy(nt);
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(tp_topology_device_index(t, d[1]) - tp_topology_device_index(t, d[0]), 2,
+	             "devices %u and %u are not behind one switch", d[0], d[1]);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, unconstrained_fills_tightest_holes)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	const char *some[] = {"x1", "x2", "x4"};
+	const unsigned cnt[] = {3, 4, 2};
+	job_on(c, "j", NULL, NULL, some, cnt, 3);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	/* b1 (5 free) is tighter than b2 (10), r1 (1) than r2 (4): x1, the tightest hole */
+	cr_assert_eq(on_node(p, t, "x1"), 1);
+	tp_placement_destroy(p);
+	/* 6: b2 is the tightest block that holds them, r3 (x4 2 + x5 4) its tightest rack */
+	r.count = 6;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 6);
+	cr_assert_eq(on_node(p, t, "x4"), 2);
+	cr_assert_eq(on_node(p, t, "x5"), 4);
+	tp_placement_destroy(p);
+	/* 12: no block holds them; the smallest holes go first (all of b1, then r4 of b2), and
+	 * the rest goes to the tightest hole that holds it (3 on x5, not 2 + 1) */
+	r.count = 12;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_sane(p, c, 12);
+	cr_assert_eq(on_node(p, t, "x1"), 1);
+	cr_assert_eq(on_node(p, t, "x3"), 4);
+	cr_assert_eq(on_node(p, t, "x6"), 4);
+	cr_assert_eq(on_node(p, t, "x5"), 3);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- replace and commit --------------------------------------------------------------------- */
+
+Test(place, replace_without_shape_stays_close)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	const char *on[] = {"x4", "x5"};
+	const unsigned cnt[] = {4, 2};
+	job_on(c, "j", NULL, NULL, on, cnt, 2);
+	uint32_t failed[] = {dev(t, "x4/1")};
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_replace(c, "j", failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	uint32_t f, rep;
+	cr_assert_eq(tp_placement_replaced(p, 0, &f, &rep), 0);
+	cr_assert_eq(f, failed[0]);
+	cr_assert_eq(tp_topology_device_node(t, rep), node_of(t, "x5"),
+	             "the replacement left the rack the job sits in");
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 6);
+	cr_assert_eq(d[1], rep);
+	cr_assert_str_eq(tp_placement_job(p), "j");
+	tp_placement_destroy(p);
+
+	/* errors */
+	uint32_t other[] = {dev(t, "x1/0")};
+	TP_ASSERT_ERR(tp_replace(c, "j", other, 1, &p), TP_EINVAL, tp_placement_errmsg(p),
+	              "not held by job 'j'");
+	tp_placement_destroy(p);
+	TP_ASSERT_ERR(tp_replace(c, "ghost", failed, 1, &p), TP_ENOTFOUND, tp_placement_errmsg(p),
+	              "no running job 'ghost'");
+	tp_placement_destroy(p);
+	TP_ASSERT_ERR(tp_replace(c, "j", failed, 0, &p), TP_EINVAL, tp_placement_errmsg(p),
+	              "at least one");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, replace_not_possible_reports_fit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 8;
+	shape.group_size = 4;
+	shape.required = "rack";
+	const char *on[] = {"x1", "x2"};
+	const unsigned cnt[] = {4, 4};
+	job_on(c, "j", NULL, &shape, on, cnt, 2);
+	uint32_t failed[] = {dev(t, "x2/0")};
+	tp_placement *p = NULL;
+	/* the group of x2 keeps 3 healthy devices on x2: the replacement must be on x2 */
+	TP_ASSERT_ERR(tp_replace(c, "j", failed, 1, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "infeasible");
+	tp_fit fit;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 1);
+	cr_assert_eq(fit.level, 1);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, commit_checks_and_records_the_shape)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = cluster(t), *c2 = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "new";
+	r.count = 4;
+	r.tenant = "t9";
+	r.priority = 3;
+	r.required = "node";
+	tp_placement *p = NULL, *bad = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	TP_ASSERT_ERR(tp_commit(c2, p, NULL), TP_EINVAL, tp_cluster_errmsg(c2), "another cluster");
+	r.count = 99;
+	TP_ASSERT_ERR(tp_place(c, &r, &bad), TP_EINFEASIBLE, tp_placement_errmsg(bad), "infeasible");
+	TP_ASSERT_ERR(tp_commit(c, bad, NULL), TP_EINVAL, tp_cluster_errmsg(c), "not a placement");
+	tp_placement_destroy(bad);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "new", &o), 0);
+	cr_assert_str_eq(o.tenant, "t9");
+	cr_assert_eq(o.priority, 3);
+	cr_assert_not_null(o.shape);
+	cr_assert_str_eq(o.shape->required, "node");
+	cr_assert_eq(tp_cluster_check(c, NULL, 0), 0);
+	/* the cluster changed: the same result no longer commits */
+	TP_ASSERT_ERR(tp_commit(c, p, NULL), TP_EINVAL, tp_cluster_errmsg(c), "changed");
+	tp_placement_destroy(p);
+	/* an id that runs already */
+	r.count = 4;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	TP_ASSERT_ERR(tp_commit(c, p, NULL), TP_EEXIST, tp_cluster_errmsg(c), "already running");
+	tp_placement_destroy(p);
+	/* explicit options */
+	r.id = "other";
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	tp_job_options bo = TP_JOB_OPTIONS_INIT;
+	bo.checkpoint_s = -1;
+	TP_ASSERT_ERR(tp_commit(c, p, &bo), TP_EINVAL, tp_cluster_errmsg(c), "checkpoint_s");
+	bo.checkpoint_s = 5;
+	bo.tenant = "t3";
+	cr_assert_eq(tp_commit(c, p, &bo), 0, "%s", tp_cluster_errmsg(c));
+	o.version = TP_JOB_OPTIONS_VERSION;
+	cr_assert_eq(tp_cluster_job_options(c, "other", &o), 0);
+	cr_assert_str_eq(o.tenant, "t3");
+	cr_assert_not_null(o.shape, "the request is recorded as the shape");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_commit(NULL, NULL, NULL), TP_EINVAL);
+	tp_cluster_destroy(c);
+	tp_cluster_destroy(c2);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, place_is_read_only_and_deterministic)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 4, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	uint64_t s = 7;
+	for (int j = 0; j < 40; j++) {
+		uint32_t d = tp_test_below(&s, tp_topology_device_count(t));
+		char id[16];
+		snprintf(id, sizeof id, "j%d", j);
+		if (tp_cluster_device_state(c, d, NULL) == TP_DEVICE_FREE)
+			cr_assert_eq(tp_cluster_assign(c, id, &d, 1, NULL), 0);
+	}
+	uint64_t fp = tp_cluster_fingerprint(c);
+	const char *prefs[] = {NULL, "rack", "block"};
+	for (int i = 0; i < 3; i++) {
+		tp_request r = TP_REQUEST_INIT;
+		r.count = 100;
+		r.preferred = prefs[i];
+		tp_placement *a = NULL, *b = NULL;
+		cr_assert_eq(tp_place(c, &r, &a), 0, "%s", tp_placement_errmsg(a));
+		cr_assert_eq(tp_place(c, &r, &b), 0);
+		assert_sane(a, c, 100);
+		size_t na, nb;
+		const uint32_t *da = tp_placement_devices(a, &na), *db = tp_placement_devices(b, &nb);
+		cr_assert_eq(na, nb);
+		cr_assert_eq(memcmp(da, db, na * sizeof *da), 0, "two calls, two answers");
+		tp_placement_destroy(a);
+		tp_placement_destroy(b);
+	}
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- allocation failures -------------------------------------------------------------------- */
+
+Test(place, allocation_failures_place_replace_commit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 2, &tp_test_allocator), 0);
+	tp_cluster *c = cluster(t);
+	const char *on[] = {"block0-rack0-node0", "block0-rack0-node1"};
+	const unsigned cnt[] = {4, 4};
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 8;
+	shape.group_size = 4;
+	shape.required = "rack";
+	job_on(c, "j", "t1", &shape, on, cnt, 2);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_slice sl = {"rack", 32};
+	tp_request reqs[3] = {TP_REQUEST_INIT, TP_REQUEST_INIT, TP_REQUEST_INIT};
+	reqs[0].count = 8;
+	reqs[0].required = "rack";
+	reqs[1].count = 160;
+	reqs[1].group_size = 4;
+	reqs[1].preferred = "rack";
+	reqs[1].slices = &sl;
+	reqs[1].nslices = 1;
+	reqs[1].balanced = 1;
+	reqs[2].count = 200; /* not placeable: the fit path */
+	reqs[2].required = "rack";
+	for (int i = 0; i < 3; i++) {
+		int rc;
+		long n = 0;
+		do {
+			tp_placement *p = NULL;
+			tp_test_alloc_fail_at(n++);
+			rc = tp_place(c, &reqs[i], &p);
+			if (rc == TP_ENOMEM)
+				cr_assert_null(p);
+			tp_placement_destroy(p);
+			cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		} while (rc == TP_ENOMEM);
+		cr_assert_eq(rc, i == 2 ? TP_EINFEASIBLE : 0, "request %d: %s", i, tp_err_name(rc));
+	}
+	/* a whole group fails: its replacement is a new node of the same rack */
+	uint32_t failed[4];
+	for (int i = 0; i < 4; i++) {
+		char nm[64];
+		snprintf(nm, sizeof nm, "block0-rack0-node1/%d", i);
+		failed[i] = dev(t, nm);
+	}
+	int rc;
+	long n = 0;
+	tp_placement *p = NULL;
+	do {
+		tp_test_alloc_fail_at(n++);
+		rc = tp_replace(c, "j", failed, 4, &p);
+		if (rc == TP_ENOMEM)
+			cr_assert_null(p);
+	} while (rc == TP_ENOMEM);
+	tp_test_alloc_fail_at(-1);
+	cr_assert_eq(rc, 0, "%s", tp_placement_errmsg(p));
+	n = 0;
+	do {
+		tp_test_alloc_fail_at(n++);
+		rc = tp_commit(c, p, NULL);
+		if (rc == TP_ENOMEM)
+			cr_assert_eq(tp_cluster_fingerprint(c), fp, "a failed commit changed the cluster");
+	} while (rc == TP_ENOMEM);
+	tp_test_alloc_fail_at(-1);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(tp_place(c, &reqs[0], &p), 0);
+	n = 0;
+	do {
+		tp_test_alloc_fail_at(n++);
+		rc = tp_commit(c, p, NULL);
+		if (rc == TP_ENOMEM)
+			cr_assert_eq(tp_cluster_fingerprint(c), fp, "a failed commit changed the cluster");
+	} while (rc == TP_ENOMEM);
+	tp_test_alloc_fail_at(-1);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_check(c, NULL, 0), 0);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
