@@ -577,6 +577,15 @@ static int intern_type(tp_topology_builder *b, const tp_nodetype *nt)
 	return (int)b->ntypes++;
 }
 
+/* Forget models and node types interned by a call that then failed (they are the newest). */
+static void unintern(tp_topology_builder *b, size_t nmodels, size_t ntypes)
+{
+	while (b->nmodels > nmodels)
+		tp_free(&b->alloc, b->models[--b->nmodels]);
+	while (b->ntypes > ntypes)
+		tp_nodetype_destroy(b->types[--b->ntypes]);
+}
+
 /* Validate node options; NULL when fine, else a message written into b->errmsg. */
 static int check_node_options(tp_topology_builder *b, const char *name, unsigned gpus,
                               const tp_node_options *o)
@@ -696,13 +705,16 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 			return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory adding node %s", name);
 		p->cap = cap1 < cap2 ? cap1 : cap2;
 	}
+	size_t nmodels0 = b->nmodels, ntypes0 = b->ntypes;
 	int model = o->model ? intern_model(b, o->model) : TP_NO_MODEL;
-	int type = o->type ? intern_type(b, o->type) : TP_NO_TYPE;
-	if (model == -2 || type == -2)
-		return tp_seterr(b->errmsg, TP_ELIMIT, "node %s: more than 65534 models or node types",
-		                 name);
-	if (model < 0 || type < 0)
+	int type = o->type && model >= 0 ? intern_type(b, o->type) : TP_NO_TYPE;
+	if (model < 0 || type < 0) {
+		unintern(b, nmodels0, ntypes0);
+		if (model == -2 || type == -2)
+			return tp_seterr(b->errmsg, TP_ELIMIT,
+			                 "node %s: more than 65534 models or node types", name);
 		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory adding node %s", name);
+	}
 
 	/* Domains of the path: look up or create each prefix. */
 	struct bnode nd = {0};
@@ -714,6 +726,7 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 		PPvoid_t slot = JudySLIns(&p->by_path, (const uint8_t *)buf, err);
 		if (slot == PPJERR) {
 			unwind_prefixes(b, path, created, l);
+			unintern(b, nmodels0, ntypes0);
 			return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory adding node %s", name);
 		}
 		if (!*slot) {
@@ -727,6 +740,7 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 	PPvoid_t nslot = JudySLIns(&b->node_by_name, (const uint8_t *)name, err);
 	if (nslot == PPJERR) {
 		unwind_prefixes(b, path, created, nabove);
+		unintern(b, nmodels0, ntypes0);
 		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory adding node %s", name);
 	}
 	*nslot = (void *)(uintptr_t)(b->nnodes + 1);
@@ -774,13 +788,14 @@ static void prefix_path(const tp_topology_builder *b, unsigned l, uint32_t pid, 
 
 /* What a builder holds, to return to it when a multi-node call fails half way. */
 struct builder_mark {
-	size_t nnodes, pool_len, nperfs, npre[TP_MAX_LEVELS];
+	size_t nnodes, pool_len, nperfs, npre[TP_MAX_LEVELS], nmodels, ntypes;
 	uint64_t ndevices;
 };
 
 static struct builder_mark builder_mark(const tp_topology_builder *b)
 {
-	struct builder_mark m = {b->nnodes, b->pool_len, b->nperfs, {0}, b->ndevices};
+	struct builder_mark m = {b->nnodes, b->pool_len, b->nperfs, {0}, b->nmodels, b->ntypes,
+	                         b->ndevices};
 	for (unsigned l = 0; l + 1 < b->nlevels; l++)
 		m.npre[l] = b->pre[l].n;
 	return m;
@@ -799,6 +814,7 @@ static void builder_rewind(tp_topology_builder *b, const struct builder_mark *m)
 		}
 		b->pre[l].n = m->npre[l];
 	}
+	unintern(b, m->nmodels, m->ntypes);
 	b->nnodes = m->nnodes;
 	b->pool_len = m->pool_len;
 	b->nperfs = m->nperfs;
