@@ -48,11 +48,10 @@ struct defrag_result {
 
 static void defrag_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: tp-bench defrag [--sizes 10000,100000] [--seed N] [--reps N]\n"
-	        "                       [--occupancy 0.85] [--json FILE]\n"
-	        "  tp_defrag_plan latency for a 72-GPU rack-required request on NVL72 fleets\n"
-	        "  filled with small migratable jobs.\n");
+	fprintf(f, "usage: tp-bench defrag [--sizes 10000,100000] [--seed N] [--reps N]\n"
+	           "                       [--occupancy 0.85] [--json FILE]\n"
+	           "  tp_defrag_plan latency for a 72-GPU rack-required request on NVL72 fleets\n"
+	           "  filled with small migratable jobs.\n");
 }
 
 /* One small job at a random position: 1, 2 or 4 GPUs inside a node, or 8 GPUs as two whole
@@ -72,7 +71,7 @@ static bool place_small(tp_cluster *c, const tp_topology *t, struct bench_rng *r
 	} else {
 		if (node + 1 >= nnodes ||
 		    tp_topology_node_domain(t, node, NVL_RACK) !=
-		        tp_topology_node_domain(t, node + 1, NVL_RACK) ||
+		            tp_topology_node_domain(t, node + 1, NVL_RACK) ||
 		    bench_node_free_devices(c, node, devs, 4) < 4 ||
 		    bench_node_free_devices(c, node + 1, devs + 4, 4) < 4)
 			return false;
@@ -140,7 +139,8 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	r.required = "rack";
 	double *ms = calloc((size_t)o->reps, sizeof *ms);
 	double *mj = calloc((size_t)o->reps, sizeof *mj), *md = calloc((size_t)o->reps, sizeof *md);
-	double *cs = calloc((size_t)o->reps, sizeof *cs), *cpu = calloc((size_t)o->reps, sizeof *cpu);
+	double *cs = calloc((size_t)o->reps, sizeof *cs),
+	       *cpu = calloc((size_t)o->reps, sizeof *cpu);
 	if (!ms || !mj || !md || !cs || !cpu)
 		bench_die("out of memory");
 	long ok = 0;
@@ -166,8 +166,8 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 		tried += (double)st.tried;
 		tp_plan_destroy(p);
 		churn(c, t, &rng, &next, o->occupancy);
-		bench_progress(false, "defrag %llu GPUs: %ld/%ld", (unsigned long long)res->gpus, i + 1,
-		               o->reps);
+		bench_progress(false, "defrag %llu GPUs: %ld/%ld", (unsigned long long)res->gpus,
+		               i + 1, o->reps);
 	}
 	bench_progress(true, "defrag %llu GPUs: done", (unsigned long long)res->gpus);
 	res->reps = o->reps;
@@ -194,8 +194,8 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 
 static int defrag_parse(int argc, char **argv, struct defrag_opts *o)
 {
-	*o = (struct defrag_opts){.sizes = {10000, 100000}, .nsizes = 2, .seed = 1, .reps = 200,
-	                          .occupancy = 0.85};
+	*o = (struct defrag_opts){
+	        .sizes = {10000, 100000}, .nsizes = 2, .seed = 1, .reps = 200, .occupancy = 0.85};
 	static const struct option lo[] = {{"sizes", required_argument, 0, 's'},
 	                                   {"seed", required_argument, 0, 'S'},
 	                                   {"reps", required_argument, 0, 'r'},
@@ -255,11 +255,13 @@ int bench_defrag_main(int argc, char **argv)
 	for (int i = 0; i < o.nsizes; i++) {
 		defrag_run(&o, o.sizes[i], &res[i]);
 		const struct defrag_result *x = &res[i];
-		printf("%10llu %7ld %6.3f %8.3f %8.3f %8.3f %8.3f %5.2f %7.1f %8.1f %8.0f %7.1f %8.1f "
+		printf("%10llu %7ld %6.3f %8.3f %8.3f %8.3f %8.3f %5.2f %7.1f %8.1f %8.0f %7.1f "
+		       "%8.1f "
 		       "%6.1f\n",
 		       (unsigned long long)x->gpus, x->jobs, x->occupancy, x->p50_ms, x->p99_ms,
-		       x->cpu_p50_ms, x->cpu_p99_ms, x->ok_share, x->moved_jobs_mean, x->moved_devices_mean, x->cost_s_mean,
-		       x->scanned_mean, x->evaluated_mean, x->tried_mean);
+		       x->cpu_p50_ms, x->cpu_p99_ms, x->ok_share, x->moved_jobs_mean,
+		       x->moved_devices_mean, x->cost_s_mean, x->scanned_mean, x->evaluated_mean,
+		       x->tried_mean);
 		fflush(stdout);
 	}
 	struct bench_json j;

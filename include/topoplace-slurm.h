@@ -69,7 +69,8 @@ extern "C" {
  *         parents, switches in a cycle, a switch with both or neither of Nodes and Switches, a
  *         node listed twice, a block smaller than the base block size, a bad name, tree and
  *         block lines in one file, no switch or block at all); ::TP_ELIMIT (more levels than
- *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^22 names); ::TP_ENOMEM.
+ *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes);
+ *         ::TP_ENOMEM.
  * @note Thread-safe: the call shares nothing with other calls.
  * @since 0.1.0
  */

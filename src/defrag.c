@@ -44,9 +44,11 @@
 
 /* Ids of the planner's own temporary jobs. Job ids may not hold control characters, so these
  * never clash with a caller's. */
+/* clang-format off */
 #define HOLD_REQUEST "\x01" "defrag-request"
 #define HOLD_FMT "\x01" "defrag-hold-%u"
 #define BLOCK_FMT "\x01" "defrag-block-%u"
+/* clang-format on */
 
 /* Costs in integer microseconds, saturating: equal costs compare equal whatever the order of
  * the sums. */
@@ -84,12 +86,12 @@ struct pstep {
 struct draft {
 	struct pstep *steps;
 	size_t n, cap;
-	int64_t cost;        /* microseconds */
+	int64_t cost; /* microseconds */
 	double cost_s;
 	uint32_t moves, moved_devices;
-	uint32_t cand_free;  /* usable free devices of the target domain before the plan */
-	int64_t frag;        /* gain in the sum of squared free counts at the fragmentation level */
-	int level;           /* the target domain's level, -1: the whole cluster */
+	uint32_t cand_free; /* usable free devices of the target domain before the plan */
+	int64_t frag;       /* gain in the sum of squared free counts at the fragmentation level */
+	int level;          /* the target domain's level, -1: the whole cluster */
 	uint32_t dom;
 	tp_placement *final; /* the request's placement on the cluster the plan leaves */
 };
@@ -104,8 +106,8 @@ struct tp_plan {
 	uint32_t moved_jobs, moved_devices;
 	double cost_s;
 	tp_placement *placement;
-	tp_request *req;   /* the request, for the place step */
-	size_t next;       /* the step tp_plan_apply_step accepts next */
+	tp_request *req; /* the request, for the place step */
+	size_t next;     /* the step tp_plan_apply_step accepts next */
 };
 
 static void steps_free(const tp_allocator *a, struct pstep *s, size_t n)
@@ -178,14 +180,14 @@ static int draft_cmp(const struct draft *x, const struct draft *y)
 /* A job on a candidate. */
 struct cjob {
 	struct tp_job_impl *j;
-	uint32_t slot;     /* valid while scanning only */
-	uint32_t a;        /* its devices in the candidate that the request could use once it left */
-	uint32_t d0;       /* those devices: scan.jdev[d0 .. d0 + a) */
-	int64_t w;         /* cost of moving it */
-	double rate;       /* w / a (infinite when a is 0) */
-	uint8_t can;       /* CAN_MIGRATE | CAN_PREEMPT, 0: it stays */
-	bool outside;      /* not on the candidate: moving it only makes room for migrants */
-	bool force_preempt;/* a room maker: preempted, not migrated */
+	uint32_t slot; /* valid while scanning only */
+	uint32_t a;    /* its devices in the candidate that the request could use once it left */
+	uint32_t d0;   /* those devices: scan.jdev[d0 .. d0 + a) */
+	int64_t w;     /* cost of moving it */
+	double rate;   /* w / a (infinite when a is 0) */
+	uint8_t can;   /* CAN_MIGRATE | CAN_PREEMPT, 0: it stays */
+	bool outside;  /* not on the candidate: moving it only makes room for migrants */
+	bool force_preempt; /* a room maker: preempted, not migrated */
 };
 
 /* Units the request needs in the candidate's sub-domains of one level: `need` runs of `size`
@@ -193,9 +195,9 @@ struct cjob {
 struct layer {
 	unsigned level;
 	uint32_t size, need;
-	uint32_t e0, ne;   /* the candidate's domains of this level */
-	uint32_t *f0, *f;  /* [ne] usable free devices: before any job leaves, and as tallied */
-	uint64_t units;    /* sum of f / size */
+	uint32_t e0, ne;  /* the candidate's domains of this level */
+	uint32_t *f0, *f; /* [ne] usable free devices: before any job leaves, and as tallied */
+	uint64_t units;   /* sum of f / size */
 	size_t cap;
 };
 
@@ -205,40 +207,40 @@ struct cscan {
 	uint32_t dom;
 	uint32_t node0, nnodes;
 	uint32_t dev0, dev1;
-	uint32_t free;       /* usable free devices */
-	uint32_t unusable;   /* devices down or cordoned (compaction: the domain cannot be freed) */
-	uint64_t tally;      /* free + usable devices of the jobs tallied */
+	uint32_t free;     /* usable free devices */
+	uint32_t unusable; /* devices down or cordoned (compaction: the domain cannot be freed) */
+	uint64_t tally;    /* free + usable devices of the jobs tallied */
 	struct cjob *jobs;
 	uint32_t njobs;
 	size_t cap_jobs;
-	uint32_t *jdev;      /* usable devices of each job in the candidate */
+	uint32_t *jdev; /* usable devices of each job in the candidate */
 	size_t cap_jdev;
-	uint32_t *jdom;      /* [jdev index * nlayers + layer] the device's domain - e0 */
+	uint32_t *jdom; /* [jdev index * nlayers + layer] the device's domain - e0 */
 	size_t cap_jdom;
 	unsigned nlayers;
 	struct layer ly[TP_MAX_LEVELS];
-	uint32_t nmov;       /* movable jobs (on the candidate, then outside ones once added) */
-	uint64_t movcap;     /* their usable devices */
-	uint32_t ninside;    /* jobs[0 .. ninside) are on the candidate */
-	bool with_outside;   /* the movable jobs elsewhere have been appended */
-	int64_t lb;          /* lower bound of the cost of fitting the request here */
+	uint32_t nmov;     /* movable jobs (on the candidate, then outside ones once added) */
+	uint64_t movcap;   /* their usable devices */
+	uint32_t ninside;  /* jobs[0 .. ninside) are on the candidate */
+	bool with_outside; /* the movable jobs elsewhere have been appended */
+	int64_t lb;        /* lower bound of the cost of fitting the request here */
 	uint32_t lb_moves;
 };
 
 /* Why candidates failed, for the message of a failed plan. */
 struct diag {
-	bool block;            /* a candidate short of devices because jobs may not move */
+	bool block; /* a candidate short of devices because jobs may not move */
 	uint64_t block_short;
 	int block_level;
 	uint32_t block_dom;
 	const struct tp_job_impl *block_job;
-	bool nohome;           /* a candidate whose jobs had nowhere to go */
+	bool nohome; /* a candidate whose jobs had nowhere to go */
 	int nohome_level;
 	uint32_t nohome_dom;
 	const struct tp_job_impl *nohome_job;
-	bool moves;            /* a candidate that needed more moves than allowed */
+	bool moves; /* a candidate that needed more moves than allowed */
 	uint32_t moves_needed;
-	bool cost;             /* a candidate that cost more than allowed */
+	bool cost; /* a candidate that cost more than allowed */
 	int64_t cost_needed;
 };
 
@@ -247,24 +249,24 @@ struct planner {
 	const struct tp_topology *t;
 	const tp_allocator *a;
 	/* what is planned for */
-	const tp_request *r;       /* NULL when compacting */
+	const tp_request *r; /* NULL when compacting */
 	bool compact;
 	struct tp_rq q;
 	bool have_q;
 	uint32_t count;
-	bool select;               /* the request selects devices (model, perf, memory, nodes) */
+	bool select; /* the request selects devices (model, perf, memory, nodes) */
 	int prio;
 	const struct tp_job_impl *coloc;
 	tp_defrag_policy pol;
-	int64_t max_cost;          /* COST_NONE: no limit */
+	int64_t max_cost; /* COST_NONE: no limit */
 	uint32_t max_moves;
 	unsigned exact_max;
-	int level;                 /* candidate level, -1: the whole cluster */
-	unsigned flevel;           /* level of the fragmentation score */
+	int level;       /* candidate level, -1: the whole cluster */
+	unsigned flevel; /* level of the fragmentation score */
 	/* the candidate being searched */
 	struct cscan scan;
 	tp_request rreq_store;
-	const tp_request *rreq;    /* the request kept inside the candidate */
+	const tp_request *rreq; /* the request kept inside the candidate */
 	const char **rnames;
 	size_t cap_rnames;
 	/* scratch */
@@ -281,7 +283,7 @@ struct planner {
 	bool have_best;
 	struct diag diag;
 	struct tp_defrag_stats stats;
-	unsigned nholds;           /* compaction: domains held so far */
+	unsigned nholds; /* compaction: domains held so far */
 };
 
 static int grow_u32(const tp_allocator *a, uint32_t **p, size_t *cap, size_t need)
@@ -355,8 +357,7 @@ static unsigned job_can(const struct planner *P, const struct tp_job_impl *j)
 }
 
 /* Why job j may not move, as "interactive job j17" or "job j3 (not migratable; ...)". */
-static void job_blocker(const struct planner *P, const struct tp_job_impl *j, char *buf,
-                        size_t len)
+static void job_blocker(const struct planner *P, const struct tp_job_impl *j, char *buf, size_t len)
 {
 	if (j == P->coloc) {
 		snprintf(buf, len, "job %s (the request's colocate target)", j->id);
@@ -420,8 +421,8 @@ static bool dev_usable(const struct planner *P, uint32_t dev)
 /* ---- scanning a candidate ---------------------------------------------------------------- */
 
 /* The domains of level u inside domain `dom` of level l (l < u; l = -1: the cluster). */
-static void desc_range(const struct tp_topology *t, int l, uint32_t dom, unsigned u,
-                       uint32_t *e0, uint32_t *ne)
+static void desc_range(const struct tp_topology *t, int l, uint32_t dom, unsigned u, uint32_t *e0,
+                       uint32_t *ne)
 {
 	if (l < 0) {
 		*e0 = 0;
@@ -649,9 +650,11 @@ static int append_outside(struct planner *P)
 			rc = TP_ENOMEM;
 			break;
 		}
-		s->jobs[s->njobs++] = (struct cjob){.j = j, .slot = (uint32_t)slot,
+		s->jobs[s->njobs++] = (struct cjob){.j = j,
+		                                    .slot = (uint32_t)slot,
 		                                    .w = cost_of(j->checkpoint_s, j->ndev),
-		                                    .rate = INFINITY, .can = (uint8_t)can,
+		                                    .rate = INFINITY,
+		                                    .can = (uint8_t)can,
 		                                    .outside = true};
 		s->nmov++;
 	}
@@ -788,8 +791,8 @@ static void bitems_sort(struct bitem *v, size_t n)
 	for (size_t i = 1; i < n; i++) {
 		struct bitem x = v[i];
 		size_t k = i;
-		for (; k > 0 && (v[k - 1].rate > x.rate ||
-		                 (v[k - 1].rate == x.rate && v[k - 1].a < x.a));
+		for (; k > 0 &&
+		       (v[k - 1].rate > x.rate || (v[k - 1].rate == x.rate && v[k - 1].a < x.a));
 		     k--)
 			v[k] = v[k - 1];
 		v[k] = x;
@@ -993,8 +996,8 @@ static bool migrates(const struct cjob *cj)
 /* Migrant results of one simulation: new devices tobuf[off[i] .. off[i+1]), or preempted. */
 struct migs {
 	uint32_t n;
-	uint32_t *k;      /* job index in the scan */
-	uint32_t *off;    /* [n + 1] */
+	uint32_t *k;   /* job index in the scan */
+	uint32_t *off; /* [n + 1] */
 	bool *preempt;
 };
 
@@ -1255,7 +1258,8 @@ static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	if (final) {
 		size_t nf;
 		const uint32_t *f = tp_placement_devices(final, &nf);
-		if ((rc = draft_push(P->a, d, TP_STEP_PLACE, tp_placement_job(final), NULL, 0, f, nf)))
+		if ((rc = draft_push(P->a, d, TP_STEP_PLACE, tp_placement_job(final), NULL, 0, f,
+		                     nf)))
 			return rc;
 	}
 	d->cost = 0;
@@ -1311,8 +1315,8 @@ static int hold_devices(struct planner *P, const char *id, const uint32_t *devs,
  * order the steps, and place the request on the cluster the plan leaves. Everything is rolled
  * back. *out: OUT_OK with the plan in *d, or why not; *nohome: the job that had no home.
  */
-static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct draft *d,
-                      int *out, const struct tp_job_impl **nohome)
+static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct draft *d, int *out,
+                      const struct tp_job_impl **nohome)
 {
 	struct tp_cluster *c = P->c;
 	const struct cscan *s = &P->scan;
@@ -1462,7 +1466,8 @@ static int fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fit
 	return rc;
 }
 
-/* ---- keeping the best plan and the reasons ---------------------------------------------------- */
+/* ---- keeping the best plan and the reasons ----------------------------------------------------
+ */
 
 /* The bound a set must not exceed to matter: the limit, and the best plan's cost. */
 static int64_t cost_bound(const struct planner *P)
@@ -1914,7 +1919,8 @@ static int greedy_search(struct planner *P)
 					pos++;
 				if (pos == nord)
 					break;
-				uint32_t k = fewest ? ord[pos] : pick_covering(P, ord, pos, nord, inS, amax);
+				uint32_t k = fewest ? ord[pos]
+				                    : pick_covering(P, ord, pos, nord, inS, amax);
 				S[nS++] = k;
 				if (k == ord[pos])
 					pos++;
@@ -2035,7 +2041,7 @@ static int evaluate_candidate(struct planner *P)
  * is not indexed. */
 struct dom_iter {
 	unsigned level;
-	int phase;        /* 0: index, 1: zero-free domains, 2: sorted array, 3: done */
+	int phase; /* 0: index, 1: zero-free domains, 2: sorted array, 3: done */
 	Word_t key;
 	uint32_t next;
 	uint32_t *sorted;
@@ -2091,8 +2097,9 @@ static bool iter_peek(struct planner *P, struct dom_iter *it, uint32_t *dom)
 		switch (it->phase) {
 		case 0: {
 			Word_t k = it->key;
-			int found = it->key == ~(Word_t)0 ? Judy1Last(c->index[it->level], &k, &err)
-			                                  : Judy1Prev(c->index[it->level], &k, &err);
+			int found = it->key == ~(Word_t)0
+			                    ? Judy1Last(c->index[it->level], &k, &err)
+			                    : Judy1Prev(c->index[it->level], &k, &err);
 			if (found == 1) {
 				*dom = (uint32_t)(k & UINT32_MAX);
 				return true;
@@ -2398,7 +2405,8 @@ static void explain(const struct planner *P, char *msg, const struct draft *unli
 	char where[300], who[300];
 	if (unlimited) {
 		if (P->max_cost != COST_NONE && unlimited->cost > P->max_cost) {
-			tp_seterr(msg, TP_ENOPLAN, "the cheapest plan costs %g s, over max_cost_s %g",
+			tp_seterr(msg, TP_ENOPLAN,
+			          "the cheapest plan costs %g s, over max_cost_s %g",
 			          unlimited->cost_s, P->pol.max_cost_s);
 			return;
 		}
@@ -2409,10 +2417,11 @@ static void explain(const struct planner *P, char *msg, const struct draft *unli
 	const struct diag *d = &P->diag;
 	if (d->nohome) {
 		dom_phrase(P, d->nohome_level, d->nohome_dom, where, sizeof where);
-		tp_seterr(msg, TP_ENOPLAN,
-		          "%s would need job %s moved, but it has nowhere else to go and may not be "
-		          "preempted",
-		          where, d->nohome_job->id);
+		tp_seterr(
+		        msg, TP_ENOPLAN,
+		        "%s would need job %s moved, but it has nowhere else to go and may not be "
+		        "preempted",
+		        where, d->nohome_job->id);
 		return;
 	}
 	if (d->block && d->block_job) {
@@ -2567,7 +2576,8 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 		size_t n;
 		const uint32_t *devs = tp_placement_devices(pl, &n);
 		struct draft d = {0};
-		if (draft_push(&c->alloc, &d, TP_STEP_PLACE, tp_placement_job(pl), NULL, 0, devs, n)) {
+		if (draft_push(&c->alloc, &d, TP_STEP_PLACE, tp_placement_job(pl), NULL, 0, devs,
+		               n)) {
 			tp_placement_destroy(pl);
 			tp_plan_destroy(p);
 			return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");
@@ -2642,7 +2652,8 @@ static int replay_steps(struct planner *P, const struct draft *d)
 		if (s->action == TP_STEP_PREEMPT)
 			rc = tp_cluster_release(c, s->job);
 		else
-			rc = tp_cluster_rebind_impl(c, tp_cluster_job_slot(c, s->job), s->to, s->nto);
+			rc = tp_cluster_rebind_impl(c, tp_cluster_job_slot(c, s->job), s->to,
+			                            s->nto);
 		if (rc)
 			return rc;
 	}
@@ -2674,8 +2685,7 @@ static bool moved_before(const struct draft *all, const char *id)
 }
 
 /* One round: the cheapest domain that can be emptied within what is left of the budget. */
-static int compact_round(struct planner *P, const struct draft *all, struct draft *d,
-                         bool *found)
+static int compact_round(struct planner *P, const struct draft *all, struct draft *d, bool *found)
 {
 	const struct tp_topology *t = P->t;
 	unsigned level = (unsigned)P->level;
@@ -2783,8 +2793,10 @@ static void compact_why(const struct planner *P, char *why, size_t len)
 	else if (d->nohome || (d->block && d->block_job))
 		explain(P, why, NULL);
 	else
-		snprintf(why, len, "every other %s domain has down or cordoned devices, or none "
-		         "can be emptied", P->t->lv[P->level].name);
+		snprintf(why, len,
+		         "every other %s domain has down or cordoned devices, or none "
+		         "can be emptied",
+		         P->t->lv[P->level].name);
 }
 
 static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, uint32_t *got,
@@ -2956,8 +2968,8 @@ static int check_holds(struct tp_cluster *c, const struct pstep *s, size_t i, ui
 	const struct tp_job_impl *j = c->jobs[*slot];
 	if (j->ndev != s->nfrom || memcmp(j->devs, s->from, s->nfrom * sizeof *s->from))
 		return tp_seterr(c->errmsg, TP_EINVAL,
-		                 "step %zu: job %s no longer holds the %u devices the plan moves", i,
-		                 s->job, s->nfrom);
+		                 "step %zu: job %s no longer holds the %u devices the plan moves",
+		                 i, s->job, s->nfrom);
 	return 0;
 }
 
@@ -2969,16 +2981,16 @@ static int check_targets(struct tp_cluster *c, const struct pstep *s, size_t i, 
 	for (uint32_t x = 0; x < s->nto; x++) {
 		uint32_t dev = s->to[x];
 		if (dev >= c->t->ndevices)
-			return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: device %u is out of range", i,
-			                 dev);
+			return tp_seterr(c->errmsg, TP_EINVAL,
+			                 "step %zu: device %u is out of range", i, dev);
 		bool own = slot != TP_NO_JOB && c->dev_job[dev] == slot &&
 		           !(c->dstate[dev] & TP_DS_DOWN);
 		if (own || tp_dev_free(c, dev))
 			continue;
 		dev_label(c->t, dev, name, sizeof name);
-		const char *why = c->dev_job[dev] != TP_NO_JOB ? "is held by job"
+		const char *why = c->dev_job[dev] != TP_NO_JOB  ? "is held by job"
 		                  : c->dstate[dev] & TP_DS_DOWN ? "is down"
-		                                                 : "is cordoned";
+		                                                : "is cordoned";
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: target %s %s%s%s", i, name, why,
 		                 c->dev_job[dev] != TP_NO_JOB ? " " : "",
 		                 c->dev_job[dev] != TP_NO_JOB ? c->jobs[c->dev_job[dev]]->id : "");
@@ -3002,10 +3014,11 @@ static int apply_place(tp_cluster *c, const tp_plan *p, const struct pstep *s, s
 	const uint32_t *devs = rc == 0 ? tp_placement_devices(pl, &n) : NULL;
 	if (rc || n != s->nto || memcmp(devs, s->to, n * sizeof *devs)) {
 		tp_placement_destroy(pl);
-		return tp_seterr(c->errmsg, TP_EINVAL,
-		                 "step %zu: the cluster no longer matches the plan: %s would not be "
-		                 "placed on the planned devices",
-		                 i, s->job);
+		return tp_seterr(
+		        c->errmsg, TP_EINVAL,
+		        "step %zu: the cluster no longer matches the plan: %s would not be "
+		        "placed on the planned devices",
+		        i, s->job);
 	}
 	rc = tp_commit(c, pl, opts);
 	tp_placement_destroy(pl);
@@ -3027,8 +3040,8 @@ int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_o
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: the plan has %zu steps", i,
 		                 p->nsteps);
 	if (i != p->next && i != 0) /* step 0 starts over (a replay on a rolled-back cluster) */
-		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu applied out of order: step %zu is next",
-		                 i, p->next);
+		return tp_seterr(c->errmsg, TP_EINVAL,
+		                 "step %zu applied out of order: step %zu is next", i, p->next);
 	const struct pstep *s = &p->steps[i];
 	uint32_t slot = TP_NO_JOB;
 	int rc;

@@ -13,14 +13,14 @@
 #define TP_DEFRAG_EXACT_MAX 12u
 
 struct tp_defrag_knobs {
-	unsigned exact_max;   /* exact subset search up to this many movable jobs (0: greedy only) */
+	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
 };
 
 /* What one planning call did (filled when a pointer is given). */
 struct tp_defrag_stats {
-	unsigned long scanned;    /* candidate domains whose devices were read */
-	unsigned long evaluated;  /* candidate domains searched for a set of jobs */
-	unsigned long tried;      /* job sets simulated (release, place, new homes) */
+	unsigned long scanned;   /* candidate domains whose devices were read */
+	unsigned long evaluated; /* candidate domains searched for a set of jobs */
+	unsigned long tried;     /* job sets simulated (release, place, new homes) */
 };
 
 /* tp_defrag_plan with knobs (NULL: the defaults) and optional figures. */

@@ -619,14 +619,11 @@ static bool is_type(const char *v, const char *vend, const char *type)
 	return (size_t)(vend - v) == strlen(type) && !strncmp(v, type, strlen(type));
 }
 
-/* Object types that hwloc gives cpusets and nodesets (every type but I/O and Misc). */
+/* Object types that hwloc gives cpusets and nodesets: every type but I/O and Misc. */
 static bool type_has_sets(const char *v, const char *vend)
 {
-	static const char *const io[] = {"Bridge", "PCIDev", "OSDev", "Misc"};
-	for (size_t i = 0; i < sizeof io / sizeof io[0]; i++)
-		if ((size_t)(vend - v) == strlen(io[i]) && !strncmp(v, io[i], strlen(io[i])))
-			return false;
-	return true;
+	return !is_type(v, vend, "Bridge") && !is_type(v, vend, "PCIDev") &&
+	       !is_type(v, vend, "OSDev") && !is_type(v, vend, "Misc");
 }
 
 static const char *check_object_tag(const char *tag, const char *end, bool root)

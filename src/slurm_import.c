@@ -22,7 +22,8 @@
 #include "common.h"
 
 #define NONE UINT32_MAX
-#define HOSTLIST_MAX (1u << 22)  /* names one hostlist may expand to */
+#define HOSTLIST_MAX (1u << 20)  /* names one hostlist may expand to */
+#define NODES_MAX (1u << 22)     /* nodes in one file */
 #define HOSTLIST_GROUPS 8        /* bracket groups in one name */
 #define MAX_KEYS 8               /* Key=Value pairs on one line */
 #define MAX_BLOCK_LEVELS 16      /* as Slurm: aggregation up to 2^15 base blocks */
@@ -585,6 +586,8 @@ static int add_node_name(struct conf *c, void *ctx, const char *name)
 {
 	uint32_t r = ((struct node_ctx *)ctx)->rec;
 	unsigned line = c->rec[r].line;
+	if (c->nnode >= NODES_MAX)
+		return fail(c, TP_ELIMIT, "line %u: more than %u nodes", line, NODES_MAX);
 	int rc = check_name(c, line, "node", name);
 	if (rc)
 		return rc;
@@ -647,8 +650,6 @@ static int expand_records(struct conf *c)
 		x = &c->rec[r];
 		x->nkids = (uint32_t)c->nkid - x->kid_first;
 		x->nnodes = (uint32_t)c->nnode - x->node_first;
-		if (c->nnode > UINT32_MAX - 1 || c->nkid > UINT32_MAX - 1)
-			return fail(c, TP_ELIMIT, "line %u: more than 2^32 nodes", x->line);
 	}
 	return 0;
 }
