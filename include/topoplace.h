@@ -1280,7 +1280,8 @@ TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
  * @param c The cluster. @param p The plan. @param i The step.
  * @param opts The new job's attributes for the place step, or NULL.
  * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
- *         names the device or job), ::TP_ENOMEM. @since 0.1.0
+ *         names the device or job), ::TP_EEXIST (the place step's job id is already running),
+ *         ::TP_ENOMEM. @since 0.1.0
  */
 TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,
                               const tp_job_options *opts);

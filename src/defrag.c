@@ -2564,9 +2564,14 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 		*out = p;
 		return tp_seterr(c->errmsg, rc, "%s", p->errmsg);
 	}
-	p->req = tp_request_dup(&c->alloc, r);
+	/* tp_place validates the request; copy it only once it is known to be well formed. */
 	tp_placement *pl = NULL;
-	rc = p->req ? tp_place(c, r, &pl) : TP_ENOMEM;
+	rc = tp_place(c, r, &pl);
+	if (rc == 0 || rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
+		p->req = tp_request_dup(&c->alloc, r);
+		if (!p->req)
+			rc = TP_ENOMEM;
+	}
 	if (rc == TP_ENOMEM) {
 		tp_placement_destroy(pl);
 		tp_plan_destroy(p);

@@ -2625,10 +2625,13 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 {
 	struct pctx p;
 	int rc = ctx_init(&p, c, q, TP_NO_JOB);
-	if (!rc)
+	/* More devices than the cluster has can never fit: classify without sizing the answer's
+	 * buffers by a count that may be near 2^32. */
+	bool too_big = q->count > c->t->ndevices;
+	if (!rc && !too_big)
 		rc = out_alloc(&p, q->count);
 	if (!rc) {
-		int r = solve(&p, q->count);
+		int r = too_big ? 0 : solve(&p, q->count);
 		if (r == 1)
 			rc = finish_ok(pl, &p, p.out, p.nout);
 		else if (r == 0)
@@ -3175,6 +3178,11 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 out:
 	if (rc == TP_ECORRUPT)
 		tp_seterr(pl->errmsg, rc, "internal error: the replacements did not add up");
+	else if (rc < 0 && rc != TP_ENOMEM && !pl->errmsg[0])
+		/* a sub-request built from the job's shape was refused without a message of its own */
+		tp_seterr(pl->errmsg, rc,
+		          "replace: the failed devices of job '%s' cannot be replaced under its shape "
+		          "(%s)", job->id, tp_strerror(rc));
 	j1_free(&rs.down);
 	j1_free(&rs.taken);
 	ar_release(&p, (struct amark){NULL, 0});

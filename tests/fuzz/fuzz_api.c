@@ -378,6 +378,7 @@ struct savepoint {
 struct pending {
 	tp_placement *p;
 	struct ref_model m;       /* the model when it was made */
+	unsigned long writes;     /* st.writes when it was made */
 	char id[REF_MAX_ID + 1];
 	char tenant[REF_MAX_ID + 1];
 };
@@ -390,6 +391,8 @@ struct st {
 	size_t nsp;
 	struct pending pend;
 	struct arm arm;
+	unsigned long writes;     /* successful writing calls so far (each may bump the
+	                             cluster's change counter, which tp_commit checks) */
 };
 
 /* A failed writing call: a defined code it may return, a message, nothing changed. */
@@ -492,6 +495,7 @@ static void op_assign(struct st *s, struct fz_in *in)
 		FZ_CHECK(errs == 0, "assign('%s', %zu devices) succeeded, model expected %#x",
 		         id ? id : "(null)", n, errs);
 		ref_assign(&s->m, id, opts_tenant(op), devs, n);
+		s->writes++;
 		return;
 	}
 	bool shape_may_fail = op && op->shape; /* its levels are checked (EINVAL) */
@@ -512,6 +516,7 @@ static void op_release(struct st *s, struct fz_in *in)
 	if (rc == 0) {
 		FZ_CHECK(j >= 0, "release('%s') of no running job succeeded", id ? id : "(null)");
 		ref_release(&s->m, j);
+		s->writes++;
 		return;
 	}
 	failed_unchanged(s, rc, j < 0 ? B(ENOTFOUND) | B(EINVAL) : B(ENOMEM), fp, "release");
@@ -536,6 +541,7 @@ static void op_health(struct st *s, struct fz_in *in, bool cordon)
 	if (rc == 0) {
 		FZ_CHECK(!bad, "%s accepted a bad device list", what);
 		ref_set_health(&s->m, devs, n, cordon, on);
+		s->writes++;
 		return;
 	}
 	failed_unchanged(s, rc, B(EINVAL) | B(ENOMEM), fp, what);
@@ -557,6 +563,7 @@ static void op_savepoint(struct st *s)
 	}
 	for (size_t i = 0; i < s->nsp; i++)
 		FZ_CHECK(s->sp[i].handle != h, "savepoint handle %zu given twice", h);
+	s->writes++;
 	struct savepoint *e = &s->sp[s->nsp++];
 	e->handle = h;
 	e->fp = fp;
@@ -600,6 +607,7 @@ static void op_close(struct st *s, struct fz_in *in, bool rollback)
 		return;
 	}
 	FZ_CHECK(rc == 0, "%s of an open savepoint failed: %s", what, tp_err_name(rc));
+	s->writes++;
 	if (rollback) {
 		FZ_CHECK(tp_cluster_fingerprint(s->c) == s->sp[i].fp,
 		         "rollback did not restore the fingerprint");
@@ -740,7 +748,8 @@ static void pending_drop(struct st *s)
 
 /* Commit a successful tp_place result and mirror it in the model. */
 static void commit_place(struct st *s, const tp_placement *p, const char *id,
-                         const char *tenant, const tp_job_options *opts, bool stale)
+                         const char *tenant, const tp_job_options *opts, bool stale,
+                         bool may_be_stale)
 {
 	size_t n;
 	const uint32_t *devs = tp_placement_devices(p, &n);
@@ -755,11 +764,12 @@ static void commit_place(struct st *s, const tp_placement *p, const char *id,
 		for (size_t i = 0; i < n; i++)
 			FZ_CHECK(ref_dev_free(&s->m, devs[i]), "commit took device %u, not free", devs[i]);
 		ref_assign(&s->m, id, opts ? opts_tenant(opts) : tenant, devs, n);
+		s->writes++;
 		return;
 	}
 	failed_unchanged(s, rc, B(EINVAL) | B(EEXIST) | B(ENOMEM), fp, "commit");
-	FZ_CHECK(stale || running || rc == TP_ENOMEM, "commit failed: %s (%s)", tp_err_name(rc),
-	         tp_cluster_errmsg(s->c));
+	FZ_CHECK(stale || may_be_stale || running || rc == TP_ENOMEM, "commit failed: %s (%s)",
+	         tp_err_name(rc), tp_cluster_errmsg(s->c));
 }
 
 static void op_place(struct st *s, struct fz_in *in)
@@ -815,12 +825,13 @@ static void op_place(struct st *s, struct fz_in *in)
 			if (!bad && !(op && op->shape)) {
 				if (fz_u8(in) & 1)
 					s->arm.at = fz_below(in, 8);
-				commit_place(s, p, id, tenant, op, false);
+				commit_place(s, p, id, tenant, op, false, false);
 			}
 		} else if (v < 220) {
 			pending_drop(s);
 			s->pend.p = p;
 			ref_copy(&s->pend.m, &s->m);
+			s->pend.writes = s->writes;
 			snprintf(s->pend.id, sizeof s->pend.id, "%s", id);
 			snprintf(s->pend.tenant, sizeof s->pend.tenant, "%s", tenant);
 			return;
@@ -833,8 +844,11 @@ static void op_commit_pending(struct st *s)
 {
 	if (!s->pend.p)
 		return;
+	/* A different state must be refused; a state reached again after writes may be (the
+	 * change counter moved on). */
 	bool stale = !ref_equal(&s->pend.m, &s->m);
-	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, stale);
+	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, stale,
+	             s->writes != s->pend.writes);
 	pending_drop(s);
 }
 
@@ -941,6 +955,7 @@ static void op_replace(struct st *s, struct fz_in *in)
 			arm_off(&s->arm);
 			if (crc == 0) {
 				ref_rebind(&s->m, j, devs, n);
+				s->writes++;
 			} else {
 				failed_unchanged(s, crc, B(ENOMEM), fp, "commit of a replacement");
 			}
@@ -1111,9 +1126,12 @@ static void apply_plan(struct st *s, struct fz_in *in, const tp_plan *plan, cons
 		int rc = tp_plan_apply_step(s->c, plan, i, NULL);
 		arm_off(&s->arm);
 		if (rc) {
-			failed_unchanged(s, rc, B(ENOMEM), fp, "apply_step");
+			/* the place step commits the request's id, which may already be running */
+			failed_unchanged(s, rc, B(ENOMEM) | (a == TP_STEP_PLACE ? B(EEXIST) : 0), fp,
+			                 "apply_step");
 			return; /* later steps are out of order now */
 		}
+		s->writes++;
 		if (a == TP_STEP_MIGRATE)
 			ref_rebind(&s->m, j, to, nto);
 		else if (a == TP_STEP_PREEMPT)
@@ -1147,6 +1165,8 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 	         tp_err_name(rc));
 	ref_compare(&s->m, s->c);
 	FZ_CHECK(fz_code_defined(rc), "%s: undefined code %d", what, rc);
+	FZ_CHECK(fz_big_alloc == 0, "%s (count %u) asked for %zu bytes at once (%s)", what,
+	         q.r.count, fz_big_alloc, tp_err_name(rc));
 	if (rc == TP_ENOMEM) {
 		FZ_CHECK(s->arm.hit, "%s: ENOMEM without an injected failure", what);
 		tp_plan_destroy(plan);

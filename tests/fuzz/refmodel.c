@@ -24,7 +24,7 @@ void fz_fail(const char *file, int line, const char *fmt, ...)
 	abort();
 }
 
-/* ---- the allocator under test ------------------------------------------------------------------ */
+/* ---- the allocator under test ------------------------------------------------------------- */
 
 size_t fz_big_alloc;
 
@@ -655,6 +655,8 @@ bool ref_dev_matches(const tp_topology *t, const tp_request *r, uint32_t dev)
 	    tp_topology_node_memory_gb(t, node) < r->select_min_memory_gb)
 		return false;
 	if (r->nselect_nodes) {
+		if (!r->select_nodes)
+			return false; /* an invalid request: nothing matches */
 		const char *name = tp_topology_node_name(t, node);
 		bool listed = false;
 		for (size_t i = 0; i < r->nselect_nodes; i++)
@@ -693,7 +695,9 @@ static char problem[512];
 
 static bool known(const tp_topology *t, const char *name, bool fd_ok)
 {
-	return !name || (fd_ok ? level_or_kind(t, name) != -1 : tp_topology_level_by_name(t, name) >= 0);
+	if (!name)
+		return true;
+	return fd_ok ? level_or_kind(t, name) != -1 : tp_topology_level_by_name(t, name) >= 0;
 }
 
 /* Every level a successful request names exists (the checker looks them up). */

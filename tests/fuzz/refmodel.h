@@ -33,7 +33,7 @@ void fz_fail(const char *file, int line, const char *fmt, ...)
 			fz_fail(__FILE__, __LINE__, __VA_ARGS__);                                          \
 	} while (0)
 
-/* ---- the allocator under test ------------------------------------------------------------------ */
+/* ---- the allocator under test ------------------------------------------------------------- */
 
 /* tp_test_allocator (counting, failure injection), except that it refuses any one allocation
  * above FZ_MAX_ALLOC bytes and records its size in fz_big_alloc: a small cluster never needs
