@@ -72,7 +72,8 @@ static long replay_dir(const char *dir)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, by_name);
+	if (n)
+		qsort(names, n, sizeof *names, by_name);
 	long done = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
