@@ -2985,6 +2985,22 @@ static int smallest_common(const struct pctx *p, const struct rstate *rs, uint32
 
 /* Solve one class: place its fully failed inner units inside the anchor. 1, 0 or an error;
  * on 0, the context is left set up for classify(). */
+/* Evaluate the replacements in domain `*dom` of level `*al`. Without an anchor, start in the
+ * smallest domain holding the healthy devices and climb until they fit: staying inside a domain
+ * adds no domain at its level or above, which every placement leaving it does, so the first
+ * that fits is optimal. */
+static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
+                         uint32_t cnt, uint32_t *best)
+{
+	for (;;) {
+		int r = eval(p, *al, *dom, cnt, colq(p, *al), best);
+		if (r != 0 || *al < 0 || cl->a >= 0)
+			return r;
+		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
+		(*al)--;
+	}
+}
+
 static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
                          const struct layer *ly, const struct rclass *cl, struct tp_rq *sub,
                          uint32_t *need, int *ideal_ok)
@@ -3007,30 +3023,14 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 	if (al < 0)
 		al = smallest_common(p, rs, &dom);
 	uint32_t best[W_MAX];
-	int r = 0;
-	/* Without an anchor, start in the smallest domain holding the healthy devices and climb
-	 * until the replacements fit: staying inside a domain adds no domain at its level or
-	 * above, which every placement leaving it does, so the first that fits is optimal. */
-	for (;;) {
-		r = eval(p, al, dom, cnt, colq(p, al), best);
-		if (r != 0 || al < 0 || cl->a >= 0)
-			break;
-		dom = al > 0 ? p->t->lv[al].parent[dom] : 0;
-		al--;
-	}
+	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
 	if (r == 0) {
 		/* could it fit the anchor with every other job gone? (the job itself stays) */
 		al = anchor_of(p, rs, ly, cl, &dom);
 		if (al < 0)
 			al = smallest_common(p, rs, &dom);
 		go_ideal(p);
-		for (;;) {
-			r = eval(p, al, dom, cnt, colq(p, al), best);
-			if (r != 0 || al < 0 || cl->a >= 0)
-				break;
-			dom = al > 0 ? p->t->lv[al].parent[dom] : 0;
-			al--;
-		}
+		r = eval_climbing(p, cl, &al, &dom, cnt, best);
 		p->ideal = false;
 		p->ideal_plain = false;
 		p->filtered = true;
