@@ -801,6 +801,24 @@ static void bitems_sort(struct bitem *v, size_t n)
 
 /* The fractional knapsack bound on the cost of freeing the missing devices (jobs by cost per
  * device, the last one in part), and the fewest jobs that could free them. */
+
+/* Heap sort's sift-down over v[0..end): the item at x sinks below larger rates. */
+static void bitems_sift(struct bitem *v, size_t x, size_t end)
+{
+	for (;;) {
+		size_t l = 2 * x + 1, mx = x;
+		if (l < end && v[l].rate > v[mx].rate)
+			mx = l;
+		if (l + 1 < end && v[l + 1].rate > v[mx].rate)
+			mx = l + 1;
+		if (mx == x)
+			return;
+		struct bitem t = v[x];
+		v[x] = v[mx];
+		v[mx] = t;
+		x = mx;
+	}
+}
 static int lower_bounds(struct planner *P)
 {
 	struct cscan *s = &P->scan;
@@ -823,36 +841,12 @@ static int lower_bounds(struct planner *P)
 		bitems_sort(v, m);
 	} else { /* heap sort of indices would need the scan; sort the items by rate */
 		for (size_t i = m / 2; i-- > 0;)
-			for (size_t x = i;;) {
-				size_t l = 2 * x + 1, mx = x;
-				if (l < m && v[l].rate > v[mx].rate)
-					mx = l;
-				if (l + 1 < m && v[l + 1].rate > v[mx].rate)
-					mx = l + 1;
-				if (mx == x)
-					break;
-				struct bitem t = v[x];
-				v[x] = v[mx];
-				v[mx] = t;
-				x = mx;
-			}
+			bitems_sift(v, i, m);
 		for (size_t end = m - 1; end > 0; end--) {
 			struct bitem t = v[0];
 			v[0] = v[end];
 			v[end] = t;
-			for (size_t x = 0;;) {
-				size_t l = 2 * x + 1, mx = x;
-				if (l < end && v[l].rate > v[mx].rate)
-					mx = l;
-				if (l + 1 < end && v[l + 1].rate > v[mx].rate)
-					mx = l + 1;
-				if (mx == x)
-					break;
-				struct bitem u = v[x];
-				v[x] = v[mx];
-				v[mx] = u;
-				x = mx;
-			}
+			bitems_sift(v, 0, end);
 		}
 	}
 	uint64_t left = need;
