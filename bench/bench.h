@@ -143,5 +143,6 @@ int bench_model_main(int argc, char **argv);
 int bench_place_main(int argc, char **argv);
 int bench_sim_main(int argc, char **argv);
 int bench_defrag_main(int argc, char **argv);
+int bench_layout_main(int argc, char **argv);
 
 #endif

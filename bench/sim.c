@@ -43,6 +43,7 @@ struct sim_opts {
 	size_t backfill;
 	double starve_h;
 	double defrag_every_s;
+	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
 	bool use_cost;
 	const char *json;
 	const char *csv;
@@ -71,7 +72,7 @@ struct sim_result {
 	double mean_eff;
 	long place_calls;
 	double place_us_mean;
-	long defrag_moves, defrag_calls;
+	long defrag_moves, defrag_calls, defrag_refused;
 	double defrag_cost_s, defrag_us_mean;
 	struct sim_sample *samples;
 	size_t nsamples;
@@ -320,6 +321,17 @@ static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
 	heap_push(r, r->end[jid], jid);
 }
 
+/* Whether a defrag plan may move running job jid to devs: not if it would run less
+ * efficiently there (the planner keeps locality; this checks the efficiency it is charged). */
+static bool sim_keeps_efficiency(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+{
+	struct sim_run *r = ud;
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (n != j->gpus)
+		bench_die("defrag would move job %u to %u devices, not %u", jid, n, j->gpus);
+	return sim_efficiency(r->f, j, devs, r->o->use_cost) >= r->eff[jid] - 1e-9;
+}
+
 static void sim_finish(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
@@ -356,7 +368,8 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
 		double cost = 0;
-		struct sim_mover mv = {r, sim_moved};
+		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency,
+		                        r->o->defrag_max_cost, &r->res->defrag_refused};
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
 		uint64_t d0 = bench_now_ns();
@@ -592,9 +605,11 @@ static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
 	}
 	for (size_t i = 0; i < n; i++)
 		if (!res[i].unavailable && res[i].pol->defrag)
-			printf("%s: %ld planner calls (mean %.1f ms), %ld jobs moved, cost %.0f "
-			       "GPU-seconds of checkpoints\n", res[i].pol->name, res[i].defrag_calls,
-			       res[i].defrag_us_mean / 1000, res[i].defrag_moves, res[i].defrag_cost_s);
+			printf("%s: %ld planner calls (mean %.1f ms), %ld plans refused (a moved job "
+			       "would lose efficiency), %ld jobs moved, cost %.0f GPU-seconds of "
+			       "checkpoints\n", res[i].pol->name, res[i].defrag_calls,
+			       res[i].defrag_us_mean / 1000, res[i].defrag_refused, res[i].defrag_moves,
+			       res[i].defrag_cost_s);
 	printf("\noccup = busy GPU share in the window; eff_GPU_h = effective GPU-hours in the window"
 	       "; effic = eff_GPU_h / busy GPU-hours;\nfull%% / fullG%% = jobs / GPU-hours at full "
 	       "locality; wait = queueing delay (mean, p95) in minutes; fragNV = mean share\nof free "
@@ -631,6 +646,7 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 	bench_json_int(&j, "backfill", (long long)o->backfill);
 	bench_json_num(&j, "starve_h", o->starve_h);
 	bench_json_num(&j, "defrag_every_s", o->defrag_every_s);
+	bench_json_num(&j, "defrag_max_cost", o->defrag_max_cost);
 	bench_json_obj(&j, "policies");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
@@ -660,6 +676,7 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 		bench_json_int(&j, "defrag_moves", r->defrag_moves);
 		bench_json_num(&j, "defrag_cost_s", r->defrag_cost_s);
 		bench_json_int(&j, "defrag_calls", r->defrag_calls);
+		bench_json_int(&j, "defrag_refused", r->defrag_refused);
 		bench_json_num(&j, "defrag_us_mean", r->defrag_us_mean);
 		bench_json_int(&j, "place_calls", r->place_calls);
 		bench_json_num(&j, "place_us_mean", r->place_us_mean);
@@ -719,13 +736,17 @@ static void sim_usage(FILE *f)
 	        "                    [--compress X]\n"
 	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
-	        "                    [--starve-h H] [--defrag-every-s S] [--efficiency cost|standin]\n"
+	        "                    [--starve-h H] [--defrag-every-s S] [--defrag-max-cost X]\n"
+	        "                    [--efficiency cost|standin]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
 	        "  kueue-like, slurm-block-like, topoplace, topoplace-defrag, ideal.\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
-	        "  busy). --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n");
+	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
+	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"
+	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
+	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n");
 }
 
 static bool policy_selected(const char *list, const char *name)
@@ -747,7 +768,8 @@ int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
-	                     .starve_h = 12, .defrag_every_s = 1800, .use_cost = sim_have_cost()};
+	                     .starve_h = 12, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                     .use_cost = sim_have_cost()};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -759,6 +781,7 @@ int bench_sim_main(int argc, char **argv)
 		{"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
 		{"compress", required_argument, NULL, 'C'},
 		{"defrag-every-s", required_argument, NULL, 'D'},
+		{"defrag-max-cost", required_argument, NULL, 'M'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -768,6 +791,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'L': o.limit = strtoul(optarg, NULL, 0); break;
 		case 'C': o.compress = strtod(optarg, NULL); break;
 		case 'D': o.defrag_every_s = strtod(optarg, NULL); break;
+		case 'M': o.defrag_max_cost = strtod(optarg, NULL); break;
 		case 'n': o.jobs = strtoul(optarg, NULL, 0); break;
 		case 'l': o.load = strtod(optarg, NULL); break;
 		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
@@ -795,7 +819,7 @@ int bench_sim_main(int argc, char **argv)
 		}
 	}
 	if (o.sample_s <= 0 || o.backfill < 1 || o.load <= 0 || !(o.compress > 0) ||
-	    !(o.defrag_every_s >= 0) ||
+	    !(o.defrag_every_s >= 0) || !(o.defrag_max_cost >= 0) ||
 	    (o.plot && !o.csv))
 		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1; --plot "
 		          "needs --csv");

@@ -115,14 +115,20 @@ bool sim_have_cost(void);
  * The defrag hook of the topoplace-defrag policy (sim_policy.c): job `jid` was answered
  * TP_EFRAGMENTED; make room by migrating running jobs (the cluster is updated by the hook) and
  * report each move through mv. Returns the number of jobs moved (then the caller places the job
- * again), or a negative code (TP_ENOPLAN: no plan). *cost_s receives the plan's cost
- * (checkpoint seconds x devices).
+ * again), or a negative code (TP_ENOPLAN: no plan, or none worth carrying out). *cost_s
+ * receives the plan's cost (checkpoint seconds x devices).
  */
 struct sim_mover {
 	void *ud;
 	/* Running job `jid` now sits on devs[0..n): the simulator charges its checkpoint time and
 	 * recomputes its efficiency and end. */
 	void (*moved)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
+	/* Whether running job `jid` would run at least as efficiently on devs[0..n) as where it
+	 * runs now (the simulator's efficiency model). */
+	bool (*keeps_efficiency)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
+	/* The most a plan may cost, as a share of the waiting job's work (its GPUs x duration). */
+	double max_cost_share;
+	long *refused; /* counts the plans found but not carried out */
 };
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);

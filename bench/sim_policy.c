@@ -516,10 +516,13 @@ static const char *topoplace_unavailable(void)
 /*
  * The defrag hook: ask the library's planner for the moves that make job j fit, with
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
- * (the planner's default) and at most 8 jobs moved; carry out every migration step on the
- * cluster (tp_plan_apply_step) and tell the simulator (mv->moved), which charges the moved
- * job its checkpoint time. The place step is left to the caller, which places j again.
- * Returns the number of jobs moved, or the planner's negative code.
+ * (the planner's default), at most 8 jobs moved and a cost (checkpoint seconds x devices) of at
+ * most mv->max_cost_share of j's own work. A plan is carried out only if no moved job would run
+ * less efficiently afterwards (mv->keeps_efficiency: the planner keeps each job's locality, the
+ * simulator checks the efficiency it charges). Then every migration step is applied to the
+ * cluster (tp_plan_apply_step) and reported (mv->moved), which charges the moved job its
+ * checkpoint time. The place step is left to the caller, which places j again.
+ * Returns the number of jobs moved, or a negative code (TP_ENOPLAN also for a plan refused).
  */
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s)
@@ -530,6 +533,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
 	pol.max_moves = 8;
+	pol.max_cost_s = mv->max_cost_share * (double)j->gpus * j->duration_s;
 	tp_plan *p = NULL;
 	*cost_s = 0;
 	int rc = tp_defrag_plan(ctx->c, &r, &pol, &p);
@@ -540,26 +544,33 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		tp_plan_destroy(p);
 		return rc;
 	}
-	int moves = 0;
-	size_t ns = tp_plan_step_count(p);
-	for (size_t i = 0; i < ns; i++) {
+	size_t ns = tp_plan_step_count(p) - 1; /* the last step places j */
+	for (size_t i = 0; i < ns; i++) {      /* worth carrying out? */
 		tp_step_action a;
 		const char *job;
 		const uint32_t *to;
 		size_t nto;
 		BENCH_CHECK(tp_plan_step(p, i, &a, &job, NULL, NULL, &to, &nto), "tp_plan_step");
-		if (a == TP_STEP_PLACE)
-			break;
 		if (a != TP_STEP_MIGRATE)
 			bench_die("tp_defrag_plan preempted job %s although the policy forbids it", job);
 		uint32_t moved = (uint32_t)strtoul(job + 1, NULL, 10); /* ids are "j<index>" */
+		if (!mv->keeps_efficiency(mv->ud, moved, to, (uint32_t)nto)) {
+			(*mv->refused)++;
+			tp_plan_destroy(p);
+			return TP_ENOPLAN;
+		}
+	}
+	for (size_t i = 0; i < ns; i++) {
+		const char *job;
+		const uint32_t *to;
+		size_t nto;
+		BENCH_CHECK(tp_plan_step(p, i, NULL, &job, NULL, NULL, &to, &nto), "tp_plan_step");
 		BENCH_CHECK(tp_plan_apply_step(ctx->c, p, i, NULL), tp_cluster_errmsg(ctx->c));
-		mv->moved(mv->ud, moved, to, (uint32_t)nto);
-		moves++;
+		mv->moved(mv->ud, (uint32_t)strtoul(job + 1, NULL, 10), to, (uint32_t)nto);
 	}
 	*cost_s = tp_plan_cost_s(p);
 	tp_plan_destroy(p);
-	return moves;
+	return (int)ns;
 }
 
 static const char *defrag_unavailable(void) { return NULL; }

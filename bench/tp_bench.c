@@ -5,6 +5,8 @@
  *   tp-bench model  latency of tp_cluster_assign / release and memory against fleet size
  *   tp-bench place  latency of tp_place against fleet size, and a Kueue-like baseline
  *   tp-bench sim    trace-driven cluster simulator comparing placement policies
+ *   tp-bench defrag latency of tp_defrag_plan on fragmented fleets
+ *   tp-bench layout the published 512-GPU comparison: packed into 8 racks vs scattered
  *
  * Every subcommand prints a table on stdout, progress on stderr, and with --json FILE writes its
  * figures as JSON. docs/benchmarks.md describes each one and the figures measured.
@@ -24,6 +26,7 @@ static void usage(FILE *f)
 	        "  place   tp_place latency and a Kueue-like recount baseline\n"
 	        "  sim     trace-driven simulator comparing placement policies\n"
 	        "  defrag  tp_defrag_plan latency on fragmented fleets\n"
+	        "  layout  512 GPUs in exactly 8 NVL72 racks vs scattered: modelled step times\n"
 	        "\n"
 	        "Run 'tp-bench <subcommand> --help' for its options. libtopoplace %s.\n",
 	        tp_version_string());
@@ -44,6 +47,8 @@ int main(int argc, char **argv)
 		return bench_sim_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "defrag"))
 		return bench_defrag_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "layout"))
+		return bench_layout_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+"""Checks of the benchmark harness's behaviour (suite `bench`), on runs small enough for CI.
+
+usage: check_bench.py TP_BENCH TRACE_CSV
+
+- `tp-bench layout`: tp_place puts the 512-GPU job in exactly 8 racks with no tensor group
+  split; every scattered layout is slower than the 8-rack one, the layout with tensor groups
+  across racks more than the published x1.14, the rack-aligned 16-rack one less.
+- `tp-bench sim`: every policy of the issue reports every metric of the JSON schema with sane
+  values; the ideal bound is not beaten; topoplace places every job at full locality; two runs
+  with one seed agree on every figure but wall time; a CSV trace (with a kind column) replays;
+  bad options fail with a message and exit status 1.
+No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "topoplace",
+            "topoplace-defrag", "ideal"]
+METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
+           "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
+WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean"}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(args, tmp, name):
+    out = os.path.join(tmp, name)
+    p = subprocess.run([TP_BENCH] + args + ["--json", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"tp-bench {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    with open(out) as f:
+        return json.load(f), p.stdout
+
+
+def strip_wall(d):
+    if isinstance(d, dict):
+        return {k: strip_wall(v) for k, v in d.items() if k not in WALL_KEYS}
+    if isinstance(d, list):
+        return [strip_wall(v) for v in d]
+    return d
+
+
+def check_layout(tmp):
+    d, _ = run(["layout"], tmp, "layout.json")
+    rows = {r["layout"]: r for r in d["results"]}
+    check(d["bench"] == "layout" and d["gpus"] == 512, "layout: header")
+    tp = rows["topoplace"]
+    check(tp["racks"] == 8 and tp["tp_split_groups"] == 0,
+          f"layout: tp_place used {tp['racks']} racks, split {tp['tp_split_groups']} groups")
+    check(abs(tp["vs_8_racks"] - 1) < 1e-9 and abs(tp["efficiency"] - 1) < 1e-9,
+          f"layout: tp_place step x{tp['vs_8_racks']}, efficiency {tp['efficiency']}")
+    for name, r in rows.items():
+        if name not in ("topoplace", "8-racks"):
+            check(r["vs_8_racks"] > 1 and r["efficiency"] < 1,
+                  f"layout: {name} is not slower than 8 racks (x{r['vs_8_racks']})")
+    check(rows["16-racks"]["vs_8_racks"] < 1.14 < rows["16-racks-cross"]["vs_8_racks"],
+          "layout: the published x1.14 is not between rack-aligned and rack-crossing layouts")
+
+
+def check_sim(tmp):
+    args = ["sim", "--fleet", "nvl72:1000", "--jobs", "400", "--seed", "7"]
+    a, text = run(args, tmp, "sim-a.json")
+    b, _ = run(args, tmp, "sim-b.json")
+    check(strip_wall(a) == strip_wall(b), "sim: two runs with one seed differ")
+    check(a["bench"] == "sim", "sim: bench name")
+    pol = a["policies"]
+    check(sorted(pol) == sorted(POLICIES), f"sim: policies {sorted(pol)}")
+    for name in POLICIES:
+        check(name in text, f"sim: table has no row for {name}")
+        m = pol.get(name, {})
+        for key in METRICS:
+            check(isinstance(m.get(key), (int, float)), f"sim: {name} has no number {key}")
+        if not m:
+            continue
+        check(0 <= m["occupancy"] <= 1, f"sim: {name} occupancy {m['occupancy']}")
+        check(0 <= m["full_locality_share"] <= 1, f"sim: {name} full-locality share")
+        check(m["p95_wait_s"] >= 0 and m["mean_wait_s"] >= 0, f"sim: {name} waits")
+    ideal = pol["ideal"]["effective_gpu_hours"]
+    for name in POLICIES:
+        check(pol[name]["effective_gpu_hours"] <= ideal * (1 + 1e-9),
+              f"sim: {name} beats the ideal bound")
+    check(pol["topoplace"]["full_locality_share"] == 1, "sim: topoplace lost locality")
+    check(pol["topoplace-defrag"]["defrag_moves"] > 0, "sim: the defrag policy never moved")
+    check(pol["first-fit"]["full_locality_share"] < 1, "sim: first-fit never lost locality")
+
+
+def check_trace(tmp, trace):
+    d, _ = run(["sim", "--trace", trace, "--fleet", "nvl72:1000", "--policies",
+                "first-fit,topoplace"], tmp, "trace.json")
+    check(sorted(d["policies"]) == ["first-fit", "topoplace"], "trace: --policies")
+    check(d["policies"]["topoplace"]["effective_gpu_hours"] > 0, "trace: nothing ran")
+
+
+def check_errors():
+    for args, needle in [(["sim", "--fleet", "nvl72:x"], "fleet"),
+                         (["sim", "--trace", "/nonexistent.csv"], "nonexistent"),
+                         (["layout", "--tp", "3"], "--tp"),
+                         (["nosuch"], "unknown subcommand")]:
+        p = subprocess.run([TP_BENCH] + args, capture_output=True, text=True)
+        check(p.returncode != 0 and needle in p.stderr,
+              f"tp-bench {' '.join(args)}: exit {p.returncode}, stderr {p.stderr!r}")
+
+
+if __name__ == "__main__":
+    TP_BENCH, TRACE = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        check_layout(tmp)
+        check_sim(tmp)
+        check_trace(tmp, TRACE)
+    check_errors()
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+    print("all bench checks passed")
