@@ -81,7 +81,6 @@ static void place_usage(FILE *f)
 	        "  of a Kueue-like baseline that recounts every node per request.\n");
 }
 
-#ifdef TP_BENCH_HAVE_PLACE
 /* The tp_request of a template. `slice` must outlive the request. */
 static tp_request place_tp_request(const struct place_template *m, tp_slice *slice)
 {
@@ -102,8 +101,6 @@ static tp_request place_tp_request(const struct place_template *m, tp_slice *sli
 	}
 	return r;
 }
-
-#endif
 
 static struct kq_request place_kq_request(const struct place_template *m)
 {
@@ -174,15 +171,13 @@ static void place_check_baseline(const tp_cluster *c, const struct place_templat
 static void place_one(tp_cluster *c, struct kq *kq, const struct place_template *m,
                       struct place_tstats *st, bool run_baseline, uint32_t *devs)
 {
-	int rc = TP_ENOTFOUND;
 	uint32_t tp_rack = TP_NONE;
-#ifdef TP_BENCH_HAVE_PLACE
 	tp_slice slice;
 	tp_request req = place_tp_request(m, &slice);
 	tp_placement *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
 	uint64_t t0 = bench_now_ns();
-	rc = tp_place(c, &req, &p);
+	int rc = tp_place(c, &req, &p);
 	uint64_t t1 = bench_now_ns();
 	uint64_t c1 = bench_thread_cpu_ns();
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || !p)
@@ -202,7 +197,6 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 	if (rc == 0 && m->kind == PK_REQUIRED)
 		tp_placement_domain_at(p, NVL_RACK, 0, &tp_rack, &cnt);
 	tp_placement_destroy(p);
-#endif
 	if (!run_baseline)
 		return;
 
@@ -241,10 +235,6 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	memset(res, 0, sizeof *res);
 	bench_nvl72_shape(want, &res->blocks, &res->rpb);
 	res->gpus = (uint64_t)res->blocks * res->rpb * NVL72_RACK_GPUS;
-#ifndef TP_BENCH_HAVE_PLACE
-	fprintf(stderr, "place: tp_place is not in this build (src/place.c is not in "
-	        "src/meson.build yet): timing the baseline only\n");
-#endif
 	tp_topology *t;
 	tp_cluster *c;
 	BENCH_CHECK(tp_topology_generate_nvl72(&t, res->blocks, res->rpb, NULL), "generate");

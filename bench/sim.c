@@ -60,7 +60,6 @@ struct sim_sample {
 
 struct sim_result {
 	const struct sim_policy *pol;
-	const char *unavailable;
 	double wall_s;
 	size_t started, rejected, unfinished;
 	double occupancy, occupancy_all, eff_gpu_h, eff_share;
@@ -592,10 +591,6 @@ static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
 	       "wall_s");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
-		if (r->unavailable) {
-			printf("%-17s unavailable: %s\n", r->pol->name, r->unavailable);
-			continue;
-		}
 		printf("%-17s %5.1f%% %9.0f %6.3f %5.1f%% %5.1f%% %8.1f %8.1f %8.1f %6.3f %5.1f%% "
 		       "%6.1f\n",
 		       r->pol->name, r->occupancy * 100, r->eff_gpu_h, r->eff_share,
@@ -604,7 +599,7 @@ static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
 		       w1 > w0 ? r->queue_empty_s / (w1 - w0) * 100 : 0, r->wall_s);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!res[i].unavailable && res[i].pol->defrag)
+		if (res[i].pol->defrag)
 			printf("%s: %ld planner calls (mean %.1f ms), %ld plans refused (a moved job "
 			       "would lose efficiency), %ld jobs moved, cost %.0f GPU-seconds of "
 			       "checkpoints\n", res[i].pol->name, res[i].defrag_calls,
@@ -651,12 +646,6 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		bench_json_obj(&j, r->pol->name);
-		bench_json_bool(&j, "available", r->unavailable == NULL);
-		if (r->unavailable) {
-			bench_json_str(&j, "reason", r->unavailable);
-			bench_json_end_obj(&j);
-			continue;
-		}
 		bench_json_num(&j, "occupancy", r->occupancy);
 		bench_json_num(&j, "occupancy_whole_run", r->occupancy_all);
 		bench_json_num(&j, "effective_gpu_hours", r->eff_gpu_h);
@@ -713,8 +702,6 @@ static void sim_plot(const struct sim_opts *o, const struct sim_result *res, siz
 {
 	char names[512] = "";
 	for (size_t i = 0; i < n; i++) {
-		if (res[i].unavailable)
-			continue;
 		strncat(names, res[i].pol->name, sizeof names - strlen(names) - 2);
 		strncat(names, " ", sizeof names - strlen(names) - 1);
 	}
@@ -769,7 +756,7 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 12, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
-	                     .use_cost = sim_have_cost()};
+	                     .use_cost = true};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -806,10 +793,10 @@ int bench_sim_main(int argc, char **argv)
 		case 'e':
 			if (!strcmp(optarg, "standin"))
 				o.use_cost = false;
-			else if (!strcmp(optarg, "cost") && sim_have_cost())
+			else if (!strcmp(optarg, "cost"))
 				o.use_cost = true;
 			else
-				bench_die("--efficiency: 'standin', or 'cost' when the cost model is built in");
+				bench_die("--efficiency: 'cost' or 'standin', not '%s'", optarg);
 			break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
@@ -849,12 +836,7 @@ int bench_sim_main(int argc, char **argv)
 		if (!policy_selected(o.policies, sim_policies[i].name))
 			continue;
 		res[n].pol = &sim_policies[i];
-		res[n].unavailable = sim_policies[i].unavailable();
-		if (!res[n].unavailable)
-			sim_run_policy(&o, &f, &w, w0, w1, &res[n]);
-		else
-			fprintf(stderr, "sim: %s: unavailable: %s\n", sim_policies[i].name,
-			        res[n].unavailable);
+		sim_run_policy(&o, &f, &w, w0, w1, &res[n]);
 		n++;
 	}
 	if (n == 0)

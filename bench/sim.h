@@ -84,9 +84,7 @@ struct sim_ctx {
 struct sim_policy {
 	const char *name;
 	const char *what;
-	/* NULL when available, else why the policy cannot run in this build. */
-	const char *(*unavailable)(void);
-	/* false: no cluster state (the ideal bound). */
+	/* false: no cluster state (the ideal bound; place is NULL). */
 	bool uses_cluster;
 	void *(*create)(struct sim_ctx *ctx);
 	/* Devices for job j into devs; 0, or a negative TP_E* code (TP_EINFEASIBLE: never). */
@@ -100,16 +98,14 @@ struct sim_policy {
 extern const struct sim_policy sim_policies[];
 extern const size_t sim_npolicies;
 
-/* The locality stand-in (used until the cost model is in the library): 1.0 inside the job's
- * ideal domain, a penalty by the level crossed otherwise (see sim_policy.c). */
+/* The locality stand-in (--efficiency standin): 1.0 inside the job's ideal domain, a penalty by
+ * the level crossed otherwise (see sim_policy.c). */
 double sim_efficiency_standin(const struct sim_fleet *f, const struct sim_job *j,
                               const uint32_t *devs);
-/* The job's efficiency: tp_cost_efficiency with the job's step model when the cost model is
- * built in (and not disabled), else the stand-in. */
+/* The job's efficiency: tp_cost_efficiency with the job's step model (use_cost), else the
+ * stand-in. */
 double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const uint32_t *devs,
                       bool use_cost);
-/* Whether the cost model is built in. */
-bool sim_have_cost(void);
 
 /*
  * The defrag hook of the topoplace-defrag policy (sim_policy.c): job `jid` was answered

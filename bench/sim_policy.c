@@ -16,7 +16,7 @@
  *                     then the fewest base blocks; one-node jobs take the tightest node;
  *   topoplace         tp_place with the job's shape (sim_job_shape);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
- *                     library's planner (tp_defrag_plan; unavailable in a build without it);
+ *                     library's planner (tp_defrag_plan);
  *   ideal             no topology at all: a job starts when enough GPUs are free and runs at
  *                     full locality (an upper bound; handled in sim.c).
  */
@@ -27,9 +27,7 @@
 #include "kueue.h"
 #include "sim.h"
 
-#ifdef TP_BENCH_HAVE_COST
 #include "cost.h"
-#endif
 
 /* ---- efficiency ------------------------------------------------------------------------- */
 
@@ -93,7 +91,6 @@ double sim_efficiency_standin(const struct sim_fleet *f, const struct sim_job *j
 	return eff;
 }
 
-#ifdef TP_BENCH_HAVE_COST
 /*
  * The step model the simulator gives tp_cost_efficiency. Training (and interactive) jobs:
  * tensor parallel tp = the largest power of two <= min(n, 8) dividing n, pipeline pp = 4 for
@@ -129,21 +126,10 @@ static struct tp_step_model sim_step_model(const struct sim_job *j)
 	m.pp_msgs = m.pp > 1 ? 16 : 0;
 	return m;
 }
-#endif
-
-bool sim_have_cost(void)
-{
-#ifdef TP_BENCH_HAVE_COST
-	return true;
-#else
-	return false;
-#endif
-}
 
 double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const uint32_t *devs,
                       bool use_cost)
 {
-#ifdef TP_BENCH_HAVE_COST
 	if (use_cost) {
 		struct tp_step_model m = sim_step_model(j);
 		double e = tp_cost_efficiency(f->t, devs, j->gpus, &m);
@@ -152,9 +138,6 @@ double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const 
 			          m.dp, tp_err_name((int)e));
 		return e;
 	}
-#else
-	(void)use_cost;
-#endif
 	return sim_efficiency_standin(f, j, devs);
 }
 
@@ -447,7 +430,6 @@ static int slurm_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, u
 
 /* ---- topoplace ---------------------------------------------------------------------------- */
 
-#ifdef TP_BENCH_HAVE_PLACE
 /* The tp_request of a job's shape; `slice` and `id` (24 bytes) must outlive it. */
 static tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
                                  tp_slice *slice, char *id)
@@ -501,18 +483,7 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	tp_placement_destroy(p);
 	return rc;
 }
-#endif
 
-static const char *topoplace_unavailable(void)
-{
-#ifdef TP_BENCH_HAVE_PLACE
-	return NULL;
-#else
-	return "tp_place is not in this build (src/place.c is not in src/meson.build yet)";
-#endif
-}
-
-#if defined(TP_BENCH_HAVE_PLACE) && defined(TP_BENCH_HAVE_DEFRAG)
 /*
  * The defrag hook: ask the library's planner for the moves that make job j fit, with
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
@@ -573,67 +544,19 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	return (int)ns;
 }
 
-static const char *defrag_unavailable(void) { return NULL; }
-#else
-/* Without the planner in this build the hook has nothing to call: the policy reports itself
- * unavailable rather than pretending (it would only repeat the topoplace policy). */
-int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
-                         const struct sim_mover *mv, double *cost_s)
-{
-	(void)ctx;
-	(void)j;
-	(void)jid;
-	(void)mv;
-	*cost_s = 0;
-	return TP_ENOPLAN;
-}
-
-static const char *defrag_unavailable(void)
-{
-#ifndef TP_BENCH_HAVE_PLACE
-	return "needs tp_place, which is not in this build (src/place.c is not in src/meson.build "
-	       "yet)";
-#else
-	return "the defrag planner is not in this build (src/defrag.c is not in src/meson.build "
-	       "yet); the policy is wired to sim_defrag_make_room() in bench/sim_policy.c";
-#endif
-}
-#endif
-
-static const char *ideal_unavailable(void) { return NULL; }
-static const char *always_available(void) { return NULL; }
-
-static int unavailable_place(void *st, struct sim_ctx *ctx, const struct sim_job *j,
-                             uint32_t jid, uint32_t *devs)
-{
-	(void)st;
-	(void)ctx;
-	(void)j;
-	(void)jid;
-	(void)devs;
-	return TP_EINFEASIBLE;
-}
-
-#ifdef TP_BENCH_HAVE_PLACE
-#define TOPOPLACE_PLACE topoplace_place
-#else
-#define TOPOPLACE_PLACE unavailable_place
-#endif
-
 const struct sim_policy sim_policies[] = {
-	{"random", "random free devices", always_available, true, no_state, random_place,
-	 no_destroy, false},
-	{"first-fit", "lowest-numbered free devices", always_available, true, no_state,
-	 first_fit_place, no_destroy, false},
-	{"kueue-like", "Kueue TAS: required/preferred rack, slices, BestFit", always_available, true,
-	 kueue_create, kueue_place, kueue_destroy, false},
-	{"slurm-block-like", "Slurm topology/block: segments per rack", always_available, true,
-	 slurm_create, slurm_place, slurm_destroy, false},
-	{"topoplace", "tp_place with the job's shape", topoplace_unavailable, true, no_state,
-	 TOPOPLACE_PLACE, no_destroy, false},
-	{"topoplace-defrag", "tp_place + defrag planner", defrag_unavailable, true, no_state,
-	 TOPOPLACE_PLACE, no_destroy, true},
-	{"ideal", "full locality, perfect packing (upper bound)", ideal_unavailable, false, no_state,
-	 unavailable_place, no_destroy, false},
+	{"random", "random free devices", true, no_state, random_place, no_destroy, false},
+	{"first-fit", "lowest-numbered free devices", true, no_state, first_fit_place, no_destroy,
+	 false},
+	{"kueue-like", "Kueue TAS: required/preferred rack, slices, BestFit", true, kueue_create,
+	 kueue_place, kueue_destroy, false},
+	{"slurm-block-like", "Slurm topology/block: segments per rack", true, slurm_create,
+	 slurm_place, slurm_destroy, false},
+	{"topoplace", "tp_place with the job's shape", true, no_state, topoplace_place, no_destroy,
+	 false},
+	{"topoplace-defrag", "tp_place + defrag planner", true, no_state, topoplace_place,
+	 no_destroy, true},
+	{"ideal", "full locality, perfect packing (upper bound)", false, no_state, NULL, no_destroy,
+	 false},
 };
 const size_t sim_npolicies = sizeof sim_policies / sizeof sim_policies[0];
