@@ -86,6 +86,10 @@ void bench_hgx_shape(uint64_t gpus, unsigned *units, unsigned *nodes_per_unit);
 /* Parse "10000,100000,1e6" into up to max sizes; returns the count or -1. */
 int bench_parse_sizes(const char *s, uint64_t *out, int max);
 
+/* An option's value as a whole number or a finite number; dies naming the option otherwise. */
+uint64_t bench_arg_uint(const char *opt, const char *s);
+double bench_arg_num(const char *opt, const char *s);
+
 /* ---- occupancy fill ---------------------------------------------------------------------- */
 
 /*

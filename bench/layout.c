@@ -152,9 +152,9 @@ int bench_layout_main(int argc, char **argv)
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (ch) {
-		case 't': o.tp = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'p': o.pp = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
+		case 't': o.tp = (unsigned)bench_arg_uint("--tp", optarg); break;
+		case 'p': o.pp = (unsigned)bench_arg_uint("--pp", optarg); break;
+		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'h': layout_usage(stdout); return 0;
 		default: layout_usage(stderr); return 2;

@@ -368,9 +368,9 @@ int bench_model_main(int argc, char **argv)
 			if (o.nsizes <= 0)
 				bench_die("--sizes: expected a comma-separated list of GPU counts");
 			break;
-		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
+		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'r': o.reps = strtol(optarg, NULL, 0); break;
-		case 'o': o.occupancy = strtod(optarg, NULL); break;
+		case 'o': o.occupancy = bench_arg_num("--occupancy", optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'h': model_usage(stdout); return 0;
 		default: model_usage(stderr); return 2;

@@ -775,21 +775,21 @@ int bench_sim_main(int argc, char **argv)
 		switch (ch) {
 		case 'f': o.fleet = optarg; break;
 		case 't': o.trace = optarg; break;
-		case 'L': o.limit = strtoul(optarg, NULL, 0); break;
-		case 'C': o.compress = strtod(optarg, NULL); break;
-		case 'D': o.defrag_every_s = strtod(optarg, NULL); break;
-		case 'M': o.defrag_max_cost = strtod(optarg, NULL); break;
-		case 'n': o.jobs = strtoul(optarg, NULL, 0); break;
-		case 'l': o.load = strtod(optarg, NULL); break;
-		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
+		case 'L': o.limit = bench_arg_uint("--limit", optarg); break;
+		case 'C': o.compress = bench_arg_num("--compress", optarg); break;
+		case 'D': o.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
+		case 'M': o.defrag_max_cost = bench_arg_num("--defrag-max-cost", optarg); break;
+		case 'n': o.jobs = bench_arg_uint("--jobs", optarg); break;
+		case 'l': o.load = bench_arg_num("--load", optarg); break;
+		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;
 		case 'w':
 			if (sscanf(optarg, "%lf,%lf", &o.win0_h, &o.win1_h) != 2 || o.win1_h <= o.win0_h)
 				bench_die("--window: expected START_H,END_H with END_H > START_H");
 			break;
-		case 's': o.sample_s = strtod(optarg, NULL); break;
-		case 'b': o.backfill = strtoul(optarg, NULL, 0); break;
-		case 'x': o.starve_h = strtod(optarg, NULL); break;
+		case 's': o.sample_s = bench_arg_num("--sample-s", optarg); break;
+		case 'b': o.backfill = bench_arg_uint("--backfill", optarg); break;
+		case 'x': o.starve_h = bench_arg_num("--starve-h", optarg); break;
 		case 'e':
 			if (!strcmp(optarg, "standin"))
 				o.use_cost = false;

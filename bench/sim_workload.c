@@ -200,6 +200,17 @@ static int csv_split(char *line, char **fields, int max)
 	return n;
 }
 
+/* A whole CSV field as a finite number (surrounding blanks allowed). */
+static bool csv_num(const char *field, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(field, &end);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	return end != field && !*end && !errno && isfinite(*out);
+}
+
 int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, const char *path,
                           size_t limit)
 {
@@ -236,12 +247,16 @@ int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, con
 			bench_die("%s:%zu: too few columns", path, lineno);
 		struct sim_job j;
 		memset(&j, 0, sizeof j);
-		char *end;
-		j.submit_s = strtod(fields[col_submit], &end);
-		j.duration_s = strtod(fields[col_dur], &end);
-		double g = strtod(fields[col_gpus], &end);
-		if (!(j.submit_s >= 0) || !(j.duration_s >= 0) || !(g >= 1) || g > 1e7)
-			bench_die("%s:%zu: bad submit_s, duration_s or num_gpus", path, lineno);
+		double g;
+		if (!csv_num(fields[col_submit], &j.submit_s) || !(j.submit_s >= 0))
+			bench_die("%s:%zu: submit_s '%s' is not a number >= 0", path, lineno,
+			          fields[col_submit]);
+		if (!csv_num(fields[col_dur], &j.duration_s) || !(j.duration_s >= 0))
+			bench_die("%s:%zu: duration_s '%s' is not a number >= 0", path, lineno,
+			          fields[col_dur]);
+		if (!csv_num(fields[col_gpus], &g) || !(g >= 1) || g > 1e7 || g != floor(g))
+			bench_die("%s:%zu: num_gpus '%s' is not a whole number in 1..10000000", path,
+			          lineno, fields[col_gpus]);
 		if (j.submit_s < last)
 			bench_die("%s:%zu: rows must be sorted by submit_s", path, lineno);
 		last = j.submit_s;

@@ -297,6 +297,26 @@ int bench_parse_sizes(const char *s, uint64_t *out, int max)
 	return n;
 }
 
+uint64_t bench_arg_uint(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (end == s || *end || errno || *s == '-')
+		bench_die("%s: '%s' is not a whole number >= 0", opt, s);
+	return (uint64_t)v;
+}
+
+double bench_arg_num(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v))
+		bench_die("%s: '%s' is not a finite number", opt, s);
+	return v;
+}
+
 /* ---- occupancy fill ------------------------------------------------------------------------ */
 
 unsigned bench_node_free_devices(const tp_cluster *c, uint32_t node, uint32_t *out,

@@ -101,10 +101,18 @@ def check_trace(tmp, trace):
     check(d["policies"]["topoplace"]["effective_gpu_hours"] > 0, "trace: nothing ran")
 
 
-def check_errors():
+def check_errors(tmp):
+    bad = os.path.join(tmp, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("submit_s,duration_s,num_gpus\n0,60,1\n10,60,2.5\n")
+    p = subprocess.run([TP_BENCH, "sim", "--trace", bad], capture_output=True, text=True)
+    check(p.returncode != 0 and ":3: num_gpus '2.5'" in p.stderr,
+          f"sim --trace with a fractional num_gpus: exit {p.returncode}, stderr {p.stderr!r}")
     for args, needle in [(["sim", "--fleet", "nvl72:x"], "fleet"),
                          (["sim", "--trace", "/nonexistent.csv"], "nonexistent"),
                          (["layout", "--tp", "3"], "--tp"),
+                         (["sim", "--jobs", "12x"], "--jobs: '12x'"),
+                         (["sim", "--load", "fast"], "--load: 'fast'"),
                          (["nosuch"], "unknown subcommand")]:
         p = subprocess.run([TP_BENCH] + args, capture_output=True, text=True)
         check(p.returncode != 0 and needle in p.stderr,
@@ -117,7 +125,7 @@ if __name__ == "__main__":
         check_layout(tmp)
         check_sim(tmp)
         check_trace(tmp, TRACE)
-    check_errors()
+        check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
     print("all bench checks passed")
