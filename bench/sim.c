@@ -65,6 +65,7 @@ struct sim_result {
 	double occupancy, occupancy_all, eff_gpu_h, eff_share;
 	double full_locality_share, full_locality_gpu_share;
 	double mean_wait_s, p95_wait_s, max_wait_s;
+	double wait_pct[101]; /* queueing delay at percentile 0, 1, ..., 100 (s) */
 	double makespan_s;
 	double queue_empty_s;
 	double frag_nv_mean, frag_node_mean;
@@ -454,6 +455,8 @@ static void sim_summarise(struct sim_run *r)
 	qsort(waits, nw, sizeof *waits, cmp_double);
 	res->p95_wait_s = bench_quantile(waits, nw, 0.95);
 	res->max_wait_s = nw ? waits[nw - 1] : 0;
+	for (int q = 0; q <= 100; q++)
+		res->wait_pct[q] = bench_quantile(waits, nw, q / 100.0);
 	free(waits);
 	res->full_locality_share = nw ? (double)full / (double)nw : 0;
 	res->full_locality_gpu_share = gpu_h > 0 ? full_gpu_h / gpu_h : 0;
@@ -698,17 +701,53 @@ static void sim_csv(const struct sim_opts *o, const struct sim_fleet *f,
 		bench_die("cannot write %s", o->csv);
 }
 
+/* The data of the per-policy plots, beside them: PREFIX-waits.csv (the delay distribution)
+ * and PREFIX-gains.csv (effective GPU-hours, and their ratio to first-fit's when it ran, else
+ * to the first policy's). */
+static void sim_plot_data(const char *prefix, const struct sim_result *res, size_t n,
+                          char *waits, char *gains, size_t len)
+{
+	snprintf(waits, len, "%s-waits.csv", prefix);
+	snprintf(gains, len, "%s-gains.csv", prefix);
+	FILE *out = fopen(waits, "w");
+	if (!out)
+		bench_die("cannot write %s", waits);
+	fprintf(out, "policy,jobs_share,wait_h\n");
+	for (size_t i = 0; i < n; i++)
+		for (int q = 0; q <= 100; q++)
+			fprintf(out, "%s,%.2f,%.4f\n", res[i].pol->name, q / 100.0,
+			        res[i].wait_pct[q] / 3600);
+	if (fclose(out) != 0)
+		bench_die("cannot write %s", waits);
+	const struct sim_result *base = &res[0];
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(res[i].pol->name, "first-fit"))
+			base = &res[i];
+	out = fopen(gains, "w");
+	if (!out)
+		bench_die("cannot write %s", gains);
+	fprintf(out, "policy,effective_gpu_hours,vs_%s,occupancy\n", base->pol->name);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s,%.0f,%.4f,%.4f\n", res[i].pol->name, res[i].eff_gpu_h,
+		        base->eff_gpu_h > 0 ? res[i].eff_gpu_h / base->eff_gpu_h : 0,
+		        res[i].occupancy);
+	if (fclose(out) != 0)
+		bench_die("cannot write %s", gains);
+}
+
 static void sim_plot(const struct sim_opts *o, const struct sim_result *res, size_t n)
 {
-	char names[512] = "";
+	char names[512] = "", waits[1024], gains[1024];
 	for (size_t i = 0; i < n; i++) {
 		strncat(names, res[i].pol->name, sizeof names - strlen(names) - 2);
 		strncat(names, " ", sizeof names - strlen(names) - 1);
 	}
-	char cmd[2048];
+	sim_plot_data(o->plot, res, n, waits, gains, sizeof waits);
+	char cmd[4096];
 	snprintf(cmd, sizeof cmd,
-	         "gnuplot -e \"csv='%s'; out='%s'; policies='%s'\" '%s/sim_plot.gp'", o->csv,
-	         o->plot, names, TP_BENCH_SOURCE_DIR);
+	         "gnuplot -e \"csv='%s'; out='%s'; policies='%s'; waits='%s'; gains='%s'\" "
+	         "'%s/sim_plot.gp'",
+	         o->csv, o->plot, names, waits, gains, TP_BENCH_SOURCE_DIR);
 	int rc = system(cmd);
 	if (rc != 0)
 		fprintf(stderr, "tp-bench: gnuplot failed (%d): %s\n", rc, cmd);

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 # Plots of `tp-bench sim --csv FILE`: one figure per metric over simulated time, one line per
 # policy. Variables (gnuplot -e): csv (the CSV), out (prefix of the output files), policies
-# (space-separated policy names, as in the CSV's first column). tp-bench sim --plot PREFIX runs
-#   gnuplot -e "csv='sim.csv'; out='sim'; policies='random first-fit ...'" bench/sim_plot.gp
+# (space-separated policy names, as in the CSV's first column), and optionally waits and gains
+# (the PREFIX-waits.csv and PREFIX-gains.csv that tp-bench sim --plot PREFIX writes: the
+# queueing-delay distribution and the effective GPU-hours per policy). tp-bench sim runs
+#   gnuplot -e "csv='sim.csv'; out='sim'; policies='random ...'; waits='sim-waits.csv';
+#               gains='sim-gains.csv'" bench/sim_plot.gp
 # PNG through pngcairo (or png) when gnuplot has it, else SVG.
 if (!exists("csv")) csv = "sim.csv"
 if (!exists("out")) out = "sim"
@@ -56,5 +59,32 @@ set ylabel "share"
 set yrange [0:1.05]
 plot for [p in policies] csv using 2:(strcol(1) eq p ? column(c_fragnv) : NaN) every ::1 \
 	with lines lw 1.5 title p
+
+if (exists("waits")) {
+	set output sprintf("%s-delays.%s", out, ext)
+	set title "Queueing delay distribution (share of started jobs that waited at most x)"
+	set xlabel "queueing delay (h)"
+	set ylabel "share of jobs"
+	set yrange [0:1.05]
+	set xrange [0:*]
+	plot for [p in policies] waits using 3:(strcol(1) eq p ? column(2) : NaN) every ::1 \
+		with lines lw 1.5 title p
+	unset xrange
+}
+
+if (exists("gains")) {
+	set output sprintf("%s-gains.%s", out, ext)
+	base = system(sprintf("head -1 '%s' | cut -d, -f3 | cut -c4-", gains))
+	set title sprintf("Effective GPU-hours per policy, relative to %s", base) noenhanced
+	set xlabel ""
+	set ylabel sprintf("effective GPU-hours / %s's", base) noenhanced
+	set yrange [0:*]
+	unset key
+	set style fill solid 0.6
+	set boxwidth 0.6
+	set xtics rotate by -30
+	plot gains using 0:3:xtic(1) every ::1 with boxes, \
+		'' using 0:3:(sprintf("%.2f", column(3))) every ::1 with labels offset 0,0.7
+}
 
 unset output

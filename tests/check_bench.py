@@ -9,11 +9,13 @@ usage: check_bench.py TP_BENCH TRACE_CSV
 - `tp-bench sim`: every policy of the issue reports every metric of the JSON schema with sane
   values; the ideal bound is not beaten; topoplace places every job at full locality; two runs
   with one seed agree on every figure but wall time; a CSV trace (with a kind column) replays;
-  bad options fail with a message and exit status 1.
+  bad options fail with a message and exit status 1; --plot writes the delay distribution and
+  the gains per policy beside the plots (and the plots, when gnuplot is installed).
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,6 +96,31 @@ def check_sim(tmp):
     check(pol["first-fit"]["full_locality_share"] < 1, "sim: first-fit never lost locality")
 
 
+def check_plots(tmp):
+    prefix = os.path.join(tmp, "plot")
+    csv = os.path.join(tmp, "series.csv")
+    p = subprocess.run([TP_BENCH, "sim", "--fleet", "nvl72:1000", "--jobs", "200", "--policies",
+                        "first-fit,topoplace", "--csv", csv, "--plot", prefix],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"sim --plot: exit {p.returncode}: {p.stderr}")
+    with open(prefix + "-gains.csv") as f:
+        rows = [line.strip().split(",") for line in f]
+    check(rows[0] == ["policy", "effective_gpu_hours", "vs_first-fit", "occupancy"] and
+          rows[1][0] == "first-fit" and float(rows[1][2]) == 1.0, f"gains.csv: {rows}")
+    with open(prefix + "-waits.csv") as f:
+        waits = [line.strip().split(",") for line in f][1:]
+    check(len(waits) == 2 * 101, f"waits.csv has {len(waits)} rows, not 202")
+    for pol in ("first-fit", "topoplace"):
+        w = [float(r[2]) for r in waits if r[0] == pol]
+        check(w == sorted(w), f"waits.csv: {pol}'s delays are not a distribution")
+    if shutil.which("gnuplot"):
+        for name in ("occupancy", "effective", "queue", "fragmentation", "delays", "gains"):
+            check(any(os.path.getsize(f"{prefix}-{name}.{ext}") > 0 for ext in ("png", "svg")
+                      if os.path.exists(f"{prefix}-{name}.{ext}")), f"plot {name} not drawn")
+    else:
+        print("gnuplot is not installed: the plot files were not checked")
+
+
 def check_trace(tmp, trace):
     d, _ = run(["sim", "--trace", trace, "--fleet", "nvl72:1000", "--policies",
                 "first-fit,topoplace"], tmp, "trace.json")
@@ -124,6 +151,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         check_layout(tmp)
         check_sim(tmp)
+        check_plots(tmp)
         check_trace(tmp, TRACE)
         check_errors(tmp)
     if failures:
