@@ -125,6 +125,58 @@ struct sim_run {
 
 /* ---- fleet -------------------------------------------------------------------------------- */
 
+/*
+ * What the simulator needs to know of a fleet, read off its topology: the node level is the
+ * last; the base level is the one just above it (rack on NVL72, scalable unit on HGX); the
+ * NVLink domain is the outermost level reached from the node through NVLink fabrics only (rack
+ * on NVL72, node on HGX). Every node must hold the same number of GPUs (job shapes are in whole
+ * nodes); domains of one level may differ in size, and the largest counts.
+ */
+static void sim_fleet_derive(struct sim_fleet *f, const char *spec)
+{
+	const tp_topology *t = f->t;
+	f->gpus = tp_topology_device_count(t);
+	f->nlevels = tp_topology_level_count(t);
+	f->node_level = f->nlevels - 1;
+	f->base_level = f->nlevels >= 2 ? f->nlevels - 2 : 0;
+	for (unsigned l = 0; l < f->nlevels; l++)
+		f->level_name[l] = tp_topology_level_name(t, l);
+	uint32_t first, n;
+	BENCH_CHECK(tp_topology_domain_devices(t, f->node_level, 0, &first, &f->node_gpus),
+	            "tp_topology_domain_devices");
+	for (uint32_t node = 1; node < tp_topology_node_count(t); node++) {
+		BENCH_CHECK(tp_topology_domain_devices(t, f->node_level, node, &first, &n),
+		            "tp_topology_domain_devices");
+		if (n != f->node_gpus)
+			bench_die("--fleet %s: node %s has %u GPUs and node %s %u: the simulator needs "
+			          "the same number on every node", spec, tp_topology_node_name(t, 0),
+			          f->node_gpus, tp_topology_node_name(t, node), n);
+	}
+	f->nv_level = f->node_level;
+	for (;;) {
+		tp_link_kind kind;
+		BENCH_CHECK(tp_topology_fabric(t, (int)f->nv_level, &kind, NULL, NULL),
+		            "tp_topology_fabric");
+		if (kind != TP_LINK_NVLINK || f->nv_level == 0)
+			break;
+		BENCH_CHECK(tp_topology_fabric(t, (int)f->nv_level - 1, &kind, NULL, NULL),
+		            "tp_topology_fabric");
+		if (kind != TP_LINK_NVLINK)
+			break;
+		f->nv_level--;
+	}
+	f->nv_gpus = f->top_gpus = 0;
+	for (uint32_t d = 0; d < tp_topology_domain_count(t, f->nv_level); d++) {
+		BENCH_CHECK(tp_topology_domain_devices(t, f->nv_level, d, &first, &n), "devices");
+		f->nv_gpus = n > f->nv_gpus ? n : f->nv_gpus;
+	}
+	f->top = tp_topology_domain_count(t, 0);
+	for (uint32_t d = 0; d < f->top; d++) {
+		BENCH_CHECK(tp_topology_domain_devices(t, 0, d, &first, &n), "devices");
+		f->top_gpus = n > f->top_gpus ? n : f->top_gpus;
+	}
+}
+
 static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 {
 	memset(f, 0, sizeof *f);
@@ -139,27 +191,16 @@ static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 		f->kind = FLEET_NVL72;
 		bench_nvl72_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_nvl72(&f->t, f->top, f->per_top, NULL);
-		f->node_gpus = NVL72_NODE_GPUS;
-		f->nv_gpus = NVL72_RACK_GPUS;
 	} else if (!strncmp(spec, "hgx:", 4)) {
 		f->kind = FLEET_HGX;
 		bench_hgx_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_hgx(&f->t, f->top, f->per_top, NULL);
-		f->node_gpus = HGX_NODE_GPUS;
-		f->nv_gpus = HGX_NODE_GPUS;
 	} else {
 		bench_die("--fleet %s: expected nvl72:GPUS or hgx:GPUS", spec);
 	}
 	if (rc < 0)
 		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
-	f->gpus = tp_topology_device_count(f->t);
-	f->nlevels = tp_topology_level_count(f->t);
-	f->node_level = f->nlevels - 1;
-	f->base_level = f->nlevels >= 2 ? f->nlevels - 2 : 0;
-	f->nv_level = f->kind == FLEET_NVL72 ? f->base_level : f->node_level;
-	f->top_gpus = f->gpus / tp_topology_domain_count(f->t, 0);
-	for (unsigned l = 0; l < f->nlevels; l++)
-		f->level_name[l] = tp_topology_level_name(f->t, l);
+	sim_fleet_derive(f, spec);
 }
 
 /* ---- event heap --------------------------------------------------------------------------- */

@@ -272,13 +272,14 @@ static void *slurm_create(struct sim_ctx *ctx)
 	s->top_n = calloc(s->ntop, sizeof *s->top_n);
 	if (!s->cap || !s->fn || !s->used || !s->top_first || !s->top_n)
 		bench_die("out of memory");
-	for (uint32_t t = 0; t < s->ntop; t++) {
-		if (f->base_level == 0) { /* HGX: the scalable unit is both base and top */
-			s->top_first[t] = t;
-			s->top_n[t] = 1;
-		} else {
-			tp_topology_domain_children(f->t, 0, t, &s->top_first[t], &s->top_n[t]);
-		}
+	/* The base blocks under each top-level domain: a contiguous range of ids, as every
+	 * domain's descendants are (on HGX the scalable unit is both base and top). */
+	for (uint32_t b = s->nbase; b-- > 0;) {
+		uint32_t top = b;
+		for (unsigned l = f->base_level; l > 0; l--)
+			top = tp_topology_domain_parent(f->t, l, top);
+		s->top_first[top] = b;
+		s->top_n[top]++;
 	}
 	return s;
 }
@@ -297,7 +298,7 @@ static void slurm_destroy(void *st)
 static uint32_t slurm_segment(const struct sim_fleet *f, uint32_t gpus, uint32_t nodes)
 {
 	uint32_t seg = 1;
-	if (f->kind == FLEET_NVL72)
+	if (f->nv_level < f->node_level) /* NVLink domains above the node, as NVL72 racks */
 		seg = gpus >= 128 ? 16 : gpus >= 32 ? 4 : 1;
 	while (nodes % seg)
 		seg--;
