@@ -292,12 +292,17 @@ Test(errors, nvswitch)
 	const char *emptyname[] = {"b0", ""};
 	const char *nosuch[] = {"b7", "r0"};
 	cr_assert_eq(tp_topology_builder_add_nvswitch(b, 1, rack, "t"), 0);
+	const char *slash[] = {"b/0", "r1"};
 	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, NULL, "t"), TP_EINVAL,
-	              "NVSwitch: path is NULL");
+	              "NVSwitch t: path is NULL (2 names needed)");
 	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, emptyname, "t"), TP_EINVAL,
-	              "NVSwitch: path[1] is not a valid name");
+	              "NVSwitch t: path[1] (rack) is empty");
+	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, slash, "t"), TP_EINVAL,
+	              "NVSwitch t: path[0] (block) contains '/'");
 	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, rack, ""), TP_EINVAL,
 	              "NVSwitch name is empty");
+	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, NULL, NULL), TP_EINVAL,
+	              "NVSwitch name is NULL");
 	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, nosuch, "t"), TP_ENOTFOUND,
 	              "NVSwitch t: no rack b7/r0 (add its nodes first)");
 	BUILDER_FAILS(b, tp_topology_builder_add_nvswitch(b, 1, rack, "t"), TP_EEXIST,
