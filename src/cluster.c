@@ -436,7 +436,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	apply_devs(c, job->devs, job->ndev, &op);
 	if (c->nsp)
 		undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
-	c->generation++;
+	c->generation = ++c->generations;
 }
 
 int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t *devs, size_t n,
@@ -496,7 +496,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 		undo_push(c, e);
 	else if (e.devs_separate)
 		tp_free(&c->alloc, e.devs);
-	c->generation++;
+	c->generation = ++c->generations;
 	return 0;
 }
 
@@ -796,7 +796,7 @@ int tp_cluster_release(tp_cluster *c, const char *job)
 	else
 		job_free(c, j);
 	map_sweep(c);
-	c->generation++;
+	c->generation = ++c->generations;
 	return 0;
 }
 
@@ -820,7 +820,7 @@ static int set_health(struct tp_cluster *c, const uint32_t *devs, size_t n, uint
 	idx_repair(c);
 	struct devop op = {.kind = OP_HEALTH, .mask = bit, .value = value, .log = c->nsp > 0};
 	apply_devs(c, devs, n, &op);
-	c->generation++;
+	c->generation = ++c->generations;
 	return 0;
 }
 
@@ -1360,7 +1360,7 @@ int tp_cluster_savepoint(tp_cluster *c, size_t *sp)
 		return TP_EINVAL;
 	if (tp_grow(&c->alloc, (void **)&c->sp, &c->cap_sp, c->nsp + 1, sizeof *c->sp))
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory opening a savepoint");
-	c->sp[c->nsp] = c->nundo;
+	c->sp[c->nsp] = (struct tp_savepoint){.nundo = c->nundo, .generation = c->generation};
 	*sp = c->nsp++;
 	return 0;
 }
@@ -1432,14 +1432,15 @@ int tp_cluster_rollback(tp_cluster *c, size_t sp)
 		return tp_seterr(c->errmsg, TP_EINVAL, "savepoint %zu is not open (%zu open)", sp,
 		                 c->nsp);
 	idx_repair(c);
-	size_t start = c->sp[sp];
-	bool changed = c->nundo > start;
+	size_t start = c->sp[sp].nundo;
 	while (c->nundo > start)
 		undo_entry(c, &c->undo[--c->nundo]);
+	/* The state is again the one the savepoint saw, so is its generation: a placement made
+	 * before the savepoint can still be committed (a plan that tried moves and undid them
+	 * voids nothing), and one made inside it cannot, its number is never handed out again. */
+	c->generation = c->sp[sp].generation;
 	c->nsp = sp;
 	map_sweep(c);
-	if (changed)
-		c->generation++;
 	return 0;
 }
 

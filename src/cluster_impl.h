@@ -62,6 +62,12 @@ struct tp_undo {
 	uint32_t *devs;
 };
 
+/* An open savepoint: the undo log's length and the generation when it was opened. */
+struct tp_savepoint {
+	size_t nundo;
+	uint64_t generation;
+};
+
 struct tp_cluster {
 	tp_allocator alloc;
 	const struct tp_topology *t;
@@ -91,10 +97,11 @@ struct tp_cluster {
 
 	struct tp_undo *undo;      /* log, active while nsp > 0 */
 	size_t nundo, cap_undo;
-	size_t *sp;                /* open savepoints: undo length at opening */
+	struct tp_savepoint *sp;   /* open savepoints */
 	size_t nsp, cap_sp;
 
-	uint64_t generation;       /* bumped by every change; tp_commit checks it */
+	uint64_t generation;       /* names the current state; tp_commit checks it */
+	uint64_t generations;      /* generation numbers handed out: a change takes a new one */
 	uint32_t nexclusive;       /* running jobs whose shape has `exclusive`: placement reads
 	                            * them only when there are any */
 };

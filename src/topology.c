@@ -995,15 +995,19 @@ int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned level,
 	if (level + 1 >= b->nlevels)
 		return tp_seterr(b->errmsg, TP_EINVAL,
 		                 "NVSwitch level %u is not a level above the node", level);
-	if (!path)
-		return tp_seterr(b->errmsg, TP_EINVAL, "NVSwitch: path is NULL");
-	for (unsigned l = 0; l <= level; l++)
-		if (tp_name_problem(path[l], true))
-			return tp_seterr(b->errmsg, TP_EINVAL, "NVSwitch: path[%u] is not a valid name",
-			                 l);
+	/* The name first, so that the path's messages can say which switch they are about. */
 	const char *why = tp_name_problem(name, true);
 	if (why)
 		return tp_seterr(b->errmsg, TP_EINVAL, "NVSwitch name %s", why);
+	if (!path)
+		return tp_seterr(b->errmsg, TP_EINVAL, "NVSwitch %s: path is NULL (%u names needed)",
+		                 name, level + 1);
+	for (unsigned l = 0; l <= level; l++) {
+		why = tp_name_problem(path[l], true);
+		if (why)
+			return tp_seterr(b->errmsg, TP_EINVAL, "NVSwitch %s: path[%u] (%s) %s", name, l,
+			                 b->levels[l], why);
+	}
 	char buf[PATH_BUF + TP_MAX_NAME + 8];
 	join_path(buf, PATH_BUF, path, level);
 	PJError_t err = NULL;

@@ -836,6 +836,7 @@ Test(cluster, savepoints_nest_and_roll_back)
 	struct snap s0 = snap_take(c);
 
 	size_t sp0, sp1, sp2;
+	uint64_t gen0 = c->generation;
 	cr_assert_eq(tp_cluster_savepoint(c, &sp0), 0);
 	cr_assert_eq(tp_cluster_release(c, "a"), 0); /* d moves into slot 0 */
 	cr_assert_eq(tp_cluster_set_down(c, b, 2, 1), 0);
@@ -847,6 +848,7 @@ Test(cluster, savepoints_nest_and_roll_back)
 	STEP(c);
 	struct snap s1 = snap_take(c);
 
+	uint64_t gen1 = c->generation;
 	cr_assert_eq(tp_cluster_savepoint(c, &sp1), 0);
 	cr_assert_gt(sp1, sp0);
 	cr_assert_eq(tp_cluster_release(c, "d"), 0);
@@ -858,8 +860,11 @@ Test(cluster, savepoints_nest_and_roll_back)
 	cr_assert_eq(tp_cluster_release(c, "e"), 0);
 	STEP(c);
 	uint64_t gen = c->generation;
+	cr_assert_neq(gen, gen1, "the changes took new generations");
 	cr_assert_eq(tp_cluster_rollback(c, sp1), 0, "closes sp2 too");
-	cr_assert_gt(c->generation, gen, "a rollback is a change");
+	/* The state is the savepoint's again, and so is the generation: a placement made before
+	 * the savepoint is still good, one made inside it is not. */
+	cr_assert_eq(c->generation, gen1, "a rollback returns to the savepoint's generation");
 	STEP(c);
 	snap_assert(c, &s1);
 	cr_assert_eq(tp_cluster_rollback(c, sp2), TP_EINVAL, "sp2 closed with sp1");
@@ -869,10 +874,14 @@ Test(cluster, savepoints_nest_and_roll_back)
 	cr_assert_eq(tp_cluster_release(c, "e"), 0);
 	cr_assert_eq(tp_cluster_savepoint_discard(c, sp1), 0);
 	cr_assert_eq(tp_cluster_job_count(c), 2);
-	gen = c->generation;
 	cr_assert_eq(tp_cluster_rollback(c, sp0), 0);
+	cr_assert_eq(c->generation, gen0);
 	STEP(c);
 	snap_assert(c, &s0);
+	/* A change after a rollback takes a generation never handed out before. */
+	cr_assert_eq(tp_cluster_set_down(c, e, 1, 1), 0);
+	cr_assert_gt(c->generation, gen, "a generation of the undone changes came back");
+	cr_assert_eq(tp_cluster_set_down(c, e, 1, 0), 0);
 
 	/* Nothing to undo: no change. */
 	cr_assert_eq(tp_cluster_savepoint(c, &sp0), 0);

@@ -3,6 +3,8 @@
 
 import copy
 import json
+import os
+import re
 
 import pytest
 
@@ -223,6 +225,33 @@ def test_invalid_documents_name_their_field(d, cmd, where):
         scenario.parse(d, cmd)
     assert where in str(e.value), str(e.value)
     assert str(e.value).startswith(where.split(":")[0]), str(e.value)
+
+
+# The command-line table of docs/errors.md: one row per case above, with the tool's whole answer.
+ERRORS_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs",
+                         "errors.md")
+CATALOG_ROW = re.compile(r"\| `(\w+)` \| 2 \| (.*) \| `test_scenario\.py` INVALID\[(\d+)\] \|$")
+
+
+def catalog_rows():
+    if not os.path.exists(ERRORS_MD):
+        return []
+    with open(ERRORS_MD, encoding="utf-8") as f:
+        return [m.groups() for m in map(CATALOG_ROW.match, f.read().splitlines()) if m]
+
+
+@pytest.mark.skipif(not os.path.exists(ERRORS_MD), reason="docs/errors.md is not beside the tests")
+def test_catalog_names_every_case_once():
+    assert sorted(int(i) for _, _, i in catalog_rows()) == list(range(len(INVALID)))
+
+
+@pytest.mark.parametrize("cmd,message,i", catalog_rows())
+def test_catalog_rows_are_the_real_answers(cmd, message, i):
+    d, want_cmd, where = INVALID[int(i)]
+    assert cmd == want_cmd
+    with pytest.raises(InvalidInput) as e:
+        scenario.parse(d, cmd)
+    assert str(e.value) == message
 
 
 def test_unused_sections_are_ignored_unless_strict():
