@@ -191,8 +191,8 @@ static int parse_string(struct parser *ps, const char **out, size_t *out_len)
 	/* The decoded string is never longer than its source text, so one allocation does. */
 	const char *close = ps->p;
 	while (close < ps->end && *close != '"')
-		close += *close == '\\' ? 2 : 1;
-	size_t cap = (size_t)((close < ps->end ? close : ps->end) - ps->p) + 1;
+		close += *close == '\\' && ps->end - close > 1 ? 2 : 1;
+	size_t cap = (size_t)(close - ps->p) + 1;
 	char *buf = arena_alloc(ps->doc, cap), *o = buf;
 	if (!buf)
 		return out_of_memory(ps);

@@ -37,7 +37,8 @@ static struct json_doc parse_ok(const char *text)
 
 Test(json, reads_every_kind_of_value)
 {
-	const char *text = " {\"a\": [1, -2.5e1, true, false, null, \"x\", {}, []],\r\n\t\"b\": {\"c\": 0}} ";
+	const char *text = " {\"a\": [1, -2.5e1, true, false, null, \"x\", {}, []],\r\n"
+	                   "\t\"b\": {\"c\": 0}} ";
 	struct json_doc doc = parse_ok(text);
 	const struct json_value *root = doc.root;
 	cr_assert_eq(root->type, JSON_OBJECT);
@@ -80,8 +81,9 @@ Test(json, reads_every_kind_of_value)
 
 Test(json, decodes_every_escape_to_utf8)
 {
-	struct json_doc doc = parse_ok("[\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\", \"\\u0041\\u00e9\\u20AC\","
-	                               " \"\\ud83d\\ude00\", \"a\\u0000b\", \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]");
+	struct json_doc doc = parse_ok("[\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\","
+	                               " \"\\u0041\\u00e9\\u20AC\", \"\\ud83d\\ude00\", \"a\\u0000b\","
+	                               " \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]");
 	const struct json_value *v = doc.root->first;
 	cr_assert_str_eq(v->str, "\" \\ / \b \f \n \r \t");
 	v = v->next;
@@ -98,7 +100,8 @@ Test(json, decodes_every_escape_to_utf8)
 
 Test(json, reads_numbers_exactly_as_strtod)
 {
-	struct json_doc doc = parse_ok("[0, -0, 123456789012, 0.5, 1E3, 1e-400, 1.7976931348623157e308]");
+	struct json_doc doc =
+		parse_ok("[0, -0, 123456789012, 0.5, 1E3, 1e-400, 1.7976931348623157e308]");
 	const struct json_value *v = doc.root->first;
 	double want[] = {0, 0, 123456789012.0, 0.5, 1000, 0, 1.7976931348623157e308};
 	bool integer[] = {true, true, true, false, false, false, false};
@@ -511,7 +514,8 @@ Test(scenario, refuses_bad_levels_and_fabrics)
 Test(scenario, refuses_bad_generate)
 {
 	static const struct bad_doc cases[] = {
-		{TOPO("{" RACKS ", 'generate': {'gpus_per_node': 4}}"), "topology.generate.counts: required"},
+		{TOPO("{" RACKS ", 'generate': {'gpus_per_node': 4}}"),
+		 "topology.generate.counts: required"},
 		{TOPO("{" RACKS ", 'generate': {'counts': [2], 'gpus_per_node': 4}}"),
 		 "topology.generate.counts: has 1 counts, the topology has 2 levels (one count per "
 		 "level)"},
