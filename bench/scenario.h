@@ -30,8 +30,8 @@
  * concerns ("topology.nodes[2]: <builder message>"). On success err is set to "".
  *
  * Returns a topology owned by the caller (tp_topology_destroy()), made with the C library's
- * allocator. Nothing else stays allocated either way. Thread-safe (no global state), but hwloc
- * reads its HWLOC_* environment variables while importing a node's file.
+ * allocator. Nothing else stays allocated either way. Keeps no state between calls (messages
+ * use strerror(); hwloc reads its HWLOC_* environment variables while importing a node's file).
  */
 tp_topology *bench_scenario_topology(const char *path, char *err, size_t errlen);
 
