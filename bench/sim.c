@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenario.h"
 #include "sim.h"
 
 #ifndef TP_BENCH_SOURCE_DIR
@@ -180,9 +181,19 @@ static void sim_fleet_derive(struct sim_fleet *f, const char *spec)
 static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 {
 	memset(f, 0, sizeof *f);
+	if (!strncmp(spec, "scenario:", 9)) {
+		char err[512];
+		f->kind = FLEET_SCENARIO;
+		f->t = bench_scenario_topology(spec + 9, err, sizeof err);
+		if (!f->t)
+			bench_die("--fleet %s: %s", spec, err);
+		sim_fleet_derive(f, spec);
+		f->per_top = tp_topology_domain_count(f->t, f->base_level) / f->top;
+		return;
+	}
 	const char *colon = strchr(spec, ':');
 	if (!colon)
-		bench_die("--fleet %s: expected nvl72:GPUS or hgx:GPUS", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS or scenario:FILE", spec);
 	uint64_t want[1];
 	if (bench_parse_sizes(colon + 1, want, 1) != 1)
 		bench_die("--fleet %s: bad GPU count", spec);
@@ -196,7 +207,7 @@ static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 		bench_hgx_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_hgx(&f->t, f->top, f->per_top, NULL);
 	} else {
-		bench_die("--fleet %s: expected nvl72:GPUS or hgx:GPUS", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS or scenario:FILE", spec);
 	}
 	if (rc < 0)
 		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
@@ -621,12 +632,17 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 
 /* ---- output ------------------------------------------------------------------------------- */
 
+static const char *sim_fleet_kind_name(const struct sim_fleet *f)
+{
+	return f->kind == FLEET_NVL72 ? "nvl72" : f->kind == FLEET_HGX ? "hgx" : "scenario";
+}
+
 static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
                       const struct sim_workload *w, double w0, double w1,
                       const struct sim_result *res, size_t n)
 {
-	printf("fleet: %s, %u GPUs (%u x %u), efficiency model: %s\n",
-	       f->kind == FLEET_NVL72 ? "NVL72" : "HGX", f->gpus, f->top, f->per_top,
+	printf("fleet: %s, %u GPUs (%u x %u), efficiency model: %s\n", sim_fleet_kind_name(f),
+	       f->gpus, f->top, f->per_top,
 	       o->use_cost ? "cost model (tp_cost_efficiency)" : "stand-in (sim_policy.c)");
 	printf("workload: %s\n", w->source);
 	printf("window: %.1f h to %.1f h\n\n", w0 / 3600, w1 / 3600);
@@ -668,7 +684,11 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 	bench_json_str(&j, "library_version", tp_version_string());
 	bench_json_num(&j, "loadavg_1min_at_end", bench_loadavg());
 	bench_json_obj(&j, "fleet");
-	bench_json_str(&j, "kind", f->kind == FLEET_NVL72 ? "nvl72" : "hgx");
+	bench_json_str(&j, "kind", sim_fleet_kind_name(f));
+	bench_json_str(&j, "spec", o->fleet);
+	bench_json_int(&j, "levels", f->nlevels);
+	bench_json_str(&j, "nvlink_level", f->level_name[f->nv_level]);
+	bench_json_int(&j, "node_gpus", f->node_gpus);
 	bench_json_int(&j, "gpus", f->gpus);
 	bench_json_int(&j, "top_domains", f->top);
 	bench_json_int(&j, "per_top", f->per_top);
@@ -799,8 +819,8 @@ static void sim_plot(const struct sim_opts *o, const struct sim_result *res, siz
 static void sim_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096] [--trace FILE [--limit N]]\n"
-	        "                    [--compress X]\n"
+	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096|scenario:FILE]\n"
+	        "                    [--trace FILE [--limit N]] [--compress X]\n"
 	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
 	        "                    [--starve-h H] [--defrag-every-s S] [--defrag-max-cost X]\n"
@@ -809,6 +829,8 @@ static void sim_usage(FILE *f)
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
 	        "  kueue-like, slurm-block-like, topoplace, topoplace-defrag, ideal.\n"
+	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
+	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
 	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
 	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"

@@ -14,11 +14,11 @@
 
 /* ---- fleet ------------------------------------------------------------------------------ */
 
-enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX };
+enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_SCENARIO };
 
 struct sim_fleet {
 	enum sim_fleet_kind kind;
-	unsigned top, per_top; /* blocks x racks per block, or units x nodes per unit */
+	unsigned top, per_top; /* top-level domains x base domains per top (the mean) */
 	tp_topology *t;
 	uint32_t gpus;
 	unsigned nlevels;

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Checks of the benchmark harness's behaviour (suite `bench`), on runs small enough for CI.
 
-usage: check_bench.py TP_BENCH TRACE_CSV
+usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
 
 - `tp-bench layout`: tp_place puts the 512-GPU job in exactly 8 racks with no tensor group
   split; every scattered layout is slower than the 8-rack one, the layout with tensor groups
@@ -9,6 +9,7 @@ usage: check_bench.py TP_BENCH TRACE_CSV
 - `tp-bench sim`: every policy of the issue reports every metric of the JSON schema with sane
   values; the ideal bound is not beaten; topoplace places every job at full locality; two runs
   with one seed agree on every figure but wall time; a CSV trace (with a kind column) replays;
+  a scenario document's topology is a fleet;
   bad options fail with a message and exit status 1; --plot writes the delay distribution and
   the gains per policy beside the plots (and the plots, when gnuplot is installed).
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
@@ -128,6 +129,23 @@ def check_trace(tmp, trace):
     check(d["policies"]["topoplace"]["effective_gpu_hours"] > 0, "trace: nothing ran")
 
 
+def check_scenario_fleet(tmp, scenario):
+    d, text = run(["sim", "--fleet", "scenario:" + scenario, "--jobs", "150", "--policies",
+                   "first-fit,topoplace"], tmp, "scen.json")
+    f = d["fleet"]
+    check(f["kind"] == "scenario" and f["gpus"] == 576 and f["nvlink_level"] == "rack" and
+          f["node_gpus"] == 4, f"scenario fleet: {f}")
+    check(d["policies"]["topoplace"]["jobs_started"] == 150, "scenario fleet: jobs left over")
+    bad = os.path.join(tmp, "bad-scenario.json")
+    with open(bad, "w") as fh:
+        fh.write('{"version": 1, "topology": {"levels": ["rack", "node"], '
+                 '"nodes": [{"name": "n0", "path": ["r0"], "gpus": 0}]}}')
+    p = subprocess.run([TP_BENCH, "sim", "--fleet", "scenario:" + bad], capture_output=True,
+                       text=True)
+    check(p.returncode != 0 and "topology.nodes[0].gpus" in p.stderr,
+          f"sim --fleet scenario with gpus 0: exit {p.returncode}, stderr {p.stderr!r}")
+
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -147,12 +165,13 @@ def check_errors(tmp):
 
 
 if __name__ == "__main__":
-    TP_BENCH, TRACE = sys.argv[1], sys.argv[2]
+    TP_BENCH, TRACE, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory() as tmp:
         check_layout(tmp)
         check_sim(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
+        check_scenario_fleet(tmp, SCENARIO)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
