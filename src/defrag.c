@@ -36,6 +36,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,8 @@ struct diag {
 	int nohome_level;
 	uint32_t nohome_dom;
 	const struct tp_job_impl *nohome_job;
+	bool nohome_less_local; /* it had homes, but none as local as where it sits */
+	uint32_t nohome_span[TP_MAX_LEVELS];
 	bool moves; /* a candidate that needed more moves than allowed */
 	uint32_t moves_needed;
 	bool cost; /* a candidate that cost more than allowed */
@@ -278,6 +281,12 @@ struct planner {
 	size_t cap_to;
 	uint32_t *holdbuf;
 	size_t cap_hold;
+	uint32_t *spanbuf;
+	size_t cap_span;
+	/* the last migrant place_migrants found no home for: whether a home existed but was less
+	 * local, and how many domains it spans per level */
+	bool nohome_less_local;
+	uint32_t nohome_span[TP_MAX_LEVELS];
 	/* results */
 	struct draft best;
 	bool have_best;
@@ -313,6 +322,7 @@ static void planner_fini(struct planner *P)
 	tp_free(P->a, P->u32c);
 	tp_free(P->a, P->tobuf);
 	tp_free(P->a, P->holdbuf);
+	tp_free(P->a, P->spanbuf);
 	draft_clear(P->a, &P->best);
 	if (P->have_q)
 		tp_rq_release(P->a, &P->q);
@@ -323,7 +333,7 @@ static void planner_fini(struct planner *P)
 static int policy_check(const tp_defrag_policy *p, char *msg)
 {
 	if (p->version < 1 || p->version > TP_DEFRAG_POLICY_VERSION)
-		return tp_seterr(msg, TP_EINVAL, "policy.version %u is not %d", p->version,
+		return tp_seterr(msg, TP_EINVAL, "policy.version %u is not 1 to %d", p->version,
 		                 TP_DEFRAG_POLICY_VERSION);
 	if (isnan(p->max_cost_s))
 		return tp_seterr(msg, TP_EINVAL, "policy.max_cost_s is not a number");
@@ -331,6 +341,18 @@ static int policy_check(const tp_defrag_policy *p, char *msg)
 		return tp_seterr(msg, TP_EINVAL, "policy.min_priority_gap %d is negative",
 		                 p->min_priority_gap);
 	return 0;
+}
+
+/* The caller's policy as the current version: a version 1 struct ends before
+ * allow_less_local (reading past it would overrun the caller's object). */
+static tp_defrag_policy policy_copy(const tp_defrag_policy *p)
+{
+	tp_defrag_policy v = TP_DEFRAG_POLICY_INIT;
+	if (p->version >= 2)
+		return *p;
+	memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
+	v.allow_less_local = 0;
+	return v;
 }
 
 static void policy_limits(struct planner *P)
@@ -924,6 +946,58 @@ static int restrict_request(struct planner *P, bool *empty)
 
 /* ---- simulating one set of jobs ---------------------------------------------------------- */
 
+/* ---- locality of a migrated job -------------------------------------------------------------
+ *
+ * A placement is at least as local as another when, at every level, it spans at most as many
+ * domains. Then the smallest domain holding all of it is no higher either (span 1 stays 1).
+ * Unless the policy opts out (allow_less_local), a migrant's new home must be at least as
+ * local as the devices it leaves.
+ */
+
+/* How many domains of each level (0 .. the node level) the devices span. Domains are ranges
+ * of device ids (the tree is numbered depth first), so on the sorted list every domain is one
+ * run. */
+static int dev_spans(struct planner *P, const uint32_t *devs, uint32_t n, uint32_t *span)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	if (grow_u32(P->a, &P->spanbuf, &P->cap_span, n))
+		return TP_ENOMEM;
+	uint32_t *v = P->spanbuf;
+	memcpy(v, devs, (size_t)n * sizeof *v);
+	bool sorted = true;
+	for (uint32_t i = 1; i < n && sorted; i++)
+		sorted = v[i - 1] <= v[i];
+	if (!sorted)
+		qsort(v, n, sizeof *v, cmp_u32);
+	for (unsigned l = 0; l <= nl; l++) {
+		uint32_t k = 0, prev = UINT32_MAX;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t d = tp_node_ancestor(t, t->dev_node[v[i]], l);
+			k += d != prev;
+			prev = d;
+		}
+		span[l] = k;
+	}
+	return 0;
+}
+
+/* Whether a placement (devs) is at least as local as the spans `old`. */
+static int as_local(struct planner *P, const uint32_t *devs, uint32_t n, const uint32_t *old,
+                    bool *ok)
+{
+	uint32_t span[TP_MAX_LEVELS];
+	int rc = dev_spans(P, devs, n, span);
+	*ok = false;
+	if (rc)
+		return rc;
+	for (unsigned l = 0; l <= tp_node_level(P->t); l++)
+		if (span[l] > old[l])
+			return 0;
+	*ok = true;
+	return 0;
+}
+
 /* The request a migrated job is re-placed with: its own, or one of its size that prefers the
  * smallest domain it sat in. */
 static void migrant_request(const struct planner *P, const struct tp_job_impl *j, tp_request *r)
@@ -953,6 +1027,213 @@ static void migrant_request(const struct planner *P, const struct tp_job_impl *j
 			return;
 		}
 	}
+}
+
+/* A node and the free devices of its ancestors, for the packing below. */
+struct nodekey {
+	uint32_t node;
+	uint32_t key[TP_MAX_LEVELS]; /* free devices from the level below the domain down */
+};
+
+static int nodekey_cmp(const void *x, const void *y)
+{
+	const struct nodekey *a = x, *b = y;
+	for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
+		if (a->key[l] != b->key[l])
+			return a->key[l] > b->key[l] ? -1 : 1;
+	return (a->node > b->node) - (a->node < b->node);
+}
+
+/* The last resort for a migrant whose placements were all less local: pack it into nodes of
+ * domain `dom` of level `lvl` (-1: the cluster), the sub-domain with the most free devices
+ * first at every level, then ask tp_place for it restricted to those nodes (a placement inside
+ * them spans no more domains than they do). */
+static int pack_home(struct planner *P, const tp_request *base, const struct tp_job_impl *j,
+                     const uint32_t *old, int lvl, uint32_t dom, tp_placement **out)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	uint32_t n0 = 0, nn = t->nnodes;
+	if (lvl >= 0)
+		tp_dom_nodes(t, (unsigned)lvl, dom, &n0, &nn);
+	struct nodekey *v = tp_mallocn(P->a, nn ? nn : 1, sizeof *v);
+	const char **names = tp_mallocn(P->a, nn ? nn : 1, sizeof *names);
+	uint32_t *picked = tp_mallocn(P->a, nn ? nn : 1, sizeof *picked);
+	int rc = 0;
+	if (!v || !names || !picked) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	uint32_t nv = 0;
+	for (uint32_t node = n0; node < n0 + nn; node++) {
+		uint32_t f = P->c->free[nl][node];
+		if (!f)
+			continue;
+		struct nodekey k = {.node = node};
+		for (unsigned l = (unsigned)(lvl + 1), x = 0; l <= nl; l++, x++)
+			k.key[x] = P->c->free[l][tp_node_ancestor(t, node, l)];
+		v[nv++] = k;
+	}
+	qsort(v, nv, sizeof *v, nodekey_cmp);
+	uint32_t need = j->ndev, np = 0;
+	for (uint32_t i = 0; i < nv && need; i++) {
+		uint32_t f = P->c->free[nl][v[i].node];
+		need -= f < need ? f : need;
+		picked[np++] = v[i].node;
+	}
+	if (need)
+		goto out;
+	qsort(picked, np, sizeof *picked, cmp_u32);
+	for (unsigned l = 0; l <= nl; l++) {
+		uint32_t k = 0, prev = UINT32_MAX;
+		for (uint32_t i = 0; i < np; i++) {
+			uint32_t d = tp_node_ancestor(t, picked[i], l);
+			k += d != prev;
+			prev = d;
+		}
+		if (k > old[l])
+			goto out; /* the greedy packing is not local enough either */
+	}
+	for (uint32_t i = 0; i < np; i++)
+		names[i] = t->lv[nl].dname[picked[i]];
+	tp_request r = *base;
+	r.select_nodes = names;
+	r.nselect_nodes = np;
+	rc = tp_place(P->c, &r, out);
+	if (rc) {
+		tp_placement_destroy(*out);
+		*out = NULL;
+		rc = rc == TP_ENOMEM ? rc : 0;
+	}
+out:
+	tp_free(P->a, v);
+	tp_free(P->a, names);
+	tp_free(P->a, picked);
+	return rc;
+}
+
+/* A home for a migrant, or *out NULL. With the locality rule, the job is placed with its own
+ * request (without a shape: one of its size) required inside one domain of the deepest level
+ * it sits in now, then, while the answer is less local than now, inside one domain of each
+ * deeper level in turn (a deeper domain can only lower the spans above it); the first answer
+ * at least as local is its home. *less_local: answers were found but none was local enough.
+ * Without the rule, the request as migrant_request says, then any free devices. */
+static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placement **out,
+                     bool *less_local)
+{
+	const struct tp_topology *t = P->t;
+	tp_request mr;
+	int rc;
+	*out = NULL;
+	*less_local = false;
+	migrant_request(P, j, &mr);
+	if (P->pol.allow_less_local) {
+		rc = tp_place(P->c, &mr, out);
+		if (rc && rc != TP_ENOMEM && !j->shape && mr.preferred) {
+			/* the preferred level is a courtesy: any free devices will do */
+			tp_placement_destroy(*out);
+			*out = NULL;
+			mr.preferred = NULL;
+			rc = tp_place(P->c, &mr, out);
+		}
+		if (rc) {
+			tp_placement_destroy(*out);
+			*out = NULL;
+		}
+		return rc == TP_ENOMEM ? rc : 0;
+	}
+	uint32_t old[TP_MAX_LEVELS];
+	if ((rc = dev_spans(P, j->devs, j->ndev, old)))
+		return rc;
+	memcpy(P->nohome_span, old, sizeof old);
+	unsigned nl = tp_node_level(t);
+	int deep = -1; /* the deepest level whose one domain holds the whole job */
+	for (unsigned l = 0; l <= nl; l++)
+		if (old[l] == 1)
+			deep = (int)l;
+	int have = j->shape ? tp_topology_level_index(t, mr.required) : -1;
+	if (!j->shape) {
+		mr.preferred = NULL;
+		if (deep < 0)
+			mr.preferred = t->lv[0].name; /* it spans top-level domains: as few as can be */
+	}
+	int start = deep > have ? deep : have;
+	uint32_t hint = 0; /* the domain of level `start` tp_place chose */
+	bool hinted = false;
+	for (int l = start; l <= (int)nl; l++) {
+		tp_request r = mr;
+		if (l >= 0 && l > have) {
+			r.required = t->lv[l].name;
+			if (tp_topology_level_index(t, r.preferred) <= l)
+				r.preferred = NULL; /* one domain of level l is as few as can be */
+		}
+		tp_placement *pl = NULL;
+		rc = tp_place(P->c, &r, &pl);
+		if (rc) {
+			tp_placement_destroy(pl);
+			if (rc == TP_ENOMEM)
+				return rc;
+			break; /* no room in any domain of this level: none deeper has room */
+		}
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(pl, &n);
+		bool ok;
+		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
+			tp_placement_destroy(pl);
+			return rc;
+		}
+		if (ok) {
+			*out = pl;
+			*less_local = false;
+			return 0;
+		}
+		if (l == start && start >= 0) {
+			hint = tp_node_ancestor(t, t->dev_node[devs[0]], (unsigned)start);
+			hinted = true;
+		}
+		tp_placement_destroy(pl);
+		*less_local = true;
+	}
+	if (!*less_local || j->shape)
+		return 0;
+	/* tp_place's answers were all less local: pack it by hand */
+	tp_request r = mr;
+	r.preferred = NULL;
+	if (start >= 0)
+		r.required = t->lv[start].name;
+	tp_placement *pl = NULL;
+	if ((rc = pack_home(P, &r, j, old, hinted ? start : -1, hint, &pl)))
+		return rc;
+	if (pl) {
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(pl, &n);
+		bool ok;
+		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
+			tp_placement_destroy(pl);
+			return rc;
+		}
+		if (ok) {
+			*out = pl;
+			*less_local = false;
+			return 0;
+		}
+		tp_placement_destroy(pl);
+	}
+	return 0;
+}
+
+/* For the message of a job with no home: whether it would have one without the locality
+ * rule. */
+static int less_local_home(struct planner *P, const struct tp_job_impl *j, bool *yes)
+{
+	bool allow = P->pol.allow_less_local, unused;
+	tp_placement *pl = NULL;
+	P->pol.allow_less_local = 1;
+	int rc = find_home(P, j, &pl, &unused);
+	P->pol.allow_less_local = allow;
+	*yes = pl != NULL;
+	tp_placement_destroy(pl);
+	return rc;
 }
 
 static tp_job_options job_options(const struct tp_job_impl *j)
@@ -1037,23 +1318,12 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 			    (rc = tp_cluster_release(c, id)))
 				return rc;
 		}
-		tp_request mr;
-		migrant_request(P, cj->j, &mr);
 		tp_placement *pl = NULL;
-		rc = tp_place(c, &mr, &pl);
-		if (rc && rc != TP_ENOMEM && !cj->j->shape && mr.preferred) {
-			/* the preferred level is a courtesy: any free devices will do */
-			tp_placement_destroy(pl);
-			pl = NULL;
-			mr.preferred = NULL;
-			rc = tp_place(c, &mr, &pl);
-		}
-		if (rc == TP_ENOMEM) {
-			tp_placement_destroy(pl);
+		bool less_local;
+		if ((rc = find_home(P, cj->j, &pl, &less_local)))
 			return rc;
-		}
 		m->preempt[i] = false;
-		if (rc == 0) {
+		if (pl) {
 			size_t n;
 			const uint32_t *devs = tp_placement_devices(pl, &n);
 			if (grow_u32(P->a, &P->tobuf, &P->cap_to, used + n)) {
@@ -1072,6 +1342,10 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 			rc = 0;
 			if (!(cj->can & CAN_PREEMPT)) {
 				*bad = i;
+				if (!less_local && !P->pol.allow_less_local &&
+				    (rc = less_local_home(P, cj->j, &less_local)))
+					return rc;
+				P->nohome_less_local = less_local;
 				return 0;
 			}
 			m->preempt[i] = true;
@@ -1371,23 +1645,37 @@ static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	size_t sp2;
 	if ((rc = tp_cluster_savepoint(c, &sp2)))
 		goto out;
+	/* attempt 0: every migrant in turn; 1 (their new homes formed a cycle): again, each one
+	 * kept off the devices later migrants still hold; 2 (that left one with no home, or a
+	 * cycle): the migrants that may be preempted are, at the same cost, and the others
+	 * placed as in 1 */
 	bool ordered = false;
-	for (int attempt = 0; attempt < 2 && !ordered; attempt++) {
-		uint32_t bad;
+	uint32_t bad = UINT32_MAX;
+	for (int attempt = 0; attempt < 3 && !ordered; attempt++) {
+		if (attempt == 2) {
+			bool any = false;
+			for (uint32_t i = 0; i < m.n; i++)
+				if (!m.preempt[i] && (s->jobs[m.k[i]].can & CAN_PREEMPT))
+					any = m.preempt[i] = true;
+			if (!any)
+				break;
+		}
 		if (attempt && (rc = tp_cluster_rollback(c, sp2)) == 0)
 			rc = tp_cluster_savepoint(c, &sp2);
-		if (rc || (rc = place_migrants(P, &m, attempt == 1, &bad)))
+		if (rc || (rc = place_migrants(P, &m, attempt >= 1, &bad)))
 			goto out;
 		if (bad != UINT32_MAX) {
-			*out = OUT_NOHOME;
-			*nohome = s->jobs[m.k[bad]].j;
-			goto out;
+			if (attempt == 1)
+				continue;
+			break;
 		}
 		if ((rc = order_migrants(P, &m, ord, &ordered)))
 			goto out;
 	}
 	if (!ordered) {
-		*out = OUT_CYCLE;
+		*out = bad != UINT32_MAX ? OUT_NOHOME : OUT_CYCLE;
+		if (bad != UINT32_MAX)
+			*nohome = s->jobs[m.k[bad]].j;
 		goto out;
 	}
 	if ((rc = tp_cluster_release(c, HOLD_REQUEST)))
@@ -1492,6 +1780,8 @@ static void note_nohome(struct planner *P, const struct tp_job_impl *j)
 	P->diag.nohome_level = P->scan.level;
 	P->diag.nohome_dom = P->scan.dom;
 	P->diag.nohome_job = j;
+	P->diag.nohome_less_local = P->nohome_less_local;
+	memcpy(P->diag.nohome_span, P->nohome_span, sizeof P->diag.nohome_span);
 }
 
 static void note_moves(struct planner *P, uint32_t moves)
@@ -2409,6 +2699,19 @@ static void explain(const struct planner *P, char *msg, const struct draft *unli
 		return;
 	}
 	const struct diag *d = &P->diag;
+	if (d->nohome && d->nohome_less_local) {
+		dom_phrase(P, d->nohome_level, d->nohome_dom, where, sizeof where);
+		char spans[200];
+		size_t at = 0;
+		for (unsigned l = 0; l <= tp_node_level(P->t) && at < sizeof spans; l++)
+			at += (size_t)snprintf(spans + at, sizeof spans - at, "%s%s %u", l ? ", " : "",
+			                       P->t->lv[l].name, d->nohome_span[l]);
+		tp_seterr(msg, TP_ENOPLAN,
+		          "%s would need job %s moved, but no free devices keep it as local as it "
+		          "sits (domains it spans: %s) and it may not be preempted",
+		          where, d->nohome_job->id, spans);
+		return;
+	}
 	if (d->nohome) {
 		dom_phrase(P, d->nohome_level, d->nohome_dom, where, sizeof where);
 		tp_seterr(
@@ -2497,7 +2800,7 @@ static void planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->c = c;
 	P->t = c->t;
 	P->a = &c->alloc;
-	P->pol = *pol;
+	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
 	policy_limits(P);
 }
