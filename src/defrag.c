@@ -1029,6 +1029,20 @@ static void migrant_request(const struct planner *P, const struct tp_job_impl *j
 	}
 }
 
+/* The most free devices of any domain of level l: one Judy1 look-up where the level is
+ * indexed; elsewhere (the node level) a bound that never stops a search (the largest node). */
+static uint32_t max_free(const struct planner *P, unsigned l)
+{
+	const struct tp_cluster *c = P->c;
+	if (!c->indexed[l])
+		return UINT32_MAX;
+	Word_t k = ~(Word_t)0;
+	JError_t err;
+	if (Judy1Last(c->index[l], &k, &err) != 1)
+		return 0;
+	return (uint32_t)(k >> 32);
+}
+
 /* A node and the free devices of its ancestors, for the packing below. */
 struct nodekey {
 	uint32_t node;
@@ -1161,6 +1175,8 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	uint32_t hint = 0; /* the domain of level `start` tp_place chose */
 	bool hinted = false;
 	for (int l = start; l <= (int)nl; l++) {
+		if (l >= 0 && max_free(P, (unsigned)l) < j->ndev)
+			break; /* no domain of this level (or deeper) has room: skip the calls */
 		tp_request r = mr;
 		if (l >= 0 && l > have) {
 			r.required = t->lv[l].name;
@@ -1342,7 +1358,8 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 			rc = 0;
 			if (!(cj->can & CAN_PREEMPT)) {
 				*bad = i;
-				if (!less_local && !P->pol.allow_less_local &&
+				/* only the first such job makes the message: probe for it alone */
+				if (!less_local && !P->pol.allow_less_local && !P->diag.nohome &&
 				    (rc = less_local_home(P, cj->j, &less_local)))
 					return rc;
 				P->nohome_less_local = less_local;
@@ -2564,9 +2581,100 @@ static int64_t mul_sat(uint64_t n, int64_t r)
 	return (int64_t)n * r;
 }
 
+/* A lower bound on the cost of freeing `need` devices of domain `dom` of level l, from the
+ * cluster's checkpoint histogram (no device is read): the `need` held devices of the lowest
+ * checkpoint buckets, each at its bucket's floor. Moving a job of checkpoint c costs c for
+ * every one of its devices, and frees at most that many devices of the domain, so no set of
+ * jobs that frees `need` devices costs less. Not every job may move, and not every freed
+ * device is usable: both only raise the true cost. */
+static int64_t ck_bound(const struct planner *P, unsigned l, uint32_t dom, uint64_t need)
+{
+	const uint32_t *h = P->c->ckhist[l] + (size_t)dom * TP_CK_BUCKETS;
+	double sum = 0;
+	uint64_t k = 0;
+	for (unsigned b = 0; b < TP_CK_BUCKETS && k < need; b++) {
+		uint64_t take = h[b] < need - k ? h[b] : need - k;
+		sum += (double)take * tp_ck_floor(b);
+		k += take;
+	}
+	/* cost_of rounds each job's cost to the nearest microsecond: allow for it */
+	double v = sum * 1e6 * (1 - 1e-12) - (double)need;
+	if (!(v > 0))
+		return 0;
+	return v < (double)COST_CAP ? (int64_t)v : COST_CAP;
+}
+
+/* Best-first branch and bound over the domains of a level above the node: every domain first
+ * gets the histogram bound (ck_bound, O(buckets), no device read); the smallest bound, read or
+ * not, is expanded next: an unread domain is read (its exact fractional bound replaces the
+ * histogram one), a read one is searched. The walk ends when the smallest bound cannot beat the
+ * best plan. Domains whose bound exceeds the best plan are never read. */
+static int search_domains_ck(struct planner *P)
+{
+	const unsigned L = (unsigned)P->level;
+	const uint32_t nd = P->t->lv[L].ndom;
+	struct heap unread = {0}, h = {0};
+	int rc = 0;
+	int64_t rate = -1;
+	if (tp_grow(P->a, (void **)&unread.v, &unread.cap, nd ? nd : 1, sizeof *unread.v))
+		return TP_ENOMEM;
+	for (uint32_t d = 0; d < nd; d++) {
+		uint32_t f = P->c->free[L][d];
+		uint64_t need = P->count > f ? P->count - f : 0;
+		struct pending e = {need ? ck_bound(P, L, d, need) : 0, 0, f, d};
+		if ((rc = heap_push(P->a, &unread, e)))
+			goto out;
+	}
+	for (;;) {
+		bool take_read = h.n && (!unread.n || !pending_less(&unread.v[0], &h.v[0]));
+		if (take_read) {
+			struct pending e = heap_pop(&h);
+			if (pending_pruned(P, &e))
+				continue;
+			bool usable;
+			if ((rc = scan_for_search(P, e.dom, &usable)) ||
+			    (usable && (rc = evaluate_candidate(P))))
+				break;
+			continue;
+		}
+		if (!unread.n)
+			break;
+		struct pending e = heap_pop(&unread);
+		if (P->have_best && e.lb > P->best.cost)
+			break; /* every domain left has a bound at least this high */
+		if (P->max_cost != COST_NONE) {
+			/* the walk's old limit test, so that what is read (and the reasons a
+			 * failed plan gives) does not depend on the histogram */
+			uint64_t need = P->count > e.free ? P->count - e.free : 0;
+			if (need && rate < 0)
+				rate = cheapest_rate(P);
+			if (need && mul_sat(need, rate) > P->max_cost)
+				continue;
+		}
+		bool usable;
+		if ((rc = scan_and_bound(P, e.dom, &usable)))
+			break;
+		if (!usable)
+			continue;
+		struct pending x = {P->scan.lb, P->scan.lb_moves, P->scan.free, e.dom};
+		if (x.lb < e.lb)
+			x.lb = e.lb; /* both are bounds: keep the larger */
+		if (pending_pruned(P, &x))
+			continue;
+		if ((rc = heap_push(P->a, &h, x)))
+			break;
+	}
+out:
+	tp_free(P->a, h.v);
+	tp_free(P->a, unread.v);
+	return rc;
+}
+
 /* Best-first branch and bound over the domains of the candidate level. */
 static int search_domains(struct planner *P)
 {
+	if ((unsigned)P->level < tp_node_level(P->t))
+		return search_domains_ck(P);
 	struct dom_iter it;
 	struct heap h = {0};
 	int rc = iter_init(P, &it, (unsigned)P->level);

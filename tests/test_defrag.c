@@ -375,6 +375,32 @@ Test(defrag, request_that_fits_is_one_place_step)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* ---- the checkpoint histogram's bound ------------------------------------------------------ */
+
+/* Every checkpoint is at least its bucket's floor (so the walk's bound is a bound), and the
+ * floor is within a quarter octave of it (so the bound is tight enough to prune). */
+Test(defrag, checkpoint_buckets_floor_their_values)
+{
+	static const double exact[] = {0, 0.5, 1, 2, 10, 30, 60, 120, 300, 3600, 65536, 1e9};
+	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
+		unsigned b = tp_ck_bucket(exact[i]);
+		cr_assert_lt(b, TP_CK_BUCKETS);
+		cr_assert_leq(tp_ck_floor(b), exact[i], "%g in bucket %u, floor %g", exact[i], b,
+		              tp_ck_floor(b));
+	}
+	uint64_t st = 7;
+	for (int i = 0; i < 100000; i++) {
+		double c = (double)tp_test_below(&st, 1u << 20) / (double)(1 + tp_test_below(&st, 64));
+		unsigned b = tp_ck_bucket(c);
+		double f = tp_ck_floor(b);
+		cr_assert_leq(f, c, "%.17g in bucket %u, floor %.17g", c, b, f);
+		if (c >= 1 && c < 32768)
+			cr_assert_geq(f, c * 0.8408, "%.17g: floor %.17g too low", c, f);
+		if (b + 1 < TP_CK_BUCKETS && b > 0)
+			cr_assert_lt(c, tp_ck_floor(b + 1) * 1.0000001, "%.17g above bucket %u", c, b);
+	}
+}
+
 /* ---- locality of migrated jobs ------------------------------------------------------------ */
 
 /* With the default policy, J1 (one block, two nodes) may not be moved across two blocks, and
