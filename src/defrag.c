@@ -2319,6 +2319,166 @@ out:
 	return rc;
 }
 
+/* ---- bounded branch and bound (after the greedy fill) --------------------------------------
+ *
+ * Depth first over the candidate's movable jobs in order of cost per usable device (at most
+ * BNB_JOBS of them), each taken or not, the taken branch first. A branch ends when its cost
+ * plus the fractional bound of the devices still missing (the next jobs in order, the last one
+ * in part) cannot beat the best plan so far (the greedy one to start with), when it would need
+ * more moves than allowed, or once the tallies say the request could fit: that set is then
+ * simulated (try_subset) if it is better than the best plan in cost, then moves, then devices;
+ * when the request does not fit after all (shape, exclusivity), the branch goes on adding jobs.
+ * Budgets (BNB_NODES branches, BNB_TRIES simulations) bound the worst case; within them the
+ * search is exact over those jobs, and its order is fixed, so the answer is deterministic.
+ */
+#define BNB_JOBS 64u
+#define BNB_NODES 20000ul
+#define BNB_TRIES 64ul
+
+struct bnb {
+	uint32_t *ord, n; /* jobs by rate */
+	uint32_t *S, nS;
+	int64_t cost;
+	uint32_t devices;
+	unsigned long nodes, tries;
+	bool stop;
+};
+
+/* The fractional lower bound on the cost of the devices still missing, from ord[i..]. */
+static int64_t bnb_rest(const struct planner *P, const struct bnb *b, uint32_t i)
+{
+	const struct cscan *s = &P->scan;
+	if (s->tally >= P->count)
+		return 0;
+	uint64_t left = P->count - s->tally;
+	int64_t lb = 0;
+	for (; i < b->n && left; i++) {
+		const struct cjob *cj = &s->jobs[b->ord[i]];
+		if (!cj->a)
+			continue; /* a job elsewhere: it frees nothing here */
+		if (cj->a <= left) {
+			lb = cost_add(lb, cj->w);
+			left -= cj->a;
+		} else {
+			lb = cost_add(lb, (int64_t)((long double)cj->w * left / cj->a));
+			left = 0;
+		}
+	}
+	return left ? COST_NONE : lb;
+}
+
+/* Whether a set of this cost, size and devices would beat the best plan (and the limits). */
+static bool bnb_better(const struct planner *P, int64_t cost, uint32_t moves, uint32_t devices)
+{
+	if (cost > P->max_cost || moves > P->max_moves)
+		return false;
+	if (!P->have_best)
+		return true;
+	const struct draft *x = &P->best;
+	if (cost != x->cost)
+		return cost < x->cost;
+	if (moves != x->moves)
+		return moves < x->moves;
+	return devices < x->moved_devices;
+}
+
+static int bnb_dfs(struct planner *P, struct bnb *b, uint32_t i)
+{
+	if (b->stop)
+		return 0;
+	if (++b->nodes > BNB_NODES) {
+		b->stop = true;
+		return 0;
+	}
+	int rc;
+	if (tally_enough(P)) {
+		if (!bnb_better(P, b->cost, b->nS, b->devices))
+			return 0; /* every superset costs as much and moves more */
+		if (++b->tries > BNB_TRIES) {
+			b->stop = true;
+			return 0;
+		}
+		struct draft d = {0};
+		int out;
+		const struct tp_job_impl *nh;
+		if ((rc = try_subset(P, b->S, b->nS, &d, &out, &nh)))
+			return rc;
+		if (out == OUT_OK) {
+			offer(P, &d);
+			return 0;
+		}
+		if (out == OUT_NOHOME)
+			note_nohome(P, nh);
+		if (out == OUT_CYCLE)
+			return 0;
+		/* no fit after all, or a migrant with no home: more jobs may help */
+	}
+	if (i == b->n || b->nS + 1 > P->max_moves)
+		return 0;
+	int64_t rest = bnb_rest(P, b, i);
+	if (rest == COST_NONE || cost_add(b->cost, rest) > cost_bound(P))
+		return 0;
+	uint32_t k = b->ord[i];
+	const struct cjob *cj = &P->scan.jobs[k];
+	int64_t c0 = b->cost;
+	tally_job(P, k, +1);
+	b->S[b->nS++] = k;
+	b->cost = cost_add(c0, cj->w);
+	b->devices += cj->j->ndev;
+	rc = bnb_dfs(P, b, i + 1);
+	b->devices -= cj->j->ndev;
+	b->cost = c0;
+	b->nS--;
+	tally_job(P, k, -1);
+	if (rc)
+		return rc;
+	return bnb_dfs(P, b, i + 1);
+}
+
+static int bnb_search(struct planner *P)
+{
+	struct cscan *s = &P->scan;
+	struct bnb b = {0};
+	int rc = 0;
+	b.ord = tp_mallocn(P->a, s->njobs ? s->njobs : 1, sizeof *b.ord);
+	b.S = tp_mallocn(P->a, BNB_JOBS, sizeof *b.S);
+	if (!b.ord || !b.S) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		s->jobs[k].force_preempt = false;
+		if (k < s->ninside && s->jobs[k].can && s->jobs[k].a)
+			b.ord[b.n++] = k;
+	}
+	sort_jobs(P, b.ord, b.n, by_rate);
+	if (b.n > BNB_JOBS)
+		b.n = BNB_JOBS;
+	/* on a small cluster, the movable jobs elsewhere last: stopping one can make room for a
+	 * migrant (as in the exact search) */
+	if (s->level >= 0 && P->c->njobs <= 2 * (size_t)TP_DEFRAG_EXACT_MAX) {
+		if ((rc = append_outside(P)))
+			goto out;
+		uint32_t *o = tp_reallocn(P->a, b.ord, (size_t)s->njobs + 1, sizeof *b.ord);
+		if (!o) {
+			rc = TP_ENOMEM;
+			goto out;
+		}
+		b.ord = o;
+		uint32_t n0 = b.n;
+		for (uint32_t k = s->ninside; k < s->njobs && b.n < BNB_JOBS; k++)
+			if (s->jobs[k].can)
+				b.ord[b.n++] = k;
+		sort_jobs(P, b.ord + n0, b.n - n0, by_index);
+	}
+	tally_reset(P);
+	rc = bnb_dfs(P, &b, 0);
+out:
+	tp_free(P->a, b.ord);
+	tp_free(P->a, b.S);
+	return rc;
+}
+
 /* Search the scanned candidate for its cheapest plan, offering it to P->best. */
 static int evaluate_candidate(struct planner *P)
 {
@@ -2332,7 +2492,9 @@ static int evaluate_candidate(struct planner *P)
 		return TP_ENOMEM;
 	if (s->nmov <= P->exact_max && s->nmov <= 20)
 		return exact_search(P);
-	return greedy_search(P);
+	if ((rc = greedy_search(P)))
+		return rc;
+	return bnb_search(P);
 }
 
 /* ---- walking candidate domains ---------------------------------------------------------- */
