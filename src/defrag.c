@@ -293,6 +293,9 @@ struct planner {
 	struct diag diag;
 	struct tp_defrag_stats stats;
 	unsigned nholds; /* compaction: domains held so far */
+	/* compaction of a set of domains: the device ranges held for them (else the scan's) */
+	const uint32_t *cr; /* [2 * ncr]: first device, end */
+	uint32_t ncr;
 };
 
 static int grow_u32(const tp_allocator *a, uint32_t **p, size_t *cap, size_t need)
@@ -1623,12 +1626,19 @@ static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	const uint32_t *X;
 	size_t nX;
 	if (P->compact) {
-		if ((rc = grow_u32(P->a, &P->holdbuf, &P->cap_hold, s->dev1 - s->dev0)))
+		uint32_t one[2] = {s->dev0, s->dev1};
+		const uint32_t *cr = P->ncr ? P->cr : one;
+		uint32_t ncr = P->ncr ? P->ncr : 1;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			nX += cr[2 * r + 1] - cr[2 * r];
+		if ((rc = grow_u32(P->a, &P->holdbuf, &P->cap_hold, nX)))
 			goto out;
-		for (uint32_t dev = s->dev0; dev < s->dev1; dev++)
-			P->holdbuf[dev - s->dev0] = dev;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			for (uint32_t dev = cr[2 * r]; dev < cr[2 * r + 1]; dev++)
+				P->holdbuf[nX++] = dev;
 		X = P->holdbuf;
-		nX = s->dev1 - s->dev0;
 		for (size_t i = 0; i < nX; i++)
 			if (!tp_dev_free(c, X[i]))
 				goto out; /* cannot happen: the scan saw every holder */
@@ -3403,6 +3413,264 @@ static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, u
 	return rc;
 }
 
+/*
+ * The cheapest set of domains to free. Candidates are the domains with no down or cordoned
+ * device, not fully free, whose every job may move (priorities compared with 0). Freeing a set
+ * costs every job on any of its domains once (a job on two of them is paid once). When the
+ * candidates and the number of domains wanted are few (COMPACT_SETS sets at most), every set is
+ * priced, and the sets are simulated cheapest first (cost, moves, then the most free devices,
+ * then the lowest domains): release the jobs, hold every device of the set and of the domains
+ * already free, find the migrants homes; the first that works (within COMPACT_TRIES
+ * simulations) is the plan. Otherwise, or when none works, the greedy rounds below decide.
+ */
+#define COMPACT_SETS 4096u
+#define COMPACT_TRIES 64u
+#define COMPACT_CANDS 64u
+
+struct cset {
+	int64_t cost;
+	uint32_t moves, free;
+	uint32_t at; /* its candidates: comb[at .. at + want) */
+};
+
+static int cset_cmp(const void *x, const void *y, const uint32_t *comb, uint32_t want)
+{
+	const struct cset *a = x, *b = y;
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? -1 : 1;
+	if (a->moves != b->moves)
+		return a->moves < b->moves ? -1 : 1;
+	if (a->free != b->free)
+		return a->free > b->free ? -1 : 1;
+	for (uint32_t i = 0; i < want; i++)
+		if (comb[a->at + i] != comb[b->at + i])
+			return comb[a->at + i] < comb[b->at + i] ? -1 : 1;
+	return 0;
+}
+
+/* Insertion of sets into a sorted array (the count is bounded by COMPACT_SETS). */
+static void csets_sort(struct cset *v, size_t n, const uint32_t *comb, uint32_t want)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct cset x = v[i];
+		size_t k = i;
+		for (; k > 0 && cset_cmp(&v[k - 1], &x, comb, want) > 0; k--)
+			v[k] = v[k - 1];
+		v[k] = x;
+	}
+}
+
+static int uptr_cmp(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t) * (const void *const *)x, b = (uintptr_t) * (const void *const *)y;
+	return (a > b) - (a < b);
+}
+
+/* C(n, k), saturating at `cap` + 1. */
+static uint64_t choose_cap(uint32_t n, uint32_t k, uint64_t cap)
+{
+	if (k > n)
+		return 0;
+	uint64_t r = 1;
+	for (uint32_t i = 1; i <= k; i++) {
+		r = r * (n - k + i) / i;
+		if (r > cap)
+			return cap + 1;
+	}
+	return r;
+}
+
+struct ccand_set {
+	uint32_t dom, free, j0, nj; /* its jobs: jp[j0 .. j0 + nj) */
+};
+
+/* Price one set of candidates (their jobs, each once) into *cs, using jbuf as scratch. */
+static void price_set(const struct ccand_set *cc, const struct tp_job_impl **jp,
+                      const uint32_t *idx, uint32_t want, const struct tp_job_impl **jbuf,
+                      struct cset *cs)
+{
+	uint32_t n = 0, fr = 0;
+	for (uint32_t i = 0; i < want; i++) {
+		const struct ccand_set *x = &cc[idx[i]];
+		fr += x->free;
+		for (uint32_t k = 0; k < x->nj; k++)
+			jbuf[n++] = jp[x->j0 + k];
+	}
+	qsort(jbuf, n, sizeof *jbuf, uptr_cmp);
+	int64_t cost = 0;
+	uint32_t moves = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (k && jbuf[k] == jbuf[k - 1])
+			continue;
+		cost = cost_add(cost, cost_of(jbuf[k]->checkpoint_s, jbuf[k]->ndev));
+		moves++;
+	}
+	cs->cost = cost;
+	cs->moves = moves;
+	cs->free = fr;
+}
+
+/* Simulate freeing the set comb[at .. at + want): *found and the steps in *d. */
+static int compact_try_set(struct planner *P, const struct ccand_set *cc,
+                           const struct tp_job_impl **jp, const uint32_t *idx, uint32_t want,
+                           struct draft *d, bool *found)
+{
+	struct cscan *s = &P->scan;
+	const struct tp_topology *t = P->t;
+	unsigned level = (unsigned)P->level;
+	uint32_t *cr = tp_mallocn(P->a, 2 * (size_t)want, sizeof *cr);
+	uint32_t *S = NULL;
+	int rc = 0;
+	*found = false;
+	if (!cr)
+		return TP_ENOMEM;
+	s->njobs = 0;
+	s->level = (int)level;
+	s->dom = cc[idx[0]].dom;
+	s->free = 0;
+	for (uint32_t i = 0; i < want; i++) {
+		const struct ccand_set *x = &cc[idx[i]];
+		uint32_t f, n;
+		tp_dom_nodes(t, level, x->dom, &f, &n);
+		cr[2 * i] = t->dev_first[f];
+		cr[2 * i + 1] = t->dev_first[f + n];
+		s->free += x->free;
+		for (uint32_t k = 0; k < x->nj; k++) {
+			const struct tp_job_impl *j = jp[x->j0 + k];
+			bool dup = false;
+			for (uint32_t y = 0; y < s->njobs && !dup; y++)
+				dup = s->jobs[y].j == j;
+			if (dup)
+				continue;
+			if (tp_grow(P->a, (void **)&s->jobs, &s->cap_jobs, s->njobs + 1,
+			            sizeof *s->jobs)) {
+				rc = TP_ENOMEM;
+				goto out;
+			}
+			s->jobs[s->njobs++] = (struct cjob){.j = (struct tp_job_impl *)j,
+			                                    .w = cost_of(j->checkpoint_s, j->ndev),
+			                                    .rate = INFINITY,
+			                                    .can = (uint8_t)job_can(P, j)};
+		}
+	}
+	s->ninside = s->njobs;
+	s->with_outside = true;
+	S = tp_mallocn(P->a, s->njobs ? s->njobs : 1, sizeof *S);
+	if (!S) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < s->njobs; k++)
+		S[k] = k;
+	P->cr = cr;
+	P->ncr = want;
+	int res;
+	const struct tp_job_impl *nh;
+	rc = try_subset(P, S, s->njobs, d, &res, &nh);
+	P->cr = NULL;
+	P->ncr = 0;
+	if (!rc && res == OUT_OK)
+		*found = true;
+	else if (!rc && res == OUT_NOHOME)
+		note_nohome(P, nh);
+out:
+	tp_free(P->a, cr);
+	tp_free(P->a, S);
+	return rc;
+}
+
+/* The exact search described above; *found false when it does not apply or finds nothing. */
+static int compact_exact(struct planner *P, uint32_t want, struct draft *all, bool *found)
+{
+	const struct tp_topology *t = P->t;
+	unsigned level = (unsigned)P->level;
+	uint32_t nd = t->lv[level].ndom;
+	struct ccand_set *cc = NULL;
+	const struct tp_job_impl **jp = NULL, **jbuf = NULL;
+	uint32_t *comb = NULL, idx[COMPACT_CANDS];
+	struct cset *sets = NULL;
+	size_t ncc = 0, njp = 0, cap_jp = 0, cap_cc = 0;
+	int rc = 0;
+	*found = false;
+	for (uint32_t dom = 0; dom < nd; dom++) {
+		if (P->c->free[level][dom] == tp_dom_ndev(t, level, dom))
+			continue; /* fully free: counted already */
+		if ((rc = scan_candidate(P, (int)level, dom)))
+			goto out;
+		const struct cscan *s = &P->scan;
+		bool ok = !s->unusable;
+		for (uint32_t k = 0; k < s->njobs && ok; k++)
+			ok = s->jobs[k].can && s->jobs[k].j->id[0] != '\x01';
+		if (!ok)
+			continue;
+		if (ncc == COMPACT_CANDS)
+			goto out; /* too many candidates: the greedy rounds decide */
+		if (tp_grow(P->a, (void **)&cc, &cap_cc, ncc + 1, sizeof *cc) ||
+		    tp_grow(P->a, (void **)&jp, &cap_jp, njp + s->njobs + 1, sizeof *jp)) {
+			rc = TP_ENOMEM;
+			goto out;
+		}
+		cc[ncc++] = (struct ccand_set){dom, s->free, (uint32_t)njp, s->njobs};
+		for (uint32_t k = 0; k < s->njobs; k++)
+			jp[njp++] = s->jobs[k].j;
+	}
+	uint64_t nsets = choose_cap((uint32_t)ncc, want, COMPACT_SETS);
+	if (nsets == 0 || nsets > COMPACT_SETS)
+		goto out;
+	sets = tp_mallocn(P->a, (size_t)nsets, sizeof *sets);
+	comb = tp_mallocn(P->a, (size_t)nsets * want, sizeof *comb);
+	jbuf = tp_mallocn(P->a, njp ? njp : 1, sizeof *jbuf);
+	if (!sets || !comb || !jbuf) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	/* every combination of `want` candidates, in lexicographic order */
+	for (uint32_t i = 0; i < want; i++)
+		idx[i] = i;
+	size_t ns = 0;
+	for (;;) {
+		struct cset cs;
+		price_set(cc, jp, idx, want, jbuf, &cs);
+		if (cs.cost <= P->max_cost && cs.moves <= P->max_moves) {
+			cs.at = (uint32_t)(ns * want);
+			memcpy(comb + cs.at, idx, want * sizeof *idx);
+			sets[ns++] = cs;
+		} else if (cs.moves > P->max_moves) {
+			note_moves(P, cs.moves);
+		} else {
+			P->diag.cost = true;
+		}
+		int i = (int)want - 1;
+		while (i >= 0 && idx[i] == ncc - want + (uint32_t)i)
+			i--;
+		if (i < 0)
+			break;
+		idx[i]++;
+		for (uint32_t k = (uint32_t)i + 1; k < want; k++)
+			idx[k] = idx[k - 1] + 1;
+	}
+	csets_sort(sets, ns, comb, want);
+	size_t sp;
+	if ((rc = tp_cluster_savepoint(P->c, &sp)))
+		goto out;
+	rc = hold_free_domains(P, level);
+	for (size_t x = 0; x < ns && x < COMPACT_TRIES && !rc && !*found; x++) {
+		struct draft d = {0};
+		rc = compact_try_set(P, cc, jp, comb + sets[x].at, want, &d, found);
+		if (!rc && *found)
+			rc = draft_append(P->a, all, &d);
+		draft_clear(P->a, &d);
+	}
+	tp_cluster_rollback(P->c, sp);
+out:
+	tp_free(P->a, cc);
+	tp_free(P->a, jp);
+	tp_free(P->a, jbuf);
+	tp_free(P->a, comb);
+	tp_free(P->a, sets);
+	return rc;
+}
+
 int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                       const tp_defrag_policy *policy, tp_plan **out)
 {
@@ -3442,8 +3710,16 @@ int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
 	uint32_t got = 0;
 	char why[TP_ERRMSG_LEN] = "";
 	rc = 0;
+	bool exact = false;
 	if (have < ndomains)
+		rc = compact_exact(&P, ndomains - have, &all, &exact);
+	if (exact) {
+		got = ndomains - have;
+	} else if (!rc && have < ndomains) {
+		draft_clear(&c->alloc, &all);
+		P.diag = (struct diag){0};
 		rc = compact_rounds(&P, ndomains - have, &all, &got, why);
+	}
 	if (!rc && have + got < ndomains)
 		rc = tp_seterr(p->errmsg, TP_ENOPLAN, "only %u of %u %s domains can be freed: %s",
 		               have + got, ndomains, level, why);

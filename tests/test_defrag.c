@@ -980,6 +980,118 @@ Test(defrag, compaction_frees_the_cheapest_racks)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Compaction against brute force: 5 racks of 2 nodes of 2 GPUs, random 1-3 GPU jobs (some
+ * across two racks), each either preemptible (maybe migratable too) or immovable, a down device
+ * now and then. Every job may be preempted, so a set of racks can be freed exactly when it has
+ * no down device and no immovable job; freeing it costs each job on it once. The plan must cost
+ * the least over every set of racks (the ones already free counting). */
+Test(defrag, compaction_frees_the_cheapest_set, .timeout = 120)
+{
+	unsigned plans = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 11;
+		const char *levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		unsigned counts[] = {5, 2};
+		cr_assert_eq(tp_topology_builder_generate(b, counts, 2, NULL), 0);
+		tp_topology *t = NULL;
+		cr_assert_eq(tp_topology_build(b, &t), 0);
+		tp_topology_builder_destroy(b);
+		tp_cluster *c = cluster_of(t);
+		double cost[20];
+		bool movable[20];
+		int owner[20];
+		unsigned nj = 0;
+		for (uint32_t d = 0; d < 20; d++) {
+			owner[d] = -1;
+			if (tp_test_below(&st, 100) >= 70)
+				continue;
+			uint32_t n = 1 + tp_test_below(&st, 3), devs[3];
+			if (d + n > 20)
+				n = 20 - d;
+			for (uint32_t x = 0; x < n; x++)
+				devs[x] = d + x;
+			static const double ck[] = {10, 30, 60, 120};
+			movable[nj] = tp_test_below(&st, 5) != 0;
+			tp_job_options o = opts(movable[nj] && tp_test_below(&st, 2), movable[nj], 0,
+			                        ck[tp_test_below(&st, 4)]);
+			cost[nj] = o.checkpoint_s * n;
+			char id[16];
+			snprintf(id, sizeof id, "j%u", nj);
+			cr_assert_eq(tp_cluster_assign(c, id, devs, n, &o), 0);
+			for (uint32_t x = 0; x < n; x++)
+				owner[d + x] = (int)nj;
+			nj++;
+			d += n - 1;
+		}
+		bool down[5] = {0};
+		if (tp_test_below(&st, 3) == 0) {
+			uint32_t d = tp_test_below(&st, 20);
+			cr_assert_eq(tp_cluster_set_down(c, &d, 1, 1), 0);
+			down[d / 4] = true;
+		}
+		uint32_t want = 1 + tp_test_below(&st, 3);
+		/* brute force over every set of `want` racks */
+		double best = -1;
+		for (uint32_t mask = 0; mask < 32; mask++) {
+			if ((uint32_t)__builtin_popcount(mask) != want)
+				continue;
+			bool ok = true, on[20] = {0};
+			double sum = 0;
+			for (uint32_t rk = 0; rk < 5 && ok; rk++) {
+				if (!(mask >> rk & 1))
+					continue;
+				ok = !down[rk];
+				for (uint32_t d = rk * 4; d < rk * 4 + 4 && ok; d++) {
+					int j = owner[d];
+					if (j < 0 || on[j])
+						continue;
+					ok = movable[j];
+					on[j] = true;
+					sum += cost[j];
+				}
+			}
+			if (ok && (best < 0 || sum < best))
+				best = sum;
+		}
+		tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+		pol.min_priority_gap = 0;
+		uint64_t fp = tp_cluster_fingerprint(c);
+		tp_plan *p = NULL;
+		int rc = tp_defrag_compact(c, "rack", want, &pol, &p);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		if (best < 0) {
+			cr_assert_eq(rc, TP_ENOPLAN, "seed %llu: no set can be freed, yet %s",
+			             (unsigned long long)seed, tp_err_name(rc));
+		} else {
+			cr_assert_eq(rc, 0, "seed %llu: %s", (unsigned long long)seed,
+			             tp_plan_errmsg(p));
+			cr_assert_float_eq(tp_plan_cost_s(p), best, 1e-6,
+			                   "seed %llu: compaction costs %g, the cheapest set %g",
+			                   (unsigned long long)seed, tp_plan_cost_s(p), best);
+			check_plan(c, NULL, &pol, p);
+			/* carried out, `want` racks are free */
+			size_t sp;
+			cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+			for (size_t i = 0; i < tp_plan_step_count(p); i++)
+				cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0);
+			uint32_t freed = 0;
+			for (uint32_t rk = 0; rk < 5; rk++)
+				freed += tp_cluster_free(c, 0, rk) == 4;
+			cr_assert_geq(freed, want);
+			cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+			plans++;
+		}
+		tp_plan_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "compaction: %u plans, each the cheapest set\n", plans);
+	cr_assert_gt(plans, 50);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* ---- allocation failures -------------------------------------------------------------------- */
 
 /* Fail allocation n = 0, 1, 2, ... of a call until it succeeds: each failure is TP_ENOMEM with
