@@ -6,22 +6,35 @@
  *
  * Candidates. A request with a required level (or a colocate level) must land inside one domain
  * of that level, so the candidates are those domains; any other request may use free devices
- * anywhere, so its one candidate is the whole cluster. Domains are visited best-first: in
- * decreasing order of free devices (the cluster's Judy1 index, no scan), each with a cheap
- * lower bound (devices still missing x the cheapest checkpoint rate of any movable job); a
- * visited domain's devices are read (one rack: 72 devices) to list the jobs on it and to get an
- * exact fractional lower bound (jobs by cost per device they would free). Branch and bound
- * against the best plan so far stops the walk as soon as no unvisited domain can beat it.
+ * anywhere, so its one candidate is the whole cluster. Domains above the node level are walked
+ * best-first by a lower bound on the cost of freeing what they lack: first the bound from the
+ * cluster's checkpoint histogram (cluster_impl.h ckhist: the cheapest held devices of the
+ * domain at their bucket's floor; no device read), then, once a domain is read (one rack: 72
+ * devices), the exact fractional bound over its movable jobs (jobs by cost per device they
+ * would free). The smallest bound, read or not, is expanded next; the walk stops when it cannot
+ * beat the best plan, so most domains are never read. (At the node level: decreasing free
+ * devices from the Judy1 index, with the bound missing devices x the cheapest rate.)
  *
  * Inside a candidate. Few movable jobs (TP_DEFRAG_EXACT_MAX): every subset, cheapest first,
  * filtered by necessary conditions (enough usable devices, enough whole groups and slices in the
  * candidate's sub-domains). Many: a greedy fill (jobs by cost per device, or, for requests made
- * of whole-node groups, the node that gains a group at the least cost), then reverse deletion
- * (drop every job the request does not need). Each set is verified under a savepoint: release
- * the jobs, ask tp_place for the request inside the candidate, hold those devices, find new
- * homes for the migrated jobs with tp_place (their own request, or one of their size that
- * prefers the smallest domain they sat in), preempt a job that has no home when the policy
- * allows, order the steps, and ask tp_place for the final placement; then roll back.
+ * of whole-node groups, the node that gains a group at the least cost), then reverse deletion,
+ * then a bounded branch and bound over the jobs by cost per device (bnb_search: 20000 branches,
+ * 64 simulations at most) that keeps whatever beats the greedy plan. Each set is verified under
+ * a savepoint: release the jobs, ask tp_place for the request inside the candidate, hold those
+ * devices, find new homes for the migrated jobs (find_home), preempt a job that has no home
+ * when the policy allows, order the steps, and ask tp_place for the final placement; then roll
+ * back.
+ *
+ * Locality. Unless the policy sets allow_less_local, a migrated job's new devices span, at
+ * every level, at most as many domains as its old ones (span(L) = the number of domains of level
+ * L holding at least one of its devices; node level included). So the smallest domain holding
+ * the job is no higher, and it touches no more racks or nodes than before. find_home asks
+ * tp_place for the job's own request (or one of its size) required inside one domain of the
+ * deepest level holding it now, then of each deeper level while the answer is less local, and
+ * last restricted to a hand-packed node set within the old spans; a job with no such home is
+ * preempted when allowed, else the set fails (message: "... no free devices keep it as local as
+ * it sits (domains it spans: ...)").
  *
  * Order of plans: cost (checkpoint seconds x devices, in integer microseconds so that equal
  * costs tie exactly), then moved jobs, then the most usable free devices in the target domain
@@ -2344,13 +2357,14 @@ out:
 #define BNB_JOBS 64u
 #define BNB_NODES 20000ul
 #define BNB_TRIES 64ul
+#define BNB_TRIES_COLD 2ul
 
 struct bnb {
 	uint32_t *ord, n; /* jobs by rate */
 	uint32_t *S, nS;
 	int64_t cost;
 	uint32_t devices;
-	unsigned long nodes, tries;
+	unsigned long nodes, tries, cold;
 	bool stop;
 };
 
@@ -2404,7 +2418,9 @@ static int bnb_dfs(struct planner *P, struct bnb *b, uint32_t i)
 	if (tally_enough(P)) {
 		if (!bnb_better(P, b->cost, b->nS, b->devices))
 			return 0; /* every superset costs as much and moves more */
-		if (++b->tries > BNB_TRIES) {
+		/* without any plan yet, the sets the tallies accept mostly fail for want of
+		 * homes, and each failure costs a simulation: few of those */
+		if (++b->tries > BNB_TRIES || (!P->have_best && ++b->cold > BNB_TRIES_COLD)) {
 			b->stop = true;
 			return 0;
 		}
