@@ -32,7 +32,7 @@
  * the job is no higher, and it touches no more racks or nodes than before. find_home asks
  * tp_place for the job's own request (or one of its size) required inside one domain of the
  * deepest level holding it now, then of each deeper level while the answer is less local, and
- * last restricted to a hand-packed node set within the old spans; a job with no such home is
+ * last (a job without a shape) restricted to a hand-packed node set within the old spans; a job with no such home is
  * preempted when allowed, else the set fails (message: "... no free devices keep it as local as
  * it sits (domains it spans: ...)").
  *
