@@ -3449,7 +3449,9 @@ struct cset {
 	uint32_t at; /* its candidates: comb[at .. at + want) */
 };
 
-static int cset_cmp(const void *x, const void *y, const uint32_t *comb, uint32_t want)
+/* Cost, moves, the most free devices, then the lowest domains: sets are enumerated in
+ * lexicographic order of their candidates, so `at` orders them the same way. */
+static int cset_cmp(const void *x, const void *y)
 {
 	const struct cset *a = x, *b = y;
 	if (a->cost != b->cost)
@@ -3458,22 +3460,7 @@ static int cset_cmp(const void *x, const void *y, const uint32_t *comb, uint32_t
 		return a->moves < b->moves ? -1 : 1;
 	if (a->free != b->free)
 		return a->free > b->free ? -1 : 1;
-	for (uint32_t i = 0; i < want; i++)
-		if (comb[a->at + i] != comb[b->at + i])
-			return comb[a->at + i] < comb[b->at + i] ? -1 : 1;
-	return 0;
-}
-
-/* Insertion of sets into a sorted array (the count is bounded by COMPACT_SETS). */
-static void csets_sort(struct cset *v, size_t n, const uint32_t *comb, uint32_t want)
-{
-	for (size_t i = 1; i < n; i++) {
-		struct cset x = v[i];
-		size_t k = i;
-		for (; k > 0 && cset_cmp(&v[k - 1], &x, comb, want) > 0; k--)
-			v[k] = v[k - 1];
-		v[k] = x;
-	}
+	return (a->at > b->at) - (a->at < b->at);
 }
 
 static int uptr_cmp(const void *x, const void *y)
@@ -3665,7 +3652,7 @@ static int compact_exact(struct planner *P, uint32_t want, struct draft *all, bo
 		for (uint32_t k = (uint32_t)i + 1; k < want; k++)
 			idx[k] = idx[k - 1] + 1;
 	}
-	csets_sort(sets, ns, comb, want);
+	qsort(sets, ns, sizeof *sets, cset_cmp);
 	size_t sp;
 	if ((rc = tp_cluster_savepoint(P->c, &sp)))
 		goto out;
