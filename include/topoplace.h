@@ -1178,22 +1178,33 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  *  @{ */
 
 /** @brief Version of ::tp_defrag_policy this header describes. */
-#define TP_DEFRAG_POLICY_VERSION 1
+#define TP_DEFRAG_POLICY_VERSION 2
 
-/** @brief What a plan may do. */
+/**
+ * @brief What a plan may do.
+ *
+ * Version 1 ends at @c min_priority_gap; a version 1 struct is still accepted and behaves as
+ * version 2 with @c allow_less_local 0.
+ */
 typedef struct tp_defrag_policy {
-	unsigned version;       /**< ::TP_DEFRAG_POLICY_VERSION */
+	unsigned version;       /**< ::TP_DEFRAG_POLICY_VERSION (1 is accepted too) */
 	int migrate;            /**< migratable jobs of priority <= the request's may move */
 	int preempt;            /**< preemptible jobs at least min_priority_gap below may stop */
 	int allow_interactive;  /**< interactive jobs may be touched (an administrator's choice) */
 	uint32_t max_moves;     /**< most jobs migrated or preempted (UINT32_MAX: no limit) */
 	double max_cost_s;      /**< most total cost in checkpoint-seconds (< 0: no limit) */
 	int min_priority_gap;   /**< a preempted job's priority is at least this far below */
+	/** 0 (the default): a migrated job never lands less local than it sits: at every level,
+	 *  its new devices span at most as many domains as its old ones (so the smallest domain
+	 *  holding all of them is no higher); a job with no such home is not migrated (it may
+	 *  still be preempted). Nonzero: a migrated job may land less local (a job without a
+	 *  shape anywhere its size fits, as before version 2). */
+	int allow_less_local;
 } tp_defrag_policy;
 
 /** @brief Initialiser for ::tp_defrag_policy: migrate and preempt allowed, interactive jobs
- *  untouched, no limits, priority gap 1. */
-#define TP_DEFRAG_POLICY_INIT {TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1}
+ *  untouched, no limits, priority gap 1, migrated jobs never less local. */
+#define TP_DEFRAG_POLICY_INIT {TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0}
 
 /** @brief A defragmentation plan (opaque). */
 typedef struct tp_plan tp_plan;

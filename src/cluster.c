@@ -162,6 +162,18 @@ static void node_changed(struct tp_cluster *c, struct batch *b, uint32_t node, u
 	}
 }
 
+/* k devices of a node were held (k > 0) or let go (k < 0) by a job of checkpoint bucket b. */
+static void ck_changed(struct tp_cluster *c, uint32_t node, unsigned b, int64_t k)
+{
+	const struct tp_topology *t = c->t;
+	uint32_t d = node;
+	for (unsigned l = tp_node_level(t); l-- > 0;) {
+		d = t->lv[l + 1].parent[d];
+		uint32_t *h = c->ckhist[l] + (size_t)d * TP_CK_BUCKETS + b;
+		*h = (uint32_t)((int64_t)*h + k);
+	}
+}
+
 enum devop_kind {
 	OP_HOLD,    /* dev_job = slot */
 	OP_UNHOLD,  /* dev_job = TP_NO_JOB */
@@ -171,6 +183,7 @@ enum devop_kind {
 struct devop {
 	enum devop_kind kind;
 	uint32_t slot;
+	unsigned ck; /* OP_HOLD, OP_UNHOLD: the job's checkpoint bucket */
 	uint8_t mask, value;
 	bool log; /* log the old health byte of every device that changes */
 };
@@ -249,8 +262,12 @@ static void apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
 	while (i < n) {
 		uint32_t node = t->dev_node[devs[i]];
 		uint32_t old = c->free[nl][node];
+		size_t i0 = i;
 		uint32_t now = apply_run(c, devs, n, &i, node, old, op);
 		node_changed(c, &b, node, old, now);
+		if (op->kind != OP_HEALTH)
+			ck_changed(c, node, op->ck,
+			           op->kind == OP_HOLD ? (int64_t)(i - i0) : -(int64_t)(i - i0));
 	}
 	batch_end(c, &b);
 }
@@ -432,7 +449,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	c->jobs[slot] = job;
 	c->nexclusive += tp_job_exclusive(job);
 	*slotp = slot_value(slot);
-	struct devop op = {.kind = OP_HOLD, .slot = slot};
+	struct devop op = {.kind = OP_HOLD, .slot = slot, .ck = tp_ck_bucket(job->checkpoint_s)};
 	apply_devs(c, job->devs, job->ndev, &op);
 	if (c->nsp)
 		undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
@@ -458,7 +475,7 @@ int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t 
 static struct tp_job_impl *release_slot(struct tp_cluster *c, uint32_t slot)
 {
 	struct tp_job_impl *job = c->jobs[slot];
-	struct devop op = {.kind = OP_UNHOLD};
+	struct devop op = {.kind = OP_UNHOLD, .ck = tp_ck_bucket(job->checkpoint_s)};
 	apply_devs(c, job->devs, job->ndev, &op);
 	map_remove(c, job->id);
 	c->nexclusive -= tp_job_exclusive(job);
@@ -484,7 +501,9 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	}
 	memcpy(nd, devs, n * sizeof *nd);
 	struct tp_job_impl *job = c->jobs[slot];
-	struct devop unhold = {.kind = OP_UNHOLD}, hold = {.kind = OP_HOLD, .slot = slot};
+	unsigned ck = tp_ck_bucket(job->checkpoint_s);
+	struct devop unhold = {.kind = OP_UNHOLD, .ck = ck},
+	             hold = {.kind = OP_HOLD, .slot = slot, .ck = ck};
 	apply_devs(c, job->devs, job->ndev, &unhold);
 	struct tp_undo e = {.kind = TP_UNDO_REBIND, .slot = slot, .devs = job->devs,
 	                    .ndev = job->ndev, .devs_separate = job->devs_separate};
@@ -539,7 +558,8 @@ static int create_arrays(struct tp_cluster *c)
 			break;
 		c->free_nodes[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
 		c->hist[l] = tp_calloc(&c->alloc, (size_t)nd * c->hstride, sizeof(uint32_t));
-		if (!c->free_nodes[l] || !c->hist[l])
+		c->ckhist[l] = tp_calloc(&c->alloc, (size_t)nd * TP_CK_BUCKETS, sizeof(uint32_t));
+		if (!c->free_nodes[l] || !c->hist[l] || !c->ckhist[l])
 			return TP_ENOMEM;
 	}
 	return 0;
@@ -592,6 +612,7 @@ void tp_cluster_destroy(tp_cluster *c)
 		tp_free(&c->alloc, c->free[l]);
 		tp_free(&c->alloc, c->free_nodes[l]);
 		tp_free(&c->alloc, c->hist[l]);
+		tp_free(&c->alloc, c->ckhist[l]);
 	}
 	tp_free(&c->alloc, c->jobs);
 	tp_free(&c->alloc, c->undo);
@@ -1265,6 +1286,29 @@ static int check_domains(const tp_cluster *c, char *buf, size_t len)
 	return 0;
 }
 
+/* ckhist of every domain above the node, recounted from its devices' jobs. */
+static int check_ckhist(const tp_cluster *c, char *buf, size_t len)
+{
+	const struct tp_topology *t = c->t;
+	unsigned nl = tp_node_level(t);
+	uint32_t want[TP_CK_BUCKETS];
+	for (unsigned l = 0; l < nl; l++)
+		for (uint32_t d = 0; d < t->lv[l].ndom; d++) {
+			uint32_t first, nn;
+			tp_dom_nodes(t, l, d, &first, &nn);
+			memset(want, 0, sizeof want);
+			for (uint32_t dev = t->dev_first[first]; dev < t->dev_first[first + nn]; dev++)
+				if (c->dev_job[dev] < c->njobs)
+					want[tp_ck_bucket(c->jobs[c->dev_job[dev]]->checkpoint_s)]++;
+			const uint32_t *h = c->ckhist[l] + (size_t)d * TP_CK_BUCKETS;
+			for (unsigned b = 0; b < TP_CK_BUCKETS; b++)
+				if (h[b] != want[b])
+					CHECK_FAIL("level %u domain %u: ckhist[%u] %u, recounted %u", l, d,
+					           b, h[b], want[b]);
+		}
+	return 0;
+}
+
 static int check_indexes(const tp_cluster *c, char *buf, size_t len)
 {
 	const struct tp_topology *t = c->t;
@@ -1347,7 +1391,8 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 		buf[0] = '\0';
 	int rc;
 	if ((rc = check_devices_state(c, buf, len)) || (rc = check_domains(c, buf, len)) ||
-	    (rc = check_indexes(c, buf, len)) || (rc = check_jobs(c, buf, len)))
+	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
+	    (rc = check_jobs(c, buf, len)))
 		return rc;
 	return 0;
 }
@@ -1378,7 +1423,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	c->njobs = m + 1;
 	c->nexclusive += tp_job_exclusive(e->job);
 	map_set(c, e->job->id, s);
-	struct devop op = {.kind = OP_HOLD, .slot = s};
+	struct devop op = {.kind = OP_HOLD, .slot = s, .ck = tp_ck_bucket(e->job->checkpoint_s)};
 	apply_devs(c, e->job->devs, e->job->ndev, &op);
 	e->job = NULL; /* the cluster owns it again */
 }
@@ -1393,7 +1438,9 @@ static void undo_assign(struct tp_cluster *c, struct tp_undo *e)
 static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 {
 	struct tp_job_impl *j = c->jobs[e->slot];
-	struct devop unhold = {.kind = OP_UNHOLD}, hold = {.kind = OP_HOLD, .slot = e->slot};
+	unsigned ck = tp_ck_bucket(j->checkpoint_s);
+	struct devop unhold = {.kind = OP_UNHOLD, .ck = ck},
+	             hold = {.kind = OP_HOLD, .slot = e->slot, .ck = ck};
 	apply_devs(c, j->devs, j->ndev, &unhold);
 	if (j->devs_separate)
 		tp_free(&c->alloc, j->devs);

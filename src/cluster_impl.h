@@ -8,6 +8,10 @@
  *   - free[l][d]        free devices (healthy, not cordoned, held by no job);
  *   - free_nodes[l][d]  nodes whose every device is free (levels above the node);
  *   - hist[l][d * hstride + k]  nodes of the domain with exactly k free devices (above the node);
+ *   - ckhist[l][d * TP_CK_BUCKETS + b]  devices of the domain held by jobs whose checkpoint
+ *                       cost per device falls in bucket b (above the node): the defrag planner's
+ *                       lower bound on the cost of freeing k devices of a domain, without
+ *                       reading them (see tp_ck_bucket);
  *   - index[l]          a Judy1 set of keys (free << 32 | d) for every domain with free > 0, so
  *                       that "the tightest domain with at least k free" is one Judy1First call.
  *                       Kept for every level above the node, and for the node level only when
@@ -17,11 +21,40 @@
 #ifndef TP_CLUSTER_IMPL_H
 #define TP_CLUSTER_IMPL_H
 
+#include <math.h>
+
 #include "topology_impl.h"
 
 /* Health bits of a device. Down wins over cordoned wherever a device is counted. */
 #define TP_DS_DOWN 0x1u
 #define TP_DS_CORDONED 0x2u
+
+/* Checkpoint buckets: 0 for checkpoint_s < 1, then four per octave from 1 s (the last one
+ * open-ended). tp_ck_floor(b) is at most every checkpoint_s of bucket b, so a sum of floors is
+ * a lower bound on the cost of moving the devices counted. frexp is exact: no libm rounding
+ * decides a bucket. */
+#define TP_CK_BUCKETS 66u
+
+static inline unsigned tp_ck_bucket(double ckpt_s)
+{
+	if (!(ckpt_s >= 1.0))
+		return 0;
+	int e;
+	double m = frexp(ckpt_s, &e); /* ckpt_s = m * 2^e, m in [0.5, 1), e >= 1 */
+	unsigned q = m >= 0.8408964152537145 ? 3u : m >= 0.7071067811865476 ? 2u
+	           : m >= 0.5946035575013605 ? 1u : 0u;
+	unsigned b = 1u + 4u * (unsigned)(e - 1) + q;
+	return b < TP_CK_BUCKETS ? b : TP_CK_BUCKETS - 1;
+}
+
+/* The least checkpoint_s of bucket b (rounded down). */
+static inline double tp_ck_floor(unsigned b)
+{
+	static const double q[4] = {0.5, 0.5946035575, 0.7071067811, 0.8408964152};
+	if (b == 0)
+		return 0.0;
+	return ldexp(q[(b - 1) % 4], (int)((b - 1) / 4) + 1);
+}
 
 /* dev_job value of a device held by no job. */
 #define TP_NO_JOB UINT32_MAX
@@ -80,6 +113,7 @@ struct tp_cluster {
 	uint32_t *free_nodes[TP_MAX_LEVELS]; /* [lv.ndom] levels above the node */
 	uint32_t *hist[TP_MAX_LEVELS];       /* [lv.ndom * hstride] levels above the node */
 	uint32_t hstride;                    /* max_node_devices + 1 */
+	uint32_t *ckhist[TP_MAX_LEVELS];     /* [lv.ndom * TP_CK_BUCKETS] levels above the node */
 	Pvoid_t index[TP_MAX_LEVELS];        /* Judy1, see above; NULL where not kept */
 	bool indexed[TP_MAX_LEVELS];         /* index[l] is kept and current: use it */
 	bool index_kept[TP_MAX_LEVELS];      /* index[l] should be kept (see above) */

@@ -6,22 +6,35 @@
  *
  * Candidates. A request with a required level (or a colocate level) must land inside one domain
  * of that level, so the candidates are those domains; any other request may use free devices
- * anywhere, so its one candidate is the whole cluster. Domains are visited best-first: in
- * decreasing order of free devices (the cluster's Judy1 index, no scan), each with a cheap
- * lower bound (devices still missing x the cheapest checkpoint rate of any movable job); a
- * visited domain's devices are read (one rack: 72 devices) to list the jobs on it and to get an
- * exact fractional lower bound (jobs by cost per device they would free). Branch and bound
- * against the best plan so far stops the walk as soon as no unvisited domain can beat it.
+ * anywhere, so its one candidate is the whole cluster. Domains above the node level are walked
+ * best-first by a lower bound on the cost of freeing what they lack: first the bound from the
+ * cluster's checkpoint histogram (cluster_impl.h ckhist: the cheapest held devices of the
+ * domain at their bucket's floor; no device read), then, once a domain is read (one rack: 72
+ * devices), the exact fractional bound over its movable jobs (jobs by cost per device they
+ * would free). The smallest bound, read or not, is expanded next; the walk stops when it cannot
+ * beat the best plan, so most domains are never read. (At the node level: decreasing free
+ * devices from the Judy1 index, with the bound missing devices x the cheapest rate.)
  *
  * Inside a candidate. Few movable jobs (TP_DEFRAG_EXACT_MAX): every subset, cheapest first,
  * filtered by necessary conditions (enough usable devices, enough whole groups and slices in the
  * candidate's sub-domains). Many: a greedy fill (jobs by cost per device, or, for requests made
- * of whole-node groups, the node that gains a group at the least cost), then reverse deletion
- * (drop every job the request does not need). Each set is verified under a savepoint: release
- * the jobs, ask tp_place for the request inside the candidate, hold those devices, find new
- * homes for the migrated jobs with tp_place (their own request, or one of their size that
- * prefers the smallest domain they sat in), preempt a job that has no home when the policy
- * allows, order the steps, and ask tp_place for the final placement; then roll back.
+ * of whole-node groups, the node that gains a group at the least cost), then reverse deletion,
+ * then a bounded branch and bound over the jobs by cost per device (bnb_search: 20000 branches,
+ * 64 simulations at most) that keeps whatever beats the greedy plan. Each set is verified under
+ * a savepoint: release the jobs, ask tp_place for the request inside the candidate, hold those
+ * devices, find new homes for the migrated jobs (find_home), preempt a job that has no home
+ * when the policy allows, order the steps, and ask tp_place for the final placement; then roll
+ * back.
+ *
+ * Locality. Unless the policy sets allow_less_local, a migrated job's new devices span, at
+ * every level, at most as many domains as its old ones (span(L) = the number of domains of level
+ * L holding at least one of its devices; node level included). So the smallest domain holding
+ * the job is no higher, and it touches no more racks or nodes than before. find_home asks
+ * tp_place for the job's own request (or one of its size) required inside one domain of the
+ * deepest level holding it now, then of each deeper level while the answer is less local, and
+ * last (a job without a shape) restricted to a hand-packed node set within the old spans; a job with no such home is
+ * preempted when allowed, else the set fails (message: "... no free devices keep it as local as
+ * it sits (domains it spans: ...)").
  *
  * Order of plans: cost (checkpoint seconds x devices, in integer microseconds so that equal
  * costs tie exactly), then moved jobs, then the most usable free devices in the target domain
@@ -36,6 +49,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +252,8 @@ struct diag {
 	int nohome_level;
 	uint32_t nohome_dom;
 	const struct tp_job_impl *nohome_job;
+	bool nohome_less_local; /* it had homes, but none as local as where it sits */
+	uint32_t nohome_span[TP_MAX_LEVELS];
 	bool moves; /* a candidate that needed more moves than allowed */
 	uint32_t moves_needed;
 	bool cost; /* a candidate that cost more than allowed */
@@ -278,12 +294,21 @@ struct planner {
 	size_t cap_to;
 	uint32_t *holdbuf;
 	size_t cap_hold;
+	uint32_t *spanbuf;
+	size_t cap_span;
+	/* the last migrant place_migrants found no home for: whether a home existed but was less
+	 * local, and how many domains it spans per level */
+	bool nohome_less_local;
+	uint32_t nohome_span[TP_MAX_LEVELS];
 	/* results */
 	struct draft best;
 	bool have_best;
 	struct diag diag;
 	struct tp_defrag_stats stats;
 	unsigned nholds; /* compaction: domains held so far */
+	/* compaction of a set of domains: the device ranges held for them (else the scan's) */
+	const uint32_t *cr; /* [2 * ncr]: first device, end */
+	uint32_t ncr;
 };
 
 static int grow_u32(const tp_allocator *a, uint32_t **p, size_t *cap, size_t need)
@@ -313,6 +338,7 @@ static void planner_fini(struct planner *P)
 	tp_free(P->a, P->u32c);
 	tp_free(P->a, P->tobuf);
 	tp_free(P->a, P->holdbuf);
+	tp_free(P->a, P->spanbuf);
 	draft_clear(P->a, &P->best);
 	if (P->have_q)
 		tp_rq_release(P->a, &P->q);
@@ -323,7 +349,7 @@ static void planner_fini(struct planner *P)
 static int policy_check(const tp_defrag_policy *p, char *msg)
 {
 	if (p->version < 1 || p->version > TP_DEFRAG_POLICY_VERSION)
-		return tp_seterr(msg, TP_EINVAL, "policy.version %u is not %d", p->version,
+		return tp_seterr(msg, TP_EINVAL, "policy.version %u is not 1 to %d", p->version,
 		                 TP_DEFRAG_POLICY_VERSION);
 	if (isnan(p->max_cost_s))
 		return tp_seterr(msg, TP_EINVAL, "policy.max_cost_s is not a number");
@@ -331,6 +357,18 @@ static int policy_check(const tp_defrag_policy *p, char *msg)
 		return tp_seterr(msg, TP_EINVAL, "policy.min_priority_gap %d is negative",
 		                 p->min_priority_gap);
 	return 0;
+}
+
+/* The caller's policy as the current version: a version 1 struct ends before
+ * allow_less_local (reading past it would overrun the caller's object). */
+static tp_defrag_policy policy_copy(const tp_defrag_policy *p)
+{
+	tp_defrag_policy v = TP_DEFRAG_POLICY_INIT;
+	if (p->version >= 2)
+		return *p;
+	memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
+	v.allow_less_local = 0;
+	return v;
 }
 
 static void policy_limits(struct planner *P)
@@ -924,6 +962,58 @@ static int restrict_request(struct planner *P, bool *empty)
 
 /* ---- simulating one set of jobs ---------------------------------------------------------- */
 
+/* ---- locality of a migrated job -------------------------------------------------------------
+ *
+ * A placement is at least as local as another when, at every level, it spans at most as many
+ * domains. Then the smallest domain holding all of it is no higher either (span 1 stays 1).
+ * Unless the policy opts out (allow_less_local), a migrant's new home must be at least as
+ * local as the devices it leaves.
+ */
+
+/* How many domains of each level (0 .. the node level) the devices span. Domains are ranges
+ * of device ids (the tree is numbered depth first), so on the sorted list every domain is one
+ * run. */
+static int dev_spans(struct planner *P, const uint32_t *devs, uint32_t n, uint32_t *span)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	if (grow_u32(P->a, &P->spanbuf, &P->cap_span, n))
+		return TP_ENOMEM;
+	uint32_t *v = P->spanbuf;
+	memcpy(v, devs, (size_t)n * sizeof *v);
+	bool sorted = true;
+	for (uint32_t i = 1; i < n && sorted; i++)
+		sorted = v[i - 1] <= v[i];
+	if (!sorted)
+		qsort(v, n, sizeof *v, cmp_u32);
+	for (unsigned l = 0; l <= nl; l++) {
+		uint32_t k = 0, prev = UINT32_MAX;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t d = tp_node_ancestor(t, t->dev_node[v[i]], l);
+			k += d != prev;
+			prev = d;
+		}
+		span[l] = k;
+	}
+	return 0;
+}
+
+/* Whether a placement (devs) is at least as local as the spans `old`. */
+static int as_local(struct planner *P, const uint32_t *devs, uint32_t n, const uint32_t *old,
+                    bool *ok)
+{
+	uint32_t span[TP_MAX_LEVELS];
+	int rc = dev_spans(P, devs, n, span);
+	*ok = false;
+	if (rc)
+		return rc;
+	for (unsigned l = 0; l <= tp_node_level(P->t); l++)
+		if (span[l] > old[l])
+			return 0;
+	*ok = true;
+	return 0;
+}
+
 /* The request a migrated job is re-placed with: its own, or one of its size that prefers the
  * smallest domain it sat in. */
 static void migrant_request(const struct planner *P, const struct tp_job_impl *j, tp_request *r)
@@ -953,6 +1043,229 @@ static void migrant_request(const struct planner *P, const struct tp_job_impl *j
 			return;
 		}
 	}
+}
+
+/* The most free devices of any domain of level l: one Judy1 look-up where the level is
+ * indexed; elsewhere (the node level) a bound that never stops a search (the largest node). */
+static uint32_t max_free(const struct planner *P, unsigned l)
+{
+	const struct tp_cluster *c = P->c;
+	if (!c->indexed[l])
+		return UINT32_MAX;
+	Word_t k = ~(Word_t)0;
+	JError_t err;
+	if (Judy1Last(c->index[l], &k, &err) != 1)
+		return 0;
+	return (uint32_t)(k >> 32);
+}
+
+/* A node and the free devices of its ancestors, for the packing below. */
+struct nodekey {
+	uint32_t node;
+	uint32_t key[TP_MAX_LEVELS]; /* free devices from the level below the domain down */
+};
+
+static int nodekey_cmp(const void *x, const void *y)
+{
+	const struct nodekey *a = x, *b = y;
+	for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
+		if (a->key[l] != b->key[l])
+			return a->key[l] > b->key[l] ? -1 : 1;
+	return (a->node > b->node) - (a->node < b->node);
+}
+
+/* The last resort for a migrant whose placements were all less local: pack it into nodes of
+ * domain `dom` of level `lvl` (-1: the cluster), the sub-domain with the most free devices
+ * first at every level, then ask tp_place for it restricted to those nodes (a placement inside
+ * them spans no more domains than they do). */
+static int pack_home(struct planner *P, const tp_request *base, const struct tp_job_impl *j,
+                     const uint32_t *old, int lvl, uint32_t dom, tp_placement **out)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	uint32_t n0 = 0, nn = t->nnodes;
+	if (lvl >= 0)
+		tp_dom_nodes(t, (unsigned)lvl, dom, &n0, &nn);
+	struct nodekey *v = tp_mallocn(P->a, nn ? nn : 1, sizeof *v);
+	const char **names = tp_mallocn(P->a, nn ? nn : 1, sizeof *names);
+	uint32_t *picked = tp_mallocn(P->a, nn ? nn : 1, sizeof *picked);
+	int rc = 0;
+	if (!v || !names || !picked) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	uint32_t nv = 0;
+	for (uint32_t node = n0; node < n0 + nn; node++) {
+		uint32_t f = P->c->free[nl][node];
+		if (!f)
+			continue;
+		struct nodekey k = {.node = node};
+		for (unsigned l = (unsigned)(lvl + 1), x = 0; l <= nl; l++, x++)
+			k.key[x] = P->c->free[l][tp_node_ancestor(t, node, l)];
+		v[nv++] = k;
+	}
+	qsort(v, nv, sizeof *v, nodekey_cmp);
+	uint32_t need = j->ndev, np = 0;
+	for (uint32_t i = 0; i < nv && need; i++) {
+		uint32_t f = P->c->free[nl][v[i].node];
+		need -= f < need ? f : need;
+		picked[np++] = v[i].node;
+	}
+	if (need)
+		goto out;
+	qsort(picked, np, sizeof *picked, cmp_u32);
+	for (unsigned l = 0; l <= nl; l++) {
+		uint32_t k = 0, prev = UINT32_MAX;
+		for (uint32_t i = 0; i < np; i++) {
+			uint32_t d = tp_node_ancestor(t, picked[i], l);
+			k += d != prev;
+			prev = d;
+		}
+		if (k > old[l])
+			goto out; /* the greedy packing is not local enough either */
+	}
+	for (uint32_t i = 0; i < np; i++)
+		names[i] = t->lv[nl].dname[picked[i]];
+	tp_request r = *base;
+	r.select_nodes = names;
+	r.nselect_nodes = np;
+	rc = tp_place(P->c, &r, out);
+	if (rc) {
+		tp_placement_destroy(*out);
+		*out = NULL;
+		rc = rc == TP_ENOMEM ? rc : 0;
+	}
+out:
+	tp_free(P->a, v);
+	tp_free(P->a, names);
+	tp_free(P->a, picked);
+	return rc;
+}
+
+/* A home for a migrant, or *out NULL. With the locality rule, the job is placed with its own
+ * request (without a shape: one of its size) required inside one domain of the deepest level
+ * it sits in now, then, while the answer is less local than now, inside one domain of each
+ * deeper level in turn (a deeper domain can only lower the spans above it); the first answer
+ * at least as local is its home. *less_local: answers were found but none was local enough.
+ * Without the rule, the request as migrant_request says, then any free devices. */
+static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placement **out,
+                     bool *less_local)
+{
+	const struct tp_topology *t = P->t;
+	tp_request mr;
+	int rc;
+	*out = NULL;
+	*less_local = false;
+	migrant_request(P, j, &mr);
+	if (P->pol.allow_less_local) {
+		rc = tp_place(P->c, &mr, out);
+		if (rc && rc != TP_ENOMEM && !j->shape && mr.preferred) {
+			/* the preferred level is a courtesy: any free devices will do */
+			tp_placement_destroy(*out);
+			*out = NULL;
+			mr.preferred = NULL;
+			rc = tp_place(P->c, &mr, out);
+		}
+		if (rc) {
+			tp_placement_destroy(*out);
+			*out = NULL;
+		}
+		return rc == TP_ENOMEM ? rc : 0;
+	}
+	uint32_t old[TP_MAX_LEVELS];
+	if ((rc = dev_spans(P, j->devs, j->ndev, old)))
+		return rc;
+	memcpy(P->nohome_span, old, sizeof old);
+	unsigned nl = tp_node_level(t);
+	int deep = -1; /* the deepest level whose one domain holds the whole job */
+	for (unsigned l = 0; l <= nl; l++)
+		if (old[l] == 1)
+			deep = (int)l;
+	int have = j->shape ? tp_topology_level_index(t, mr.required) : -1;
+	if (!j->shape) {
+		mr.preferred = NULL;
+		if (deep < 0)
+			mr.preferred = t->lv[0].name; /* it spans top-level domains: as few as can be */
+	}
+	int start = deep > have ? deep : have;
+	uint32_t hint = 0; /* the domain of level `start` tp_place chose */
+	bool hinted = false;
+	for (int l = start; l <= (int)nl; l++) {
+		if (l >= 0 && max_free(P, (unsigned)l) < j->ndev)
+			break; /* no domain of this level (or deeper) has room: skip the calls */
+		tp_request r = mr;
+		if (l >= 0 && l > have) {
+			r.required = t->lv[l].name;
+			if (tp_topology_level_index(t, r.preferred) <= l)
+				r.preferred = NULL; /* one domain of level l is as few as can be */
+		}
+		tp_placement *pl = NULL;
+		rc = tp_place(P->c, &r, &pl);
+		if (rc) {
+			tp_placement_destroy(pl);
+			if (rc == TP_ENOMEM)
+				return rc;
+			break; /* no room in any domain of this level: none deeper has room */
+		}
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(pl, &n);
+		bool ok;
+		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
+			tp_placement_destroy(pl);
+			return rc;
+		}
+		if (ok) {
+			*out = pl;
+			*less_local = false;
+			return 0;
+		}
+		if (l == start && start >= 0) {
+			hint = tp_node_ancestor(t, t->dev_node[devs[0]], (unsigned)start);
+			hinted = true;
+		}
+		tp_placement_destroy(pl);
+		*less_local = true;
+	}
+	if (!*less_local || j->shape)
+		return 0;
+	/* tp_place's answers were all less local: pack it by hand */
+	tp_request r = mr;
+	r.preferred = NULL;
+	if (start >= 0)
+		r.required = t->lv[start].name;
+	tp_placement *pl = NULL;
+	if ((rc = pack_home(P, &r, j, old, hinted ? start : -1, hint, &pl)))
+		return rc;
+	if (pl) {
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(pl, &n);
+		bool ok;
+		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
+			tp_placement_destroy(pl);
+			return rc;
+		}
+		if (ok) {
+			*out = pl;
+			*less_local = false;
+			return 0;
+		}
+		tp_placement_destroy(pl);
+	}
+	return 0;
+}
+
+/* For the message of a job with no home: whether it would have one without the locality
+ * rule. */
+static int less_local_home(struct planner *P, const struct tp_job_impl *j, bool *yes)
+{
+	bool allow = P->pol.allow_less_local, unused;
+	tp_placement *pl = NULL;
+	P->pol.allow_less_local = 1;
+	int rc = find_home(P, j, &pl, &unused);
+	P->pol.allow_less_local = allow;
+	*yes = pl != NULL;
+	tp_placement_destroy(pl);
+	return rc;
 }
 
 static tp_job_options job_options(const struct tp_job_impl *j)
@@ -1037,23 +1350,12 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 			    (rc = tp_cluster_release(c, id)))
 				return rc;
 		}
-		tp_request mr;
-		migrant_request(P, cj->j, &mr);
 		tp_placement *pl = NULL;
-		rc = tp_place(c, &mr, &pl);
-		if (rc && rc != TP_ENOMEM && !cj->j->shape && mr.preferred) {
-			/* the preferred level is a courtesy: any free devices will do */
-			tp_placement_destroy(pl);
-			pl = NULL;
-			mr.preferred = NULL;
-			rc = tp_place(c, &mr, &pl);
-		}
-		if (rc == TP_ENOMEM) {
-			tp_placement_destroy(pl);
+		bool less_local;
+		if ((rc = find_home(P, cj->j, &pl, &less_local)))
 			return rc;
-		}
 		m->preempt[i] = false;
-		if (rc == 0) {
+		if (pl) {
 			size_t n;
 			const uint32_t *devs = tp_placement_devices(pl, &n);
 			if (grow_u32(P->a, &P->tobuf, &P->cap_to, used + n)) {
@@ -1072,6 +1374,11 @@ static int place_migrants(struct planner *P, struct migs *m, bool blockers, uint
 			rc = 0;
 			if (!(cj->can & CAN_PREEMPT)) {
 				*bad = i;
+				/* only the first such job makes the message: probe for it alone */
+				if (!less_local && !P->pol.allow_less_local && !P->diag.nohome &&
+				    (rc = less_local_home(P, cj->j, &less_local)))
+					return rc;
+				P->nohome_less_local = less_local;
 				return 0;
 			}
 			m->preempt[i] = true;
@@ -1332,12 +1639,19 @@ static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	const uint32_t *X;
 	size_t nX;
 	if (P->compact) {
-		if ((rc = grow_u32(P->a, &P->holdbuf, &P->cap_hold, s->dev1 - s->dev0)))
+		uint32_t one[2] = {s->dev0, s->dev1};
+		const uint32_t *cr = P->ncr ? P->cr : one;
+		uint32_t ncr = P->ncr ? P->ncr : 1;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			nX += cr[2 * r + 1] - cr[2 * r];
+		if ((rc = grow_u32(P->a, &P->holdbuf, &P->cap_hold, nX)))
 			goto out;
-		for (uint32_t dev = s->dev0; dev < s->dev1; dev++)
-			P->holdbuf[dev - s->dev0] = dev;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			for (uint32_t dev = cr[2 * r]; dev < cr[2 * r + 1]; dev++)
+				P->holdbuf[nX++] = dev;
 		X = P->holdbuf;
-		nX = s->dev1 - s->dev0;
 		for (size_t i = 0; i < nX; i++)
 			if (!tp_dev_free(c, X[i]))
 				goto out; /* cannot happen: the scan saw every holder */
@@ -1371,23 +1685,37 @@ static int try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	size_t sp2;
 	if ((rc = tp_cluster_savepoint(c, &sp2)))
 		goto out;
+	/* attempt 0: every migrant in turn; 1 (their new homes formed a cycle): again, each one
+	 * kept off the devices later migrants still hold; 2 (that left one with no home, or a
+	 * cycle): the migrants that may be preempted are, at the same cost, and the others
+	 * placed as in 1 */
 	bool ordered = false;
-	for (int attempt = 0; attempt < 2 && !ordered; attempt++) {
-		uint32_t bad;
+	uint32_t bad = UINT32_MAX;
+	for (int attempt = 0; attempt < 3 && !ordered; attempt++) {
+		if (attempt == 2) {
+			bool any = false;
+			for (uint32_t i = 0; i < m.n; i++)
+				if (!m.preempt[i] && (s->jobs[m.k[i]].can & CAN_PREEMPT))
+					any = m.preempt[i] = true;
+			if (!any)
+				break;
+		}
 		if (attempt && (rc = tp_cluster_rollback(c, sp2)) == 0)
 			rc = tp_cluster_savepoint(c, &sp2);
-		if (rc || (rc = place_migrants(P, &m, attempt == 1, &bad)))
+		if (rc || (rc = place_migrants(P, &m, attempt >= 1, &bad)))
 			goto out;
 		if (bad != UINT32_MAX) {
-			*out = OUT_NOHOME;
-			*nohome = s->jobs[m.k[bad]].j;
-			goto out;
+			if (attempt == 1)
+				continue;
+			break;
 		}
 		if ((rc = order_migrants(P, &m, ord, &ordered)))
 			goto out;
 	}
 	if (!ordered) {
-		*out = OUT_CYCLE;
+		*out = bad != UINT32_MAX ? OUT_NOHOME : OUT_CYCLE;
+		if (bad != UINT32_MAX)
+			*nohome = s->jobs[m.k[bad]].j;
 		goto out;
 	}
 	if ((rc = tp_cluster_release(c, HOLD_REQUEST)))
@@ -1492,6 +1820,8 @@ static void note_nohome(struct planner *P, const struct tp_job_impl *j)
 	P->diag.nohome_level = P->scan.level;
 	P->diag.nohome_dom = P->scan.dom;
 	P->diag.nohome_job = j;
+	P->diag.nohome_less_local = P->nohome_less_local;
+	memcpy(P->diag.nohome_span, P->nohome_span, sizeof P->diag.nohome_span);
 }
 
 static void note_moves(struct planner *P, uint32_t moves)
@@ -2012,6 +2342,169 @@ out:
 	return rc;
 }
 
+/* ---- bounded branch and bound (after the greedy fill) --------------------------------------
+ *
+ * Depth first over the candidate's movable jobs in order of cost per usable device (at most
+ * BNB_JOBS of them), each taken or not, the taken branch first. A branch ends when its cost
+ * plus the fractional bound of the devices still missing (the next jobs in order, the last one
+ * in part) cannot beat the best plan so far (the greedy one to start with), when it would need
+ * more moves than allowed, or once the tallies say the request could fit: that set is then
+ * simulated (try_subset) if it is better than the best plan in cost, then moves, then devices;
+ * when the request does not fit after all (shape, exclusivity), the branch goes on adding jobs.
+ * Budgets (BNB_NODES branches, BNB_TRIES simulations) bound the worst case; within them the
+ * search is exact over those jobs, and its order is fixed, so the answer is deterministic.
+ */
+#define BNB_JOBS 64u
+#define BNB_NODES 20000ul
+#define BNB_TRIES 64ul
+#define BNB_TRIES_COLD 2ul
+
+struct bnb {
+	uint32_t *ord, n; /* jobs by rate */
+	uint32_t *S, nS;
+	int64_t cost;
+	uint32_t devices;
+	unsigned long nodes, tries, cold;
+	bool stop;
+};
+
+/* The fractional lower bound on the cost of the devices still missing, from ord[i..]. */
+static int64_t bnb_rest(const struct planner *P, const struct bnb *b, uint32_t i)
+{
+	const struct cscan *s = &P->scan;
+	if (s->tally >= P->count)
+		return 0;
+	uint64_t left = P->count - s->tally;
+	int64_t lb = 0;
+	for (; i < b->n && left; i++) {
+		const struct cjob *cj = &s->jobs[b->ord[i]];
+		if (!cj->a)
+			continue; /* a job elsewhere: it frees nothing here */
+		if (cj->a <= left) {
+			lb = cost_add(lb, cj->w);
+			left -= cj->a;
+		} else {
+			lb = cost_add(lb, (int64_t)((long double)cj->w * left / cj->a));
+			left = 0;
+		}
+	}
+	return left ? COST_NONE : lb;
+}
+
+/* Whether a set of this cost, size and devices would beat the best plan (and the limits). */
+static bool bnb_better(const struct planner *P, int64_t cost, uint32_t moves, uint32_t devices)
+{
+	if (cost > P->max_cost || moves > P->max_moves)
+		return false;
+	if (!P->have_best)
+		return true;
+	const struct draft *x = &P->best;
+	if (cost != x->cost)
+		return cost < x->cost;
+	if (moves != x->moves)
+		return moves < x->moves;
+	return devices < x->moved_devices;
+}
+
+static int bnb_dfs(struct planner *P, struct bnb *b, uint32_t i)
+{
+	if (b->stop)
+		return 0;
+	if (++b->nodes > BNB_NODES) {
+		b->stop = true;
+		return 0;
+	}
+	int rc;
+	if (tally_enough(P)) {
+		if (!bnb_better(P, b->cost, b->nS, b->devices))
+			return 0; /* every superset costs as much and moves more */
+		/* without any plan yet, the sets the tallies accept mostly fail for want of
+		 * homes, and each failure costs a simulation: few of those */
+		if (++b->tries > BNB_TRIES || (!P->have_best && ++b->cold > BNB_TRIES_COLD)) {
+			b->stop = true;
+			return 0;
+		}
+		struct draft d = {0};
+		int out;
+		const struct tp_job_impl *nh;
+		if ((rc = try_subset(P, b->S, b->nS, &d, &out, &nh)))
+			return rc;
+		if (out == OUT_OK) {
+			offer(P, &d);
+			return 0;
+		}
+		if (out == OUT_NOHOME)
+			note_nohome(P, nh);
+		if (out == OUT_CYCLE)
+			return 0;
+		/* no fit after all, or a migrant with no home: more jobs may help */
+	}
+	if (i == b->n || b->nS + 1 > P->max_moves)
+		return 0;
+	int64_t rest = bnb_rest(P, b, i);
+	if (rest == COST_NONE || cost_add(b->cost, rest) > cost_bound(P))
+		return 0;
+	uint32_t k = b->ord[i];
+	const struct cjob *cj = &P->scan.jobs[k];
+	int64_t c0 = b->cost;
+	tally_job(P, k, +1);
+	b->S[b->nS++] = k;
+	b->cost = cost_add(c0, cj->w);
+	b->devices += cj->j->ndev;
+	rc = bnb_dfs(P, b, i + 1);
+	b->devices -= cj->j->ndev;
+	b->cost = c0;
+	b->nS--;
+	tally_job(P, k, -1);
+	if (rc)
+		return rc;
+	return bnb_dfs(P, b, i + 1);
+}
+
+static int bnb_search(struct planner *P)
+{
+	struct cscan *s = &P->scan;
+	struct bnb b = {0};
+	int rc = 0;
+	b.ord = tp_mallocn(P->a, s->njobs ? s->njobs : 1, sizeof *b.ord);
+	b.S = tp_mallocn(P->a, BNB_JOBS, sizeof *b.S);
+	if (!b.ord || !b.S) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		s->jobs[k].force_preempt = false;
+		if (k < s->ninside && s->jobs[k].can && s->jobs[k].a)
+			b.ord[b.n++] = k;
+	}
+	sort_jobs(P, b.ord, b.n, by_rate);
+	if (b.n > BNB_JOBS)
+		b.n = BNB_JOBS;
+	/* on a small cluster, the movable jobs elsewhere last: stopping one can make room for a
+	 * migrant (as in the exact search) */
+	if (s->level >= 0 && P->c->njobs <= 2 * (size_t)TP_DEFRAG_EXACT_MAX) {
+		if ((rc = append_outside(P)))
+			goto out;
+		uint32_t *o = tp_reallocn(P->a, b.ord, (size_t)s->njobs + 1, sizeof *b.ord);
+		if (!o) {
+			rc = TP_ENOMEM;
+			goto out;
+		}
+		b.ord = o;
+		uint32_t n0 = b.n;
+		for (uint32_t k = s->ninside; k < s->njobs && b.n < BNB_JOBS; k++)
+			if (s->jobs[k].can)
+				b.ord[b.n++] = k;
+		sort_jobs(P, b.ord + n0, b.n - n0, by_index);
+	}
+	tally_reset(P);
+	rc = bnb_dfs(P, &b, 0);
+out:
+	tp_free(P->a, b.ord);
+	tp_free(P->a, b.S);
+	return rc;
+}
+
 /* Search the scanned candidate for its cheapest plan, offering it to P->best. */
 static int evaluate_candidate(struct planner *P)
 {
@@ -2025,7 +2518,9 @@ static int evaluate_candidate(struct planner *P)
 		return TP_ENOMEM;
 	if (s->nmov <= P->exact_max && s->nmov <= 20)
 		return exact_search(P);
-	return greedy_search(P);
+	if ((rc = greedy_search(P)))
+		return rc;
+	return bnb_search(P);
 }
 
 /* ---- walking candidate domains ---------------------------------------------------------- */
@@ -2274,9 +2769,100 @@ static int64_t mul_sat(uint64_t n, int64_t r)
 	return (int64_t)n * r;
 }
 
+/* A lower bound on the cost of freeing `need` devices of domain `dom` of level l, from the
+ * cluster's checkpoint histogram (no device is read): the `need` held devices of the lowest
+ * checkpoint buckets, each at its bucket's floor. Moving a job of checkpoint c costs c for
+ * every one of its devices, and frees at most that many devices of the domain, so no set of
+ * jobs that frees `need` devices costs less. Not every job may move, and not every freed
+ * device is usable: both only raise the true cost. */
+static int64_t ck_bound(const struct planner *P, unsigned l, uint32_t dom, uint64_t need)
+{
+	const uint32_t *h = P->c->ckhist[l] + (size_t)dom * TP_CK_BUCKETS;
+	double sum = 0;
+	uint64_t k = 0;
+	for (unsigned b = 0; b < TP_CK_BUCKETS && k < need; b++) {
+		uint64_t take = h[b] < need - k ? h[b] : need - k;
+		sum += (double)take * tp_ck_floor(b);
+		k += take;
+	}
+	/* cost_of rounds each job's cost to the nearest microsecond: allow for it */
+	double v = sum * 1e6 * (1 - 1e-12) - (double)need;
+	if (!(v > 0))
+		return 0;
+	return v < (double)COST_CAP ? (int64_t)v : COST_CAP;
+}
+
+/* Best-first branch and bound over the domains of a level above the node: every domain first
+ * gets the histogram bound (ck_bound, O(buckets), no device read); the smallest bound, read or
+ * not, is expanded next: an unread domain is read (its exact fractional bound replaces the
+ * histogram one), a read one is searched. The walk ends when the smallest bound cannot beat the
+ * best plan. Domains whose bound exceeds the best plan are never read. */
+static int search_domains_ck(struct planner *P)
+{
+	const unsigned L = (unsigned)P->level;
+	const uint32_t nd = P->t->lv[L].ndom;
+	struct heap unread = {0}, h = {0};
+	int rc = 0;
+	int64_t rate = -1;
+	if (tp_grow(P->a, (void **)&unread.v, &unread.cap, nd ? nd : 1, sizeof *unread.v))
+		return TP_ENOMEM;
+	for (uint32_t d = 0; d < nd; d++) {
+		uint32_t f = P->c->free[L][d];
+		uint64_t need = P->count > f ? P->count - f : 0;
+		struct pending e = {need ? ck_bound(P, L, d, need) : 0, 0, f, d};
+		if ((rc = heap_push(P->a, &unread, e)))
+			goto out;
+	}
+	for (;;) {
+		bool take_read = h.n && (!unread.n || !pending_less(&unread.v[0], &h.v[0]));
+		if (take_read) {
+			struct pending e = heap_pop(&h);
+			if (pending_pruned(P, &e))
+				continue;
+			bool usable;
+			if ((rc = scan_for_search(P, e.dom, &usable)) ||
+			    (usable && (rc = evaluate_candidate(P))))
+				break;
+			continue;
+		}
+		if (!unread.n)
+			break;
+		struct pending e = heap_pop(&unread);
+		if (P->have_best && e.lb > P->best.cost)
+			break; /* every domain left has a bound at least this high */
+		if (P->max_cost != COST_NONE) {
+			/* the walk's old limit test, so that what is read (and the reasons a
+			 * failed plan gives) does not depend on the histogram */
+			uint64_t need = P->count > e.free ? P->count - e.free : 0;
+			if (need && rate < 0)
+				rate = cheapest_rate(P);
+			if (need && mul_sat(need, rate) > P->max_cost)
+				continue;
+		}
+		bool usable;
+		if ((rc = scan_and_bound(P, e.dom, &usable)))
+			break;
+		if (!usable)
+			continue;
+		struct pending x = {P->scan.lb, P->scan.lb_moves, P->scan.free, e.dom};
+		if (x.lb < e.lb)
+			x.lb = e.lb; /* both are bounds: keep the larger */
+		if (pending_pruned(P, &x))
+			continue;
+		if ((rc = heap_push(P->a, &h, x)))
+			break;
+	}
+out:
+	tp_free(P->a, h.v);
+	tp_free(P->a, unread.v);
+	return rc;
+}
+
 /* Best-first branch and bound over the domains of the candidate level. */
 static int search_domains(struct planner *P)
 {
+	if ((unsigned)P->level < tp_node_level(P->t))
+		return search_domains_ck(P);
 	struct dom_iter it;
 	struct heap h = {0};
 	int rc = iter_init(P, &it, (unsigned)P->level);
@@ -2409,6 +2995,19 @@ static void explain(const struct planner *P, char *msg, const struct draft *unli
 		return;
 	}
 	const struct diag *d = &P->diag;
+	if (d->nohome && d->nohome_less_local) {
+		dom_phrase(P, d->nohome_level, d->nohome_dom, where, sizeof where);
+		char spans[200];
+		size_t at = 0;
+		for (unsigned l = 0; l <= tp_node_level(P->t) && at < sizeof spans; l++)
+			at += (size_t)snprintf(spans + at, sizeof spans - at, "%s%s %u", l ? ", " : "",
+			                       P->t->lv[l].name, d->nohome_span[l]);
+		tp_seterr(msg, TP_ENOPLAN,
+		          "%s would need job %s moved, but no free devices keep it as local as it "
+		          "sits (domains it spans: %s) and it may not be preempted",
+		          where, d->nohome_job->id, spans);
+		return;
+	}
 	if (d->nohome) {
 		dom_phrase(P, d->nohome_level, d->nohome_dom, where, sizeof where);
 		tp_seterr(
@@ -2497,7 +3096,7 @@ static void planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->c = c;
 	P->t = c->t;
 	P->a = &c->alloc;
-	P->pol = *pol;
+	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
 	policy_limits(P);
 }
@@ -2830,6 +3429,251 @@ static int compact_rounds(struct planner *P, uint32_t want, struct draft *all, u
 	return rc;
 }
 
+/*
+ * The cheapest set of domains to free. Candidates are the domains with no down or cordoned
+ * device, not fully free, whose every job may move (priorities compared with 0). Freeing a set
+ * costs every job on any of its domains once (a job on two of them is paid once). When the
+ * candidates and the number of domains wanted are few (COMPACT_SETS sets at most), every set is
+ * priced, and the sets are simulated cheapest first (cost, moves, then the most free devices,
+ * then the lowest domains): release the jobs, hold every device of the set and of the domains
+ * already free, find the migrants homes; the first that works (within COMPACT_TRIES
+ * simulations) is the plan. Otherwise, or when none works, the greedy rounds below decide.
+ */
+#define COMPACT_SETS 4096u
+#define COMPACT_TRIES 64u
+#define COMPACT_CANDS 64u
+
+struct cset {
+	int64_t cost;
+	uint32_t moves, free;
+	uint32_t at; /* its candidates: comb[at .. at + want) */
+};
+
+/* Cost, moves, the most free devices, then the lowest domains: sets are enumerated in
+ * lexicographic order of their candidates, so `at` orders them the same way. */
+static int cset_cmp(const void *x, const void *y)
+{
+	const struct cset *a = x, *b = y;
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? -1 : 1;
+	if (a->moves != b->moves)
+		return a->moves < b->moves ? -1 : 1;
+	if (a->free != b->free)
+		return a->free > b->free ? -1 : 1;
+	return (a->at > b->at) - (a->at < b->at);
+}
+
+static int uptr_cmp(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t) * (const void *const *)x, b = (uintptr_t) * (const void *const *)y;
+	return (a > b) - (a < b);
+}
+
+/* C(n, k), saturating at `cap` + 1. */
+static uint64_t choose_cap(uint32_t n, uint32_t k, uint64_t cap)
+{
+	if (k > n)
+		return 0;
+	uint64_t r = 1;
+	for (uint32_t i = 1; i <= k; i++) {
+		r = r * (n - k + i) / i;
+		if (r > cap)
+			return cap + 1;
+	}
+	return r;
+}
+
+struct ccand_set {
+	uint32_t dom, free, j0, nj; /* its jobs: jp[j0 .. j0 + nj) */
+};
+
+/* Price one set of candidates (their jobs, each once) into *cs, using jbuf as scratch. */
+static void price_set(const struct ccand_set *cc, const struct tp_job_impl **jp,
+                      const uint32_t *idx, uint32_t want, const struct tp_job_impl **jbuf,
+                      struct cset *cs)
+{
+	uint32_t n = 0, fr = 0;
+	for (uint32_t i = 0; i < want; i++) {
+		const struct ccand_set *x = &cc[idx[i]];
+		fr += x->free;
+		for (uint32_t k = 0; k < x->nj; k++)
+			jbuf[n++] = jp[x->j0 + k];
+	}
+	qsort(jbuf, n, sizeof *jbuf, uptr_cmp);
+	int64_t cost = 0;
+	uint32_t moves = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (k && jbuf[k] == jbuf[k - 1])
+			continue;
+		cost = cost_add(cost, cost_of(jbuf[k]->checkpoint_s, jbuf[k]->ndev));
+		moves++;
+	}
+	cs->cost = cost;
+	cs->moves = moves;
+	cs->free = fr;
+}
+
+/* Simulate freeing the set comb[at .. at + want): *found and the steps in *d. */
+static int compact_try_set(struct planner *P, const struct ccand_set *cc,
+                           const struct tp_job_impl **jp, const uint32_t *idx, uint32_t want,
+                           struct draft *d, bool *found)
+{
+	struct cscan *s = &P->scan;
+	const struct tp_topology *t = P->t;
+	unsigned level = (unsigned)P->level;
+	uint32_t *cr = tp_mallocn(P->a, 2 * (size_t)want, sizeof *cr);
+	uint32_t *S = NULL;
+	int rc = 0;
+	*found = false;
+	if (!cr)
+		return TP_ENOMEM;
+	s->njobs = 0;
+	s->level = (int)level;
+	s->dom = cc[idx[0]].dom;
+	s->free = 0;
+	for (uint32_t i = 0; i < want; i++) {
+		const struct ccand_set *x = &cc[idx[i]];
+		uint32_t f, n;
+		tp_dom_nodes(t, level, x->dom, &f, &n);
+		cr[2 * i] = t->dev_first[f];
+		cr[2 * i + 1] = t->dev_first[f + n];
+		s->free += x->free;
+		for (uint32_t k = 0; k < x->nj; k++) {
+			const struct tp_job_impl *j = jp[x->j0 + k];
+			bool dup = false;
+			for (uint32_t y = 0; y < s->njobs && !dup; y++)
+				dup = s->jobs[y].j == j;
+			if (dup)
+				continue;
+			if (tp_grow(P->a, (void **)&s->jobs, &s->cap_jobs, s->njobs + 1,
+			            sizeof *s->jobs)) {
+				rc = TP_ENOMEM;
+				goto out;
+			}
+			s->jobs[s->njobs++] = (struct cjob){.j = (struct tp_job_impl *)j,
+			                                    .w = cost_of(j->checkpoint_s, j->ndev),
+			                                    .rate = INFINITY,
+			                                    .can = (uint8_t)job_can(P, j)};
+		}
+	}
+	s->ninside = s->njobs;
+	s->with_outside = true;
+	S = tp_mallocn(P->a, s->njobs ? s->njobs : 1, sizeof *S);
+	if (!S) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < s->njobs; k++)
+		S[k] = k;
+	P->cr = cr;
+	P->ncr = want;
+	int res;
+	const struct tp_job_impl *nh;
+	rc = try_subset(P, S, s->njobs, d, &res, &nh);
+	P->cr = NULL;
+	P->ncr = 0;
+	if (!rc && res == OUT_OK)
+		*found = true;
+	else if (!rc && res == OUT_NOHOME)
+		note_nohome(P, nh);
+out:
+	tp_free(P->a, cr);
+	tp_free(P->a, S);
+	return rc;
+}
+
+/* The exact search described above; *found false when it does not apply or finds nothing. */
+static int compact_exact(struct planner *P, uint32_t want, struct draft *all, bool *found)
+{
+	const struct tp_topology *t = P->t;
+	unsigned level = (unsigned)P->level;
+	uint32_t nd = t->lv[level].ndom;
+	struct ccand_set *cc = NULL;
+	const struct tp_job_impl **jp = NULL, **jbuf = NULL;
+	uint32_t *comb = NULL, idx[COMPACT_CANDS];
+	struct cset *sets = NULL;
+	size_t ncc = 0, njp = 0, cap_jp = 0, cap_cc = 0;
+	int rc = 0;
+	*found = false;
+	for (uint32_t dom = 0; dom < nd; dom++) {
+		if (P->c->free[level][dom] == tp_dom_ndev(t, level, dom))
+			continue; /* fully free: counted already */
+		if ((rc = scan_candidate(P, (int)level, dom)))
+			goto out;
+		const struct cscan *s = &P->scan;
+		bool ok = !s->unusable;
+		for (uint32_t k = 0; k < s->njobs && ok; k++)
+			ok = s->jobs[k].can && s->jobs[k].j->id[0] != '\x01';
+		if (!ok)
+			continue;
+		if (ncc == COMPACT_CANDS)
+			goto out; /* too many candidates: the greedy rounds decide */
+		if (tp_grow(P->a, (void **)&cc, &cap_cc, ncc + 1, sizeof *cc) ||
+		    tp_grow(P->a, (void **)&jp, &cap_jp, njp + s->njobs + 1, sizeof *jp)) {
+			rc = TP_ENOMEM;
+			goto out;
+		}
+		cc[ncc++] = (struct ccand_set){dom, s->free, (uint32_t)njp, s->njobs};
+		for (uint32_t k = 0; k < s->njobs; k++)
+			jp[njp++] = s->jobs[k].j;
+	}
+	uint64_t nsets = choose_cap((uint32_t)ncc, want, COMPACT_SETS);
+	if (nsets == 0 || nsets > COMPACT_SETS)
+		goto out;
+	sets = tp_mallocn(P->a, (size_t)nsets, sizeof *sets);
+	comb = tp_mallocn(P->a, (size_t)nsets * want, sizeof *comb);
+	jbuf = tp_mallocn(P->a, njp ? njp : 1, sizeof *jbuf);
+	if (!sets || !comb || !jbuf) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	/* every combination of `want` candidates, in lexicographic order */
+	for (uint32_t i = 0; i < want; i++)
+		idx[i] = i;
+	size_t ns = 0;
+	for (;;) {
+		struct cset cs;
+		price_set(cc, jp, idx, want, jbuf, &cs);
+		if (cs.cost <= P->max_cost && cs.moves <= P->max_moves) {
+			cs.at = (uint32_t)(ns * want);
+			memcpy(comb + cs.at, idx, want * sizeof *idx);
+			sets[ns++] = cs;
+		} else if (cs.moves > P->max_moves) {
+			note_moves(P, cs.moves);
+		} else {
+			P->diag.cost = true;
+		}
+		int i = (int)want - 1;
+		while (i >= 0 && idx[i] == ncc - want + (uint32_t)i)
+			i--;
+		if (i < 0)
+			break;
+		idx[i]++;
+		for (uint32_t k = (uint32_t)i + 1; k < want; k++)
+			idx[k] = idx[k - 1] + 1;
+	}
+	qsort(sets, ns, sizeof *sets, cset_cmp);
+	size_t sp;
+	if ((rc = tp_cluster_savepoint(P->c, &sp)))
+		goto out;
+	rc = hold_free_domains(P, level);
+	for (size_t x = 0; x < ns && x < COMPACT_TRIES && !rc && !*found; x++) {
+		struct draft d = {0};
+		rc = compact_try_set(P, cc, jp, comb + sets[x].at, want, &d, found);
+		if (!rc && *found)
+			rc = draft_append(P->a, all, &d);
+		draft_clear(P->a, &d);
+	}
+	tp_cluster_rollback(P->c, sp);
+out:
+	tp_free(P->a, cc);
+	tp_free(P->a, jp);
+	tp_free(P->a, jbuf);
+	tp_free(P->a, comb);
+	tp_free(P->a, sets);
+	return rc;
+}
+
 int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                       const tp_defrag_policy *policy, tp_plan **out)
 {
@@ -2869,8 +3713,16 @@ int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
 	uint32_t got = 0;
 	char why[TP_ERRMSG_LEN] = "";
 	rc = 0;
+	bool exact = false;
 	if (have < ndomains)
+		rc = compact_exact(&P, ndomains - have, &all, &exact);
+	if (exact) {
+		got = ndomains - have;
+	} else if (!rc && have < ndomains) {
+		draft_clear(&c->alloc, &all);
+		P.diag = (struct diag){0};
 		rc = compact_rounds(&P, ndomains - have, &all, &got, why);
+	}
 	if (!rc && have + got < ndomains)
 		rc = tp_seterr(p->errmsg, TP_ENOPLAN, "only %u of %u %s domains can be freed: %s",
 		               have + got, ndomains, level, why);

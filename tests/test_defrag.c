@@ -120,6 +120,9 @@ static tp_defrag_policy s01_policy(void)
 	p.preempt = 0;
 	p.max_moves = 1;
 	p.max_cost_s = 3600;
+	/* the shared case follows the scenario-v1 contract, which lets a job without a request
+	 * restart on any free devices: its only plan moves J1 (one block) across two blocks */
+	p.allow_less_local = 1;
 	return p;
 }
 
@@ -166,6 +169,39 @@ static void assert_request_placed(const tp_cluster *c, const tp_request *r)
 			cr_assert_eq(tp_topology_device_node(t, devs[k]),
 			             tp_topology_device_node(t, devs[i]), "group %zu spans nodes",
 			             i / g);
+}
+
+/* How many domains of each level the devices span. */
+static void spans_of(const tp_topology *t, const uint32_t *devs, size_t n, uint32_t *span)
+{
+	unsigned nl = tp_topology_level_count(t);
+	for (unsigned l = 0; l < nl; l++) {
+		uint32_t seen[512];
+		uint32_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t d = tp_topology_node_domain(t, tp_topology_device_node(t, devs[i]), l);
+			bool dup = false;
+			for (uint32_t x = 0; x < k && !dup; x++)
+				dup = seen[x] == d;
+			if (!dup) {
+				cr_assert(k < 512);
+				seen[k++] = d;
+			}
+		}
+		span[l] = k;
+	}
+}
+
+/* A migrated job is at least as local where it lands: at no level more domains. */
+static void assert_as_local(const tp_topology *t, const char *job, const uint32_t *from,
+                            size_t nfrom, const uint32_t *to, size_t nto)
+{
+	uint32_t a[16], b[16];
+	spans_of(t, from, nfrom, a);
+	spans_of(t, to, nto, b);
+	for (unsigned l = 0; l < tp_topology_level_count(t); l++)
+		cr_assert(b[l] <= a[l], "migrated %s spans %u %s domains, %u before", job, b[l],
+		          tp_topology_level_name(t, l), a[l]);
 }
 
 /*
@@ -229,6 +265,8 @@ static void check_plan(tp_cluster *c, const tp_request *r, const tp_defrag_polic
 			cr_assert(pol->migrate && o.migratable && o.priority <= rprio,
 			          "migration of %s breaks the policy", job);
 			cr_assert_eq(nto, nfrom, "migration of %s changes its size", job);
+			if (!pol->allow_less_local)
+				assert_as_local(tp_cluster_topology(c), job, from, nfrom, to, nto);
 			for (size_t x = 0; x < nto; x++) {
 				const char *holder;
 				int st = tp_cluster_device_state(c, to[x], &holder);
@@ -337,6 +375,126 @@ Test(defrag, request_that_fits_is_one_place_step)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* ---- the checkpoint histogram's bound ------------------------------------------------------ */
+
+/* Every checkpoint is at least its bucket's floor (so the walk's bound is a bound), and the
+ * floor is within a quarter octave of it (so the bound is tight enough to prune). */
+Test(defrag, checkpoint_buckets_floor_their_values)
+{
+	static const double exact[] = {0, 0.5, 1, 2, 10, 30, 60, 120, 300, 3600, 65536, 1e9};
+	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
+		unsigned b = tp_ck_bucket(exact[i]);
+		cr_assert_lt(b, TP_CK_BUCKETS);
+		cr_assert_leq(tp_ck_floor(b), exact[i], "%g in bucket %u, floor %g", exact[i], b,
+		              tp_ck_floor(b));
+	}
+	uint64_t st = 7;
+	for (int i = 0; i < 100000; i++) {
+		double c = (double)tp_test_below(&st, 1u << 20) / (double)(1 + tp_test_below(&st, 64));
+		unsigned b = tp_ck_bucket(c);
+		double f = tp_ck_floor(b);
+		cr_assert_leq(f, c, "%.17g in bucket %u, floor %.17g", c, b, f);
+		if (c >= 1 && c < 32768)
+			cr_assert_geq(f, c * 0.8408, "%.17g: floor %.17g too low", c, f);
+		if (b + 1 < TP_CK_BUCKETS && b > 0)
+			cr_assert_lt(c, tp_ck_floor(b + 1) * 1.0000001, "%.17g above bucket %u", c, b);
+	}
+}
+
+/* ---- locality of migrated jobs ------------------------------------------------------------ */
+
+/* With the default policy, J1 (one block, two nodes) may not be moved across two blocks, and
+ * that was s01's only plan: no plan, and the message says why. */
+Test(defrag, slurm_s01_keeps_migrants_local)
+{
+	tp_topology *t = s01_topology();
+	tp_cluster *c = s01_cluster(t, NULL);
+	tp_request r = s01_request();
+	tp_defrag_policy pol = s01_policy();
+	pol.allow_less_local = 0;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_plan *p = NULL;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "block a1/b1 would need job J1 moved, but no free devices keep it as local "
+	              "as it sits (domains it spans: agg 1, block 1, node 2) and it may not be "
+	              "preempted");
+	cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a failed plan changed the cluster");
+	tp_plan_destroy(p);
+	/* a version 1 policy (no allow_less_local) gets the rule too */
+	pol.version = 1;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Three racks of two 4-GPU nodes. The request wants a whole rack. The cheapest plan would move
+ * the rack-local job L (2 + 2 GPUs in rack0, 10 s) to the two free GPUs of rack1 and of rack2,
+ * across two racks: refused. The next plan preempts M2 (rack2). Without preemption, no plan,
+ * and the message names L and its locality. */
+static tp_cluster *scatter_cluster(tp_topology **tp)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	unsigned counts[] = {3, 2};
+	cr_assert_eq(tp_topology_builder_generate(b, counts, 4, NULL), 0);
+	cr_assert_eq(tp_topology_build(b, tp), 0);
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = cluster_of(*tp);
+	tp_job_options o = opts(1, 0, 0, 10);
+	uint32_t l[] = {0, 1, 4, 5};
+	cr_assert_eq(tp_cluster_assign(c, "L", l, 4, &o), 0);
+	assign_with(c, "M1", 8, 6, opts(0, 0, 0, 60));
+	assign_with(c, "M2", 16, 6, opts(0, 1, 0, 30));
+	return c;
+}
+
+Test(defrag, migrants_never_lose_locality)
+{
+	tp_topology *t;
+	tp_cluster *c = scatter_cluster(&t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "whole";
+	r.count = 8;
+	r.required = "rack";
+	r.priority = 1;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	tp_plan *p = NULL;
+	/* opted out: the cheap scattering plan */
+	pol.allow_less_local = 1;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_float_eq(tp_plan_cost_s(p), 40.0, 1e-9);
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	/* the default: L stays, M2 is preempted */
+	pol.allow_less_local = 0;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	cr_assert_float_eq(tp_plan_cost_s(p), 180.0, 1e-9);
+	tp_step_action act;
+	const char *job;
+	cr_assert_eq(tp_plan_step_count(p), 2);
+	cr_assert_eq(tp_plan_step(p, 0, &act, &job, NULL, NULL, NULL, NULL), 0);
+	cr_assert_eq(act, TP_STEP_PREEMPT);
+	cr_assert_str_eq(job, "M2");
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	/* no preemption: nothing else works */
+	pol.preempt = 0;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "rack rack0 would need job L moved, but no free devices keep it as local as "
+	              "it sits (domains it spans: rack 1, node 2) and it may not be preempted");
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a failed plan changed the cluster");
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* ---- policy rules -----------------------------------------------------------------------------
  */
 
@@ -352,6 +510,8 @@ static int plan_with_j1(tp_job_options j1, tp_defrag_policy pol, int req_prio, t
 	assign_range(c, "J2", 16, 12, &o2);
 	tp_request r = s01_request();
 	r.priority = req_prio;
+	/* J1's only new home spans both blocks (see slurm_s01_keeps_migrants_local) */
+	pol.allow_less_local = 1;
 	uint64_t fp = tp_cluster_fingerprint(c);
 	int rc = tp_defrag_plan(c, &r, &pol, p);
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
@@ -820,6 +980,118 @@ Test(defrag, compaction_frees_the_cheapest_racks)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Compaction against brute force: 5 racks of 2 nodes of 2 GPUs, random 1-3 GPU jobs (some
+ * across two racks), each either preemptible (maybe migratable too) or immovable, a down device
+ * now and then. Every job may be preempted, so a set of racks can be freed exactly when it has
+ * no down device and no immovable job; freeing it costs each job on it once. The plan must cost
+ * the least over every set of racks (the ones already free counting). */
+Test(defrag, compaction_frees_the_cheapest_set, .timeout = 120)
+{
+	unsigned plans = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 11;
+		const char *levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		unsigned counts[] = {5, 2};
+		cr_assert_eq(tp_topology_builder_generate(b, counts, 2, NULL), 0);
+		tp_topology *t = NULL;
+		cr_assert_eq(tp_topology_build(b, &t), 0);
+		tp_topology_builder_destroy(b);
+		tp_cluster *c = cluster_of(t);
+		double cost[20];
+		bool movable[20];
+		int owner[20];
+		unsigned nj = 0;
+		for (uint32_t d = 0; d < 20; d++) {
+			owner[d] = -1;
+			if (tp_test_below(&st, 100) >= 70)
+				continue;
+			uint32_t n = 1 + tp_test_below(&st, 3), devs[3];
+			if (d + n > 20)
+				n = 20 - d;
+			for (uint32_t x = 0; x < n; x++)
+				devs[x] = d + x;
+			static const double ck[] = {10, 30, 60, 120};
+			movable[nj] = tp_test_below(&st, 5) != 0;
+			tp_job_options o = opts(movable[nj] && tp_test_below(&st, 2), movable[nj], 0,
+			                        ck[tp_test_below(&st, 4)]);
+			cost[nj] = o.checkpoint_s * n;
+			char id[16];
+			snprintf(id, sizeof id, "j%u", nj);
+			cr_assert_eq(tp_cluster_assign(c, id, devs, n, &o), 0);
+			for (uint32_t x = 0; x < n; x++)
+				owner[d + x] = (int)nj;
+			nj++;
+			d += n - 1;
+		}
+		bool down[5] = {0};
+		if (tp_test_below(&st, 3) == 0) {
+			uint32_t d = tp_test_below(&st, 20);
+			cr_assert_eq(tp_cluster_set_down(c, &d, 1, 1), 0);
+			down[d / 4] = true;
+		}
+		uint32_t want = 1 + tp_test_below(&st, 3);
+		/* brute force over every set of `want` racks */
+		double best = -1;
+		for (uint32_t mask = 0; mask < 32; mask++) {
+			if ((uint32_t)__builtin_popcount(mask) != want)
+				continue;
+			bool ok = true, on[20] = {0};
+			double sum = 0;
+			for (uint32_t rk = 0; rk < 5 && ok; rk++) {
+				if (!(mask >> rk & 1))
+					continue;
+				ok = !down[rk];
+				for (uint32_t d = rk * 4; d < rk * 4 + 4 && ok; d++) {
+					int j = owner[d];
+					if (j < 0 || on[j])
+						continue;
+					ok = movable[j];
+					on[j] = true;
+					sum += cost[j];
+				}
+			}
+			if (ok && (best < 0 || sum < best))
+				best = sum;
+		}
+		tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+		pol.min_priority_gap = 0;
+		uint64_t fp = tp_cluster_fingerprint(c);
+		tp_plan *p = NULL;
+		int rc = tp_defrag_compact(c, "rack", want, &pol, &p);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		if (best < 0) {
+			cr_assert_eq(rc, TP_ENOPLAN, "seed %llu: no set can be freed, yet %s",
+			             (unsigned long long)seed, tp_err_name(rc));
+		} else {
+			cr_assert_eq(rc, 0, "seed %llu: %s", (unsigned long long)seed,
+			             tp_plan_errmsg(p));
+			cr_assert_float_eq(tp_plan_cost_s(p), best, 1e-6,
+			                   "seed %llu: compaction costs %g, the cheapest set %g",
+			                   (unsigned long long)seed, tp_plan_cost_s(p), best);
+			check_plan(c, NULL, &pol, p);
+			/* carried out, `want` racks are free */
+			size_t sp;
+			cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+			for (size_t i = 0; i < tp_plan_step_count(p); i++)
+				cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0);
+			uint32_t freed = 0;
+			for (uint32_t rk = 0; rk < 5; rk++)
+				freed += tp_cluster_free(c, 0, rk) == 4;
+			cr_assert_geq(freed, want);
+			cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+			plans++;
+		}
+		tp_plan_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "compaction: %u plans, each the cheapest set\n", plans);
+	cr_assert_gt(plans, 50);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* ---- allocation failures -------------------------------------------------------------------- */
 
 /* Fail allocation n = 0, 1, 2, ... of a call until it succeeds: each failure is TP_ENOMEM with
@@ -1028,6 +1300,7 @@ static void ocase_gen(struct ocase *k, uint64_t seed)
 		pol.max_moves = 1 + tp_test_below(&s, 3);
 	if (tp_test_below(&s, 10) < 3)
 		pol.max_cost_s = 30 + 30.0 * tp_test_below(&s, 20);
+	pol.allow_less_local = tp_test_below(&s, 5) == 0;
 	k->pol = pol;
 }
 
@@ -1052,13 +1325,133 @@ static void ocase_build(const struct ocase *k, tp_topology **tp, tp_cluster **cp
 struct oanswer {
 	unsigned place_errors; /* tp_place answers that were neither a placement nor a reason */
 	bool fits_now;         /* the request fits without moves */
-	bool found;
+	bool found;            /* the bound: migrants' homes in any order */
 	double cost;
 	unsigned moves, moved_devices;
+	bool sfound; /* strict: no migrant lands on another one's old devices */
+	double scost;
+	unsigned smoves;
 };
 
+/* Packing the jobs that must migrate into the free devices left once the request is placed:
+ * free[n] per node; a job takes devices from at most span[1] nodes of at most span[0] racks
+ * (as local as it sits), every way of splitting it is tried. */
+struct opack {
+	const struct ocase *k;
+	unsigned free[16];              /* free devices any job may take */
+	unsigned own[OR_JOBS][16];      /* strict: a job's own old devices, for it alone */
+	unsigned nj, size[OR_JOBS], span[OR_JOBS][2];
+};
+
+static bool pack_job(struct opack *pk, unsigned j, unsigned node, unsigned left, unsigned nodes,
+                     unsigned racks, unsigned last_rack);
+
+static bool pack_from(struct opack *pk, unsigned j)
+{
+	if (j == pk->nj)
+		return true;
+	return pack_job(pk, j, 0, pk->size[j], 0, 0, UINT32_MAX);
+}
+
+/* Job j still needs `left` devices, from nodes >= node; it used `nodes` nodes in `racks`
+ * racks so far (nodes are taken in order, so racks are too). */
+static bool pack_job(struct opack *pk, unsigned j, unsigned node, unsigned left, unsigned nodes,
+                     unsigned racks, unsigned last_rack)
+{
+	if (!left)
+		return pack_from(pk, j + 1);
+	unsigned nn = pk->k->racks * pk->k->nodes;
+	if (nodes == pk->span[j][1])
+		return false;
+	for (unsigned n = node; n < nn; n++) {
+		unsigned rack = n / pk->k->nodes;
+		unsigned r2 = racks + (rack != last_rack);
+		unsigned avail = pk->free[n] + pk->own[j][n];
+		if (r2 > pk->span[j][0] || !avail)
+			continue;
+		unsigned most = avail < left ? avail : left;
+		for (unsigned take = most; take >= 1; take--) {
+			unsigned o = take < pk->own[j][n] ? take : pk->own[j][n];
+			pk->free[n] -= take - o;
+			bool ok = pack_job(pk, j, n + 1, left - take, nodes + 1, r2, rack);
+			pk->free[n] += take - o;
+			if (ok)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Whether the request fits on c (its jobs released) restricted to rack `rack` (UINT32_MAX:
+ * anywhere), with every job of `mask` that cannot be preempted given a home as local as it
+ * sits among the devices left free. `strict`: no such job lands on another one's old devices
+ * (then the migrations can be carried out in any order; without it, the homes may need an
+ * order that does not exist, so the answer is only a bound). */
+static bool set_works(tp_cluster *c, const struct ocase *k, uint32_t mask, const unsigned *must,
+                      uint32_t rack, bool strict, unsigned *errors)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	tp_request r = k->r;
+	const char *names[16];
+	size_t nn = 0;
+	if (rack != UINT32_MAX) {
+		for (uint32_t n = rack * k->nodes; n < (rack + 1) * k->nodes; n++)
+			names[nn++] = tp_topology_node_name(t, n);
+		r.select_nodes = names;
+		r.nselect_nodes = nn;
+	}
+	tp_placement *pl = NULL;
+	int rc = tp_place(c, &r, &pl);
+	if (rc != 0 && rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
+		(*errors)++;
+	if (rc) {
+		tp_placement_destroy(pl);
+		return false;
+	}
+	size_t np;
+	const uint32_t *pd = tp_placement_devices(pl, &np);
+	struct opack pk = {.k = k};
+	uint32_t total = k->racks * k->nodes * k->gpus;
+	int owner[64];
+	for (uint32_t d = 0; d < total; d++)
+		owner[d] = -1;
+	unsigned slot = 0;
+	for (unsigned j = 0; j < k->njobs; j++)
+		if ((mask >> j & 1) && must[j]) {
+			for (unsigned x = 0; x < k->n[j] && strict; x++)
+				owner[k->devs[j][x]] = (int)slot;
+			slot++;
+		}
+	for (uint32_t d = 0; d < total; d++) {
+		bool taken = false;
+		for (size_t x = 0; x < np && !taken; x++)
+			taken = pd[x] == d;
+		if (taken || tp_cluster_device_state(c, d, NULL) != TP_DEVICE_FREE)
+			continue;
+		if (owner[d] >= 0)
+			pk.own[owner[d]][d / k->gpus]++;
+		else
+			pk.free[d / k->gpus]++;
+	}
+	tp_placement_destroy(pl);
+	for (unsigned j = 0; j < k->njobs; j++) {
+		if (!(mask >> j & 1) || !must[j])
+			continue;
+		uint32_t sp[16];
+		spans_of(t, k->devs[j], k->n[j], sp);
+		pk.size[pk.nj] = k->n[j];
+		pk.span[pk.nj][0] = k->pol.allow_less_local ? k->racks : sp[0];
+		pk.span[pk.nj][1] = k->pol.allow_less_local ? k->racks * k->nodes : sp[1];
+		pk.nj++;
+	}
+	return pack_from(&pk, 0);
+}
+
 /* Enumerate every set of movable jobs; the cheapest that works (cost, then moves, then fewest
- * moved devices). */
+ * moved devices). A set works when, once its jobs are gone, the request fits in one of the
+ * planner's candidates (each rack for a rack-required request, else the cluster) and the jobs
+ * that must migrate (they may not be preempted) have homes as local as they sit (unless the
+ * policy allows less local ones) in the devices the request leaves free. */
 static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
 {
 	memset(a, 0, sizeof *a);
@@ -1066,7 +1459,7 @@ static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
 	int rc = tp_place(c, &k->r, &pl);
 	tp_placement_destroy(pl);
 	if (rc == 0) {
-		a->fits_now = a->found = true;
+		a->fits_now = a->found = a->sfound = true;
 		return;
 	}
 	if (rc != TP_EBUSY && rc != TP_EFRAGMENTED)
@@ -1097,10 +1490,14 @@ static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
 		if (!ok || moves > pol->max_moves ||
 		    (pol->max_cost_s >= 0 && cost > pol->max_cost_s))
 			continue;
-		if (a->found &&
-		    (cost > a->cost + 1e-9 ||
-		     (fabs(cost - a->cost) <= 1e-9 &&
-		      (moves > a->moves || (moves == a->moves && devs >= a->moved_devices)))))
+		bool better = !a->found ||
+		              !(cost > a->cost + 1e-9 ||
+		                (fabs(cost - a->cost) <= 1e-9 &&
+		                 (moves > a->moves ||
+		                  (moves == a->moves && devs >= a->moved_devices))));
+		bool sbetter = !a->sfound || cost < a->scost - 1e-9 ||
+		               (fabs(cost - a->scost) <= 1e-9 && moves < a->smoves);
+		if (!better && !sbetter)
 			continue;
 		size_t sp;
 		cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
@@ -1108,17 +1505,30 @@ static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
 			if (mask >> j & 1)
 				cr_assert_eq(tp_cluster_release(c, k->ids[j]), 0);
 		usable = tp_cluster_free_total(c);
-		rc = tp_place(c, &k->r, &pl);
-		tp_placement_destroy(pl);
-		if (rc != 0 && rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
-			a->place_errors++;
+		unsigned must[OR_JOBS];
+		for (unsigned j = 0; j < k->njobs; j++)
+			must[j] = !can_p[j];
+		bool works = false, sworks = false;
+		uint32_t ncand = k->r.required ? k->racks : 1;
+		for (uint32_t x = 0; x < ncand && usable >= k->r.count + mig; x++) {
+			uint32_t rack = k->r.required ? x : UINT32_MAX;
+			if (!works)
+				works = set_works(c, k, mask, must, rack, false, &a->place_errors);
+			if (works && sbetter && !sworks)
+				sworks = set_works(c, k, mask, must, rack, true, &a->place_errors);
+		}
 		cr_assert_eq(tp_cluster_rollback(c, sp), 0);
-		if (rc != 0 || usable < k->r.count + mig)
-			continue;
-		a->found = true;
-		a->cost = cost;
-		a->moves = moves;
-		a->moved_devices = devs;
+		if (works && better) {
+			a->found = true;
+			a->cost = cost;
+			a->moves = moves;
+			a->moved_devices = devs;
+		}
+		if (sworks && sbetter) {
+			a->sfound = true;
+			a->scost = cost;
+			a->smoves = moves;
+		}
 	}
 }
 
@@ -1153,6 +1563,9 @@ static void dump_case(const struct ocase *k)
 struct ostats {
 	unsigned place_errors; /* cases where tp_place itself failed: the oracle cannot judge */
 	unsigned cases, fits_now, oracle_plans, planner_plans, missed, optimal;
+	unsigned strict_plans;  /* the oracle's plans that need no order between migrations */
+	unsigned order_missed;  /* plans only the bound has (the planner found none) */
+	unsigned order_costlier; /* planner costlier than the bound, not than the strict oracle */
 	unsigned hist[6]; /* moved-devices ratio: 1, (1,1.1], (1.1,1.2], (1.2,1.5], (1.5,2], >2 */
 	double worst_dev, worst_cost;
 	uint64_t worst_seed;
@@ -1169,7 +1582,9 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 {
 	memset(st, 0, sizeof *st);
 	struct tp_defrag_knobs knobs = {exact_max};
-	for (uint64_t seed = 1; seed <= ncases; seed++) {
+	/* OR_SEED=n in the environment runs that one case (to reproduce a failure) */
+	uint64_t seed0 = getenv("OR_SEED") ? strtoull(getenv("OR_SEED"), NULL, 10) : 1;
+	for (uint64_t seed = seed0; seed <= (getenv("OR_SEED") ? seed0 : ncases); seed++) {
 		struct ocase k;
 		ocase_gen(&k, seed);
 		tp_topology *t;
@@ -1200,6 +1615,8 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 			st->fits_now++;
 		if (a.found && !a.fits_now)
 			st->oracle_plans++;
+		if (a.sfound && !a.fits_now)
+			st->strict_plans++;
 		if (rc == 0) {
 			check_plan(c, &k.r, &k.pol, p);
 			if (!a.fits_now)
@@ -1215,12 +1632,14 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 		          "seed %llu: the planner found a plan the oracle "
 		          "did not",
 		          (unsigned long long)seed);
-		if (a.found && rc != 0) {
+		if (a.sfound && rc != 0) {
 			st->missed++;
 			cr_assert(!require_opt,
 			          "seed %llu: the oracle has a plan (cost %g), the planner "
 			          "none: %s",
-			          (unsigned long long)seed, a.cost, tp_plan_errmsg(p));
+			          (unsigned long long)seed, a.scost, tp_plan_errmsg(p));
+		} else if (a.found && rc != 0) {
+			st->order_missed++;
 		}
 		if (a.found && rc == 0 && !a.fits_now) {
 			double pc = tp_plan_cost_s(p), pd = tp_plan_moved_devices(p);
@@ -1229,8 +1648,13 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 			          (unsigned long long)seed, pc, a.cost);
 			double rd = pd / a.moved_devices, rcst = a.cost > 0 ? pc / a.cost : 1.0;
 			ratio_bin(st, rd);
+			bool strict_ok = !a.sfound || pc < a.scost - 1e-9 ||
+			                 (fabs(pc - a.scost) <= 1e-9 &&
+			                  tp_plan_moved_jobs(p) <= a.smoves);
 			if (fabs(pc - a.cost) <= 1e-9 && tp_plan_moved_jobs(p) == a.moves)
 				st->optimal++;
+			else if (strict_ok && a.sfound)
+				st->order_costlier++;
 			else if (require_opt) {
 				dump_case(&k);
 				cr_assert_fail(
@@ -1258,14 +1682,98 @@ static void report(const char *name, const struct ostats *st)
 {
 	fprintf(stderr,
 	        "%s: %u cases (%u skipped: tp_place internal error), %u fit already, oracle plans "
-	        "%u, planner plans %u, missed %u, "
-	        "optimal (cost and moves) %u\n"
+	        "%u (%u with migrations in any order), planner plans %u, missed %u (%u more "
+	        "that need an order of migrations), optimal (cost and moves) %u (%u more "
+	        "above the bound, at most the any-order oracle's cost)\n"
 	        "  moved devices / optimal: =1: %u, (1,1.1]: %u, (1.1,1.2]: %u, (1.2,1.5]: %u, "
 	        "(1.5,2]: %u, >2: %u; worst %.3f (seed %llu); worst cost ratio %.3f\n",
 	        name, st->cases, st->place_errors, st->fits_now, st->oracle_plans,
-	        st->planner_plans, st->missed, st->optimal, st->hist[0], st->hist[1], st->hist[2],
+	        st->strict_plans, st->planner_plans, st->missed, st->order_missed, st->optimal,
+	        st->order_costlier, st->hist[0], st->hist[1], st->hist[2],
 	        st->hist[3], st->hist[4], st->hist[5], st->worst_dev,
 	        (unsigned long long)st->worst_seed, st->worst_cost);
+}
+
+/* Racks with more movable jobs than TP_DEFRAG_EXACT_MAX (3 racks of 3 nodes of 8 GPUs, 85%
+ * packed with 1- and 2-GPU jobs: 13 to 20 jobs a rack): the default planner (greedy fill, then
+ * the bounded branch and bound) against the exact subset search forced on (exact_max 20): a
+ * plan whenever it has one, never costlier, and at equal cost within 1.2x its moved devices. */
+Test(defrag, many_jobs_per_rack_match_the_exact_search, .timeout = 300)
+{
+	unsigned found = 0, cheaper = 0, hist[6] = {0};
+	double worst = 1;
+	for (uint64_t seed = 1; seed <= 60; seed++) {
+		uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 5;
+		const char *levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		unsigned counts[] = {3, 3};
+		cr_assert_eq(tp_topology_builder_generate(b, counts, 8, NULL), 0);
+		tp_topology *t = NULL;
+		cr_assert_eq(tp_topology_build(b, &t), 0);
+		tp_topology_builder_destroy(b);
+		tp_cluster *c = cluster_of(t);
+		unsigned nj = 0;
+		for (uint32_t d = 0; d < 72; d++) {
+			if (tp_test_below(&st, 100) >= 85)
+				continue;
+			uint32_t devs[2] = {d, d + 1};
+			uint32_t n = d % 8 != 7 && tp_test_below(&st, 4) == 0 ? 2 : 1;
+			static const double ck[] = {10, 30, 60, 120};
+			tp_job_options o = opts(1, (int)tp_test_below(&st, 2), 0,
+			                        ck[tp_test_below(&st, 4)]);
+			char id[16];
+			snprintf(id, sizeof id, "j%u", nj++);
+			cr_assert_eq(tp_cluster_assign(c, id, devs, n, &o), 0);
+			d += n - 1;
+		}
+		tp_request r = TP_REQUEST_INIT;
+		r.id = "req";
+		r.count = 12 + tp_test_below(&st, 9);
+		r.required = "rack";
+		r.priority = 1;
+		tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+		struct tp_defrag_knobs exact = {20}, dflt = {TP_DEFRAG_EXACT_MAX};
+		tp_plan *pe = NULL, *pg = NULL;
+		int re = tp_defrag_plan_ex(c, &r, &pol, &exact, NULL, &pe);
+		int rg = tp_defrag_plan_ex(c, &r, &pol, &dflt, NULL, &pg);
+		/* the exact search has no room makers here (too many jobs elsewhere), so the
+		 * default planner may find plans it does not; never the other way round */
+		cr_assert(rg == 0 || re != 0, "seed %llu: exact %s, default %s (%s)",
+		          (unsigned long long)seed, tp_err_name(re), tp_err_name(rg),
+		          tp_plan_errmsg(pg));
+		if (rg == 0)
+			check_plan(c, &r, &pol, pg);
+		if (re == 0 && tp_plan_moved_jobs(pe) > 0) {
+			/* plans are ordered by cost first: the default one is never costlier, and
+			 * at equal cost and moves it moves at most 1.2x the devices */
+			found++;
+			double pc = tp_plan_cost_s(pg), ec = tp_plan_cost_s(pe);
+			cr_assert_leq(pc, ec + 1e-9, "seed %llu: cost %g, exact search %g",
+			              (unsigned long long)seed, pc, ec);
+			cheaper += pc < ec - 1e-9;
+			if (pc >= ec - 1e-9 && tp_plan_moved_jobs(pg) == tp_plan_moved_jobs(pe)) {
+				double rd = (double)tp_plan_moved_devices(pg) /
+				            tp_plan_moved_devices(pe);
+				int bin = rd <= 1 + 1e-9 ? 0 : rd <= 1.1 ? 1 : rd <= 1.2 ? 2
+				        : rd <= 1.5 ? 3 : rd <= 2 ? 4 : 5;
+				hist[bin]++;
+				worst = rd > worst ? rd : worst;
+			}
+		}
+		tp_plan_destroy(pe);
+		tp_plan_destroy(pg);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr,
+	        "many jobs per rack: %u plans, %u cheaper than the exact search's (it has no room "
+	        "makers here); at equal cost, moved devices / exact: =1: %u, (1,1.1]: %u, "
+	        "(1.1,1.2]: %u, (1.2,1.5]: %u, (1.5,2]: %u, >2: %u; worst %.3f\n",
+	        found, cheaper, hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], worst);
+	cr_assert_gt(found, 20, "too few cases need a plan to mean anything");
+	cr_assert_eq(hist[3] + hist[4] + hist[5], 0, "worst moved-devices ratio %.3f", worst);
+	TP_ASSERT_NO_LEAKS();
 }
 
 /* The default planner: exact inside every candidate of these sizes, so optimal. */
@@ -1282,22 +1790,24 @@ Test(defrag, oracle_default_planner_is_optimal, .timeout = 300)
 	TP_ASSERT_NO_LEAKS();
 }
 
-/* The greedy search alone (what runs on candidates with more than TP_DEFRAG_EXACT_MAX movable
- * jobs). Every plan it returns must be valid (check_plan) and never cheaper than the optimum
- * (oracle_run asserts both). Its quality is measured, not asserted: it does NOT yet meet the
- * 1.2x bound of issue 6 on every case (8000 seeds: 3 plans missed, 10 over 1.2x, worst 6x;
- * see docs/defrag.md), so the distribution is printed for the record and tracked as open. */
+/* The search for candidates with more than TP_DEFRAG_EXACT_MAX movable jobs (the greedy fill,
+ * then the bounded branch and bound), forced on every case. Every plan must be valid and never
+ * cheaper than the bound (oracle_run asserts both); here also: a plan whenever the strict
+ * oracle has one, and moved devices within 1.2x the optimum in every case. The distribution of
+ * the ratio is printed. */
 Test(defrag, oracle_greedy_plans_are_valid, .timeout = 300)
 {
 	struct ostats st;
 	oracle_run(8000, 0, &st, false);
-	report("greedy (measured; the 1.2x bound is not met yet)", &st);
+	report("greedy + branch and bound", &st);
 	cr_assert_eq(st.place_errors, 0,
 	             "tp_place failed internally on %u cases (a place.c bug; "
 	             "the oracle cannot judge them)",
 	             st.place_errors);
-	cr_assert_gt(st.planner_plans, st.oracle_plans * 9 / 10,
-	             "the greedy search found only %u of %u plans", st.planner_plans,
-	             st.oracle_plans);
+	cr_assert_eq(st.missed, 0, "the oracle had %u plans the planner did not find", st.missed);
+	cr_assert_eq(st.hist[3] + st.hist[4] + st.hist[5], 0,
+	             "%u plans move over 1.2x the optimal devices (worst %.3f, seed %llu)",
+	             st.hist[3] + st.hist[4] + st.hist[5], st.worst_dev,
+	             (unsigned long long)st.worst_seed);
 	TP_ASSERT_NO_LEAKS();
 }

@@ -284,6 +284,25 @@ def test_defrag_plan_when_it_fits_already(tp):
     assert c.jobs == ["n"]
 
 
+def test_defrag_keeps_migrants_local_unless_allowed(tp):
+    needs("tp_defrag_plan", "tp_place")
+    c = tp.Cluster(small(tp))
+    c.assign("a", ["x1/0", "x1/1"], migratable=True, preemptible=False, checkpoint_s=10)
+    c.assign("b", ["x2/%d" % i for i in range(4)], preemptible=False)
+    c.assign("c", ["x3/0", "x3/1", "x3/2"], preemptible=False)
+    c.assign("d", ["x4/%d" % i for i in range(7)], preemptible=False)
+    req = tp.Request(count=4, required="node", id="n")
+    fp = c.fingerprint
+    # a's only new home is x3/3 + x4/7: two nodes, racks and blocks instead of one
+    plan = c.defrag_plan(req, tp.DefragPolicy())
+    assert not plan.ok and plan.status == "none"
+    assert "job a moved, but no free devices keep it as local as it sits" in plan.message
+    plan = c.defrag_plan(req, tp.DefragPolicy(allow_less_local=True))
+    assert plan.ok and [s.action for s in plan.steps] == ["migrate", "place"]
+    assert sorted(plan.steps[0].to_devices) == ["x3/3", "x4/7"]
+    assert c.fingerprint == fp
+
+
 # -- lifetimes --------------------------------------------------------------------------------
 
 def _objects(tp, with_placement):

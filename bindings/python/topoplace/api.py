@@ -963,6 +963,8 @@ class DefragPolicy:
     max_moves: Optional[int] = None
     max_cost_s: Optional[float] = None
     min_priority_gap: int = 1
+    #: a migrated job may land less local than it sits (False: never; see docs/defrag.md)
+    allow_less_local: bool = False
 
     def _to_c(self, keep):
         p = ffi.new("tp_defrag_policy *")
@@ -975,6 +977,7 @@ class DefragPolicy:
         p.max_cost_s = -1.0 if self.max_cost_s is None else float(self.max_cost_s)
         # priorities are integers, so a fractional gap means the next integer
         p.min_priority_gap = int(math.ceil(self.min_priority_gap))
+        p.allow_less_local = 1 if self.allow_less_local else 0
         return p
 
 

@@ -370,8 +370,11 @@ def _defrag(sc, topo, cluster):
     from . import api, errors
     req = to_request(sc.request)
     pol = sc.policy or sc_mod.POLICY_DEFAULTS
+    # scenario-v1 plans predate the library's locality rule: its contract lets a job without a
+    # request restart on any free devices (spec/examples slurm-s01 expects exactly that)
     policy = api.DefragPolicy(pol["migrate"], pol["preempt"], pol["allow_interactive"],
-                              pol["max_moves"], pol["max_cost_s"], pol["min_priority_gap"])
+                              pol["max_moves"], pol["max_cost_s"], pol["min_priority_gap"],
+                              allow_less_local=True)
     try:
         plan = cluster.defrag_plan(req, policy)
     except (errors.InvalidArgument, errors.NotFound) as e:
