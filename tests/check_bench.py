@@ -25,7 +25,7 @@ POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "topoplace"
             "topoplace-defrag", "ideal"]
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
-WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean"}
+WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end"}
 
 failures = []
 

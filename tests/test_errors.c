@@ -696,7 +696,7 @@ Test(errors, defrag_plan)
 	pol.migrate = 0;
 	pol.preempt = 0;
 	plan_fails(c, &r, &pol, TP_ENOPLAN,
-	           "rack b1/r0 would need job k (migration is off; preemption is off) moved");
+	           "rack b0/r0 would need job m (migration is off; preemption is off) moved");
 	pol = (tp_defrag_policy)TP_DEFRAG_POLICY_INIT;
 	pol.max_moves = 0;
 	plan_fails(c, &r, &pol, TP_ENOPLAN, "the cheapest plan needs 1 moves, max_moves is 0");
@@ -710,7 +710,7 @@ Test(errors, defrag_plan)
 	pol = (tp_defrag_policy)TP_DEFRAG_POLICY_INIT;
 	r.priority = 0;
 	plan_fails(c, &r, &pol, TP_ENOPLAN,
-	           "rack b1/r0 would need job k (not migratable; priority 0 not 1 below 0) moved");
+	           "rack b0/r0 would need job m (not migratable; priority 0 not 1 below 0) moved");
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
