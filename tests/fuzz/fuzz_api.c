@@ -731,7 +731,7 @@ static void check_result(struct st *s, int rc, const tp_placement *p, const tp_r
 /* A request whose fields are plainly invalid must be refused as such. */
 static bool plainly_invalid(const tp_request *r)
 {
-	return r->count == 0 || r->version != TP_REQUEST_VERSION ||
+	return r->count == 0 || r->version < 1 || r->version > TP_REQUEST_VERSION ||
 	       (unsigned)r->job_class > TP_CLASS_INTERACTIVE || (r->nslices && !r->slices) ||
 	       (r->nselect_nodes && !r->select_nodes) ||
 	       (r->group_size > 1 && r->count % r->group_size);
