@@ -31,7 +31,9 @@
  *   GB/s = MB/s / 1000). Two GPUs get their direct link (the larger of the two directions),
  *   plus, when both reach NVSwitches, the smaller of their total bandwidths to NVSwitches (the
  *   rule of hwloc's HWLOC_DISTANCES_TRANSFORM_TRANSITIVE_CLOSURE: switched GPUs reach each other
- *   at their full switch bandwidth). Links to CPUs are ignored.
+ *   at their full switch bandwidth). Links to CPUs are ignored. These figures give the
+ *   bandwidth between two GPUs of a node of this type in the cost model, unless the caller sets
+ *   the node level's fabric (docs/cost-model.md).
  * - NUMA locality is not recorded (the node type has no place for it yet).
  *
  * Memory: the node type comes from the given ::tp_allocator; hwloc's own working memory (the

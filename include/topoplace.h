@@ -253,7 +253,9 @@ TP_API int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double
 TP_API int tp_nodetype_add_nvswitch(tp_nodetype *nt, const char *name, unsigned *id);
 
 /**
- * @brief Set the NVLink bandwidth between two GPUs (both directions).
+ * @brief Set the NVLink bandwidth between two GPUs (both directions). The cost model prices
+ * traffic between these GPUs of a node of this type at this figure, unless the caller set the
+ * node level's fabric (tp_topology_builder_set_fabric(); docs/cost-model.md).
  * @param nt The node type. @param a GPU index. @param b Another GPU index.
  * @param gbps GB/s one direction, >= 0 (0: no NVLink between them).
  * @return 0, ::TP_EINVAL (unknown GPU, a == b, negative or non-finite bandwidth), ::TP_ENOMEM.
@@ -349,7 +351,10 @@ typedef struct tp_node_options {
  * @brief Start a topology with the given levels, outermost first; the last is the node level.
  *
  * Fabrics default to NVLink 900 GB/s at the node level, InfiniBand 50 GB/s at every other level
- * and InfiniBand 25 GB/s between top-level domains (latencies 3.4, 14 and 20 us).
+ * and InfiniBand 25 GB/s between top-level domains (latencies 3.4, 14 and 20 us). While the
+ * node level's fabric is left at its default, the NVLink figures of node types
+ * (tp_nodetype_set_nvlink(), the hwloc importer) give the bandwidth between two GPUs of such a
+ * node (docs/cost-model.md).
  *
  * @param[out] out The new builder, owned by the caller (tp_topology_builder_destroy()).
  * @param levels Level names (copied): 1 to ::TP_MAX_LEVELS, unique, non-empty, no `/`, not
@@ -374,7 +379,8 @@ TP_API const char *tp_topology_builder_errmsg(const tp_topology_builder *b);
 
 /**
  * @brief Set the fabric of a level: the link two devices use when the smallest domain holding
- * both is a domain of that level.
+ * both is a domain of that level. Setting the node level's fabric also makes it the bandwidth
+ * inside every node, in place of the NVLink figures of node types.
  * @param b The builder.
  * @param level A level index, or ::TP_LEVEL_CLUSTER for traffic between top-level domains.
  * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
