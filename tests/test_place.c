@@ -1541,3 +1541,103 @@ Test(place, gpu_nic_pairs_allocation_failures)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/*
+ * Property test against an oracle that needs no matching: on the DGX-2-like type (one NIC per
+ * leaf switch of two GPUs), a node can pair exactly as many GPUs as it has leaf switches with a
+ * free GPU. Random occupancy of 3 nodes (2 in rack r0, 1 in r1) and random requests (count,
+ * groups, required node / rack / none): the outcome, free_total and the pairing must agree.
+ */
+Test(place, gpu_nic_pairs_property_against_leaf_oracle)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	{
+		const char *levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		tp_nodetype *nt = dgx2_like();
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.type = nt;
+		const char *r0[] = {"r0"}, *r1[] = {"r1"};
+		cr_assert_eq(tp_topology_builder_add_node(b, "n0", r0, 16, &o), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "n1", r0, 16, &o), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "n2", r1, 16, &o), 0);
+		tp_nodetype_destroy(nt);
+		cr_assert_eq(tp_topology_build(b, &t), 0);
+		tp_topology_builder_destroy(b);
+	}
+	uint64_t seed = 42;
+	for (int round = 0; round < 150; round++) {
+		tp_cluster *c = cluster(t);
+		uint32_t held[48];
+		size_t nh = 0;
+		unsigned pct = tp_test_below(&seed, 90);
+		for (uint32_t d = 0; d < 48; d++)
+			if (tp_test_below(&seed, 100) < pct)
+				held[nh++] = d;
+		if (nh)
+			cr_assert_eq(tp_cluster_assign(c, "busy", held, nh, NULL), 0);
+		/* the oracle: pairable GPUs per node = leaves with a free GPU */
+		unsigned per_node[3] = {0, 0, 0}, per_rack[2] = {0, 0}, total = 0;
+		for (uint32_t n = 0; n < 3; n++) {
+			for (uint32_t leaf = 0; leaf < 8; leaf++) {
+				uint32_t d0 = 16 * n + 2 * leaf;
+				per_node[n] += tp_cluster_device_state(c, d0, NULL) == TP_DEVICE_FREE ||
+				               tp_cluster_device_state(c, d0 + 1, NULL) == TP_DEVICE_FREE;
+			}
+			per_rack[n < 2 ? 0 : 1] += per_node[n];
+			total += per_node[n];
+		}
+		static const char *const req_levels[] = {NULL, "node", "rack"};
+		tp_request r = TP_REQUEST_INIT;
+		r.gpu_nic_pairs = 1;
+		r.required = req_levels[tp_test_below(&seed, 3)];
+		r.group_size = tp_test_below(&seed, 2) ? 2 : 1;
+		r.count = r.group_size * (1 + tp_test_below(&seed, 12));
+		unsigned best = 0, cap = 0; /* what one domain of the required level takes now, empty */
+		if (r.required && r.required[0] == 'n') {
+			for (int n = 0; n < 3; n++)
+				best = per_node[n] > best ? per_node[n] : best;
+			cap = 8;
+		} else if (r.required) {
+			best = per_rack[0] > per_rack[1] ? per_rack[0] : per_rack[1];
+			cap = 16;
+		} else {
+			unsigned sum = 0; /* groups of 2 lie in one node: whole pairs per node */
+			for (int n = 0; n < 3; n++)
+				sum += per_node[n] - per_node[n] % r.group_size;
+			best = sum;
+			cap = 24;
+		}
+		if (r.required && r.required[0] == 'r' && r.group_size == 2) {
+			/* groups of 2 lie in one node: whole pairs per node of the rack */
+			unsigned a = per_node[0] - per_node[0] % 2 + per_node[1] - per_node[1] % 2;
+			unsigned b2 = per_node[2] - per_node[2] % 2;
+			best = a > b2 ? a : b2;
+		}
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &r, &p);
+		int want = r.count > cap ? TP_EINFEASIBLE
+		           : r.count <= best ? 0
+		           : total < r.count ? TP_EBUSY : TP_EFRAGMENTED;
+		cr_assert_eq(rc, want, "round %d: count %u group %u required %s, nodes %u/%u/%u: got %s "
+		             "(%s), want %s", round, r.count, r.group_size,
+		             r.required ? r.required : "-", per_node[0], per_node[1], per_node[2],
+		             tp_err_name(rc), tp_placement_errmsg(p), tp_err_name(want));
+		if (rc == 0) {
+			size_t n;
+			tp_placement_devices(p, &n);
+			cr_assert_eq(n, r.count);
+			assert_paired(t, p);
+		} else if (rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
+			tp_fit fit = TP_FIT_INIT;
+			cr_assert_eq(tp_placement_fit(p, &fit), 0);
+			cr_assert_eq(fit.free_total, total, "round %d", round);
+		}
+		tp_placement_destroy(p);
+		tp_cluster_destroy(c);
+	}
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
