@@ -70,6 +70,12 @@
  * every level each domain is one contiguous run, and groups and slices are runs inside one
  * domain because every domain holds whole units.
  *
+ * GPU+NIC pairs (request.gpu_nic_pairs) change only what a node can give: its usable devices
+ * are the usable GPUs that a maximum matching to distinct nearest NICs covers (node_pairable,
+ * below), so every rule above applies unchanged. Such a request is a filtered one (node
+ * capacities come from walking the nodes, as with `select`); the result records each rank's
+ * NIC (pair_result), matched again over the final device list of each node.
+ *
  * Failure-domain caps and spread are not tree-shaped. The tree solver answers first; if its
  * answer breaks them, an exhaustive search (exact for rule 1) runs when at most 16 nodes have
  * free capacity, else a greedy fill (groups of the node level, no slices) that honours them
