@@ -3244,12 +3244,27 @@ static int smallest_common(const struct pctx *p, const struct rstate *rs, uint32
  * smallest domain holding the healthy devices and climb until they fit: staying inside a domain
  * adds no domain at its level or above, which every placement leaving it does, so the first
  * that fits is optimal. */
+/* Whether the domains above (al, dom) can take cnt more devices under their caps: eval()
+ * inside a domain applies the caps of that domain and below only. */
+static bool ancestors_take(const struct pctx *p, int al, uint32_t dom, uint32_t cnt)
+{
+	uint32_t d = dom;
+	for (int l = al - 1; l >= 0; l--) {
+		d = p->t->lv[l + 1].parent[d];
+		if (cap_left(p, (unsigned)l, d) < cnt)
+			return false;
+	}
+	return true;
+}
+
 static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
                          uint32_t cnt, uint32_t *best)
 {
 	for (;;) {
-		int r = eval(p, *al, *dom, cnt, colq(p, *al), best);
-		if (r != 0 || *al < 0 || cl->a >= 0)
+		int r = ancestors_take(p, *al, *dom, cnt) ? eval(p, *al, *dom, cnt, colq(p, *al), best)
+		                                          : 0;
+		/* never above the anchor, nor above the level the job's shape requires */
+		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required))
 			return r;
 		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
 		(*al)--;
@@ -3277,6 +3292,13 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 	int al = anchor_of(p, rs, ly, cl, &dom);
 	if (al < 0)
 		al = smallest_common(p, rs, &dom);
+	if (al < 0) {
+		/* no healthy device anchors the class (every rank of the job failed): the required
+		 * and colocate levels must hold the replacements whole, as in tp_place */
+		p->single_to = sub->required;
+		if (sub->colocate_slot != TP_NO_JOB_SLOT && sub->colocate_level > p->single_to)
+			p->single_to = sub->colocate_level;
+	}
 	uint32_t best[W_MAX];
 	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
 	if (r == 0) {
@@ -3313,6 +3335,34 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 				j1_set(p, &rs->taken, dev);
 			}
 	return p->err ? p->err : (at == cnt ? 1 : TP_ECORRUPT);
+}
+
+/* A replacement refused after the fact (its list breaks a rule the classes do not see): the
+ * fit figures as classify() gives them, FRAGMENTED since the replacements themselves were
+ * found free. */
+static void replace_fit(tp_placement *pl, struct pctx *p, uint32_t needed, int level)
+{
+	pl->has_fit = true;
+	pl->fit.needed = needed;
+	pl->fit.level = level < 0 ? 0 : level;
+	pl->fit.free_total = matching_free(p);
+	pl->fit.best = 0;
+}
+
+/* Domains of level l that a device list touches (a tree spread's measure). */
+static uint32_t domains_touched(struct pctx *p, unsigned l, const uint32_t *devs, uint32_t n)
+{
+	Pvoid_t seen = NULL;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = tp_node_ancestor(p->t, p->t->dev_node[devs[i]], l);
+		if (!j1_test(seen, d)) {
+			j1_set(p, &seen, d);
+			k++;
+		}
+	}
+	j1_free(&seen);
+	return k;
 }
 
 static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
@@ -3406,11 +3456,29 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 			bool ok = true;
 			if (!rc)
 				rc = fd_check(&q, rs.devs, n, &ok);
-			if (!rc && !ok)
+			if (!rc && !ok) {
+				replace_fit(pl, &q, nbad, 0);
 				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
 				               "fragmented: the replacements would break the job's "
 				               "failure-domain caps or spread");
+			}
 			ctx_fini(&q);
+		}
+		if (!rc && i + 1 == ncls && shape.spread_level >= 0 && shape.spread_min >= 2) {
+			/* the classes are placed without the tree spread (it couples them): refuse a
+			 * list that spreads less than the job's did, below the shape's minimum */
+			unsigned l = (unsigned)shape.spread_level;
+			uint32_t now = domains_touched(&p, l, rs.devs, n);
+			uint32_t before = domains_touched(&p, l, orig, n);
+			if (p.err)
+				rc = p.err;
+			if (!rc && now < shape.spread_min && now < before) {
+				replace_fit(pl, &p, nbad, (int)l);
+				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+				               "fragmented: the replacements would leave job '%s' on %u "
+				               "domains of %s, below its spread of %u", job->id, now,
+				               c->t->lv[l].name, shape.spread_min);
+			}
 		}
 		if (i + 1 < ncls || rc)
 			ctx_fini(&p);

@@ -1641,3 +1641,118 @@ Test(place, gpu_nic_pairs_property_against_leaf_oracle)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- replacements keep the job's shape (fuzz_api findings 9 to 12) --------------------------- */
+
+static tp_topology *two_level(const char *const *names, const char *const *racks,
+                              const unsigned *gpus, size_t n)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *path[] = {racks[i]};
+		cr_assert_eq(tp_topology_builder_add_node(b, names[i], path, gpus[i], NULL), 0);
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* A devices cap of 1 per rack: the replacement may not join the job's healthy device's rack
+ * (before: it was put on n0/1, two devices in rack r0). */
+Test(place, replace_keeps_a_rack_cap_of_the_shape)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"n0", "n2", "n1"}, *racks[] = {"r0", "r0", "r1"};
+	const unsigned gpus[] = {2, 4, 2};
+	tp_topology *t = two_level(names, racks, gpus, 3);
+	tp_cluster *c = cluster(t);
+	tp_domain_cap cap = {"rack", 1, 0};
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.caps = &cap;
+	shape.ncaps = 1;
+	uint32_t devs[] = {dev(t, "n0/0"), dev(t, "n1/0")}, cord = dev(t, "n1/1");
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	cr_assert_eq(tp_cluster_set_cordoned(c, &cord, 1, 1), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", &devs[1], 1, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "infeasible");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_set_cordoned(c, &cord, 1, 0), 0);
+	cr_assert_eq(tp_replace(c, "j", &devs[1], 1, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *got = tp_placement_devices(p, &n);
+	cr_assert_eq(got[1], cord, "the only device of rack r1 left");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Every rank failed: the replacements must still sit in one domain of the required level
+ * (before: they were spread over two nodes). */
+Test(place, replace_of_every_rank_keeps_required)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"n7", "n0", "n6"}, *racks[] = {"r0", "r0", "r0"};
+	const unsigned gpus[] = {4, 1, 1};
+	tp_topology *t = two_level(names, racks, gpus, 3);
+	tp_cluster *c = cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.required = "node";
+	uint32_t devs[] = {dev(t, "n7/0"), dev(t, "n7/2")}, down = dev(t, "n7/1");
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	cr_assert_eq(tp_cluster_set_down(c, &down, 1, 1), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", devs, 2, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "one node could take at most 1");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_set_down(c, &down, 1, 0), 0);
+	cr_assert_eq(tp_replace(c, "j", devs, 2, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *got = tp_placement_devices(p, &n);
+	cr_assert_eq(tp_topology_device_node(t, got[0]), node_of(t, "n7"));
+	cr_assert_eq(tp_topology_device_node(t, got[1]), node_of(t, "n7"));
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A spread over nodes: a replacement that would bring the job down to one node is refused
+ * (before: it was accepted, breaking the spread). */
+Test(place, replace_keeps_a_tree_spread)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"a", "b"}, *racks[] = {"r0", "r0"};
+	const unsigned gpus[] = {2, 1};
+	tp_topology *t = two_level(names, racks, gpus, 2);
+	tp_cluster *c = cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.spread_level = "node";
+	shape.spread_min_domains = 2;
+	uint32_t devs[] = {dev(t, "a/0"), dev(t, "b/0")};
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", &devs[1], 1, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "would leave job 'j' on 1 domains of node, below its spread of 2");
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 1);
+	cr_assert_geq(fit.free_total, fit.needed);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
