@@ -31,7 +31,9 @@
  *   GB/s = MB/s / 1000). Two GPUs get their direct link (the larger of the two directions),
  *   plus, when both reach NVSwitches, the smaller of their total bandwidths to NVSwitches (the
  *   rule of hwloc's HWLOC_DISTANCES_TRANSFORM_TRANSITIVE_CLOSURE: switched GPUs reach each other
- *   at their full switch bandwidth). Links to CPUs are ignored.
+ *   at their full switch bandwidth). Links to CPUs are ignored. These figures give the
+ *   bandwidth between two GPUs of a node of this type in the cost model, unless the caller sets
+ *   the node level's fabric (docs/cost-model.md).
  * - NUMA locality is not recorded (the node type has no place for it yet).
  *
  * Memory: the node type comes from the given ::tp_allocator; hwloc's own working memory (the
@@ -61,10 +63,16 @@ extern "C" {
  * ("hwloc could not parse the XML buffer (1234 bytes)"); it is always NUL-terminated and cut to
  * @p errlen bytes; on success it is set to "".
  *
- * hwloc 2.9's XML importer trusts its input, so the buffer is screened first for what made
- * it crash, hang or print when fuzzed (tests/fuzz/fuzz_hwloc.c): the XML must be version 2 as
- * hwloc >= 2.0 writes it; every tag ends with '>'; attributes are `name="value"`; there is one
- * top-level object; every object of a CPU or memory type has well-formed `cpuset`,
+ * hwloc 2.9's XML importer trusts its input, so the buffer is screened first. It must be
+ * well-formed XML of the shape hwloc writes: after the optional `<?xml` and `<!DOCTYPE` lines,
+ * one `<topology version="2.x">` element and nothing but white space after it; every element
+ * `<name attr="value" ...>` or `<name .../>` (names of letters, digits and `_`, attributes
+ * `name="value"` with only the entities hwloc writes) and closed in order by `</name>`; at
+ * most 128 elements open at once; text without '>', control characters or unknown entities;
+ * no comments, CDATA or processing instructions; no NUL byte before the end (NULs at the end
+ * are ignored); at most 64 MiB. Then, for what made hwloc crash, hang or print when fuzzed
+ * (tests/fuzz/fuzz_hwloc.c): there is one top-level object; every object of a CPU or memory
+ * type has well-formed `cpuset`,
  * `complete_cpuset`, `nodeset` and `complete_nodeset` (the root also `allowed_cpuset` and
  * `allowed_nodeset`); there is a PU and a NUMANode, each with an `os_index` up to 2^20. The
  * screen closes the failures fuzzing found, not every possible one: prefer XML written by
@@ -77,16 +85,17 @@ extern "C" {
  * loads.
  *
  * @param[out] out The node type, owned by the caller (tp_nodetype_destroy()); NULL on failure.
- * @param xml The XML text; need not be NUL-terminated (a NUL inside ends it). Borrowed.
- * @param len Bytes of @p xml (>= 1, at most INT_MAX).
+ * @param xml The XML text; need not be NUL-terminated (NULs at the end are ignored, one
+ *        before the end is an error). Borrowed.
+ * @param len Bytes of @p xml (>= 1, at most 64 MiB = 2^26).
  * @param alloc Allocator for the node type, or NULL for the C library's.
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
  * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (the
  *         buffer fails the screen above or hwloc rejects it: malformed or truncated XML, or
  *         @p len is 0); ::TP_ENOTFOUND (no NVIDIA GPU in it); ::TP_ELIMIT (more than
- *         ::TP_MAX_NODE_DEVICES GPUs, more than 4096 switches, NICs or NVSwitches, or @p len of
- *         INT_MAX or more); ::TP_ENOMEM.
+ *         ::TP_MAX_NODE_DEVICES GPUs, more than 4096 switches, NICs or NVSwitches, or @p len
+ *         above 2^26); ::TP_ENOMEM.
  * @note Thread-safe: each call uses its own hwloc topology.
  * @since 0.1.0
  */

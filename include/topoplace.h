@@ -253,7 +253,9 @@ TP_API int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double
 TP_API int tp_nodetype_add_nvswitch(tp_nodetype *nt, const char *name, unsigned *id);
 
 /**
- * @brief Set the NVLink bandwidth between two GPUs (both directions).
+ * @brief Set the NVLink bandwidth between two GPUs (both directions). The cost model prices
+ * traffic between these GPUs of a node of this type at this figure, unless the caller set the
+ * node level's fabric (tp_topology_builder_set_fabric(); docs/cost-model.md).
  * @param nt The node type. @param a GPU index. @param b Another GPU index.
  * @param gbps GB/s one direction, >= 0 (0: no NVLink between them).
  * @return 0, ::TP_EINVAL (unknown GPU, a == b, negative or non-finite bandwidth), ::TP_ENOMEM.
@@ -349,7 +351,10 @@ typedef struct tp_node_options {
  * @brief Start a topology with the given levels, outermost first; the last is the node level.
  *
  * Fabrics default to NVLink 900 GB/s at the node level, InfiniBand 50 GB/s at every other level
- * and InfiniBand 25 GB/s between top-level domains (latencies 3.4, 14 and 20 us).
+ * and InfiniBand 25 GB/s between top-level domains (latencies 3.4, 14 and 20 us). While the
+ * node level's fabric is left at its default, the NVLink figures of node types
+ * (tp_nodetype_set_nvlink(), the hwloc importer) give the bandwidth between two GPUs of such a
+ * node (docs/cost-model.md).
  *
  * @param[out] out The new builder, owned by the caller (tp_topology_builder_destroy()).
  * @param levels Level names (copied): 1 to ::TP_MAX_LEVELS, unique, non-empty, no `/`, not
@@ -374,7 +379,8 @@ TP_API const char *tp_topology_builder_errmsg(const tp_topology_builder *b);
 
 /**
  * @brief Set the fabric of a level: the link two devices use when the smallest domain holding
- * both is a domain of that level.
+ * both is a domain of that level. Setting the node level's fabric also makes it the bandwidth
+ * inside every node, in place of the NVLink figures of node types.
  * @param b The builder.
  * @param level A level index, or ::TP_LEVEL_CLUSTER for traffic between top-level domains.
  * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
@@ -665,12 +671,35 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes. */
-#define TP_REQUEST_VERSION 1
+/** @brief Version of ::tp_request this header describes: 2 since 0.2.0 (`gpu_nic_pairs`).
+ *  The library also reads version 1 requests (every field before `gpu_nic_pairs`; the missing
+ *  fields take their defaults), so callers built against an older header keep working. */
+#define TP_REQUEST_VERSION 2
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
  * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
+ *
+ * `version` must be 1 or 2 (::TP_REQUEST_VERSION); the library reads only the fields that
+ * version has.
+ *
+ * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
+ * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
+ * share a NIC. The nearest NICs of a GPU are the NICs below the lowest PCIe switch above it
+ * that has any NIC below it (every NIC of the node when no switch above the GPU has one): on a
+ * node type with one NIC per leaf switch, the NIC of its own switch. Only nodes with a node type
+ * that has NICs (tp_nodetype_add_nic(), the hwloc importer) qualify; on such a node, at most as
+ * many GPUs can be taken as a maximum matching of its usable GPUs to distinct nearest NICs
+ * (a DGX-2 with one NIC per pair of GPUs: 8 of 16). That per-node limit is the only change:
+ * `count`, groups, slices, `required`, caps and every other field apply as without pairs. The
+ * pairing is per request: NICs are not allocated in the cluster state, so two jobs may be paired
+ * with the same NIC. tp_placement_nic() gives the NIC paired with each device; tp_replace()
+ * keeps the pairing for a job whose shape asks for it. Outcomes: ::TP_EINFEASIBLE when the
+ * topology cannot give `count` paired GPUs even with every other job gone (no node type with
+ * NICs, or too few NICs where the other fields need them; the message names
+ * `request.gpu_nic_pairs`), ::TP_EBUSY / ::TP_EFRAGMENTED as for other requests, counting only
+ * free GPUs that can be paired. A request with pairs walks the nodes it considers (as one with
+ * `select` does); requests without it are unaffected.
  */
 typedef struct tp_request {
 	unsigned version;            /**< ::TP_REQUEST_VERSION */
@@ -698,12 +727,14 @@ typedef struct tp_request {
 	double select_min_memory_gb; /**< only devices with at least this memory (0: any) */
 	const char *const *select_nodes; /**< allow-list of node names, or NULL */
 	size_t nselect_nodes;        /**< number of names in select_nodes */
+	int gpu_nic_pairs;           /**< 1: every device a GPU paired with its own nearest NIC
+	                                  (see above); 0: no pairing. @since 0.2.0 (version 2) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
-	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0}
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0}
 
 /** @brief Version of ::tp_job_options this header describes. */
 #define TP_JOB_OPTIONS_VERSION 1
@@ -1055,6 +1086,18 @@ TP_API int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_
  * @param p The result. @return The time, or 0 on failure. @since 0.1.0
  */
 TP_API double tp_placement_step_comm_us(const tp_placement *p);
+
+/**
+ * @brief The NIC paired with the device of rank @p i of a placement made for a request with
+ * `gpu_nic_pairs` (see ::tp_request). *Read-only.*
+ * @param p The result. @param i Rank, below the count of tp_placement_devices().
+ * @return The NIC's index in the node type of the device's node (tp_topology_node_type(),
+ *         tp_nodetype_nic_name()); ::TP_ENOTFOUND when the request did not ask for pairs, or,
+ *         for a replacement, when a device the job already held has no NIC left to pair with;
+ *         ::TP_EINVAL for a failed result or @p i out of range.
+ * @since 0.2.0
+ */
+TP_API int tp_placement_nic(const tp_placement *p, size_t i);
 
 /** @brief Version of ::tp_fit this header describes. */
 #define TP_FIT_VERSION 1

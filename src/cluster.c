@@ -657,9 +657,12 @@ static int check_shape(struct tp_cluster *c, const tp_request *r)
 	char *m = c->errmsg;
 	char field[64];
 	int rc;
-	if (r->version != TP_REQUEST_VERSION)
-		return tp_seterr(m, TP_EINVAL, "shape.version %u is not %d", r->version,
+	if (!tp_request_size(r->version))
+		return tp_seterr(m, TP_EINVAL, "shape.version %u is not 1 to %d", r->version,
 		                 TP_REQUEST_VERSION);
+	if (r->version >= 2 && r->gpu_nic_pairs != 0 && r->gpu_nic_pairs != 1)
+		return tp_seterr(m, TP_EINVAL, "shape.gpu_nic_pairs %d is not 0 or 1",
+		                 r->gpu_nic_pairs);
 	if (r->count < 1)
 		return tp_seterr(m, TP_EINVAL, "shape.count 0: a request needs at least one device");
 	if ((unsigned)r->job_class > TP_CLASS_INTERACTIVE)
@@ -1157,6 +1160,10 @@ static void hash_shape(struct hbuf *h, const tp_request *r)
 	hb_u64(h, r->nselect_nodes);
 	for (size_t i = 0; i < r->nselect_nodes; i++)
 		hb_str(h, r->select_nodes[i]);
+	/* version 2 (shapes are kept at the current version); hashed only when set, so that
+	 * fingerprints of states without it are those of version 1 */
+	if (r->gpu_nic_pairs)
+		hb_u64(h, (uint64_t)r->gpu_nic_pairs);
 }
 
 /* Everything about one job (its rank order and attributes). */

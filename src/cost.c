@@ -53,11 +53,46 @@ const struct tp_fabric_impl *tp_cost_link(const struct tp_topology *t, uint32_t 
 	return &t->fabric[level + 1];
 }
 
+/* GB/s between two devices of one node from its node type's NVLink figures; 0 when they do
+ * not apply (the caller set the node fabric, different nodes, no type, no figure). */
+static double type_nvlink(const struct tp_topology *t, uint32_t a, uint32_t b)
+{
+	if (!t->type_nvlink || a == b)
+		return 0.0;
+	uint32_t node = t->dev_node[a];
+	if (t->dev_node[b] != node || !t->node_type || t->node_type[node] == TP_NO_TYPE)
+		return 0.0;
+	const struct tp_nodetype *nt = t->types[t->node_type[node]];
+	uint32_t base = t->dev_first[node];
+	if (!nt->nvlink || nt->ngpus != tp_node_ndev(t, node))
+		return 0.0;
+	return nt->nvlink[(size_t)(a - base) * nt->ngpus + (b - base)];
+}
+
+/* The node fabric's bandwidth between two devices of one node: their NVLink figure, or the
+ * level's where there is none. */
+static double node_pair_gbps(const struct tp_topology *t, const struct tp_fabric_impl *f,
+                             uint32_t a, uint32_t b)
+{
+	double g = type_nvlink(t, a, b);
+	return g > 0 ? g : f->gbps;
+}
+
+struct tp_fabric_impl tp_cost_pair(const struct tp_topology *t, uint32_t a, uint32_t b)
+{
+	struct tp_fabric_impl f = *tp_cost_link(t, a, b);
+	double g = type_nvlink(t, a, b);
+	if (g > 0)
+		f.gbps = g;
+	return f;
+}
+
 double tp_cost_p2p_us(const struct tp_topology *t, uint32_t a, uint32_t b, double bytes)
 {
 	if (a == b)
 		return 0.0;
-	return message_us(tp_cost_link(t, a, b), bytes);
+	struct tp_fabric_impl f = tp_cost_pair(t, a, b);
+	return message_us(&f, bytes);
 }
 
 /* ---- ring all-reduce --------------------------------------------------------------------- */
@@ -71,7 +106,8 @@ double tp_cost_ring_allreduce_us(const struct tp_topology *t, const uint32_t *de
 	double chunk = bytes / (double)n;
 	double step = 0.0;
 	for (size_t i = 0; i < n; i++) {
-		double s = message_us(tp_cost_link(t, devs[i], devs[(i + 1) % n]), chunk);
+		struct tp_fabric_impl f = tp_cost_pair(t, devs[i], devs[(i + 1) % n]);
+		double s = message_us(&f, chunk);
 		if (s > step)
 			step = s;
 	}
@@ -154,10 +190,25 @@ static size_t parent_run_end(const struct tp_topology *t, const uint32_t *ids, s
 static double hier_stage(const struct tp_topology *t, uint32_t *ids, size_t n, unsigned stage,
                          double bytes)
 {
-	const struct tp_fabric_impl *f = &t->fabric[stage];
+	const struct tp_fabric_impl *lf = &t->fabric[stage];
+	bool in_node = stage == tp_node_level(t) + 1 && t->type_nvlink;
 	double worst = 0.0;
 	for (size_t i = 0; i < n;) {
 		size_t end = parent_run_end(t, ids, n, i, stage);
+		struct tp_fabric_impl fn = *lf;
+		const struct tp_fabric_impl *f = lf;
+		if (in_node) {
+			/* the ring of the node's devices runs at its slowest pair */
+			double slowest = 0.0;
+			for (size_t j = i; j < end; j++)
+				for (size_t k = j + 1; k < end; k++) {
+					double g = node_pair_gbps(t, lf, ids[j], ids[k]);
+					slowest = slowest == 0.0 || g < slowest ? g : slowest;
+				}
+			if (slowest > 0)
+				fn.gbps = slowest;
+			f = &fn;
+		}
 		size_t m = 0, fewest = SIZE_MAX;
 		for (size_t j = i; j < end;) {
 			size_t k = j + 1;
@@ -243,17 +294,29 @@ static void alltoall_stage(const struct tp_topology *t, struct scratch *s, size_
 {
 	const struct tp_fabric_impl *f = &t->fabric[stage];
 	unsigned port = port_class(f->kind);
+	bool in_node = stage == tp_node_level(t) + 1 && t->type_nvlink;
 	for (size_t i = 0; i < n;) {
 		size_t end = parent_run_end(t, s->ids, n, i, stage);
 		uint32_t p = stage_parent(t, stage, s->ids[i]);
 		for (size_t j = i; j < end; j++) {
 			uint32_t peers = (uint32_t)(end - i) - s->prev[j];
 			double *acc = s->acc + j * ACC_STRIDE;
-			if (peers) {
+			if (peers && in_node) {
+				/* each peer of the node at the pair's own bandwidth */
+				for (size_t k = i; k < end; k++)
+					if (k != j)
+						acc[port] += per_peer / (node_pair_gbps(t, f, s->ids[j], s->ids[k]) *
+						                         BYTES_PER_US_PER_GBPS);
+				if (f->latency_us > acc[PORT_CLASSES])
+					acc[PORT_CLASSES] = f->latency_us;
+			} else if (peers) {
 				acc[port] += wire_us(f, (double)peers * per_peer);
 				if (f->latency_us > acc[PORT_CLASSES])
 					acc[PORT_CLASSES] = f->latency_us;
 			}
+		}
+		/* only now: the node stage above reads the run's device ids */
+		for (size_t j = i; j < end; j++) {
 			s->prev[j] = (uint32_t)(end - i);
 			s->ids[j] = p;
 		}

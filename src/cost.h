@@ -11,9 +11,14 @@
 
 #include "topology_impl.h"
 
-/* The fabric two devices use: the fabric of their smallest common level (the node's fabric
- * for two devices of one node, and for a == b). O(depth). */
+/* The fabric of the smallest level two devices share (the node level's fabric for two devices
+ * of one node, and for a == b). O(depth). */
 const struct tp_fabric_impl *tp_cost_link(const struct tp_topology *t, uint32_t a, uint32_t b);
+
+/* What two devices use: tp_cost_link's fabric, except that two GPUs of one node whose node type
+ * has an NVLink figure for the pair talk at that bandwidth (unless the caller set the node
+ * level's fabric: t->type_nvlink). Every collective below prices node traffic this way. */
+struct tp_fabric_impl tp_cost_pair(const struct tp_topology *t, uint32_t a, uint32_t b);
 
 /*
  * Every function below takes devices that are valid ids (asserted, not checked, except by

@@ -25,6 +25,7 @@
 #define PCI_CLASS_NETWORK 0x02      /* base class: network (0x0207 InfiniBand included) */
 #define PCI_CLASS_BRIDGE_OTHER 0x0680
 #define BUSID_LEN 16                /* "dddd:bb:dd.f" and its NUL */
+#define XML_MAX_BYTES (1 << 26)     /* 64 MiB: lstopo writes a few MB for the largest machines */
 
 /* What a PCI device is to a node type. */
 enum role { ROLE_NONE = 0, ROLE_GPU, ROLE_NIC, ROLE_NVSWITCH };
@@ -660,26 +661,134 @@ static const char *check_object_tag(const char *tag, const char *end, bool root)
 	return NULL;
 }
 
+/*
+ * Well-formedness, before anything else: hwloc's parser is recursive and trusts nesting and
+ * quoting, so the buffer must be XML of the shape hwloc writes. Elements `<name attr="v" ...>`
+ * or `<name .../>` with names of [A-Za-z0-9_] and attributes as next_attr() reads them; every
+ * element closed by `</name>` in order; at most XML_MAX_DEPTH elements open at once; text
+ * (distance values) without '>', control characters other than tab, CR and LF, or an unknown
+ * entity; one root, `<topology>`, and nothing but white space after it. Comments, CDATA and
+ * processing instructions (other than the header lines skipped before) are refused: hwloc
+ * never writes them.
+ */
+#define XML_MAX_DEPTH 128
+
+struct xml_elem {
+	const char *name;
+	size_t len;
+};
+
+static bool is_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+static bool text_ok(const char *p, const char *end)
+{
+	for (const char *q = p; q < end; q++) {
+		unsigned char c = (unsigned char)*q;
+		if (c == '>' || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+			return false;
+		if (c == '&' && !known_entity(q, end))
+			return false;
+	}
+	return true;
+}
+
+static bool all_space_n(const char *p, const char *end)
+{
+	for (; p < end; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+			return false;
+	return true;
+}
+
+/* NULL when [p ...] (NUL-terminated) is well-formed as above, else what is wrong. */
+static const char *xml_not_well_formed(const char *p)
+{
+	struct xml_elem open[XML_MAX_DEPTH];
+	unsigned depth = 0;
+	bool root_done = false;
+	while (*p) {
+		const char *lt = strchr(p, '<');
+		const char *stop = lt ? lt : p + strlen(p);
+		if (!text_ok(p, stop))
+			return "text with '>', a control character or an unknown entity";
+		if (!lt) {
+			if (depth == 0 && !all_space_n(p, stop))
+				return root_done ? "content after the root element" : "text before the root";
+			break;
+		}
+		if (depth == 0 && (root_done || !all_space_n(p, stop)))
+			return root_done ? "content after the root element" : "text before the root";
+		const char *gt = strchr(lt, '>');
+		if (!gt || memchr(lt + 1, '<', (size_t)(gt - lt - 1)))
+			return "a tag without its '>' (truncated?)";
+		bool closing = lt[1] == '/';
+		const char *n = lt + 1 + closing, *q = n;
+		while (q < gt && is_name_char(*q))
+			q++;
+		if (q == n)
+			return "a tag without a name (comment, CDATA or processing instruction?)";
+		size_t nlen = (size_t)(q - n);
+		if (closing) {
+			if (q != gt)
+				return "a malformed closing tag";
+			if (depth == 0 || open[depth - 1].len != nlen ||
+			    strncmp(open[depth - 1].name, n, nlen))
+				return "a closing tag that does not match the open element";
+			if (--depth == 0)
+				root_done = true;
+		} else {
+			if (q < gt && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\r' && *q != '/')
+				return "a malformed tag name";
+			const char *an, *v, *vend, *a = q;
+			size_t alen;
+			int r;
+			while ((r = next_attr(&a, gt, &an, &alen, &v, &vend)) == 1)
+				;
+			if (r < 0)
+				return "a malformed attribute (not name=\"value\")";
+			if (depth == 0 && (root_done || nlen != 8 || strncmp(n, "topology", 8)))
+				return "a root element other than one <topology>";
+			if (gt[-1] == '/') {
+				if (depth == 0)
+					root_done = true;
+			} else {
+				if (depth == XML_MAX_DEPTH)
+					return "elements nested more than 128 deep";
+				open[depth++] = (struct xml_elem){n, nlen};
+			}
+		}
+		p = gt + 1;
+	}
+	if (depth)
+		return "an element that is never closed (truncated?)";
+	return root_done ? NULL : "no root element";
+}
+
 /* NULL when hwloc may be given the buffer, else what is wrong with it. */
 static const char *xml_problem(const char *buf)
 {
 	const char *p = skip_headers(buf);
 	if (!p || strncmp(p, "<topology version=\"2.", 21))
 		return "not an hwloc XML topology of version 2 (as hwloc >= 2.0 writes)";
+	const char *why = xml_not_well_formed(p);
+	if (why)
+		return why;
 	bool pu = false, numa = false;
 	unsigned roots = 0;
 	long depth = 0; /* <object> nesting */
 	for (p = strchr(p, '<'); p; p = strchr(p + 1, '<')) {
 		const char *end = strchr(p, '>');
-		if (!end || memchr(p + 1, '<', (size_t)(end - p - 1)))
-			return "a tag without its '>' (truncated?)";
 		if (!strncmp(p, "</object>", 9) && --depth < 0)
 			return "an unmatched </object>";
 		if (strncmp(p, "<object ", 8))
 			continue;
 		if (depth == 0 && ++roots > 1)
 			return "more than one top-level object";
-		const char *why = check_object_tag(p + 7, end, depth == 0);
+		why = check_object_tag(p + 7, end, depth == 0);
 		if (why)
 			return why;
 		depth += end[-1] != '/';
@@ -724,9 +833,16 @@ int tp_nodetype_from_hwloc_xml(tp_nodetype **out, const char *xml, size_t len,
 		return fail(errbuf, errlen, TP_EINVAL, "alloc lacks a function");
 	if (len == 0)
 		return fail(errbuf, errlen, TP_EPARSE, "the XML buffer is empty");
-	if (len >= INT_MAX)
+	if (len > XML_MAX_BYTES)
 		return fail(errbuf, errlen, TP_ELIMIT, "the XML buffer has %zu bytes (at most %d)",
-		            len, INT_MAX - 1);
+		            len, XML_MAX_BYTES);
+	size_t nul = strnlen(xml, len);
+	while (len > nul && xml[len - 1] == '\0')
+		len--; /* trailing NULs, as from a C string passed with its terminator, are fine */
+	if (nul < len)
+		return fail(errbuf, errlen, TP_EPARSE,
+		            "the XML buffer has a NUL byte at offset %zu, before its end (%zu bytes)",
+		            nul, len);
 	tp_allocator a = tp_alloc_resolve(alloc);
 	char *copy = tp_malloc(&a, len + 1);
 	if (!copy)

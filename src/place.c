@@ -70,6 +70,12 @@
  * every level each domain is one contiguous run, and groups and slices are runs inside one
  * domain because every domain holds whole units.
  *
+ * GPU+NIC pairs (request.gpu_nic_pairs) change only what a node can give: its usable devices
+ * are the usable GPUs that a maximum matching to distinct nearest NICs covers (node_pairable,
+ * below), so every rule above applies unchanged. Such a request is a filtered one (node
+ * capacities come from walking the nodes, as with `select`); the result records each rank's
+ * NIC (pair_result), matched again over the final device list of each node.
+ *
  * Failure-domain caps and spread are not tree-shaped. The tree solver answers first; if its
  * answer breaks them, an exhaustive search (exact for rule 1) runs when at most 16 nodes have
  * free capacity, else a greedy fill (groups of the node level, no slices) that honours them
@@ -155,6 +161,7 @@ struct pctx {
 	bool have_used;
 	Pvoid_t memo;                   /* JudyL (level << 32 | dom) -> capd + 1 (filtered) */
 	bool ideal_plain;               /* ideal, and every healthy uncordoned device usable */
+	bool pairs;                     /* gpu_nic_pairs: node capacity is a GPU-NIC matching */
 
 	/* the root's decision, kept from eval() for emit() (same amount and column) */
 	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
@@ -340,6 +347,225 @@ static bool dev_ok(const struct pctx *p, uint32_t d)
 	return true;
 }
 
+/* ---- GPU+NIC pairs ---------------------------------------------------------------------------
+ *
+ * A GPU's nearest NICs are those below its anchor: the lowest PCIe switch above it with a NIC
+ * below (every NIC of the node when there is none: anchor -1). Which GPUs of a node can be
+ * paired with distinct nearest NICs is a bipartite matching; Kuhn's augmenting paths, GPUs and
+ * NICs in index order, give a maximum one deterministically. Any subset of the GPUs a maximum
+ * matching covers can be paired too (with the same NICs), so the solver treats the covered
+ * usable GPUs as the node's usable devices and needs nothing else. Cost per node:
+ * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching.
+ */
+
+struct pairing {
+	const struct tp_nodetype *nt;
+	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: lowest switch with a NIC below, -1: root */
+	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
+	int *gpu_of;                      /* [nnic] paired GPU, -1 */
+	unsigned char *seen;              /* [nnic] visited by the current augmentation */
+};
+
+static const struct tp_nodetype *node_nodetype(const struct tp_topology *t, uint32_t node)
+{
+	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
+	return ty != TP_NO_TYPE ? t->types[ty] : NULL;
+}
+
+/* Whether a node's devices are the GPUs of a node type with NICs. */
+static const struct tp_nodetype *pairable_type(const struct tp_topology *t, uint32_t node)
+{
+	const struct tp_nodetype *nt = node_nodetype(t, node);
+	return nt && nt->nnic > 0 && nt->ngpus == tp_node_ndev(t, node) ? nt : NULL;
+}
+
+static bool nic_below(const struct tp_nodetype *nt, unsigned nic, int sw)
+{
+	if (sw < 0)
+		return true;
+	for (int s = nt->nic_sw[nic]; s >= 0; s = nt->sw_parent[s])
+		if (s == sw)
+			return true;
+	return false;
+}
+
+static int gpu_anchor(const struct tp_nodetype *nt, unsigned g)
+{
+	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
+		for (unsigned n = 0; n < nt->nnic; n++)
+			if (nic_below(nt, n, s))
+				return s;
+	return -1;
+}
+
+/* Set up a matching with nothing paired; scratch from the arena (false: out of memory). */
+static bool pairing_init(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt)
+{
+	pr->nt = nt;
+	pr->gpu_of = ar_alloc(p, nt->nnic * sizeof *pr->gpu_of);
+	pr->seen = ar_alloc(p, nt->nnic);
+	if (!pr->gpu_of || !pr->seen)
+		return false;
+	for (unsigned n = 0; n < nt->nnic; n++)
+		pr->gpu_of[n] = -1;
+	for (unsigned g = 0; g < nt->ngpus; g++) {
+		pr->anchor[g] = gpu_anchor(nt, g);
+		pr->nic_of[g] = -1;
+	}
+	return true;
+}
+
+static bool pair_augment(struct pairing *pr, unsigned g)
+{
+	const struct tp_nodetype *nt = pr->nt;
+	for (unsigned n = 0; n < nt->nnic; n++) {
+		if (pr->seen[n] || !nic_below(nt, n, pr->anchor[g]))
+			continue;
+		pr->seen[n] = 1;
+		if (pr->gpu_of[n] < 0 || pair_augment(pr, (unsigned)pr->gpu_of[n])) {
+			pr->gpu_of[n] = (int)g;
+			pr->nic_of[g] = (int)n;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
+static bool pair_gpu(struct pairing *pr, unsigned g)
+{
+	if (pr->nic_of[g] >= 0)
+		return true;
+	memset(pr->seen, 0, pr->nt->nnic);
+	return pair_augment(pr, g);
+}
+
+static bool dev_ok(const struct pctx *p, uint32_t d);
+
+/* Devices that hold a NIC before the usable ones are paired: those given out earlier in this
+ * call, and the repaired job's own healthy devices. */
+static bool keeps_nic(const struct pctx *p, uint32_t d)
+{
+	if (p->taken && j1_test(p->taken, d))
+		return true;
+	return p->self_slot != TP_NO_JOB && p->c->dev_job[d] == p->self_slot &&
+	       !(p->extra_down && j1_test(p->extra_down, d));
+}
+
+/* Usable devices of a node that can be paired with distinct nearest NICs (ids to list). */
+static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
+{
+	const struct tp_topology *t = p->t;
+	const struct tp_nodetype *nt = pairable_type(t, node);
+	if (!nt)
+		return 0;
+	struct amark m = ar_mark(p);
+	struct pairing pr;
+	uint32_t base = t->dev_first[node], n = 0;
+	if (pairing_init(p, &pr, nt)) {
+		for (unsigned g = 0; g < nt->ngpus; g++)
+			if (keeps_nic(p, base + g))
+				pair_gpu(&pr, g);
+		for (unsigned g = 0; g < nt->ngpus; g++) {
+			if (!dev_ok(p, base + g) || !pair_gpu(&pr, g))
+				continue;
+			if (list)
+				list[n] = base + g;
+			n++;
+		}
+	}
+	ar_release(p, m);
+	return n;
+}
+
+/* Free devices of a node that `select`'s per-device rule allows and that can be paired. */
+static uint32_t node_pairable_free(struct pctx *p, uint32_t node)
+{
+	const struct tp_topology *t = p->t;
+	const struct tp_nodetype *nt = pairable_type(t, node);
+	if (!nt)
+		return 0;
+	struct amark m = ar_mark(p);
+	struct pairing pr;
+	uint32_t base = t->dev_first[node], n = 0;
+	if (pairing_init(p, &pr, nt))
+		for (unsigned g = 0; g < nt->ngpus; g++)
+			if (tp_dev_free(p->c, base + g) &&
+			    !(p->q->min_perf > 0 && !(t->dev_perf[base + g] >= p->q->min_perf)))
+				n += pair_gpu(&pr, g);
+	ar_release(p, m);
+	return n;
+}
+
+/* GPUs of the whole topology that can be paired (for the message of an infeasible request). */
+static uint64_t topology_pairable(struct pctx *p)
+{
+	const struct tp_topology *t = p->t;
+	uint64_t sum = 0;
+	struct amark m = ar_mark(p);
+	uint32_t *per_type = ar_alloc(p, (t->ntypes ? t->ntypes : 1) * sizeof *per_type);
+	if (!per_type)
+		return 0;
+	for (unsigned ty = 0; ty < t->ntypes; ty++) {
+		const struct tp_nodetype *nt = t->types[ty];
+		struct pairing pr;
+		per_type[ty] = 0;
+		if (nt->nnic && pairing_init(p, &pr, nt))
+			for (unsigned g = 0; g < nt->ngpus; g++)
+				per_type[ty] += pair_gpu(&pr, g);
+	}
+	for (uint32_t node = 0; node < t->nnodes; node++)
+		if (pairable_type(t, node))
+			sum += per_type[t->node_type[node]];
+	ar_release(p, m);
+	return sum;
+}
+
+/* The NIC of every rank of a placement (pl->nic): the devices of each node, in rank order,
+ * matched to distinct nearest NICs. A fresh placement pairs them all by construction; a
+ * replacement may hold devices the caller assigned that cannot all be paired (-1). */
+static int pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, size_t n)
+{
+	const struct tp_topology *t = p->t;
+	pl->nic = tp_mallocn(&pl->alloc, n ? n : 1, sizeof *pl->nic);
+	if (!pl->nic)
+		return TP_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		pl->nic[i] = -1;
+	bool all = true;
+	Pvoid_t done = NULL; /* nodes already paired */
+	for (size_t i = 0; i < n && !p->err; i++) {
+		uint32_t node = t->dev_node[devs[i]];
+		const struct tp_nodetype *nt = pairable_type(t, node);
+		if (!nt || j1_test(done, node)) {
+			all = all && nt;
+			continue;
+		}
+		j1_set(p, &done, node);
+		struct amark m = ar_mark(p);
+		struct pairing pr;
+		/* a fresh placement holds each node as one run of ranks; a replacement may not */
+		size_t end = i;
+		while (end < n && (pl->replace || t->dev_node[devs[end]] == node))
+			end++;
+		if (pairing_init(p, &pr, nt)) {
+			for (size_t j = i; j < end; j++)
+				if (t->dev_node[devs[j]] == node)
+					pair_gpu(&pr, devs[j] - t->dev_first[node]);
+			for (size_t j = i; j < end; j++)
+				if (t->dev_node[devs[j]] == node)
+					pl->nic[j] = pr.nic_of[devs[j] - t->dev_first[node]];
+		}
+		ar_release(p, m);
+	}
+	j1_free(&done);
+	for (size_t i = 0; i < n && !pl->replace; i++)
+		all = all && pl->nic[i] >= 0;
+	if (p->err)
+		return p->err;
+	return all || pl->replace ? 0 : TP_ECORRUPT;
+}
+
 /* Usable devices of a node; their ids (index order) go to list when it is not NULL. */
 static uint32_t node_usable(struct pctx *p, uint32_t node, uint32_t *list)
 {
@@ -349,6 +575,8 @@ static uint32_t node_usable(struct pctx *p, uint32_t node, uint32_t *list)
 		return tp_node_ndev(p->t, node);
 	if (p->filtered && !node_ok(p, node))
 		return 0;
+	if (p->pairs)
+		return node_pairable(p, node, list);
 	uint32_t n = 0;
 	for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
 		if (dev_ok(p, d)) {
@@ -1851,8 +2079,9 @@ static int ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_
 	p->compact = q->required >= 0 || q->preferred >= 0 || q->nslices > 0 || p->sl >= 0;
 	build_scope(p);
 	build_xbad(p, false);
+	p->pairs = q->pairs;
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
-	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0;
+	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs;
 	p->out = NULL;
 	return p->err;
 }
@@ -2440,6 +2669,7 @@ void tp_placement_destroy(tp_placement *pl)
 	tp_free(&a, pl->job);
 	tp_request_free(&a, pl->req);
 	tp_free(&a, pl->devs);
+	tp_free(&a, pl->nic);
 	tp_free(&a, pl->failed);
 	tp_free(&a, pl);
 }
@@ -2482,6 +2712,11 @@ static int finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, siz
 		pl->ndom[l] = nd;
 	}
 	pl->comm_us = n > 1 ? tp_cost_ring_allreduce_us(t, devs, n, GIB) : 0.0;
+	if (!p->err && p->q && p->q->pairs) {
+		int rc = pair_result(pl, p, devs, n);
+		if (rc)
+			return rc;
+	}
 	return p->err;
 }
 
@@ -2490,7 +2725,7 @@ static uint32_t matching_free(struct pctx *p)
 {
 	const struct tp_rq *q = p->q;
 	const struct tp_topology *t = p->t;
-	if (!q->has_model && !(q->min_perf > 0) && !(q->min_mem > 0) && !q->has_nodes)
+	if (!q->has_model && !(q->min_perf > 0) && !(q->min_mem > 0) && !q->has_nodes && !q->pairs)
 		return p->c->nfree;
 	uint32_t n = 0;
 	size_t nn = q->has_nodes ? q->nnodes : t->nnodes;
@@ -2500,6 +2735,10 @@ static uint32_t matching_free(struct pctx *p)
 			continue;
 		if (q->min_mem > 0 && !(t->node_mem_gb[node] >= q->min_mem))
 			continue;
+		if (q->pairs) {
+			n += node_pairable_free(p, node);
+			continue;
+		}
 		for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++)
 			if (tp_dev_free(p->c, d) && !(q->min_perf > 0 && !(t->dev_perf[d] >= q->min_perf)))
 				n++;
@@ -2601,6 +2840,13 @@ static int classify(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t neede
 		return r;
 	if (!r) {
 		uint32_t ib = best_at_level(p, L, k, &dom);
+		if (q->pairs)
+			return tp_seterr(pl->errmsg, TP_EINFEASIBLE,
+			                 "infeasible: request.gpu_nic_pairs 1: the request's %u devices "
+			                 "cannot each be paired with a distinct nearest NIC of their node, "
+			                 "even with every other job gone (the topology has %llu GPUs that "
+			                 "can be paired; one %s could take at most %u of them)", k,
+			                 (unsigned long long)topology_pairable(p), lv, ib);
 		return tp_seterr(pl->errmsg, TP_EINFEASIBLE,
 		                 "infeasible: the request's %u devices cannot be placed even with every "
 		                 "other job gone (healthy, uncordoned, matching devices; one %s could "
@@ -2721,6 +2967,15 @@ int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_t i, ui
 double tp_placement_step_comm_us(const tp_placement *p)
 {
 	return p && p->status == 0 ? p->comm_us : 0.0;
+}
+
+int tp_placement_nic(const tp_placement *p, size_t i)
+{
+	if (!p || p->status != 0 || i >= p->ndev)
+		return TP_EINVAL;
+	if (!p->nic || p->nic[i] < 0)
+		return TP_ENOTFOUND;
+	return (int)p->nic[i];
 }
 
 int tp_placement_fit(const tp_placement *p, tp_fit *fit)
@@ -2989,12 +3244,27 @@ static int smallest_common(const struct pctx *p, const struct rstate *rs, uint32
  * smallest domain holding the healthy devices and climb until they fit: staying inside a domain
  * adds no domain at its level or above, which every placement leaving it does, so the first
  * that fits is optimal. */
+/* Whether the domains above (al, dom) can take cnt more devices under their caps: eval()
+ * inside a domain applies the caps of that domain and below only. */
+static bool ancestors_take(const struct pctx *p, int al, uint32_t dom, uint32_t cnt)
+{
+	uint32_t d = dom;
+	for (int l = al - 1; l >= 0; l--) {
+		d = p->t->lv[l + 1].parent[d];
+		if (cap_left(p, (unsigned)l, d) < cnt)
+			return false;
+	}
+	return true;
+}
+
 static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
                          uint32_t cnt, uint32_t *best)
 {
 	for (;;) {
-		int r = eval(p, *al, *dom, cnt, colq(p, *al), best);
-		if (r != 0 || *al < 0 || cl->a >= 0)
+		int r = ancestors_take(p, *al, *dom, cnt) ? eval(p, *al, *dom, cnt, colq(p, *al), best)
+		                                          : 0;
+		/* never above the anchor, nor above the level the job's shape requires */
+		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required))
 			return r;
 		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
 		(*al)--;
@@ -3022,6 +3292,13 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 	int al = anchor_of(p, rs, ly, cl, &dom);
 	if (al < 0)
 		al = smallest_common(p, rs, &dom);
+	if (al < 0) {
+		/* no healthy device anchors the class (every rank of the job failed): the required
+		 * and colocate levels must hold the replacements whole, as in tp_place */
+		p->single_to = sub->required;
+		if (sub->colocate_slot != TP_NO_JOB_SLOT && sub->colocate_level > p->single_to)
+			p->single_to = sub->colocate_level;
+	}
 	uint32_t best[W_MAX];
 	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
 	if (r == 0) {
@@ -3058,6 +3335,34 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 				j1_set(p, &rs->taken, dev);
 			}
 	return p->err ? p->err : (at == cnt ? 1 : TP_ECORRUPT);
+}
+
+/* A replacement refused after the fact (its list breaks a rule the classes do not see): the
+ * fit figures as classify() gives them, FRAGMENTED since the replacements themselves were
+ * found free. */
+static void replace_fit(tp_placement *pl, struct pctx *p, uint32_t needed, int level)
+{
+	pl->has_fit = true;
+	pl->fit.needed = needed;
+	pl->fit.level = level < 0 ? 0 : level;
+	pl->fit.free_total = matching_free(p);
+	pl->fit.best = 0;
+}
+
+/* Domains of level l that a device list touches (a tree spread's measure). */
+static uint32_t domains_touched(struct pctx *p, unsigned l, const uint32_t *devs, uint32_t n)
+{
+	Pvoid_t seen = NULL;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = tp_node_ancestor(p->t, p->t->dev_node[devs[i]], l);
+		if (!j1_test(seen, d)) {
+			j1_set(p, &seen, d);
+			k++;
+		}
+	}
+	j1_free(&seen);
+	return k;
 }
 
 static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
@@ -3151,11 +3456,29 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 			bool ok = true;
 			if (!rc)
 				rc = fd_check(&q, rs.devs, n, &ok);
-			if (!rc && !ok)
+			if (!rc && !ok) {
+				replace_fit(pl, &q, nbad, 0);
 				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
 				               "fragmented: the replacements would break the job's "
 				               "failure-domain caps or spread");
+			}
 			ctx_fini(&q);
+		}
+		if (!rc && i + 1 == ncls && shape.spread_level >= 0 && shape.spread_min >= 2) {
+			/* the classes are placed without the tree spread (it couples them): refuse a
+			 * list that spreads less than the job's did, below the shape's minimum */
+			unsigned l = (unsigned)shape.spread_level;
+			uint32_t now = domains_touched(&p, l, rs.devs, n);
+			uint32_t before = domains_touched(&p, l, orig, n);
+			if (p.err)
+				rc = p.err;
+			if (!rc && now < shape.spread_min && now < before) {
+				replace_fit(pl, &p, nbad, (int)l);
+				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+				               "fragmented: the replacements would leave job '%s' on %u "
+				               "domains of %s, below its spread of %u", job->id, now,
+				               c->t->lv[l].name, shape.spread_min);
+			}
 		}
 		if (i + 1 < ncls || rc)
 			ctx_fini(&p);

@@ -21,6 +21,8 @@ struct tp_placement {
 	tp_request *req;             /* place: a copy of the request (recorded as the shape) */
 	uint32_t *devs;              /* [ndev] rank order (replace: the job's whole new list) */
 	size_t ndev;
+	int32_t *nic;                /* [ndev] NIC paired with each rank (-1: none), or NULL when
+	                                the request has no gpu_nic_pairs */
 	uint32_t *failed, *repl;     /* replace: [nrepl] failed device -> its replacement */
 	size_t nrepl;
 	unsigned nlevels;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "request.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,31 @@ static const char *pack_str(struct packer *p, const char *s)
 	return s ? pack_bytes(p, s, strlen(s) + 1, 1) : NULL;
 }
 
-static void pack_request(struct packer *p, const tp_request *src, tp_request *dst)
+size_t tp_request_size(unsigned version)
 {
+	switch (version) {
+	case 1:
+		return offsetof(tp_request, gpu_nic_pairs);
+	case TP_REQUEST_VERSION:
+		return sizeof(tp_request);
+	default:
+		return 0;
+	}
+}
+
+void tp_request_read(const tp_request *src, tp_request *dst)
+{
+	size_t n = tp_request_size(src->version);
+	*dst = (tp_request)TP_REQUEST_INIT;
+	memcpy(dst, src, n ? n : sizeof dst->version);
+	dst->version = TP_REQUEST_VERSION;
+}
+
+static void pack_request(struct packer *p, const tp_request *orig, tp_request *dst)
+{
+	tp_request cur;
+	tp_request_read(orig, &cur);
+	const tp_request *src = &cur;
 	tp_slice *slices = src->nslices
 	                       ? pack_bytes(p, src->slices, src->nslices * sizeof *slices,
 	                                    _Alignof(tp_slice))
@@ -394,14 +418,28 @@ static int resolve_names(const tp_request *r, struct tp_rq *q, char *err)
 	return 0;
 }
 
+/* gpu_nic_pairs: a flag. Whether the topology can give the pairs is the solver's to say. */
+static int resolve_pairs(const tp_request *r, struct tp_rq *q, char *err)
+{
+	if (r->gpu_nic_pairs != 0 && r->gpu_nic_pairs != 1)
+		return tp_seterr(err, TP_EINVAL, "request.gpu_nic_pairs %d is not 0 or 1",
+		                 r->gpu_nic_pairs);
+	q->pairs = r->gpu_nic_pairs == 1;
+	return 0;
+}
+
 int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
-                       const tp_request *r, unsigned flags, const tp_allocator *a,
+                       const tp_request *orig, unsigned flags, const tp_allocator *a,
                        struct tp_rq *q, char *err)
 {
 	memset(q, 0, sizeof *q);
-	if (r->version != TP_REQUEST_VERSION)
-		return tp_seterr(err, TP_EINVAL, "request.version %u is not %u (TP_REQUEST_VERSION)",
-		                 r->version, TP_REQUEST_VERSION);
+	if (!tp_request_size(orig->version))
+		return tp_seterr(err, TP_EINVAL,
+		                 "request.version %u is not 1 to %u (TP_REQUEST_VERSION)",
+		                 orig->version, TP_REQUEST_VERSION);
+	tp_request cur;
+	tp_request_read(orig, &cur);
+	const tp_request *r = &cur;
 	if (r->count == 0)
 		return tp_seterr(err, TP_EINVAL, "request.count must be at least 1");
 	q->count = r->count;
@@ -423,6 +461,8 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 		rc = resolve_level(t, r->exclusive, "request.exclusive", &q->exclusive, err);
 	if (!rc)
 		rc = resolve_select(t, r, q, a, err);
+	if (!rc)
+		rc = resolve_pairs(r, q, err);
 	if (rc)
 		tp_rq_release(a, q);
 	return rc;

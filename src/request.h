@@ -11,8 +11,18 @@
 
 struct tp_cluster;
 
+/* The size of a tp_request of a version the library reads (1 .. TP_REQUEST_VERSION), 0 for
+ * any other version. */
+size_t tp_request_size(unsigned version);
+
+/* *src read as the version it says into *dst at the current version: the fields an older
+ * version lacks take their TP_REQUEST_INIT defaults. Reads no byte past src's own version.
+ * src->version must be one tp_request_size() accepts. */
+void tp_request_read(const tp_request *src, tp_request *dst);
+
 /* Copy *src with every string and array it points to into one allocation. The copy's
- * `version` is TP_REQUEST_VERSION. Returns NULL when out of memory. */
+ * `version` is TP_REQUEST_VERSION. src->version must be one tp_request_size() accepts.
+ * Returns NULL when out of memory. */
 tp_request *tp_request_dup(const tp_allocator *a, const tp_request *src);
 
 /* Release a copy made by tp_request_dup (NULL is fine). */
@@ -61,6 +71,7 @@ struct tp_rq {
 	bool has_nodes;
 	uint32_t *nodes;             /* [nnodes] sorted node ids of the allow-list, owned */
 	size_t nnodes;
+	bool pairs;                  /* gpu_nic_pairs: each GPU with a distinct nearest NIC */
 };
 
 #define TP_NO_JOB_SLOT UINT32_MAX

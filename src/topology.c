@@ -282,6 +282,15 @@ int tp_nodetype_gpu_nearest_nic(const tp_nodetype *nt, unsigned gpu)
 	return (int)best;
 }
 
+static bool nodetype_has_nvlink(const tp_nodetype *nt)
+{
+	if (nt->nvlink)
+		for (size_t i = 0; i < (size_t)nt->ngpus * nt->ngpus; i++)
+			if (nt->nvlink[i] > 0)
+				return true;
+	return false;
+}
+
 /* A deep copy of a node type, with the given allocator. */
 static tp_nodetype *nodetype_clone(const tp_nodetype *src, const tp_allocator *a)
 {
@@ -385,6 +394,7 @@ struct tp_topology_builder {
 	unsigned nlevels;
 	char *levels[TP_MAX_LEVELS];
 	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1];
+	bool fabric_set[TP_MAX_LEVELS + 1]; /* set by the caller, not a default */
 
 	struct bnode *nodes;
 	size_t nnodes, cap_nodes;
@@ -520,6 +530,7 @@ int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_link_ki
 		return tp_seterr(b->errmsg, TP_EINVAL, "fabric latency_us %g is not a number >= 0",
 		                 latency_us);
 	b->fabric[level + 1] = (struct tp_fabric_impl){kind, gbps, latency_us};
+	b->fabric_set[level + 1] = true;
 	return 0;
 }
 
@@ -1263,6 +1274,10 @@ static int build_tables(struct build_ctx *x)
 			if (!(t->types[i] = nodetype_clone(b->types[i], a)))
 				return TP_ENOMEM;
 	}
+	/* A node type's NVLink figures set the bandwidth inside its nodes unless the caller set
+	 * the node level's fabric (docs/cost-model.md). */
+	for (unsigned i = 0; i < t->ntypes && !b->fabric_set[b->nlevels]; i++)
+		t->type_nvlink = t->type_nvlink || nodetype_has_nvlink(t->types[i]);
 	return 0;
 }
 

@@ -68,6 +68,8 @@ struct tp_topology {
 	unsigned nlevels; /* node level = nlevels - 1 */
 	struct tp_level_impl lv[TP_MAX_LEVELS];
 	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1]; /* [level + 1]; [0] is the cluster */
+	bool type_nvlink; /* node types' NVLink figures price traffic inside their nodes: the
+	                     caller did not set the node level's fabric and some type has them */
 
 	uint32_t nnodes;
 	uint32_t ndevices;

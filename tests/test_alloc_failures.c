@@ -404,3 +404,67 @@ Test(alloc_failures, commit_of_a_replacement)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* GPU+NIC pairs on HGX nodes (one NIC per PCIe switch): tp_place with pairs, and tp_replace of
+ * a job whose shape asks for pairs (its healthy GPUs keep their NICs), under every failure. */
+Test(alloc_failures, place_and_replace_with_gpu_nic_pairs)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hgx();
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "pairs";
+	r.count = 4;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_placement *p = NULL;
+	int rc;
+	for (long n = 0;; n++) {
+		long live = LIVE();
+		tp_test_alloc_fail_at(n);
+		rc = tp_place(c, &r, &p);
+		tp_test_alloc_fail_at(-1);
+		if (rc != TP_ENOMEM)
+			break;
+		cr_assert_null(p);
+		cr_assert_eq(LIVE(), live, "allocation %ld: a failed tp_place leaked", n);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	}
+	cr_assert_eq(rc, 0, "%s", tp_placement_errmsg(p));
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_geq(tp_placement_nic(p, i), 0);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	size_t nd;
+	uint32_t failed = tp_placement_devices(p, &nd)[1];
+	int nic = tp_placement_nic(p, 1);
+	tp_placement_destroy(p);
+	p = NULL;
+	fp = tp_cluster_fingerprint(c);
+	for (long n = 0;; n++) {
+		long live = LIVE();
+		tp_test_alloc_fail_at(n);
+		rc = tp_replace(c, "pairs", &failed, 1, &p);
+		tp_test_alloc_fail_at(-1);
+		if (rc != TP_ENOMEM)
+			break;
+		cr_assert_null(p);
+		cr_assert_eq(LIVE(), live, "allocation %ld: a failed tp_replace leaked", n);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	}
+	cr_assert_eq(rc, 0, "%s", tp_placement_errmsg(p));
+	/* HGX: one GPU per switch and NIC, so the replacement brings its own NIC */
+	const uint32_t *d = tp_placement_devices(p, &nd);
+	cr_assert_neq(d[1], failed);
+	cr_assert_geq(tp_placement_nic(p, 1), 0);
+	cr_assert_neq(tp_placement_nic(p, 1), nic);
+	for (size_t i = 0; i < nd; i++)
+		for (size_t j = 0; j < i; j++)
+			cr_assert(tp_topology_device_node(t, d[i]) != tp_topology_device_node(t, d[j]) ||
+			          tp_placement_nic(p, i) != tp_placement_nic(p, j), "ranks %zu, %zu", j, i);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

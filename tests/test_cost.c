@@ -565,3 +565,78 @@ Test(calibration, nvl72_packed_racks)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- node types' NVLink figures set the bandwidth inside their nodes ---------------------- */
+
+/* One rack of two nodes of a 4-GPU node type: NVLink 0-1 and 2-3 at 100 GB/s, the cross pairs
+ * at 40 GB/s, except 1-3, which has none. `explicit_node` sets the node fabric by hand. */
+static tp_topology *nvlink_topology(bool with_matrix, bool explicit_node)
+{
+	static const char *const levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	if (explicit_node)
+		cr_assert_eq(tp_topology_builder_set_fabric(b, 1, TP_LINK_NVLINK, NV_GBPS, NV_LAT), 0);
+	tp_nodetype *nt = NULL;
+	cr_assert_eq(tp_nodetype_create(&nt, 4, &tp_test_allocator), 0);
+	if (with_matrix) {
+		cr_assert_eq(tp_nodetype_set_nvlink(nt, 0, 1, 100), 0);
+		cr_assert_eq(tp_nodetype_set_nvlink(nt, 2, 3, 100), 0);
+		cr_assert_eq(tp_nodetype_set_nvlink(nt, 0, 2, 40), 0);
+		cr_assert_eq(tp_nodetype_set_nvlink(nt, 0, 3, 40), 0);
+		cr_assert_eq(tp_nodetype_set_nvlink(nt, 1, 2, 40), 0);
+	}
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.type = nt;
+	const char *path[1] = {"r0"};
+	cr_assert_eq(tp_topology_builder_add_node(b, "n0", path, 4, &o), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "n1", path, 4, &o), 0);
+	tp_nodetype_destroy(nt);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+Test(cost, nvlink_matrix_sets_the_node_fabric)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = nvlink_topology(true, false), *plain = nvlink_topology(false, false);
+	tp_topology *set = nvlink_topology(true, true);
+	const double B = 64.0 * 1024 * 1024, lat = 3.4, dflt = 900.0; /* default node fabric */
+	/* point to point: each pair at its own figure; 1-3 (no NVLink) at the level's */
+	ASSERT_US(tp_cost_p2p_us(t, 0, 1, B), msg_us(lat, 100, B));
+	ASSERT_US(tp_cost_p2p_us(t, 0, 2, B), msg_us(lat, 40, B));
+	ASSERT_US(tp_cost_p2p_us(t, 1, 3, B), msg_us(lat, dflt, B));
+	cr_assert_eq(tp_cost_pair(t, 2, 3).gbps, 100.0);
+	cr_assert_eq(tp_cost_link(t, 2, 3)->gbps, dflt, "the level's fabric itself is unchanged");
+	/* between nodes: the rack's fabric, matrix or not */
+	ASSERT_US(tp_cost_p2p_us(t, 0, 4, B), tp_cost_p2p_us(plain, 0, 4, B));
+	/* without a matrix, or with the node fabric set by the caller, nothing changes */
+	ASSERT_US(tp_cost_p2p_us(plain, 0, 1, B), msg_us(lat, dflt, B));
+	ASSERT_US(tp_cost_p2p_us(set, 0, 1, B), msg_us(NV_LAT, NV_GBPS, B));
+	/* ring over 0,1,2 (edges 0-1, 1-2, 2-0): the 40 GB/s edges set the pace */
+	uint32_t three[3] = {0, 1, 2};
+	ASSERT_US(tp_cost_ring_allreduce_us(t, three, 3, B), 2.0 * 2 * msg_us(lat, 40, B / 3));
+	/* hierarchical on one node: the node's slowest pair among 0,1,2 (40) */
+	double h = tp_cost_hier_allreduce_us(t, three, 3, B);
+	ASSERT_US(h, 2.0 * (2 * lat + 2.0 / 3.0 * wire(40, B)));
+	/* all-to-all on 0,1: each sends B/2 to the other at 100 GB/s */
+	uint32_t two[2] = {0, 1};
+	ASSERT_US(tp_cost_alltoall_us(t, two, 2, B), wire(100, B / 2) + lat);
+	/* all-to-all on 0..3: device 1 reaches 0 at 100, 2 at 40, 3 at the level's 900 */
+	uint32_t four[4] = {0, 1, 2, 3};
+	double d1 = wire(100, B / 4) + wire(40, B / 4) + wire(dflt, B / 4);
+	double d0 = wire(100, B / 4) + 2 * wire(40, B / 4);
+	ASSERT_US(tp_cost_alltoall_us(t, four, 4, B), fmax(d0, d1) + lat);
+	/* a tensor-parallel step on one node: slower than with the default node fabric */
+	struct tp_step_model m = {.tp = 4, .pp = 1, .dp = 1, .ep = 1, .compute_us = 1000,
+	                          .tp_bytes = B, .tp_msgs = 10};
+	double with = tp_cost_step_us(t, four, 4, &m), without = tp_cost_step_us(plain, four, 4, &m);
+	cr_assert(with > 1.5 * without, "step %g us with the matrix, %g us without", with, without);
+	ASSERT_US(with, 1000 + 10 * 2.0 * 3 * msg_us(lat, dflt < 40 ? dflt : 40, B / 4));
+	tp_topology_destroy(t);
+	tp_topology_destroy(plain);
+	tp_topology_destroy(set);
+	TP_ASSERT_NO_LEAKS();
+}

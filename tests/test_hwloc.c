@@ -331,7 +331,20 @@ Test(hwloc, malformed_xml_is_a_parse_error)
 		{"type=\"PU\"", "type=\"Core\"", "no PU"},
 		{"<indexes length=\"47\">", "<indexes length=\"46\">", "could not parse"},
 		{"name=\"mlx5_0\" osdev_type=\"3\"/>", "name=\"mlx5_0\" osdev_type=\"3\">",
-		 "could not parse"},
+		 "closing tag that does not match"},
+		/* the well-formedness screen (hwloc's own parser trusts nesting and quoting) */
+		{"</indexes>", "</index>", "closing tag that does not match"},
+		{"</topology>\n", "", "never closed"},
+		{"</topology>\n", "</topology>\n<topology version=\"2.0\"/>", "content after the root"},
+		{"</topology>\n", "</topology>\nx", "content after the root"},
+		{"<indexes length", "<!-- c --><indexes length", "without a name"},
+		{"<indexes length", "<![CDATA[x]]><indexes length", "without a name"},
+		{"<indexes length", "<in-dexes length", "malformed tag name"},
+		{"gp_index=\"2\"", "gp_index=2", "malformed attribute"},
+		{"gp_index=\"2\"", "gp_index=\"2\" x", "malformed attribute"},
+		{"OSDev:15 OSDev", "OSDev:15 &bogus; OSDev", "unknown entity"},
+		{"OSDev:15 OSDev", "OSDev:15 > OSDev", "text with '>'"},
+		{"OSDev:15 OSDev", "OSDev:15 \x01 OSDev", "control character"},
 	};
 	static char buf[8192];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -349,6 +362,45 @@ Test(hwloc, malformed_xml_is_a_parse_error)
 	TP_ASSERT_ERR(load("not xml at all <<<\"", &nt, err), TP_EPARSE, err, "refused");
 	TP_ASSERT_ERR(tp_nodetype_from_hwloc_xml(&nt, mini_xml, 0, NULL, err, sizeof err),
 	              TP_EPARSE, err, "empty");
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* hwloc's parser recurses once per open element: deep nesting is refused before it runs. */
+Test(hwloc, deep_nesting_is_refused)
+{
+	static char buf[16384];
+	size_t n = (size_t)snprintf(buf, sizeof buf, "<topology version=\"2.0\">");
+	for (int i = 0; i < 200; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "<info>");
+	for (int i = 0; i < 200; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "</info>");
+	snprintf(buf + n, sizeof buf - n, "</topology>\n");
+	tp_test_alloc_reset();
+	tp_nodetype *nt = (tp_nodetype *)1;
+	char err[256];
+	TP_ASSERT_ERR(load(buf, &nt, err), TP_EPARSE, err, "nested more than 128 deep");
+	cr_assert_null(nt);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A NUL inside the buffer is refused; NULs at its end (a C string's terminator) are not. */
+Test(hwloc, nul_bytes)
+{
+	static char buf[8192];
+	size_t len = strlen(mini_xml);
+	memcpy(buf, mini_xml, len + 1);
+	tp_test_alloc_reset();
+	tp_nodetype *nt = NULL;
+	char err[256];
+	cr_assert_eq(tp_nodetype_from_hwloc_xml(&nt, buf, len + 1, &tp_test_allocator, err,
+	                                        sizeof err), 0, "%s", err);
+	cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
+	tp_nodetype_destroy(nt);
+	nt = (tp_nodetype *)1;
+	buf[100] = '\0';
+	TP_ASSERT_ERR(tp_nodetype_from_hwloc_xml(&nt, buf, len, &tp_test_allocator, err, sizeof err),
+	              TP_EPARSE, err, "NUL byte at offset 100");
+	cr_assert_null(nt);
 	TP_ASSERT_NO_LEAKS();
 }
 
@@ -385,7 +437,7 @@ Test(hwloc, bad_arguments)
 	              TP_EINVAL, err, "alloc");
 	TP_ASSERT_ERR(tp_nodetype_from_hwloc_xml(&nt, mini_xml, (size_t)INT_MAX + 1, NULL, err,
 	                                         sizeof err),
-	              TP_ELIMIT, err, "bytes");
+	              TP_ELIMIT, err, "the XML buffer has 2147483648 bytes (at most 67108864)");
 	TP_ASSERT_ERR(tp_nodetype_from_hwloc(&nt, NULL, NULL, err, sizeof err), TP_EINVAL, err,
 	              "topo");
 	cr_assert_null(nt);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "testutil.h"
 #include "topoplace-hwloc.h"
 #include "topology_impl.h"
@@ -175,6 +176,126 @@ Test(hwloc_shared, x86_server_without_nvidia_gpu)
 	}
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 0), 0);
 	cr_assert_eq(tp_nodetype_nvswitch_count(nt), 0);
+	tp_nodetype_destroy(nt);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Two-level topology (rack > node) of `n` nodes of type nt in one rack; the node fabric is the
+ * default unless `node_gbps` > 0. */
+static tp_topology *nodes_of(const tp_nodetype *nt, unsigned n, double node_gbps)
+{
+	static const char *const levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	if (node_gbps > 0)
+		cr_assert_eq(tp_topology_builder_set_fabric(b, 1, TP_LINK_NVLINK, node_gbps, 3.4), 0);
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.type = nt;
+	const char *path[1] = {"r0"};
+	for (unsigned i = 0; i < n; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "dgx%u", i);
+		cr_assert_eq(tp_topology_builder_add_node(b, name, path, tp_nodetype_gpu_count(nt), &o),
+		             0, "%s", tp_topology_builder_errmsg(b));
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/*
+ * The DGX-2's NVLinkBandwidth matrix (150 GB/s between any two GPUs, see dgx2 above) sets the
+ * bandwidth inside its nodes, where the default node fabric says 900 GB/s; a node fabric set by
+ * the caller still wins.
+ */
+Test(hwloc_shared, dgx2_nvlink_sets_the_node_bandwidth)
+{
+	tp_test_alloc_reset();
+	tp_nodetype *nt = import_shared("nvidiaDGX2.xml");
+	tp_topology *t = nodes_of(nt, 1, 0), *set = nodes_of(nt, 1, 900);
+	cr_assert_eq(tp_cost_pair(t, 0, 15).gbps, 150.0);
+	cr_assert_eq(tp_cost_pair(t, 3, 4).gbps, 150.0);
+	cr_assert_eq(tp_cost_pair(set, 0, 15).gbps, 900.0);
+	uint32_t all[16];
+	for (uint32_t i = 0; i < 16; i++)
+		all[i] = i;
+	const double B = 1024.0 * 1024 * 1024;
+	/* the ring of 16: 30 steps of B/16 at 150 GB/s (+3.4 us each) */
+	double ring = tp_cost_ring_allreduce_us(t, all, 16, B);
+	cr_assert_float_eq(ring, 30 * (3.4 + B / 16 / 150e3), 1e-6 * ring);
+	struct tp_step_model m = {.tp = 16, .pp = 1, .dp = 1, .ep = 1, .compute_us = 10000,
+	                          .tp_bytes = 32.0 * 1024 * 1024, .tp_msgs = 100};
+	double with = tp_cost_step_us(t, all, 16, &m), dflt = tp_cost_step_us(set, all, 16, &m);
+	cr_assert(with > 2 * dflt, "step %g us from the matrix, %g us at 900 GB/s", with, dflt);
+	/* the placement's score is the same ring */
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 16;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0);
+	cr_assert_float_eq(tp_placement_step_comm_us(p), ring, 1e-6 * ring);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	tp_topology_destroy(set);
+	tp_nodetype_destroy(nt);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/*
+ * GPU+NIC pairs on the DGX-2: its XML has no NIC (lstopo shows no Net or OpenFabrics device),
+ * so no GPU can be paired; with one NIC added by hand behind each leaf switch (two GPUs each),
+ * a node pairs 8 of its 16 GPUs, one per leaf switch.
+ */
+Test(hwloc_shared, dgx2_gpu_nic_pairs)
+{
+	tp_test_alloc_reset();
+	tp_nodetype *nt = import_shared("nvidiaDGX2.xml");
+	tp_topology *t = nodes_of(nt, 2, 0);
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 1;
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "the topology has 0 GPUs that can be paired");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+
+	for (unsigned g = 0; g < 16; g += 2) {
+		char name[16];
+		snprintf(name, sizeof name, "mlx5_%u", g / 2);
+		cr_assert_eq(tp_nodetype_add_nic(nt, name, tp_nodetype_gpu_switch(nt, g), 0.0, NULL), 0);
+	}
+	t = nodes_of(nt, 2, 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	r.count = 8;
+	r.required = "node";
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++) {
+		unsigned gpu = tp_topology_device_index(t, d[i]);
+		int nic = tp_placement_nic(p, i);
+		cr_assert_eq(gpu / 2, (unsigned)nic, "rank %zu: GPU %u, NIC %d", i, gpu, nic);
+		cr_assert_eq(tp_nodetype_nic_switch(nt, (unsigned)nic), tp_nodetype_gpu_switch(nt, gpu));
+	}
+	tp_placement_destroy(p);
+	r.count = 9;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "request.gpu_nic_pairs");
+	tp_placement_destroy(p);
+	r.count = 16;
+	r.required = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(tp_placement_domain_count(p, 1), 2);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
 	tp_nodetype_destroy(nt);
 	TP_ASSERT_NO_LEAKS();
 }

@@ -1252,3 +1252,507 @@ Test(place, allocation_failures_place_replace_commit)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- GPU+NIC pairs (request.gpu_nic_pairs) -------------------------------------------------- */
+
+/*
+ * A DGX-2-like node type: 4 top PCIe switches, each with 2 leaf switches; each leaf switch has
+ * 2 GPUs and 1 NIC (16 GPUs, 8 NICs). GPU g sits behind leaf switch g / 2, NIC k behind leaf k.
+ */
+static tp_nodetype *dgx2_like(void)
+{
+	tp_nodetype *nt = NULL;
+	cr_assert_eq(tp_nodetype_create(&nt, 16, &tp_test_allocator), 0);
+	int leaf[8];
+	for (int top = 0; top < 4; top++) {
+		unsigned t, l0, l1;
+		cr_assert_eq(tp_nodetype_add_pcie_switch(nt, -1, &t), 0);
+		cr_assert_eq(tp_nodetype_add_pcie_switch(nt, (int)t, &l0), 0);
+		cr_assert_eq(tp_nodetype_add_pcie_switch(nt, (int)t, &l1), 0);
+		leaf[2 * top] = (int)l0;
+		leaf[2 * top + 1] = (int)l1;
+	}
+	for (unsigned g = 0; g < 16; g++)
+		cr_assert_eq(tp_nodetype_set_gpu_switch(nt, g, leaf[g / 2]), 0);
+	for (int k = 0; k < 8; k++) {
+		char name[16];
+		snprintf(name, sizeof name, "mlx5_%d", k);
+		cr_assert_eq(tp_nodetype_add_nic(nt, name, leaf[k], 25.0, NULL), 0);
+	}
+	return nt;
+}
+
+/* Levels rack > node; `nodes` nodes of the DGX-2-like type in rack r0, plus `plain` nodes of 16
+ * GPUs without a node type in rack r1. */
+static tp_topology *pairs_topology(unsigned nodes, unsigned plain)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	tp_nodetype *nt = dgx2_like();
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.type = nt;
+	for (unsigned i = 0; i < nodes + plain; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "n%u", i);
+		const char *path[] = {i < nodes ? "r0" : "r1"};
+		cr_assert_eq(tp_topology_builder_add_node(b, name, path, 16, i < nodes ? &o : NULL), 0,
+		             "%s", tp_topology_builder_errmsg(b));
+	}
+	tp_nodetype_destroy(nt);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* A successful pairs placement: every device has its own NIC, behind the device's switch. */
+static void assert_paired(const tp_topology *t, const tp_placement *p)
+{
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert(n > 0);
+	for (size_t i = 0; i < n; i++) {
+		int nic = tp_placement_nic(p, i);
+		uint32_t node = tp_topology_device_node(t, d[i]);
+		const tp_nodetype *nt = tp_topology_node_type(t, node);
+		cr_assert(nic >= 0 && nt, "rank %zu: %s", i, tp_err_name(nic));
+		unsigned g = tp_topology_device_index(t, d[i]);
+		cr_assert_eq(tp_nodetype_nic_switch(nt, (unsigned)nic), tp_nodetype_gpu_switch(nt, g),
+		             "rank %zu: GPU %u with NIC %d of another switch", i, g, nic);
+		for (size_t j = 0; j < i; j++)
+			cr_assert(tp_topology_device_node(t, d[j]) != node || tp_placement_nic(p, j) != nic,
+			          "ranks %zu and %zu share NIC %d", j, i, nic);
+	}
+	cr_assert_eq(tp_placement_nic(p, n), TP_EINVAL);
+}
+
+Test(place, gpu_nic_pairs_take_one_gpu_per_nic)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 0);
+	tp_cluster *c = cluster(t);
+	tp_placement *p = NULL;
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	cr_assert_eq(tp_placement_domain_count(p, 1), 1);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++) /* one GPU of each leaf switch, its NIC the switch's */
+		cr_assert_eq(tp_topology_device_index(t, d[i]) / 2, (unsigned)tp_placement_nic(p, i));
+	tp_placement_destroy(p);
+
+	/* 9 pairs never fit one node: 8 NICs */
+	r.count = 9;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "request.gpu_nic_pairs 1");
+	cr_assert(strstr(tp_placement_errmsg(p), "16 GPUs that can be paired"), "%s",
+	          tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	/* without pairs the same request fits */
+	r.gpu_nic_pairs = 0;
+	cr_assert_eq(tp_place(c, &r, &p), 0);
+	cr_assert_eq(tp_placement_nic(p, 0), TP_ENOTFOUND, "no pairs asked: no NIC");
+	tp_placement_destroy(p);
+
+	/* 16 pairs: 8 on each node; groups of 4 stay whole in a node */
+	r.required = NULL;
+	r.count = 16;
+	r.group_size = 4;
+	r.gpu_nic_pairs = 1;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	cr_assert_eq(tp_placement_domain_count(p, 1), 2);
+	tp_placement_destroy(p);
+	r.count = 20;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "request.gpu_nic_pairs");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, gpu_nic_pairs_busy_fragmented_and_infeasible)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 1);
+	tp_cluster *c = cluster(t);
+	/* node n0: both GPUs of leaf switches 0 and 1 held, and one GPU of each other leaf: the
+	 * other six leaves still pair one GPU each (6); node n1: leaves 0..1 fully held (6). */
+	uint32_t held[32];
+	size_t nh = 0;
+	uint32_t f0, f1, cnt;
+	cr_assert_eq(tp_topology_domain_devices(t, 1, node_of(t, "n0"), &f0, &cnt), 0);
+	cr_assert_eq(tp_topology_domain_devices(t, 1, node_of(t, "n1"), &f1, &cnt), 0);
+	for (unsigned g = 0; g < 4; g++)
+		held[nh++] = f0 + g;
+	for (unsigned g = 4; g < 16; g += 2)
+		held[nh++] = f0 + g;
+	for (unsigned g = 0; g < 4; g++)
+		held[nh++] = f1 + g;
+	cr_assert_eq(tp_cluster_assign(c, "j", held, nh, NULL), 0);
+	tp_placement *p = NULL;
+	tp_request r = TP_REQUEST_INIT;
+	r.gpu_nic_pairs = 1;
+	r.count = 16;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EBUSY, tp_placement_errmsg(p),
+	              "12 matching devices are free");
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.free_total, 12, "pairable free GPUs only (the plain node has none)");
+	tp_placement_destroy(p);
+	r.count = 8;
+	r.required = "node";
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	tp_placement_destroy(p);
+	r.count = 6;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	tp_placement_destroy(p);
+	/* a topology whose nodes have no NIC can never give pairs */
+	tp_topology *plain = pairs_topology(0, 2);
+	tp_cluster *c2 = cluster(plain);
+	r.count = 1;
+	r.required = NULL;
+	TP_ASSERT_ERR(tp_place(c2, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "0 GPUs that can be paired");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c2);
+	tp_topology_destroy(plain);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, gpu_nic_pairs_validation_and_versions)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(1, 0);
+	tp_cluster *c = cluster(t);
+	tp_placement *p = NULL;
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.gpu_nic_pairs = 2;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINVAL, tp_placement_errmsg(p),
+	              "request.gpu_nic_pairs 2 is not 0 or 1");
+	tp_placement_destroy(p);
+	r.version = 3;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINVAL, tp_placement_errmsg(p),
+	              "request.version 3 is not 1 to 2");
+	tp_placement_destroy(p);
+	/* a caller built against version 1 passes a shorter struct: nothing past it is read (ASan
+	 * checks the exact-size copy), and its placement has no pairs */
+	r.version = 1;
+	r.gpu_nic_pairs = 1;
+	size_t v1 = offsetof(tp_request, gpu_nic_pairs);
+	tp_request *old = malloc(v1);
+	cr_assert_not_null(old);
+	memcpy(old, &r, v1);
+	cr_assert_eq(tp_place(c, old, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(tp_placement_nic(p, 0), TP_ENOTFOUND);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = old;
+	uint32_t d = dev(t, "n0/15");
+	cr_assert_eq(tp_cluster_assign(c, "v1", &d, 1, &o), 0, "%s", tp_cluster_errmsg(c));
+	free(old);
+	/* a shape with a bad flag is refused by assign */
+	r.version = TP_REQUEST_VERSION;
+	r.gpu_nic_pairs = -1;
+	o.shape = &r;
+	d = dev(t, "n0/14");
+	TP_ASSERT_ERR(tp_cluster_assign(c, "bad", &d, 1, &o), TP_EINVAL, tp_cluster_errmsg(c),
+	              "shape.gpu_nic_pairs -1 is not 0 or 1");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, gpu_nic_pairs_survive_commit_and_replace)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 0);
+	tp_cluster *c = cluster(t);
+	tp_placement *p = NULL;
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "pairs";
+	r.count = 8;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	uint32_t failed = d[3];
+	int lost_nic = tp_placement_nic(p, 3);
+	tp_placement_destroy(p);
+	/* the job's shape keeps the pairs: the replacement takes the NIC the failed GPU left */
+	cr_assert_eq(tp_replace(c, "pairs", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 8);
+	cr_assert_neq(d[3], failed);
+	cr_assert_eq(tp_placement_nic(p, 3), lost_nic);
+	uint32_t fd, rd;
+	cr_assert_eq(tp_placement_replaced(p, 0, &fd, &rd), 0);
+	cr_assert_eq(fd, failed);
+	cr_assert_eq(tp_placement_nic(p, 99), TP_EINVAL);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place, gpu_nic_pairs_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 1);
+	tp_cluster *c = cluster(t);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 12;
+	r.gpu_nic_pairs = 1;
+	for (int pass = 0; pass < 2; pass++) {
+		int rc;
+		long k = 0;
+		tp_placement *p = NULL;
+		do {
+			tp_test_alloc_fail_at(k++);
+			rc = tp_place(c, &r, &p);
+			if (rc == TP_ENOMEM)
+				cr_assert_null(p);
+			else if (rc == 0)
+				assert_paired(t, p);
+			tp_placement_destroy(p);
+			p = NULL;
+			cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		} while (rc == TP_ENOMEM);
+		tp_test_alloc_fail_at(-1);
+		cr_assert_eq(rc, pass == 0 ? 0 : TP_EINFEASIBLE, "%s", tp_err_name(rc));
+		r.count = 17; /* the failure path counts the pairable GPUs of the topology */
+	}
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/*
+ * Property test against an oracle that needs no matching: on the DGX-2-like type (one NIC per
+ * leaf switch of two GPUs), a node can pair exactly as many GPUs as it has leaf switches with a
+ * free GPU. Random occupancy of 3 nodes (2 in rack r0, 1 in r1) and random requests (count,
+ * groups, required node / rack / none): the outcome, free_total and the pairing must agree.
+ */
+Test(place, gpu_nic_pairs_property_against_leaf_oracle)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	{
+		const char *levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		tp_nodetype *nt = dgx2_like();
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.type = nt;
+		const char *r0[] = {"r0"}, *r1[] = {"r1"};
+		cr_assert_eq(tp_topology_builder_add_node(b, "n0", r0, 16, &o), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "n1", r0, 16, &o), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "n2", r1, 16, &o), 0);
+		tp_nodetype_destroy(nt);
+		cr_assert_eq(tp_topology_build(b, &t), 0);
+		tp_topology_builder_destroy(b);
+	}
+	uint64_t seed = 42;
+	for (int round = 0; round < 150; round++) {
+		tp_cluster *c = cluster(t);
+		uint32_t held[48];
+		size_t nh = 0;
+		unsigned pct = tp_test_below(&seed, 90);
+		for (uint32_t d = 0; d < 48; d++)
+			if (tp_test_below(&seed, 100) < pct)
+				held[nh++] = d;
+		if (nh)
+			cr_assert_eq(tp_cluster_assign(c, "busy", held, nh, NULL), 0);
+		/* the oracle: pairable GPUs per node = leaves with a free GPU */
+		unsigned per_node[3] = {0, 0, 0}, per_rack[2] = {0, 0}, total = 0;
+		for (uint32_t n = 0; n < 3; n++) {
+			for (uint32_t leaf = 0; leaf < 8; leaf++) {
+				uint32_t d0 = 16 * n + 2 * leaf;
+				per_node[n] += tp_cluster_device_state(c, d0, NULL) == TP_DEVICE_FREE ||
+				               tp_cluster_device_state(c, d0 + 1, NULL) == TP_DEVICE_FREE;
+			}
+			per_rack[n < 2 ? 0 : 1] += per_node[n];
+			total += per_node[n];
+		}
+		static const char *const req_levels[] = {NULL, "node", "rack"};
+		tp_request r = TP_REQUEST_INIT;
+		r.gpu_nic_pairs = 1;
+		r.required = req_levels[tp_test_below(&seed, 3)];
+		r.group_size = tp_test_below(&seed, 2) ? 2 : 1;
+		r.count = r.group_size * (1 + tp_test_below(&seed, 12));
+		unsigned best = 0, cap = 0; /* what one domain of the required level takes now, empty */
+		if (r.required && r.required[0] == 'n') {
+			for (int n = 0; n < 3; n++)
+				best = per_node[n] > best ? per_node[n] : best;
+			cap = 8;
+		} else if (r.required) {
+			best = per_rack[0] > per_rack[1] ? per_rack[0] : per_rack[1];
+			cap = 16;
+		} else {
+			unsigned sum = 0; /* groups of 2 lie in one node: whole pairs per node */
+			for (int n = 0; n < 3; n++)
+				sum += per_node[n] - per_node[n] % r.group_size;
+			best = sum;
+			cap = 24;
+		}
+		if (r.required && r.required[0] == 'r' && r.group_size == 2) {
+			/* groups of 2 lie in one node: whole pairs per node of the rack */
+			unsigned a = per_node[0] - per_node[0] % 2 + per_node[1] - per_node[1] % 2;
+			unsigned b2 = per_node[2] - per_node[2] % 2;
+			best = a > b2 ? a : b2;
+		}
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &r, &p);
+		int want = r.count > cap ? TP_EINFEASIBLE
+		           : r.count <= best ? 0
+		           : total < r.count ? TP_EBUSY : TP_EFRAGMENTED;
+		cr_assert_eq(rc, want, "round %d: count %u group %u required %s, nodes %u/%u/%u: got %s "
+		             "(%s), want %s", round, r.count, r.group_size,
+		             r.required ? r.required : "-", per_node[0], per_node[1], per_node[2],
+		             tp_err_name(rc), tp_placement_errmsg(p), tp_err_name(want));
+		if (rc == 0) {
+			size_t n;
+			tp_placement_devices(p, &n);
+			cr_assert_eq(n, r.count);
+			assert_paired(t, p);
+		} else if (rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
+			tp_fit fit = TP_FIT_INIT;
+			cr_assert_eq(tp_placement_fit(p, &fit), 0);
+			cr_assert_eq(fit.free_total, total, "round %d", round);
+		}
+		tp_placement_destroy(p);
+		tp_cluster_destroy(c);
+	}
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- replacements keep the job's shape (fuzz_api findings 9 to 12) --------------------------- */
+
+static tp_topology *two_level(const char *const *names, const char *const *racks,
+                              const unsigned *gpus, size_t n)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *path[] = {racks[i]};
+		cr_assert_eq(tp_topology_builder_add_node(b, names[i], path, gpus[i], NULL), 0);
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* A devices cap of 1 per rack: the replacement may not join the job's healthy device's rack
+ * (before: it was put on n0/1, two devices in rack r0). */
+Test(place, replace_keeps_a_rack_cap_of_the_shape)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"n0", "n2", "n1"}, *racks[] = {"r0", "r0", "r1"};
+	const unsigned gpus[] = {2, 4, 2};
+	tp_topology *t = two_level(names, racks, gpus, 3);
+	tp_cluster *c = cluster(t);
+	tp_domain_cap cap = {"rack", 1, 0};
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.caps = &cap;
+	shape.ncaps = 1;
+	uint32_t devs[] = {dev(t, "n0/0"), dev(t, "n1/0")}, cord = dev(t, "n1/1");
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	cr_assert_eq(tp_cluster_set_cordoned(c, &cord, 1, 1), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", &devs[1], 1, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "infeasible");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_set_cordoned(c, &cord, 1, 0), 0);
+	cr_assert_eq(tp_replace(c, "j", &devs[1], 1, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *got = tp_placement_devices(p, &n);
+	cr_assert_eq(got[1], cord, "the only device of rack r1 left");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Every rank failed: the replacements must still sit in one domain of the required level
+ * (before: they were spread over two nodes). */
+Test(place, replace_of_every_rank_keeps_required)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"n7", "n0", "n6"}, *racks[] = {"r0", "r0", "r0"};
+	const unsigned gpus[] = {4, 1, 1};
+	tp_topology *t = two_level(names, racks, gpus, 3);
+	tp_cluster *c = cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.required = "node";
+	uint32_t devs[] = {dev(t, "n7/0"), dev(t, "n7/2")}, down = dev(t, "n7/1");
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	cr_assert_eq(tp_cluster_set_down(c, &down, 1, 1), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", devs, 2, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "one node could take at most 1");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_set_down(c, &down, 1, 0), 0);
+	cr_assert_eq(tp_replace(c, "j", devs, 2, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *got = tp_placement_devices(p, &n);
+	cr_assert_eq(tp_topology_device_node(t, got[0]), node_of(t, "n7"));
+	cr_assert_eq(tp_topology_device_node(t, got[1]), node_of(t, "n7"));
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A spread over nodes: a replacement that would bring the job down to one node is refused
+ * (before: it was accepted, breaking the spread). */
+Test(place, replace_keeps_a_tree_spread)
+{
+	tp_test_alloc_reset();
+	const char *names[] = {"a", "b"}, *racks[] = {"r0", "r0"};
+	const unsigned gpus[] = {2, 1};
+	tp_topology *t = two_level(names, racks, gpus, 2);
+	tp_cluster *c = cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.spread_level = "node";
+	shape.spread_min_domains = 2;
+	uint32_t devs[] = {dev(t, "a/0"), dev(t, "b/0")};
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_replace(c, "j", &devs[1], 1, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "would leave job 'j' on 1 domains of node, below its spread of 2");
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, 1);
+	cr_assert_geq(fit.free_total, fit.needed);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

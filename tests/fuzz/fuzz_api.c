@@ -714,7 +714,7 @@ static void check_result(struct st *s, int rc, const tp_placement *p, const tp_r
 	if (rc == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
 		FZ_CHECK(frc == 0, "fit of %s: %s", tp_err_name(rc), tp_err_name(frc));
 		FZ_CHECK(fit.needed == needed, "fit.needed %u, wanted %u", fit.needed, needed);
-		if (r)
+		if (r && !fz_request_pairs(r)) /* pairs count only pairable GPUs */
 			FZ_CHECK(fit.free_total == free_match, "fit.free_total %u, recount %u (%s)",
 			         fit.free_total, free_match, tp_placement_errmsg(p));
 		if (rc == TP_EBUSY)
@@ -731,7 +731,8 @@ static void check_result(struct st *s, int rc, const tp_placement *p, const tp_r
 /* A request whose fields are plainly invalid must be refused as such. */
 static bool plainly_invalid(const tp_request *r)
 {
-	return r->count == 0 || r->version != TP_REQUEST_VERSION ||
+	return r->count == 0 || r->version < 1 || r->version > TP_REQUEST_VERSION ||
+	       (r->version >= 2 && r->gpu_nic_pairs != 0 && r->gpu_nic_pairs != 1) ||
 	       (unsigned)r->job_class > TP_CLASS_INTERACTIVE || (r->nslices && !r->slices) ||
 	       (r->nselect_nodes && !r->select_nodes) ||
 	       (r->group_size > 1 && r->count % r->group_size);
@@ -797,7 +798,8 @@ static void op_place(struct st *s, struct fz_in *in)
 		FZ_CHECK((rc == 0) == (free_match >= r->count),
 		         "plain request of %u with %u free matching: %s (%s)", r->count, free_match,
 		         tp_err_name(rc), tp_placement_errmsg(p));
-	if (judged && !exclusive_jobs(s) && r->required && r->group_size <= 1 && !r->group_level &&
+	if (judged && !exclusive_jobs(s) && !fz_request_pairs(r) && r->required &&
+	    r->group_size <= 1 && !r->group_level &&
 	    !r->preferred && !r->nslices && !r->ncaps && !r->spread_level && !r->colocate_job &&
 	    !r->exclusive) {
 		int l = tp_topology_level_by_name(s->t, r->required);
@@ -816,6 +818,12 @@ static void op_place(struct st *s, struct fz_in *in)
 			FZ_CHECK(ref_dev_free(&s->m, devs[i]), "placed on device %u, not free", devs[i]);
 		const char *why = ref_placement_problem(s->c, r, tenant, devs, n, true);
 		FZ_CHECK(!why, "placement breaks its request: %s", why);
+		if (fz_request_pairs(r)) {
+			why = ref_pairs_problem(s->t, p);
+			FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
+		} else {
+			FZ_CHECK(tp_placement_nic(p, 0) == TP_ENOTFOUND, "a NIC without pairs asked");
+		}
 		uint8_t v = fz_u8(in);
 		if (v < 160) {
 			tp_job_options o;

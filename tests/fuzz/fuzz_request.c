@@ -110,6 +110,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0) {
 			const char *why = ref_placement_problem(c, &q.r, q.r.tenant, devs, n, true);
 			FZ_CHECK(!why, "placement breaks its request: %s", why);
+			if (fz_request_pairs(&q.r)) {
+				why = ref_pairs_problem(t, p);
+				FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
+			}
 			for (size_t i = 0; i < n; i++)
 				FZ_CHECK(tp_cluster_device_state(c, devs[i], NULL) == TP_DEVICE_FREE,
 				         "placed on device %u, not free", devs[i]);

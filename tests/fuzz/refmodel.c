@@ -630,13 +630,66 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 		r->job_class = (tp_job_class)(fz_u8(in) % 4); /* 3 is not a class */
 	if (flags & 0x2000)
 		r->priority = (int)(int8_t)fz_u8(in);
-	if (flags & 0x4000)
-		r->version = fz_u8(in) % 3;
+	if (flags & 0x4000) {
+		/* the same byte: version 0..2, and from bit 6 gpu_nic_pairs 1 or (invalid) 2 */
+		uint8_t v = fz_u8(in);
+		r->version = v % 3;
+		if (v & 0x40)
+			r->gpu_nic_pairs = 1 + (v >> 7);
+	}
+}
+
+bool fz_request_pairs(const tp_request *r)
+{
+	return r->version >= 2 && r->gpu_nic_pairs == 1;
+}
+
+static bool ref_nic_below(const tp_nodetype *nt, unsigned nic, int sw)
+{
+	for (int s = tp_nodetype_nic_switch(nt, nic); sw >= 0 && s >= 0;
+	     s = tp_nodetype_pcie_switch_parent(nt, (unsigned)s))
+		if (s == sw)
+			return true;
+	return sw < 0;
+}
+
+const char *ref_pairs_problem(const tp_topology *t, const tp_placement *p)
+{
+	static char why[256];
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t node = tp_topology_device_node(t, devs[i]);
+		const tp_nodetype *nt = tp_topology_node_type(t, node);
+		int nic = tp_placement_nic(p, i);
+		if (!nt || nic < 0 || (unsigned)nic >= tp_nodetype_nic_count(nt)) {
+			snprintf(why, sizeof why, "rank %zu (device %u) has NIC %d", i, devs[i], nic);
+			return why;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (tp_topology_device_node(t, devs[j]) == node && tp_placement_nic(p, j) == nic) {
+				snprintf(why, sizeof why, "ranks %zu and %zu share NIC %d", j, i, nic);
+				return why;
+			}
+		int anchor = -1;
+		for (int s = tp_nodetype_gpu_switch(nt, tp_topology_device_index(t, devs[i]));
+		     s >= 0 && anchor < 0; s = tp_nodetype_pcie_switch_parent(nt, (unsigned)s))
+			for (unsigned k = 0; k < tp_nodetype_nic_count(nt) && anchor < 0; k++)
+				if (ref_nic_below(nt, k, s))
+					anchor = s;
+		if (!ref_nic_below(nt, (unsigned)nic, anchor)) {
+			snprintf(why, sizeof why, "rank %zu: NIC %d is not below switch %d, the nearest "
+			         "with a NIC", i, nic, anchor);
+			return why;
+		}
+	}
+	return NULL;
 }
 
 bool fz_request_plain(const tp_request *r)
 {
-	return r->group_size <= 1 && !r->group_level && !r->required && !r->preferred &&
+	return !fz_request_pairs(r) && r->group_size <= 1 && !r->group_level && !r->required &&
+	       !r->preferred &&
 	       !r->nslices && !r->ncaps && !r->spread_level && !r->colocate_job &&
 	       !r->colocate_level && !r->exclusive;
 }

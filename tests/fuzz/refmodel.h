@@ -160,6 +160,15 @@ bool ref_dev_matches(const tp_topology *t, const tp_request *r, uint32_t dev);
 const char *ref_placement_problem(const tp_cluster *c, const tp_request *r, const char *tenant,
                                   const uint32_t *devs, size_t n, bool contiguous);
 
+/* Whether r asks for GPU+NIC pairs as the library reads it (version 2 and the flag 1). */
+bool fz_request_pairs(const tp_request *r);
+
+/* For a successful placement of a request with gpu_nic_pairs: every rank has a NIC of its
+ * node's type, no two ranks of one node share one, and each is below the lowest PCIe switch
+ * above its GPU that has any NIC below it (every NIC when none has). Checked with public
+ * queries only. NULL or the first violation (a static buffer). */
+const char *ref_pairs_problem(const tp_topology *t, const tp_placement *p);
+
 /* Whether code is 0 or a code of the error table. */
 bool fz_code_defined(int code);
 

@@ -261,6 +261,46 @@ def test_invalid_request_raises_with_the_field(tp):
     assert "pod" in str(e.value)
 
 
+def dgx2_like(tp):
+    """16 GPUs under 8 leaf PCIe switches (2 each, 2 leaves per top switch), one NIC per leaf."""
+    nt = tp.NodeType(16)
+    for top in range(4):
+        t = nt.add_pcie_switch()
+        for half in range(2):
+            leaf = nt.add_pcie_switch(t)
+            k = 2 * top + half
+            nt.set_gpu_switch(2 * k, leaf).set_gpu_switch(2 * k + 1, leaf)
+            nt.add_nic("mlx5_%d" % k, leaf, 25.0)
+    return nt
+
+
+def test_gpu_nic_pairs(tp):
+    needs("tp_place", "tp_placement_nic")
+    nt = dgx2_like(tp)
+    t = (tp.TopologyBuilder(["rack", "node"])
+         .add_node("d0", ["r0"], 16, node_type=nt)
+         .add_node("d1", ["r0"], 16, node_type=nt)
+         .add_node("plain", ["r1"], 16)
+         .build())
+    c = tp.Cluster(t)
+    p = c.place(tp.Request(count=8, required="node", gpu_nic_pairs=True))
+    assert p.ok, p.message
+    assert p.nics == ["mlx5_%d" % k for k in range(8)]
+    assert [int(d.split("/")[1]) // 2 for d in p.devices] == list(range(8))
+    assert c.place(tp.Request(count=8, required="node")).nics == []
+    bad = c.place(tp.Request(count=9, required="node", gpu_nic_pairs=True))
+    assert bad.status == "infeasible" and "request.gpu_nic_pairs" in bad.message
+    assert c.place(tp.Request(count=17, gpu_nic_pairs=True)).status == "infeasible"
+    assert c.place(tp.Request(count=9, required="node")).ok  # without pairs it fits
+    c.commit(p)
+    assert c.job_info(p.job).shape.gpu_nic_pairs is True
+    r = c.replace(p.job, [p.devices[3]])
+    assert r.ok and r.nics == p.nics  # the replacement takes the NIC its GPU left
+    with pytest.raises(tp.InvalidArgument) as e:
+        c.place(tp.Request(count=1, gpu_nic_pairs=2))
+    assert "request.gpu_nic_pairs" in str(e.value)
+
+
 def test_replace(tp):
     needs("tp_replace", "tp_commit")
     c = tp.Cluster(small(tp))

@@ -157,3 +157,34 @@ def test_hwloc_nodes(tp, tmp_path):
     rc, out = run_json(tmp_path, "frag", doc(topology__nodes__0__hwloc="dgx2.xml",
                                              topology__nodes__0__gpus=8))
     assert rc == 2 and out["message"].startswith("topology.nodes[0].gpus: 8, but the hwloc")
+
+
+def test_gpu_nic_pairs_extension(tp, tmp_path):
+    """x_gpu_nic_pairs (a CLI extension of scenario-v1): on tests/data/two-switch-nics.xml,
+    GPUs 0 and 1 share the NIC mlx5_0 of their switch, GPUs 2 and 3 (a switch without a NIC)
+    share eth0 on the host bridge: two GPUs of the node can be paired."""
+    from topoplace import _native
+    if not _native.has("tp_nodetype_from_hwloc_xml"):
+        pytest.skip("this build has no hwloc importer")
+    xml = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "data",
+                       "two-switch-nics.xml")
+    os.symlink(os.path.abspath(xml), str(tmp_path / "n.xml"))
+    d = {"version": 1,
+         "topology": {"levels": ["rack", "node"],
+                      "nodes": [{"name": "n0", "path": ["r0"], "hwloc": "n.xml"},
+                                {"name": "n1", "path": ["r0"], "hwloc": "n.xml"}]},
+         "request": {"count": 2, "required": "node", "x_gpu_nic_pairs": True}}
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0, out
+    assert out["placement"]["devices"] == ["n0/0", "n0/2"]
+    assert out["placement"]["x_nics"] == ["mlx5_0", "eth0"]
+    d["request"]["count"] = 3
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 1 and out["status"] == "infeasible"
+    assert "request.gpu_nic_pairs" in out["message"]
+    d["request"]["x_gpu_nic_pairs"] = False  # without pairs: any 3 GPUs, no x_nics
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and "x_nics" not in out["placement"]
+    d["request"]["x_gpu_nic_pairs"] = "yes"
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 2 and out["message"].startswith("request.x_gpu_nic_pairs")

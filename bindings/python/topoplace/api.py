@@ -679,6 +679,8 @@ class Request:
     colocate: Optional[Colocate] = None
     exclusive: Optional[str] = None
     select: Optional[Select] = None
+    #: every device a GPU paired with a distinct nearest NIC of its node (``gpu_nic_pairs``)
+    gpu_nic_pairs: bool = False
 
     def __post_init__(self):
         self.slices = [_coerce(Slice, s) for s in self.slices]
@@ -742,6 +744,10 @@ class Request:
             if sel.nodes is not None:
                 arr, n = _strv(sel.nodes, keep, "request.select.nodes")
                 r.select_nodes, r.nselect_nodes = arr, n
+        if not isinstance(self.gpu_nic_pairs, bool):
+            raise InvalidArgument("request.gpu_nic_pairs: must be true or false, not %r"
+                                  % (self.gpu_nic_pairs,))
+        r.gpu_nic_pairs = 1 if self.gpu_nic_pairs else 0
         return r
 
     @classmethod
@@ -767,7 +773,7 @@ class Request:
             if r.spread_level != ffi.NULL else None,
             colocate=Colocate(_s(r.colocate_job), _s(r.colocate_level))
             if r.colocate_job != ffi.NULL else None,
-            exclusive=_s(r.exclusive), select=sel)
+            exclusive=_s(r.exclusive), select=sel, gpu_nic_pairs=bool(r.gpu_nic_pairs))
 
 
 def _job_options(keep, job_class="training", priority=0, tenant=None, preemptible=True,
@@ -822,7 +828,9 @@ class Placement:
     device names in rank order and ``domains`` maps every level (the node level included) to
     the domains used (by path) and their device counts, in first-rank order. Otherwise
     ``message`` says why and ``fit`` gives the figures. A replacement also fills ``replaced``
-    (failed device -> its replacement). Pass it to :meth:`Cluster.commit` to apply it.
+    (failed device -> its replacement). For a request with ``gpu_nic_pairs``, ``nics`` holds
+    the name of the NIC paired with each rank (``tp_placement_nic``; None for a device of a
+    replaced job that has none). Pass it to :meth:`Cluster.commit` to apply it.
     """
     status: str
     code: int
@@ -834,6 +842,7 @@ class Placement:
     step_comm_us: float = 0.0
     fit: Optional[Fit] = None
     replaced: Dict[str, str] = field(default_factory=dict)
+    nics: List[Optional[str]] = field(default_factory=list)
     _handle: object = field(default=None, repr=False, compare=False)
     _node_level: str = field(default="", repr=False, compare=False)
 
@@ -871,6 +880,14 @@ class _Result(_Owned):
         self.cluster = cluster
 
 
+def _nic_name(topo, dev, nic):
+    """The name of NIC ``nic`` of the node type of device ``dev``'s node (None when < 0)."""
+    if nic < 0:
+        return None
+    nt = lib.tp_topology_node_type(topo._p, lib.tp_topology_device_node(topo._p, dev))
+    return _s(lib.tp_nodetype_nic_name(nt, nic)) if nt != ffi.NULL else None
+
+
 def _read_placement(cluster, ptr, borrowed_from=None):
     """A :class:`Placement` from a ``tp_placement *``: owned (a result of tp_place or
     tp_replace), or borrowed from a plan (read at once; it cannot be committed)."""
@@ -900,6 +917,9 @@ def _read_placement(cluster, ptr, borrowed_from=None):
                 m[t.domain_path(lv, dom[0])] = cnt[0]
             pl.domains[name] = m
         pl.step_comm_us = lib.tp_placement_step_comm_us(p)
+        nic = [lib.tp_placement_nic(p, i) for i in range(len(pl.device_ids))]
+        if any(x >= 0 for x in nic):  # a request with gpu_nic_pairs
+            pl.nics = [_nic_name(t, d, x) for d, x in zip(pl.device_ids, nic)]
         failed = ffi.new("uint32_t *")
         repl = ffi.new("uint32_t *")
         i = 0

@@ -264,7 +264,8 @@ def to_request(d):
         colocate=api.Colocate(*d["colocate"]) if d["colocate"] else None,
         exclusive=d["exclusive"],
         select=api.Select(sel["model"], sel["min_perf"], sel["min_memory_gb"], sel["nodes"])
-        if sel else None)
+        if sel else None,
+        gpu_nic_pairs=d.get("x_gpu_nic_pairs", False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,9 +276,12 @@ def placement_json(topo, pl):
     """The ``placement`` object of the output: devices in rank order, nodes, and the domains of
     every level above the node keyed by path."""
     node_level = topo.levels[-1]
-    return {"devices": list(pl.devices),
-            "nodes": dict(pl.domains.get(node_level, {})),
-            "domains": {lv: dict(pl.domains.get(lv, {})) for lv in topo.levels[:-1]}}
+    out = {"devices": list(pl.devices),
+           "nodes": dict(pl.domains.get(node_level, {})),
+           "domains": {lv: dict(pl.domains.get(lv, {})) for lv in topo.levels[:-1]}}
+    if pl.nics:  # extension: only for a request with x_gpu_nic_pairs
+        out["x_nics"] = list(pl.nics)
+    return out
 
 
 def score_json(topo, pl):

@@ -34,7 +34,9 @@ JOB_KEYS = ("id", "class", "priority", "tenant", "preemptible", "migratable", "c
 CLASSES = ("training", "inference", "interactive")
 REQUEST_KEYS = ("id", "class", "priority", "tenant", "count", "group", "required", "preferred",
                 "slices", "balanced", "max_per_domain", "spread", "colocate", "exclusive",
-                "select")
+                "select", "x_gpu_nic_pairs")
+# Extensions of this tool to scenario-v1 (docs/python.md): keys that start with "x_". A document
+# without them is read exactly as the specification says.
 GROUP_KEYS = ("size", "level")
 SLICE_KEYS = ("level", "size")
 CAP_KEYS = ("level", "devices", "groups")
@@ -816,7 +818,7 @@ def _request(req, p, sc, job):
     out = {"id": None, "class": "training", "priority": 0, "tenant": None, "count": None,
            "group_size": 1, "group_level": None, "required": None, "preferred": None,
            "slices": [], "balanced": False, "max_per_domain": [], "spread": None,
-           "colocate": None, "exclusive": None, "select": None}
+           "colocate": None, "exclusive": None, "select": None, "x_gpu_nic_pairs": False}
     if job is not None:
         out.update(id=job.id, tenant=job.tenant, priority=job.priority)
         out["class"] = job.job_class
@@ -898,6 +900,8 @@ def _request(req, p, sc, job):
 
     if "balanced" in req:
         out["balanced"] = _bool(req["balanced"], p + ".balanced")
+    if "x_gpu_nic_pairs" in req:
+        out["x_gpu_nic_pairs"] = _bool(req["x_gpu_nic_pairs"], p + ".x_gpu_nic_pairs")
 
     if "max_per_domain" in req:
         for i, m in enumerate(_list(req["max_per_domain"], p + ".max_per_domain")):
