@@ -386,9 +386,10 @@ Test(errors, hwloc_xml)
 	TP_ASSERT_ERR(from_xml("garbage", 7, &nt, err, sizeof err), TP_EPARSE, err,
 	              "the XML buffer (7 bytes) is refused: ");
 	cr_assert_null(nt);
-	static const char cut[] = "<?xml version=\"1.0\"?><topology "; /* 32 bytes with the NUL */
+	/* 32 bytes with the NUL, which the screen drops (NULs at the end are ignored) */
+	static const char cut[] = "<?xml version=\"1.0\"?><topology ";
 	TP_ASSERT_ERR(from_xml(cut, sizeof cut, &nt, err, sizeof err), TP_EPARSE, err,
-	              "the XML buffer (32 bytes) is refused: ");
+	              "the XML buffer (31 bytes) is refused: ");
 	cr_assert_null(nt);
 	TP_ASSERT_NO_LEAKS();
 }
