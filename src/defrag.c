@@ -952,7 +952,7 @@ static int restrict_request(struct planner *P, bool *empty)
 	for (uint32_t node = s->node0; node < s->node0 + s->nnodes; node++)
 		if (node_allowed(P, node))
 			P->rnames[n++] = P->t->lv[nl].dname[node];
-	P->rreq_store = *P->r;
+	tp_request_read(P->r, &P->rreq_store); /* by its version: no byte past its end */
 	P->rreq_store.select_nodes = P->rnames;
 	P->rreq_store.nselect_nodes = n;
 	P->rreq = &P->rreq_store;
@@ -3176,6 +3176,7 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 		struct draft d = {0};
 		if (draft_push(&c->alloc, &d, TP_STEP_PLACE, tp_placement_job(pl), NULL, 0, devs,
 		               n)) {
+			draft_clear(&c->alloc, &d); /* the step array may have grown before the failure */
 			tp_placement_destroy(pl);
 			tp_plan_destroy(p);
 			return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");

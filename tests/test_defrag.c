@@ -8,7 +8,10 @@
  * exhaustive oracle on small random clusters (every set of movable jobs, cheapest first).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cluster_impl.h"
 #include "defrag_impl.h"
@@ -490,6 +493,32 @@ Test(defrag, migrants_never_lose_locality)
 	              "it sits (domains it spans: rack 1, node 2) and it may not be preempted");
 	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a failed plan changed the cluster");
 	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A caller built against version 1 of tp_request passes a shorter struct: the planner reads
+ * no byte past it (the exact-size copy is checked by ASan) and plans as for version 2. */
+Test(defrag, version_1_requests)
+{
+	tp_topology *t;
+	tp_cluster *c = scatter_cluster(&t);
+	tp_request r = TP_REQUEST_INIT;
+	r.version = 1;
+	r.id = "whole";
+	r.count = 8;
+	r.required = "rack";
+	r.priority = 1;
+	size_t v1 = offsetof(tp_request, gpu_nic_pairs);
+	tp_request *old = malloc(v1);
+	cr_assert_not_null(old);
+	memcpy(old, &r, v1);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, old, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_float_eq(tp_plan_cost_s(p), 180.0, 1e-9); /* as the default policy above */
+	tp_plan_destroy(p);
+	free(old);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
