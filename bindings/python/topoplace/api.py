@@ -79,7 +79,7 @@ def version():
 
 
 def version_string():
-    """The library's run-time version as a string ("0.1.0")."""
+    """The library's run-time version as a string ("0.2.0")."""
     return _s(lib.tp_version_string())
 
 
