@@ -1525,7 +1525,7 @@ size_t tp_cluster_memory(const tp_cluster *c)
 	for (unsigned l = 0; l <= nl; l++) {
 		m += (size_t)t->lv[l].ndom * sizeof(uint32_t);
 		if (l < nl)
-			m += (size_t)t->lv[l].ndom * (1 + c->hstride) * sizeof(uint32_t);
+			m += (size_t)t->lv[l].ndom * (1 + c->hstride + TP_CK_BUCKETS) * sizeof(uint32_t);
 		m += Judy1MemUsed(c->index[l]);
 	}
 	m += c->cap_jobs * sizeof *c->jobs + c->cap_undo * sizeof *c->undo +
