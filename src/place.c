@@ -358,86 +358,47 @@ static bool dev_ok(const struct pctx *p, uint32_t d)
  * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching.
  */
 
-struct pairing {
-	const struct tp_nodetype *nt;
-	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: lowest switch with a NIC below, -1: root */
-	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
-	int *gpu_of;                      /* [nnic] paired GPU, -1 */
-	unsigned char *seen;              /* [nnic] visited by the current augmentation */
-};
-
-static const struct tp_nodetype *node_nodetype(const struct tp_topology *t, uint32_t node)
-{
-	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
-	return ty != TP_NO_TYPE ? t->types[ty] : NULL;
-}
-
-/* Whether a node's devices are the GPUs of a node type with NICs. */
-static const struct tp_nodetype *pairable_type(const struct tp_topology *t, uint32_t node)
-{
-	const struct tp_nodetype *nt = node_nodetype(t, node);
-	return nt && nt->nnic > 0 && nt->ngpus == tp_node_ndev(t, node) ? nt : NULL;
-}
-
-static bool nic_below(const struct tp_nodetype *nt, unsigned nic, int sw)
-{
-	if (sw < 0)
-		return true;
-	for (int s = nt->nic_sw[nic]; s >= 0; s = nt->sw_parent[s])
-		if (s == sw)
-			return true;
-	return false;
-}
-
-static int gpu_anchor(const struct tp_nodetype *nt, unsigned g)
-{
-	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
-		for (unsigned n = 0; n < nt->nnic; n++)
-			if (nic_below(nt, n, s))
-				return s;
-	return -1;
-}
+#define pairing tp_pairing
+#define pairable_type tp_pairable_type
+#define pair_gpu tp_pair_gpu
 
 /* Set up a matching with nothing paired; scratch from the arena (false: out of memory). */
 static bool pairing_init(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt)
 {
-	pr->nt = nt;
-	pr->gpu_of = ar_alloc(p, nt->nnic * sizeof *pr->gpu_of);
-	pr->seen = ar_alloc(p, nt->nnic);
-	if (!pr->gpu_of || !pr->seen)
+	int *gpu_of = ar_alloc(p, nt->nnic * sizeof *gpu_of);
+	unsigned char *seen = ar_alloc(p, nt->nnic);
+	if (!gpu_of || !seen)
 		return false;
-	for (unsigned n = 0; n < nt->nnic; n++)
-		pr->gpu_of[n] = -1;
-	for (unsigned g = 0; g < nt->ngpus; g++) {
-		pr->anchor[g] = gpu_anchor(nt, g);
-		pr->nic_of[g] = -1;
-	}
+	tp_pairing_init(pr, nt, gpu_of, seen);
 	return true;
 }
 
-static bool pair_augment(struct pairing *pr, unsigned g)
+/* Whether the NIC of device d (-1: none) is out of this request's reach because another
+ * running job is paired with it, or (replace) the repaired job keeps it on a healthy device.
+ * With every job gone (ideal), only the colocate target's and the job's own NICs stay. */
+static bool nic_fixed(const struct pctx *p, uint32_t d, bool ideal)
 {
-	const struct tp_nodetype *nt = pr->nt;
-	for (unsigned n = 0; n < nt->nnic; n++) {
-		if (pr->seen[n] || !nic_below(nt, n, pr->anchor[g]))
-			continue;
-		pr->seen[n] = 1;
-		if (pr->gpu_of[n] < 0 || pair_augment(pr, (unsigned)pr->gpu_of[n])) {
-			pr->gpu_of[n] = (int)g;
-			pr->nic_of[g] = (int)n;
-			return true;
-		}
-	}
-	return false;
+	const struct tp_cluster *c = p->c;
+	uint32_t j = c->dev_job[d];
+	if (c->dev_nic[d] < 0 || j == TP_NO_JOB)
+		return false;
+	if (j == p->self_slot)
+		return !(p->extra_down && j1_test(p->extra_down, d));
+	return !ideal || j == p->q->colocate_slot;
 }
 
-/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
-static bool pair_gpu(struct pairing *pr, unsigned g)
+/* Start a matching on a node with the NICs other jobs (and the repaired job's kept devices)
+ * hold already blocked; ideal: as if every job but those the request keeps were gone. */
+static bool pairing_node(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt,
+                         uint32_t node, bool ideal)
 {
-	if (pr->nic_of[g] >= 0)
-		return true;
-	memset(pr->seen, 0, pr->nt->nnic);
-	return pair_augment(pr, g);
+	if (!pairing_init(p, pr, nt))
+		return false;
+	if (p->c->npairs)
+		for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
+			if (nic_fixed(p, d, ideal))
+				tp_pairing_block(pr, p->c->dev_nic[d]);
+	return true;
 }
 
 static bool dev_ok(const struct pctx *p, uint32_t d);
@@ -449,7 +410,7 @@ static bool keeps_nic(const struct pctx *p, uint32_t d)
 	if (p->taken && j1_test(p->taken, d))
 		return true;
 	return p->self_slot != TP_NO_JOB && p->c->dev_job[d] == p->self_slot &&
-	       !(p->extra_down && j1_test(p->extra_down, d));
+	       !(p->extra_down && j1_test(p->extra_down, d)) && p->c->dev_nic[d] < 0;
 }
 
 /* Usable devices of a node that can be paired with distinct nearest NICs (ids to list). */
@@ -462,7 +423,7 @@ static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
 	struct amark m = ar_mark(p);
 	struct pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
-	if (pairing_init(p, &pr, nt)) {
+	if (pairing_node(p, &pr, nt, node, p->ideal)) {
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (keeps_nic(p, base + g))
 				pair_gpu(&pr, g);
@@ -488,7 +449,7 @@ static uint32_t node_pairable_free(struct pctx *p, uint32_t node)
 	struct amark m = ar_mark(p);
 	struct pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
-	if (pairing_init(p, &pr, nt))
+	if (pairing_node(p, &pr, nt, node, false))
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (tp_dev_free(p->c, base + g) &&
 			    !(p->q->min_perf > 0 && !(t->dev_perf[base + g] >= p->q->min_perf)))
@@ -521,6 +482,12 @@ static uint64_t topology_pairable(struct pctx *p)
 	return sum;
 }
 
+/* Whether a device of the result keeps the NIC the repaired job holds it with. */
+static bool kept_nic(const struct tp_cluster *c, uint32_t self, uint32_t d)
+{
+	return self != TP_NO_JOB && c->dev_job[d] == self && c->dev_nic[d] >= 0;
+}
+
 /* The NIC of every rank of a placement (pl->nic): the devices of each node, in rank order,
  * matched to distinct nearest NICs. A fresh placement pairs them all by construction; a
  * replacement may hold devices the caller assigned that cannot all be paired (-1). */
@@ -549,12 +516,22 @@ static int pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, s
 		while (end < n && (pl->replace || t->dev_node[devs[end]] == node))
 			end++;
 		if (pairing_init(p, &pr, nt)) {
+			const struct tp_cluster *c = p->c;
+			uint32_t self = pl->replace ? p->self_slot : TP_NO_JOB;
+			for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++)
+				if (c->dev_nic[d] >= 0 && c->dev_job[d] != self)
+					tp_pairing_block(&pr, c->dev_nic[d]);
 			for (size_t j = i; j < end; j++)
-				if (t->dev_node[devs[j]] == node)
+				if (t->dev_node[devs[j]] == node && kept_nic(c, self, devs[j]))
+					tp_pairing_block(&pr, c->dev_nic[devs[j]]);
+			for (size_t j = i; j < end; j++)
+				if (t->dev_node[devs[j]] == node && !kept_nic(c, self, devs[j]))
 					pair_gpu(&pr, devs[j] - t->dev_first[node]);
 			for (size_t j = i; j < end; j++)
 				if (t->dev_node[devs[j]] == node)
-					pl->nic[j] = pr.nic_of[devs[j] - t->dev_first[node]];
+					pl->nic[j] = kept_nic(c, self, devs[j])
+					                 ? c->dev_nic[devs[j]]
+					                 : pr.nic_of[devs[j] - t->dev_first[node]];
 		}
 		ar_release(p, m);
 	}
