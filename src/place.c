@@ -74,7 +74,10 @@
  * are the usable GPUs that a maximum matching to distinct nearest NICs covers (node_pairable,
  * below), so every rule above applies unchanged. Such a request is a filtered one (node
  * capacities come from walking the nodes, as with `select`); the result records each rank's
- * NIC (pair_result), matched again over the final device list of each node.
+ * NIC (pair_result), matched again over the final device list of each node. NICs that running
+ * pairs jobs hold (cluster dev_nic) are blocked before matching, by the same rule the cluster
+ * applies when it commits the result (cluster.c, job_nics), so the NICs reported are the ones
+ * the job then holds.
  *
  * Failure-domain caps and spread are not tree-shaped. The tree solver answers first; if its
  * answer breaks them, an exhaustive search (exact for rule 1) runs when at most 16 nodes have
