@@ -1382,6 +1382,10 @@ static uint64_t job_digest(const struct tp_job_impl *j)
 	for (uint32_t i = 0; i < j->ndev; i++)
 		hb_u64(&h, j->devs[i]);
 	hash_shape(&h, j->shape);
+	/* the NICs a pairs job holds are state (they decide later pairings); hashed only when
+	 * held, so that states without pairs jobs keep their fingerprints */
+	for (uint32_t i = 0; j->nic && i < j->ndev; i++)
+		hb_u64(&h, (uint64_t)(int64_t)j->nic[i]);
 	hb_flush(&h);
 	return XXH3_64bits_digest(&st);
 }

@@ -1667,6 +1667,33 @@ Test(place, gpu_nic_pairs_jobs_never_share_a_nic)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Two GPUs of one leaf switch share its one NIC: whichever pairs job comes first holds it, and
+ * the fingerprint tells the two states apart. */
+Test(place, gpu_nic_pairs_fingerprint_tells_who_holds_the_nic)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(1, 0);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 1;
+	shape.gpu_nic_pairs = 1;
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	uint32_t g0 = dev(t, "n0/0"), g1 = dev(t, "n0/1");
+	uint64_t fp[2];
+	for (int order = 0; order < 2; order++) {
+		tp_cluster *c = cluster(t);
+		cr_assert_eq(tp_cluster_assign(c, order ? "b" : "a", order ? &g1 : &g0, 1, &o), 0);
+		cr_assert_eq(tp_cluster_assign(c, order ? "a" : "b", order ? &g0 : &g1, 1, &o), 0);
+		fp[order] = tp_cluster_fingerprint(c);
+		/* 7 leaf switches still have a free NIC */
+		cr_assert_eq(try_pairs(c, 8, NULL, 0, "busy: 7 matching devices are free"), TP_EBUSY);
+		tp_cluster_destroy(c);
+	}
+	cr_assert_neq(fp[0], fp[1]);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Committing a pairs placement and assigning a pairs shape allocate the job's NICs: every
  * failure is TP_ENOMEM and leaves the cluster as it was. */
 Test(place, gpu_nic_pairs_commit_allocation_failures)
