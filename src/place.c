@@ -358,15 +358,13 @@ static bool dev_ok(const struct pctx *p, uint32_t d)
  * NICs in index order, give a maximum one deterministically. Any subset of the GPUs a maximum
  * matching covers can be paired too (with the same NICs), so the solver treats the covered
  * usable GPUs as the node's usable devices and needs nothing else. Cost per node:
- * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching.
+ * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching,
+ * plus O(GPUs) to block the NICs running pairs jobs hold (only when there are such jobs). The
+ * matching itself lives in cluster.c (tp_pairing), which pairs a committed job by the same rule.
  */
 
-#define pairing tp_pairing
-#define pairable_type tp_pairable_type
-#define pair_gpu tp_pair_gpu
-
 /* Set up a matching with nothing paired; scratch from the arena (false: out of memory). */
-static bool pairing_init(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt)
+static bool pairing_init(struct pctx *p, struct tp_pairing *pr, const struct tp_nodetype *nt)
 {
 	int *gpu_of = ar_alloc(p, nt->nnic * sizeof *gpu_of);
 	unsigned char *seen = ar_alloc(p, nt->nnic);
@@ -392,7 +390,7 @@ static bool nic_fixed(const struct pctx *p, uint32_t d, bool ideal)
 
 /* Start a matching on a node with the NICs other jobs (and the repaired job's kept devices)
  * hold already blocked; ideal: as if every job but those the request keeps were gone. */
-static bool pairing_node(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt,
+static bool pairing_node(struct pctx *p, struct tp_pairing *pr, const struct tp_nodetype *nt,
                          uint32_t node, bool ideal)
 {
 	if (!pairing_init(p, pr, nt))
@@ -420,18 +418,18 @@ static bool keeps_nic(const struct pctx *p, uint32_t d)
 static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
 {
 	const struct tp_topology *t = p->t;
-	const struct tp_nodetype *nt = pairable_type(t, node);
+	const struct tp_nodetype *nt = tp_pairable_type(t, node);
 	if (!nt)
 		return 0;
 	struct amark m = ar_mark(p);
-	struct pairing pr;
+	struct tp_pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
 	if (pairing_node(p, &pr, nt, node, p->ideal)) {
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (keeps_nic(p, base + g))
-				pair_gpu(&pr, g);
+				tp_pair_gpu(&pr, g);
 		for (unsigned g = 0; g < nt->ngpus; g++) {
-			if (!dev_ok(p, base + g) || !pair_gpu(&pr, g))
+			if (!dev_ok(p, base + g) || !tp_pair_gpu(&pr, g))
 				continue;
 			if (list)
 				list[n] = base + g;
@@ -446,17 +444,17 @@ static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
 static uint32_t node_pairable_free(struct pctx *p, uint32_t node)
 {
 	const struct tp_topology *t = p->t;
-	const struct tp_nodetype *nt = pairable_type(t, node);
+	const struct tp_nodetype *nt = tp_pairable_type(t, node);
 	if (!nt)
 		return 0;
 	struct amark m = ar_mark(p);
-	struct pairing pr;
+	struct tp_pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
 	if (pairing_node(p, &pr, nt, node, false))
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (tp_dev_free(p->c, base + g) &&
 			    !(p->q->min_perf > 0 && !(t->dev_perf[base + g] >= p->q->min_perf)))
-				n += pair_gpu(&pr, g);
+				n += tp_pair_gpu(&pr, g);
 	ar_release(p, m);
 	return n;
 }
@@ -472,14 +470,14 @@ static uint64_t topology_pairable(struct pctx *p)
 		return 0;
 	for (unsigned ty = 0; ty < t->ntypes; ty++) {
 		const struct tp_nodetype *nt = t->types[ty];
-		struct pairing pr;
+		struct tp_pairing pr;
 		per_type[ty] = 0;
 		if (nt->nnic && pairing_init(p, &pr, nt))
 			for (unsigned g = 0; g < nt->ngpus; g++)
-				per_type[ty] += pair_gpu(&pr, g);
+				per_type[ty] += tp_pair_gpu(&pr, g);
 	}
 	for (uint32_t node = 0; node < t->nnodes; node++)
-		if (pairable_type(t, node))
+		if (tp_pairable_type(t, node))
 			sum += per_type[t->node_type[node]];
 	ar_release(p, m);
 	return sum;
@@ -506,14 +504,14 @@ static int pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, s
 	Pvoid_t done = NULL; /* nodes already paired */
 	for (size_t i = 0; i < n && !p->err; i++) {
 		uint32_t node = t->dev_node[devs[i]];
-		const struct tp_nodetype *nt = pairable_type(t, node);
+		const struct tp_nodetype *nt = tp_pairable_type(t, node);
 		if (!nt || j1_test(done, node)) {
 			all = all && nt;
 			continue;
 		}
 		j1_set(p, &done, node);
 		struct amark m = ar_mark(p);
-		struct pairing pr;
+		struct tp_pairing pr;
 		/* a fresh placement holds each node as one run of ranks; a replacement may not */
 		size_t end = i;
 		while (end < n && (pl->replace || t->dev_node[devs[end]] == node))
@@ -529,7 +527,7 @@ static int pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, s
 					tp_pairing_block(&pr, c->dev_nic[devs[j]]);
 			for (size_t j = i; j < end; j++)
 				if (t->dev_node[devs[j]] == node && !kept_nic(c, self, devs[j]))
-					pair_gpu(&pr, devs[j] - t->dev_first[node]);
+					tp_pair_gpu(&pr, devs[j] - t->dev_first[node]);
 			for (size_t j = i; j < end; j++)
 				if (t->dev_node[devs[j]] == node)
 					pl->nic[j] = kept_nic(c, self, devs[j])
