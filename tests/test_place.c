@@ -1667,6 +1667,35 @@ Test(place, gpu_nic_pairs_jobs_never_share_a_nic)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* NICs held on two nodes leave 2 free on each: 4 pairs fit the cluster but no one node. */
+Test(place, gpu_nic_pairs_held_nics_fragment)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 0);
+	tp_cluster *c = cluster(t);
+	int x[6], y[6];
+	commit_pairs(c, t, "x", 6, x);
+	commit_pairs(c, t, "y", 6, y);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.free_total, 4, "20 GPUs are free, 4 of them can get a NIC");
+	cr_assert_eq(fit.best, 2);
+	tp_placement_destroy(p);
+	r.count = 2;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Two GPUs of one leaf switch share its one NIC: whichever pairs job comes first holds it, and
  * the fingerprint tells the two states apart. */
 Test(place, gpu_nic_pairs_fingerprint_tells_who_holds_the_nic)
