@@ -691,14 +691,19 @@ typedef struct tp_domain_cap {
  * that has NICs (tp_nodetype_add_nic(), the hwloc importer) qualify; on such a node, at most as
  * many GPUs can be taken as a maximum matching of its usable GPUs to distinct nearest NICs
  * (a DGX-2 with one NIC per pair of GPUs: 8 of 16). That per-node limit is the only change:
- * `count`, groups, slices, `required`, caps and every other field apply as without pairs. The
- * pairing is per request: NICs are not allocated in the cluster state, so two jobs may be paired
- * with the same NIC. tp_placement_nic() gives the NIC paired with each device; tp_replace()
- * keeps the pairing for a job whose shape asks for it. Outcomes: ::TP_EINFEASIBLE when the
+ * `count`, groups, slices, `required`, caps and every other field apply as without pairs.
+ * NICs are held: a running job whose recorded shape (tp_job_options.shape; tp_commit() records
+ * the request) has `gpu_nic_pairs` holds the NIC of each of its GPUs until it is released, and
+ * a new request is paired only with NICs no running job holds, so no two running jobs share a
+ * NIC. A job recorded by tp_cluster_assign() with such a shape takes, node by node, the NICs its
+ * GPUs can get in rank order (a GPU left without one holds none). Jobs without the flag hold no
+ * NIC. tp_placement_nic() gives the NIC paired with each device, and tp_commit() records exactly
+ * those; tp_replace() keeps the pairing for a job whose shape asks for it (its healthy GPUs keep
+ * their NICs, replacements get NICs nobody holds). Outcomes: ::TP_EINFEASIBLE when the
  * topology cannot give `count` paired GPUs even with every other job gone (no node type with
  * NICs, or too few NICs where the other fields need them; the message names
  * `request.gpu_nic_pairs`), ::TP_EBUSY / ::TP_EFRAGMENTED as for other requests, counting only
- * free GPUs that can be paired. A request with pairs walks the nodes it considers (as one with
+ * free GPUs that can be paired with a NIC no running job holds. A request with pairs walks the nodes it considers (as one with
  * `select` does); requests without it are unaffected.
  */
 typedef struct tp_request {
@@ -790,7 +795,8 @@ TP_API const tp_topology *tp_cluster_topology(const tp_cluster *c);
 /**
  * @brief Record a running job on explicit devices, in rank order.
  *
- * Devices that are down or cordoned may be given (the job is already running there).
+ * Devices that are down or cordoned may be given (the job is already running there). When
+ * `opts->shape` has `gpu_nic_pairs`, the job also holds NICs (see ::tp_request).
  *
  * @param c The cluster.
  * @param job The job's id: unique, non-empty, at most ::TP_MAX_NAME bytes; copied.
@@ -1091,6 +1097,7 @@ TP_API double tp_placement_step_comm_us(const tp_placement *p);
  * @brief The NIC paired with the device of rank @p i of a placement made for a request with
  * `gpu_nic_pairs` (see ::tp_request). *Read-only.*
  * @param p The result. @param i Rank, below the count of tp_placement_devices().
+ * The NIC is one no other running job holds; tp_commit() records it as held by the job.
  * @return The NIC's index in the node type of the device's node (tp_topology_node_type(),
  *         tp_nodetype_nic_name()); ::TP_ENOTFOUND when the request did not ask for pairs, or,
  *         for a replacement, when a device the job already held has no NIC left to pair with;

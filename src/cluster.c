@@ -279,6 +279,173 @@ static void relabel(struct tp_cluster *c, const struct tp_job_impl *job, uint32_
 		c->dev_job[job->devs[i]] = to;
 }
 
+/* ---- GPU+NIC pairing ---------------------------------------------------------------------- */
+
+const struct tp_nodetype *tp_pairable_type(const struct tp_topology *t, uint32_t node)
+{
+	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
+	const struct tp_nodetype *nt = ty != TP_NO_TYPE ? t->types[ty] : NULL;
+	return nt && nt->nnic > 0 && nt->ngpus == tp_node_ndev(t, node) ? nt : NULL;
+}
+
+static bool nic_below(const struct tp_nodetype *nt, unsigned nic, int sw)
+{
+	if (sw < 0)
+		return true;
+	for (int s = nt->nic_sw[nic]; s >= 0; s = nt->sw_parent[s])
+		if (s == sw)
+			return true;
+	return false;
+}
+
+/* The lowest switch above GPU g with a NIC below it, -1: none (every NIC is nearest). */
+static int gpu_anchor(const struct tp_nodetype *nt, unsigned g)
+{
+	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
+		for (unsigned n = 0; n < nt->nnic; n++)
+			if (nic_below(nt, n, s))
+				return s;
+	return -1;
+}
+
+void tp_pairing_init(struct tp_pairing *pr, const struct tp_nodetype *nt, int *gpu_of,
+                     unsigned char *seen)
+{
+	pr->nt = nt;
+	pr->gpu_of = gpu_of;
+	pr->seen = seen;
+	for (unsigned n = 0; n < nt->nnic; n++)
+		pr->gpu_of[n] = -1;
+	for (unsigned g = 0; g < nt->ngpus; g++) {
+		pr->anchor[g] = gpu_anchor(nt, g);
+		pr->nic_of[g] = -1;
+	}
+}
+
+static bool pair_augment(struct tp_pairing *pr, unsigned g)
+{
+	const struct tp_nodetype *nt = pr->nt;
+	for (unsigned n = 0; n < nt->nnic; n++) {
+		if (pr->seen[n] || pr->gpu_of[n] == TP_NIC_BLOCKED ||
+		    !nic_below(nt, n, pr->anchor[g]))
+			continue;
+		pr->seen[n] = 1;
+		if (pr->gpu_of[n] < 0 || pair_augment(pr, (unsigned)pr->gpu_of[n])) {
+			pr->gpu_of[n] = (int)g;
+			pr->nic_of[g] = (int)n;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool tp_pair_gpu(struct tp_pairing *pr, unsigned g)
+{
+	if (pr->nic_of[g] >= 0)
+		return true;
+	memset(pr->seen, 0, pr->nt->nnic);
+	return pair_augment(pr, g);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Pair the ranks of one node (ord[0..k): node << 32 | rank): a rank the job `self` already
+ * holds with a NIC keeps it; the others are matched in rank order to the NICs no other job
+ * and no kept rank uses. Ranks left without a NIC get -1. */
+static void pair_node(const struct tp_cluster *c, uint32_t self, const uint32_t *devs,
+                      const uint64_t *ord, size_t k, struct tp_pairing *pr, int *gpu_of,
+                      unsigned char *seen, int16_t *nic)
+{
+	const struct tp_topology *t = c->t;
+	uint32_t node = (uint32_t)(ord[0] >> 32), base = t->dev_first[node];
+	const struct tp_nodetype *nt = tp_pairable_type(t, node);
+	for (size_t j = 0; j < k; j++)
+		nic[(uint32_t)ord[j]] = -1;
+	if (!nt)
+		return;
+	tp_pairing_init(pr, nt, gpu_of, seen);
+	for (uint32_t d = base; d < t->dev_first[node + 1]; d++)
+		if (c->dev_nic[d] >= 0 && c->dev_job[d] != self)
+			tp_pairing_block(pr, c->dev_nic[d]);
+	bool kept[TP_MAX_NODE_DEVICES] = {false};
+	for (size_t j = 0; j < k; j++) {
+		uint32_t r = (uint32_t)ord[j], d = devs[r];
+		if (self != TP_NO_JOB && c->dev_job[d] == self && c->dev_nic[d] >= 0) {
+			nic[r] = c->dev_nic[d];
+			kept[d - base] = true;
+			tp_pairing_block(pr, c->dev_nic[d]);
+		}
+	}
+	for (size_t j = 0; j < k; j++) {
+		uint32_t d = devs[(uint32_t)ord[j]];
+		if (!kept[d - base])
+			tp_pair_gpu(pr, d - base);
+	}
+	for (size_t j = 0; j < k; j++) {
+		uint32_t r = (uint32_t)ord[j], d = devs[r];
+		if (!kept[d - base])
+			nic[r] = (int16_t)pr->nic_of[d - base];
+	}
+}
+
+/* The NICs of a pairs job about to hold devs (rank order): node by node, see pair_node.
+ * self: the job's slot when it is rebound (its NICs on devices it keeps stay), else
+ * TP_NO_JOB. *out is a new array, or NULL (out of memory). This is the rule placement
+ * follows for tp_placement_nic() (place.c, pair_result), so a committed placement takes the
+ * NICs its result reported. */
+static int16_t *job_nics(const struct tp_cluster *c, uint32_t self, const uint32_t *devs,
+                         size_t n)
+{
+	const struct tp_topology *t = c->t;
+	tp_allocator a = c->alloc;
+	unsigned maxnic = 1;
+	for (unsigned ty = 0; ty < t->ntypes; ty++)
+		if (t->types[ty]->nnic > maxnic)
+			maxnic = t->types[ty]->nnic;
+	int16_t *nic = tp_mallocn(&a, n, sizeof *nic);
+	uint64_t *ord = tp_mallocn(&a, n, sizeof *ord);
+	int *gpu_of = tp_mallocn(&a, maxnic, sizeof *gpu_of);
+	unsigned char *seen = tp_malloc(&a, maxnic);
+	struct tp_pairing *pr = tp_malloc(&a, sizeof *pr);
+	if (!nic || !ord || !gpu_of || !seen || !pr) {
+		tp_free(&a, nic);
+		nic = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		ord[i] = (uint64_t)t->dev_node[devs[i]] << 32 | i;
+	qsort(ord, n, sizeof *ord, cmp_u64);
+	for (size_t i = 0, k; i < n; i += k) {
+		for (k = 1; i + k < n && ord[i + k] >> 32 == ord[i] >> 32; k++)
+			;
+		pair_node(c, self, devs, ord + i, k, pr, gpu_of, seen, nic);
+	}
+out:
+	tp_free(&a, ord);
+	tp_free(&a, gpu_of);
+	tp_free(&a, seen);
+	tp_free(&a, pr);
+	return nic;
+}
+
+static bool shape_pairs(const tp_request *shape)
+{
+	return shape && shape->version >= 2 && shape->gpu_nic_pairs;
+}
+
+/* Record (on) or clear a job's NICs in dev_nic. */
+static void nic_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool on)
+{
+	if (!job->nic)
+		return;
+	for (uint32_t i = 0; i < job->ndev; i++)
+		c->dev_nic[job->devs[i]] = on ? job->nic[i] : -1;
+}
+
 /* ---- jobs and the job map ------------------------------------------------------------------ */
 
 uint32_t tp_cluster_job_slot(const struct tp_cluster *c, const char *id)
@@ -343,6 +510,7 @@ static void job_free(const struct tp_cluster *c, struct tp_job_impl *job)
 	if (job->devs_separate)
 		tp_free(&c->alloc, job->devs);
 	tp_request_free(&c->alloc, job->shape);
+	tp_free(&c->alloc, job->nic);
 	tp_free(&c->alloc, job);
 }
 
@@ -364,6 +532,12 @@ static struct tp_job_impl *job_new(struct tp_cluster *c, const char *id, const u
 			return NULL;
 		}
 	}
+	int16_t *nic = NULL;
+	if (shape_pairs(shape) && !(nic = job_nics(c, TP_NO_JOB, devs, n))) {
+		tp_request_free(&c->alloc, shape);
+		tp_free(&c->alloc, job);
+		return NULL;
+	}
 	uint32_t *d = (uint32_t *)(void *)(job + 1);
 	char *s = (char *)(d + n);
 	memcpy(d, devs, n * sizeof *d);
@@ -384,6 +558,7 @@ static struct tp_job_impl *job_new(struct tp_cluster *c, const char *id, const u
 		.migratable = opts->migratable != 0,
 		.checkpoint_s = opts->checkpoint_s,
 		.shape = shape,
+		.nic = nic,
 		.devs_separate = false,
 		.bytes = bytes,
 	};
@@ -407,8 +582,11 @@ static void undo_drop(struct tp_cluster *c, size_t from)
 		struct tp_undo *e = &c->undo[i];
 		if (e->kind == TP_UNDO_RELEASE)
 			job_free(c, e->job);
-		else if (e->kind == TP_UNDO_REBIND && e->devs_separate)
-			tp_free(&c->alloc, e->devs);
+		else if (e->kind == TP_UNDO_REBIND) {
+			if (e->devs_separate)
+				tp_free(&c->alloc, e->devs);
+			tp_free(&c->alloc, e->nic);
+		}
 	}
 	c->nundo = from;
 }
@@ -448,9 +626,11 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	uint32_t slot = (uint32_t)c->njobs++;
 	c->jobs[slot] = job;
 	c->nexclusive += tp_job_exclusive(job);
+	c->npairs += job->nic != NULL;
 	*slotp = slot_value(slot);
 	struct devop op = {.kind = OP_HOLD, .slot = slot, .ck = tp_ck_bucket(job->checkpoint_s)};
 	apply_devs(c, job->devs, job->ndev, &op);
+	nic_apply(c, job, true);
 	if (c->nsp)
 		undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
 	c->generation = ++c->generations;
@@ -477,8 +657,10 @@ static struct tp_job_impl *release_slot(struct tp_cluster *c, uint32_t slot)
 	struct tp_job_impl *job = c->jobs[slot];
 	struct devop op = {.kind = OP_UNHOLD, .ck = tp_ck_bucket(job->checkpoint_s)};
 	apply_devs(c, job->devs, job->ndev, &op);
+	nic_apply(c, job, false);
 	map_remove(c, job->id);
 	c->nexclusive -= tp_job_exclusive(job);
+	c->npairs -= job->nic != NULL;
 	uint32_t last = (uint32_t)--c->njobs;
 	if (slot != last) {
 		c->jobs[slot] = c->jobs[last];
@@ -494,8 +676,14 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	assert(slot < c->njobs && n >= 1);
 	idx_repair(c);
 	uint32_t *nd = tp_mallocn(&c->alloc, n, sizeof *nd);
+	int16_t *nic = NULL;
+	if (nd && c->jobs[slot]->nic && !(nic = job_nics(c, slot, devs, n))) {
+		tp_free(&c->alloc, nd);
+		nd = NULL;
+	}
 	if (!nd || undo_reserve(c, 1)) {
 		tp_free(&c->alloc, nd);
+		tp_free(&c->alloc, nic);
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory moving job '%s'",
 		                 c->jobs[slot]->id);
 	}
@@ -505,16 +693,23 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	struct devop unhold = {.kind = OP_UNHOLD, .ck = ck},
 	             hold = {.kind = OP_HOLD, .slot = slot, .ck = ck};
 	apply_devs(c, job->devs, job->ndev, &unhold);
+	nic_apply(c, job, false);
 	struct tp_undo e = {.kind = TP_UNDO_REBIND, .slot = slot, .devs = job->devs,
-	                    .ndev = job->ndev, .devs_separate = job->devs_separate};
+	                    .ndev = job->ndev, .devs_separate = job->devs_separate,
+	                    .nic = job->nic};
 	job->devs = nd;
 	job->ndev = (uint32_t)n;
 	job->devs_separate = true;
+	job->nic = nic;
 	apply_devs(c, nd, n, &hold);
+	nic_apply(c, job, true);
 	if (c->nsp)
 		undo_push(c, e);
-	else if (e.devs_separate)
-		tp_free(&c->alloc, e.devs);
+	else {
+		if (e.devs_separate)
+			tp_free(&c->alloc, e.devs);
+		tp_free(&c->alloc, e.nic);
+	}
 	c->generation = ++c->generations;
 	return 0;
 }
@@ -546,9 +741,11 @@ static int create_arrays(struct tp_cluster *c)
 	unsigned nl = tp_node_level(t);
 	c->dstate = tp_calloc(&c->alloc, t->ndevices, 1);
 	c->dev_job = tp_mallocn(&c->alloc, t->ndevices, sizeof *c->dev_job);
-	if (!c->dstate || !c->dev_job)
+	c->dev_nic = tp_mallocn(&c->alloc, t->ndevices, sizeof *c->dev_nic);
+	if (!c->dstate || !c->dev_job || !c->dev_nic)
 		return TP_ENOMEM;
 	memset(c->dev_job, 0xff, (size_t)t->ndevices * sizeof *c->dev_job); /* TP_NO_JOB */
+	memset(c->dev_nic, 0xff, (size_t)t->ndevices * sizeof *c->dev_nic); /* -1 */
 	for (unsigned l = 0; l <= nl; l++) {
 		uint32_t nd = t->lv[l].ndom;
 		c->free[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
@@ -619,6 +816,7 @@ void tp_cluster_destroy(tp_cluster *c)
 	tp_free(&c->alloc, c->sp);
 	tp_free(&c->alloc, c->dstate);
 	tp_free(&c->alloc, c->dev_job);
+	tp_free(&c->alloc, c->dev_nic);
 	tp_allocator a = c->alloc;
 	tp_free(&a, c);
 }
@@ -1184,6 +1382,10 @@ static uint64_t job_digest(const struct tp_job_impl *j)
 	for (uint32_t i = 0; i < j->ndev; i++)
 		hb_u64(&h, j->devs[i]);
 	hash_shape(&h, j->shape);
+	/* the NICs a pairs job holds are state (they decide later pairings); hashed only when
+	 * held, so that states without pairs jobs keep their fingerprints */
+	for (uint32_t i = 0; j->nic && i < j->ndev; i++)
+		hb_u64(&h, (uint64_t)(int64_t)j->nic[i]);
 	hb_flush(&h);
 	return XXH3_64bits_digest(&st);
 }
@@ -1343,6 +1545,43 @@ static int check_indexes(const tp_cluster *c, char *buf, size_t len)
 	return 0;
 }
 
+/* NICs: dev_nic agrees with the pairs jobs' NIC lists, the count of pairs jobs is right, and
+ * no NIC of a node is paired with two devices. */
+static int check_nics(const tp_cluster *c, char *buf, size_t len)
+{
+	const struct tp_topology *t = c->t;
+	uint64_t marked = 0, listed = 0;
+	uint32_t pairs = 0;
+	for (size_t s = 0; s < c->njobs; s++) {
+		const struct tp_job_impl *j = c->jobs[s];
+		if (!j->nic != !shape_pairs(j->shape))
+			CHECK_FAIL("job '%s': NICs %s but its shape %s pairs", j->id,
+			           j->nic ? "recorded" : "missing", j->nic ? "has no" : "asks for");
+		pairs += j->nic != NULL;
+		for (uint32_t i = 0; j->nic && i < j->ndev; i++) {
+			if (c->dev_nic[j->devs[i]] != j->nic[i])
+				CHECK_FAIL("job '%s' rank %u: NIC %d, the device says %d", j->id, i,
+				           j->nic[i], c->dev_nic[j->devs[i]]);
+			listed += j->nic[i] >= 0;
+		}
+	}
+	if (pairs != c->npairs)
+		CHECK_FAIL("%u jobs have NICs, the count says %u", pairs, c->npairs);
+	for (uint32_t node = 0; node < t->nnodes; node++)
+		for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++) {
+			if (c->dev_nic[d] < 0)
+				continue;
+			marked++;
+			for (uint32_t e = d + 1; e < t->dev_first[node + 1]; e++)
+				if (c->dev_nic[e] == c->dev_nic[d])
+					CHECK_FAIL("devices %u and %u share NIC %d", d, e, c->dev_nic[d]);
+		}
+	if (marked != listed)
+		CHECK_FAIL("%llu devices have a NIC, the jobs list %llu",
+		           (unsigned long long)marked, (unsigned long long)listed);
+	return 0;
+}
+
 /* Jobs: the map, the slots, and dev_job agreeing with the job device lists. */
 static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 {
@@ -1373,6 +1612,9 @@ static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 	if (exclusive != c->nexclusive)
 		CHECK_FAIL("%u jobs hold domains exclusively, the count says %u", exclusive,
 		           c->nexclusive);
+	int rc = check_nics(c, buf, len);
+	if (rc)
+		return rc;
 	uint8_t key[TP_MAX_NAME + 2];
 	JError_t err;
 	size_t live = 0, tomb = 0;
@@ -1429,9 +1671,11 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	c->jobs[s] = e->job;
 	c->njobs = m + 1;
 	c->nexclusive += tp_job_exclusive(e->job);
+	c->npairs += e->job->nic != NULL;
 	map_set(c, e->job->id, s);
 	struct devop op = {.kind = OP_HOLD, .slot = s, .ck = tp_ck_bucket(e->job->checkpoint_s)};
 	apply_devs(c, e->job->devs, e->job->ndev, &op);
+	nic_apply(c, e->job, true);
 	e->job = NULL; /* the cluster owns it again */
 }
 
@@ -1449,12 +1693,17 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	struct devop unhold = {.kind = OP_UNHOLD, .ck = ck},
 	             hold = {.kind = OP_HOLD, .slot = e->slot, .ck = ck};
 	apply_devs(c, j->devs, j->ndev, &unhold);
+	nic_apply(c, j, false);
 	if (j->devs_separate)
 		tp_free(&c->alloc, j->devs);
+	tp_free(&c->alloc, j->nic);
 	j->devs = e->devs;
 	j->ndev = e->ndev;
 	j->devs_separate = e->devs_separate;
+	j->nic = e->nic;
+	e->nic = NULL;
 	apply_devs(c, j->devs, j->ndev, &hold);
+	nic_apply(c, j, true);
 }
 
 static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
@@ -1521,7 +1770,8 @@ size_t tp_cluster_memory(const tp_cluster *c)
 		return 0;
 	const struct tp_topology *t = c->t;
 	unsigned nl = tp_node_level(t);
-	size_t m = sizeof *c + (size_t)t->ndevices * (sizeof *c->dstate + sizeof *c->dev_job);
+	size_t m = sizeof *c + (size_t)t->ndevices * (sizeof *c->dstate + sizeof *c->dev_job +
+	                                              sizeof *c->dev_nic);
 	for (unsigned l = 0; l <= nl; l++) {
 		m += (size_t)t->lv[l].ndom * sizeof(uint32_t);
 		if (l < nl)
@@ -1538,6 +1788,8 @@ size_t tp_cluster_memory(const tp_cluster *c)
 			m += (size_t)j->ndev * sizeof(uint32_t);
 		if (j->shape)
 			m += sizeof(tp_request);
+		if (j->nic)
+			m += (size_t)j->ndev * sizeof *j->nic;
 	}
 	m += c->ntomb * (TP_MAX_NAME / 8 + 2 * sizeof(Word_t));
 	for (size_t i = 0; i < c->nundo; i++) {

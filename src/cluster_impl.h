@@ -71,6 +71,8 @@ struct tp_job_impl {
 	bool migratable;
 	double checkpoint_s;
 	tp_request *shape;     /* deep copy (tp_request_dup in request.h), or NULL */
+	int16_t *nic;          /* [ndev] NIC paired with each rank, -1: none; NULL unless the
+	                          shape has gpu_nic_pairs (its own allocation) */
 	bool devs_separate;    /* devs is its own allocation (after a rebind), not in the block */
 	size_t bytes;          /* size of the block holding the struct, devs, id and tenant */
 };
@@ -93,6 +95,7 @@ struct tp_undo {
 	uint32_t ndev;
 	struct tp_job_impl *job;
 	uint32_t *devs;
+	int16_t *nic;     /* REBIND: the job's NICs before (owned), or NULL */
 };
 
 /* An open savepoint: the undo log's length and the generation when it was opened. */
@@ -138,7 +141,41 @@ struct tp_cluster {
 	uint64_t generations;      /* generation numbers handed out: a change takes a new one */
 	uint32_t nexclusive;       /* running jobs whose shape has `exclusive`: placement reads
 	                            * them only when there are any */
+	int16_t *dev_nic;          /* [ndevices] NIC of the device's node paired with it by the
+	                            * pairs job holding it, -1: none (see tp_job_impl.nic) */
+	uint32_t npairs;           /* running jobs with NICs (gpu_nic_pairs): placement blocks
+	                            * taken NICs only when there are any */
 };
+
+/* GPU+NIC matching on one node (Kuhn's augmenting paths, GPUs and NICs in index order, so
+ * deterministic). Shared by placement (what a node can give, the NICs of a result) and the
+ * cluster (the NICs a pairs job takes when it is assigned or rebound), which must agree. */
+#define TP_NIC_BLOCKED (-2) /* gpu_of value of a NIC that cannot be paired (taken) */
+
+struct tp_pairing {
+	const struct tp_nodetype *nt;
+	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: lowest switch with a NIC below, -1: root */
+	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
+	int *gpu_of;                      /* [nnic] paired GPU, -1, or TP_NIC_BLOCKED */
+	unsigned char *seen;              /* [nnic] visited by the current augmentation */
+};
+
+/* The node type of a node whose devices are the GPUs of a type with NICs, else NULL. */
+const struct tp_nodetype *tp_pairable_type(const struct tp_topology *t, uint32_t node);
+
+/* Start a matching with nothing paired; gpu_of and seen hold nt->nnic entries each. */
+void tp_pairing_init(struct tp_pairing *pr, const struct tp_nodetype *nt, int *gpu_of,
+                     unsigned char *seen);
+
+/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
+bool tp_pair_gpu(struct tp_pairing *pr, unsigned g);
+
+/* Take NIC n out of the matching (it must not be paired yet). */
+static inline void tp_pairing_block(struct tp_pairing *pr, int n)
+{
+	if (n >= 0 && (unsigned)n < pr->nt->nnic)
+		pr->gpu_of[n] = TP_NIC_BLOCKED;
+}
 
 /* Whether a job keeps other tenants out of its domains (its shape has `exclusive`). */
 static inline bool tp_job_exclusive(const struct tp_job_impl *j)

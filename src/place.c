@@ -74,7 +74,10 @@
  * are the usable GPUs that a maximum matching to distinct nearest NICs covers (node_pairable,
  * below), so every rule above applies unchanged. Such a request is a filtered one (node
  * capacities come from walking the nodes, as with `select`); the result records each rank's
- * NIC (pair_result), matched again over the final device list of each node.
+ * NIC (pair_result), matched again over the final device list of each node. NICs that running
+ * pairs jobs hold (cluster dev_nic) are blocked before matching, by the same rule the cluster
+ * applies when it commits the result (cluster.c, job_nics), so the NICs reported are the ones
+ * the job then holds.
  *
  * Failure-domain caps and spread are not tree-shaped. The tree solver answers first; if its
  * answer breaks them, an exhaustive search (exact for rule 1) runs when at most 16 nodes have
@@ -355,89 +358,48 @@ static bool dev_ok(const struct pctx *p, uint32_t d)
  * NICs in index order, give a maximum one deterministically. Any subset of the GPUs a maximum
  * matching covers can be paired too (with the same NICs), so the solver treats the covered
  * usable GPUs as the node's usable devices and needs nothing else. Cost per node:
- * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching.
+ * O(GPUs * NICs * switch depth) for the anchors, O(GPUs^2 * NICs) at worst for the matching,
+ * plus O(GPUs) to block the NICs running pairs jobs hold (only when there are such jobs). The
+ * matching itself lives in cluster.c (tp_pairing), which pairs a committed job by the same rule.
  */
 
-struct pairing {
-	const struct tp_nodetype *nt;
-	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: lowest switch with a NIC below, -1: root */
-	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
-	int *gpu_of;                      /* [nnic] paired GPU, -1 */
-	unsigned char *seen;              /* [nnic] visited by the current augmentation */
-};
-
-static const struct tp_nodetype *node_nodetype(const struct tp_topology *t, uint32_t node)
-{
-	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
-	return ty != TP_NO_TYPE ? t->types[ty] : NULL;
-}
-
-/* Whether a node's devices are the GPUs of a node type with NICs. */
-static const struct tp_nodetype *pairable_type(const struct tp_topology *t, uint32_t node)
-{
-	const struct tp_nodetype *nt = node_nodetype(t, node);
-	return nt && nt->nnic > 0 && nt->ngpus == tp_node_ndev(t, node) ? nt : NULL;
-}
-
-static bool nic_below(const struct tp_nodetype *nt, unsigned nic, int sw)
-{
-	if (sw < 0)
-		return true;
-	for (int s = nt->nic_sw[nic]; s >= 0; s = nt->sw_parent[s])
-		if (s == sw)
-			return true;
-	return false;
-}
-
-static int gpu_anchor(const struct tp_nodetype *nt, unsigned g)
-{
-	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
-		for (unsigned n = 0; n < nt->nnic; n++)
-			if (nic_below(nt, n, s))
-				return s;
-	return -1;
-}
-
 /* Set up a matching with nothing paired; scratch from the arena (false: out of memory). */
-static bool pairing_init(struct pctx *p, struct pairing *pr, const struct tp_nodetype *nt)
+static bool pairing_init(struct pctx *p, struct tp_pairing *pr, const struct tp_nodetype *nt)
 {
-	pr->nt = nt;
-	pr->gpu_of = ar_alloc(p, nt->nnic * sizeof *pr->gpu_of);
-	pr->seen = ar_alloc(p, nt->nnic);
-	if (!pr->gpu_of || !pr->seen)
+	int *gpu_of = ar_alloc(p, nt->nnic * sizeof *gpu_of);
+	unsigned char *seen = ar_alloc(p, nt->nnic);
+	if (!gpu_of || !seen)
 		return false;
-	for (unsigned n = 0; n < nt->nnic; n++)
-		pr->gpu_of[n] = -1;
-	for (unsigned g = 0; g < nt->ngpus; g++) {
-		pr->anchor[g] = gpu_anchor(nt, g);
-		pr->nic_of[g] = -1;
-	}
+	tp_pairing_init(pr, nt, gpu_of, seen);
 	return true;
 }
 
-static bool pair_augment(struct pairing *pr, unsigned g)
+/* Whether the NIC of device d (-1: none) is out of this request's reach because another
+ * running job is paired with it, or (replace) the repaired job keeps it on a healthy device.
+ * With every job gone (ideal), only the colocate target's and the job's own NICs stay. */
+static bool nic_fixed(const struct pctx *p, uint32_t d, bool ideal)
 {
-	const struct tp_nodetype *nt = pr->nt;
-	for (unsigned n = 0; n < nt->nnic; n++) {
-		if (pr->seen[n] || !nic_below(nt, n, pr->anchor[g]))
-			continue;
-		pr->seen[n] = 1;
-		if (pr->gpu_of[n] < 0 || pair_augment(pr, (unsigned)pr->gpu_of[n])) {
-			pr->gpu_of[n] = (int)g;
-			pr->nic_of[g] = (int)n;
-			return true;
-		}
-	}
-	return false;
+	const struct tp_cluster *c = p->c;
+	uint32_t j = c->dev_job[d];
+	if (c->dev_nic[d] < 0 || j == TP_NO_JOB)
+		return false;
+	if (j == p->self_slot)
+		return !(p->extra_down && j1_test(p->extra_down, d));
+	return !ideal || j == p->q->colocate_slot;
 }
 
-/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
-static bool pair_gpu(struct pairing *pr, unsigned g)
+/* Start a matching on a node with the NICs other jobs (and the repaired job's kept devices)
+ * hold already blocked; ideal: as if every job but those the request keeps were gone. */
+static bool pairing_node(struct pctx *p, struct tp_pairing *pr, const struct tp_nodetype *nt,
+                         uint32_t node, bool ideal)
 {
-	if (pr->nic_of[g] >= 0)
-		return true;
-	memset(pr->seen, 0, pr->nt->nnic);
-	return pair_augment(pr, g);
+	if (!pairing_init(p, pr, nt))
+		return false;
+	if (p->c->npairs)
+		for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
+			if (nic_fixed(p, d, ideal))
+				tp_pairing_block(pr, p->c->dev_nic[d]);
+	return true;
 }
 
 static bool dev_ok(const struct pctx *p, uint32_t d);
@@ -449,25 +411,25 @@ static bool keeps_nic(const struct pctx *p, uint32_t d)
 	if (p->taken && j1_test(p->taken, d))
 		return true;
 	return p->self_slot != TP_NO_JOB && p->c->dev_job[d] == p->self_slot &&
-	       !(p->extra_down && j1_test(p->extra_down, d));
+	       !(p->extra_down && j1_test(p->extra_down, d)) && p->c->dev_nic[d] < 0;
 }
 
 /* Usable devices of a node that can be paired with distinct nearest NICs (ids to list). */
 static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
 {
 	const struct tp_topology *t = p->t;
-	const struct tp_nodetype *nt = pairable_type(t, node);
+	const struct tp_nodetype *nt = tp_pairable_type(t, node);
 	if (!nt)
 		return 0;
 	struct amark m = ar_mark(p);
-	struct pairing pr;
+	struct tp_pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
-	if (pairing_init(p, &pr, nt)) {
+	if (pairing_node(p, &pr, nt, node, p->ideal)) {
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (keeps_nic(p, base + g))
-				pair_gpu(&pr, g);
+				tp_pair_gpu(&pr, g);
 		for (unsigned g = 0; g < nt->ngpus; g++) {
-			if (!dev_ok(p, base + g) || !pair_gpu(&pr, g))
+			if (!dev_ok(p, base + g) || !tp_pair_gpu(&pr, g))
 				continue;
 			if (list)
 				list[n] = base + g;
@@ -482,17 +444,17 @@ static uint32_t node_pairable(struct pctx *p, uint32_t node, uint32_t *list)
 static uint32_t node_pairable_free(struct pctx *p, uint32_t node)
 {
 	const struct tp_topology *t = p->t;
-	const struct tp_nodetype *nt = pairable_type(t, node);
+	const struct tp_nodetype *nt = tp_pairable_type(t, node);
 	if (!nt)
 		return 0;
 	struct amark m = ar_mark(p);
-	struct pairing pr;
+	struct tp_pairing pr;
 	uint32_t base = t->dev_first[node], n = 0;
-	if (pairing_init(p, &pr, nt))
+	if (pairing_node(p, &pr, nt, node, false))
 		for (unsigned g = 0; g < nt->ngpus; g++)
 			if (tp_dev_free(p->c, base + g) &&
 			    !(p->q->min_perf > 0 && !(t->dev_perf[base + g] >= p->q->min_perf)))
-				n += pair_gpu(&pr, g);
+				n += tp_pair_gpu(&pr, g);
 	ar_release(p, m);
 	return n;
 }
@@ -508,17 +470,23 @@ static uint64_t topology_pairable(struct pctx *p)
 		return 0;
 	for (unsigned ty = 0; ty < t->ntypes; ty++) {
 		const struct tp_nodetype *nt = t->types[ty];
-		struct pairing pr;
+		struct tp_pairing pr;
 		per_type[ty] = 0;
 		if (nt->nnic && pairing_init(p, &pr, nt))
 			for (unsigned g = 0; g < nt->ngpus; g++)
-				per_type[ty] += pair_gpu(&pr, g);
+				per_type[ty] += tp_pair_gpu(&pr, g);
 	}
 	for (uint32_t node = 0; node < t->nnodes; node++)
-		if (pairable_type(t, node))
+		if (tp_pairable_type(t, node))
 			sum += per_type[t->node_type[node]];
 	ar_release(p, m);
 	return sum;
+}
+
+/* Whether a device of the result keeps the NIC the repaired job holds it with. */
+static bool kept_nic(const struct tp_cluster *c, uint32_t self, uint32_t d)
+{
+	return self != TP_NO_JOB && c->dev_job[d] == self && c->dev_nic[d] >= 0;
 }
 
 /* The NIC of every rank of a placement (pl->nic): the devices of each node, in rank order,
@@ -536,25 +504,35 @@ static int pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, s
 	Pvoid_t done = NULL; /* nodes already paired */
 	for (size_t i = 0; i < n && !p->err; i++) {
 		uint32_t node = t->dev_node[devs[i]];
-		const struct tp_nodetype *nt = pairable_type(t, node);
+		const struct tp_nodetype *nt = tp_pairable_type(t, node);
 		if (!nt || j1_test(done, node)) {
 			all = all && nt;
 			continue;
 		}
 		j1_set(p, &done, node);
 		struct amark m = ar_mark(p);
-		struct pairing pr;
+		struct tp_pairing pr;
 		/* a fresh placement holds each node as one run of ranks; a replacement may not */
 		size_t end = i;
 		while (end < n && (pl->replace || t->dev_node[devs[end]] == node))
 			end++;
 		if (pairing_init(p, &pr, nt)) {
+			const struct tp_cluster *c = p->c;
+			uint32_t self = pl->replace ? p->self_slot : TP_NO_JOB;
+			for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++)
+				if (c->dev_nic[d] >= 0 && c->dev_job[d] != self)
+					tp_pairing_block(&pr, c->dev_nic[d]);
+			for (size_t j = i; j < end; j++)
+				if (t->dev_node[devs[j]] == node && kept_nic(c, self, devs[j]))
+					tp_pairing_block(&pr, c->dev_nic[devs[j]]);
+			for (size_t j = i; j < end; j++)
+				if (t->dev_node[devs[j]] == node && !kept_nic(c, self, devs[j]))
+					tp_pair_gpu(&pr, devs[j] - t->dev_first[node]);
 			for (size_t j = i; j < end; j++)
 				if (t->dev_node[devs[j]] == node)
-					pair_gpu(&pr, devs[j] - t->dev_first[node]);
-			for (size_t j = i; j < end; j++)
-				if (t->dev_node[devs[j]] == node)
-					pl->nic[j] = pr.nic_of[devs[j] - t->dev_first[node]];
+					pl->nic[j] = kept_nic(c, self, devs[j])
+					                 ? c->dev_nic[devs[j]]
+					                 : pr.nic_of[devs[j] - t->dev_first[node]];
 		}
 		ar_release(p, m);
 	}

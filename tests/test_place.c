@@ -1542,11 +1542,258 @@ Test(place, gpu_nic_pairs_allocation_failures)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Place and commit a pairs request of `count` GPUs on one node; its NICs go to nics. */
+static void commit_pairs(tp_cluster *c, const tp_topology *t, const char *id, uint32_t count,
+                         int *nics)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = id;
+	r.count = count;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s: %s", id, tp_placement_errmsg(p));
+	assert_paired(t, p);
+	for (uint32_t i = 0; i < count; i++)
+		nics[i] = tp_placement_nic(p, i);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+}
+
+/* A pairs request of `count` on the cluster: its code; on success, no NIC in taken[ntaken]. */
+static int try_pairs(tp_cluster *c, uint32_t count, const int *taken, size_t ntaken,
+                     const char *msg)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.count = count;
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	int rc = tp_place(c, &r, &p);
+	if (rc == 0) {
+		for (uint32_t i = 0; i < count; i++)
+			for (size_t k = 0; k < ntaken; k++)
+				cr_assert_neq(tp_placement_nic(p, i), taken[k], "rank %u: NIC %d is taken",
+				              i, taken[k]);
+	} else if (msg) {
+		cr_assert(strstr(tp_placement_errmsg(p), msg), "%s", tp_placement_errmsg(p));
+	}
+	tp_placement_destroy(p);
+	char buf[256];
+	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "%s", buf);
+	return rc;
+}
+
+static bool nic_in(int nic, const int *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == nic)
+			return true;
+	return false;
+}
+
+Test(place, gpu_nic_pairs_jobs_never_share_a_nic)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(1, 0);
+	tp_cluster *c = cluster(t);
+	/* a job without pairs takes GPUs, never NICs: GPU 0 held, GPU 1 still gets NIC 0 */
+	uint32_t g0 = dev(t, "n0/0");
+	cr_assert_eq(tp_cluster_assign(c, "plain", &g0, 1, NULL), 0);
+	cr_assert_eq(try_pairs(c, 8, NULL, 0, NULL), 0);
+	cr_assert_eq(tp_cluster_release(c, "plain"), 0);
+
+	int a[4], b[4];
+	commit_pairs(c, t, "a", 4, a);
+	commit_pairs(c, t, "b", 4, b);
+	for (int i = 0; i < 4; i++)
+		cr_assert(!nic_in(b[i], a, 4), "jobs a and b share NIC %d", b[i]);
+	/* 8 GPUs are free, one per leaf switch, but every NIC is taken */
+	cr_assert_eq(try_pairs(c, 1, NULL, 0, "busy: 0 matching devices are free"), TP_EBUSY);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "without pairs the free GPUs fit");
+	tp_placement_destroy(p);
+
+	/* release frees the NICs; a rollback takes them again */
+	size_t sp;
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	cr_assert_eq(tp_cluster_release(c, "a"), 0);
+	cr_assert_eq(try_pairs(c, 4, b, 4, NULL), 0);
+	cr_assert_eq(try_pairs(c, 5, NULL, 0, "busy: 4 matching devices are free"), TP_EBUSY);
+	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+	cr_assert_eq(try_pairs(c, 1, NULL, 0, "busy"), TP_EBUSY);
+	cr_assert_eq(tp_cluster_release(c, "a"), 0);
+	cr_assert_eq(try_pairs(c, 4, b, 4, NULL), 0);
+
+	/* assign with a pairs shape takes NICs: GPUs of leaves 0..3 (NICs 0..3), then a GPU of
+	 * leaf 0 again, which has no NIC left (assign still succeeds) */
+	cr_assert_eq(tp_cluster_release(c, "b"), 0);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 4;
+	shape.gpu_nic_pairs = 1;
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	uint32_t held[4] = {dev(t, "n0/0"), dev(t, "n0/2"), dev(t, "n0/4"), dev(t, "n0/6")};
+	cr_assert_eq(tp_cluster_assign(c, "asg", held, 4, &o), 0, "%s", tp_cluster_errmsg(c));
+	uint32_t g1 = dev(t, "n0/1");
+	shape.count = 1;
+	cr_assert_eq(tp_cluster_assign(c, "late", &g1, 1, &o), 0, "%s", tp_cluster_errmsg(c));
+	int low[4] = {0, 1, 2, 3};
+	cr_assert_eq(try_pairs(c, 5, NULL, 0, "busy: 4 matching devices are free"), TP_EBUSY);
+	cr_assert_eq(try_pairs(c, 4, low, 4, NULL), 0);
+
+	/* replace: a failed GPU of a pairs job is replaced by one whose NIC nobody else has */
+	cr_assert_eq(tp_cluster_release(c, "late"), 0);
+	int q[3];
+	commit_pairs(c, t, "q", 3, q); /* leaves 4..6 */
+	for (int i = 0; i < 3; i++)
+		cr_assert(!nic_in(q[i], low, 4));
+	uint32_t failed = held[1];
+	cr_assert_eq(tp_replace(c, "asg", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(!nic_in(tp_placement_nic(p, i), q, 3), "rank %zu took job q's NIC", i);
+		cr_assert_eq(tp_placement_nic(p, i), tp_topology_device_index(t, d[i]) / 2);
+	}
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	char buf[256];
+	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "%s", buf);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* NICs held on two nodes leave 2 free on each: 4 pairs fit the cluster but no one node. */
+Test(place, gpu_nic_pairs_held_nics_fragment)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 0);
+	tp_cluster *c = cluster(t);
+	int x[6], y[6];
+	commit_pairs(c, t, "x", 6, x);
+	commit_pairs(c, t, "y", 6, y);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.required = "node";
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.free_total, 4, "20 GPUs are free, 4 of them can get a NIC");
+	cr_assert_eq(fit.best, 2);
+	tp_placement_destroy(p);
+	r.count = 2;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	assert_paired(t, p);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Two GPUs of one leaf switch share its one NIC: whichever pairs job comes first holds it, and
+ * the fingerprint tells the two states apart. */
+Test(place, gpu_nic_pairs_fingerprint_tells_who_holds_the_nic)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(1, 0);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 1;
+	shape.gpu_nic_pairs = 1;
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	uint32_t g0 = dev(t, "n0/0"), g1 = dev(t, "n0/1");
+	uint64_t fp[2];
+	for (int order = 0; order < 2; order++) {
+		tp_cluster *c = cluster(t);
+		cr_assert_eq(tp_cluster_assign(c, order ? "b" : "a", order ? &g1 : &g0, 1, &o), 0);
+		cr_assert_eq(tp_cluster_assign(c, order ? "a" : "b", order ? &g0 : &g1, 1, &o), 0);
+		fp[order] = tp_cluster_fingerprint(c);
+		/* 7 leaf switches still have a free NIC */
+		cr_assert_eq(try_pairs(c, 8, NULL, 0, "busy: 7 matching devices are free"), TP_EBUSY);
+		tp_cluster_destroy(c);
+	}
+	cr_assert_neq(fp[0], fp[1]);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Committing a pairs placement and assigning a pairs shape allocate the job's NICs: every
+ * failure is TP_ENOMEM and leaves the cluster as it was. */
+Test(place, gpu_nic_pairs_commit_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = pairs_topology(2, 0);
+	tp_cluster *c = cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "p";
+	r.count = 12;
+	r.gpu_nic_pairs = 1;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	uint64_t fp = tp_cluster_fingerprint(c);
+	int rc;
+	long k = 0;
+	do {
+		tp_test_alloc_fail_at(k++);
+		rc = tp_commit(c, p, NULL);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM)
+			cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	} while (rc == TP_ENOMEM);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	cr_assert_eq(try_pairs(c, 5, NULL, 0, "busy: 4 matching devices are free"), TP_EBUSY);
+	cr_assert_eq(tp_cluster_release(c, "p"), 0);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 2;
+	shape.gpu_nic_pairs = 1;
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	uint32_t held[2] = {dev(t, "n0/0"), dev(t, "n1/3")};
+	fp = tp_cluster_fingerprint(c);
+	k = 0;
+	do {
+		tp_test_alloc_fail_at(k++);
+		rc = tp_cluster_assign(c, "s", held, 2, &o);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM)
+			cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	} while (rc == TP_ENOMEM);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(try_pairs(c, 15, NULL, 0, "busy: 14 matching devices are free"), TP_EBUSY);
+	/* a replacement (a rebind) allocates them again */
+	uint32_t failed = held[0];
+	cr_assert_eq(tp_replace(c, "s", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	fp = tp_cluster_fingerprint(c);
+	k = 0;
+	do {
+		tp_test_alloc_fail_at(k++);
+		rc = tp_commit(c, p, NULL);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM)
+			cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	} while (rc == TP_ENOMEM);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	cr_assert_eq(try_pairs(c, 15, NULL, 0, "busy: 14 matching devices are free"), TP_EBUSY);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /*
  * Property test against an oracle that needs no matching: on the DGX-2-like type (one NIC per
  * leaf switch of two GPUs), a node can pair exactly as many GPUs as it has leaf switches with a
- * free GPU. Random occupancy of 3 nodes (2 in rack r0, 1 in r1) and random requests (count,
- * groups, required node / rack / none): the outcome, free_total and the pairing must agree.
+ * free GPU and a NIC no running pairs job holds. Random occupancy of 3 nodes (2 in rack r0, 1
+ * in r1) by a job without pairs and a pairs job (which takes the NIC of every leaf it is on),
+ * and random requests (count, groups, required node / rack / none): the outcome, free_total
+ * and the pairing must agree.
  */
 Test(place, gpu_nic_pairs_property_against_leaf_oracle)
 {
@@ -1578,13 +1825,32 @@ Test(place, gpu_nic_pairs_property_against_leaf_oracle)
 				held[nh++] = d;
 		if (nh)
 			cr_assert_eq(tp_cluster_assign(c, "busy", held, nh, NULL), 0);
-		/* the oracle: pairable GPUs per node = leaves with a free GPU */
+		/* a running pairs job on some free GPUs: it takes the NIC of each leaf it is on */
+		bool nic_taken[3][8] = {{false}};
+		uint32_t pj[48];
+		size_t npj = 0;
+		for (uint32_t d = 0; d < 48; d++)
+			if (tp_cluster_device_state(c, d, NULL) == TP_DEVICE_FREE &&
+			    tp_test_below(&seed, 100) < 15) {
+				pj[npj++] = d;
+				nic_taken[d / 16][d % 16 / 2] = true;
+			}
+		if (npj) {
+			tp_request shape = TP_REQUEST_INIT;
+			shape.count = (uint32_t)npj;
+			shape.gpu_nic_pairs = 1;
+			tp_job_options o = TP_JOB_OPTIONS_INIT;
+			o.shape = &shape;
+			cr_assert_eq(tp_cluster_assign(c, "pairs", pj, npj, &o), 0);
+		}
+		/* the oracle: pairable GPUs per node = leaves with a free GPU and a free NIC */
 		unsigned per_node[3] = {0, 0, 0}, per_rack[2] = {0, 0}, total = 0;
 		for (uint32_t n = 0; n < 3; n++) {
 			for (uint32_t leaf = 0; leaf < 8; leaf++) {
 				uint32_t d0 = 16 * n + 2 * leaf;
-				per_node[n] += tp_cluster_device_state(c, d0, NULL) == TP_DEVICE_FREE ||
-				               tp_cluster_device_state(c, d0 + 1, NULL) == TP_DEVICE_FREE;
+				per_node[n] += !nic_taken[n][leaf] &&
+				               (tp_cluster_device_state(c, d0, NULL) == TP_DEVICE_FREE ||
+				                tp_cluster_device_state(c, d0 + 1, NULL) == TP_DEVICE_FREE);
 			}
 			per_rack[n < 2 ? 0 : 1] += per_node[n];
 			total += per_node[n];
@@ -1627,9 +1893,12 @@ Test(place, gpu_nic_pairs_property_against_leaf_oracle)
 		             tp_err_name(rc), tp_placement_errmsg(p), tp_err_name(want));
 		if (rc == 0) {
 			size_t n;
-			tp_placement_devices(p, &n);
+			const uint32_t *pd = tp_placement_devices(p, &n);
 			cr_assert_eq(n, r.count);
 			assert_paired(t, p);
+			for (size_t i = 0; i < n; i++)
+				cr_assert(!nic_taken[pd[i] / 16][tp_placement_nic(p, i)],
+				          "round %d: rank %zu got a NIC the pairs job holds", round, i);
 		} else if (rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
 			tp_fit fit = TP_FIT_INIT;
 			cr_assert_eq(tp_placement_fit(p, &fit), 0);
