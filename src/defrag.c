@@ -1142,6 +1142,24 @@ out:
 	return rc;
 }
 
+/* A home tp_place found for a migrant whose old devices span `old`: when it is as local, it
+ * becomes *out (*ok); an error destroys it; otherwise the caller still owns it. */
+static int take_if_local(struct planner *P, tp_placement *pl, const uint32_t *old,
+                         tp_placement **out, bool *ok)
+{
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(pl, &n);
+	int rc = as_local(P, devs, (uint32_t)n, old, ok);
+	if (rc) {
+		*ok = false;
+		tp_placement_destroy(pl);
+		return rc;
+	}
+	if (*ok)
+		*out = pl;
+	return 0;
+}
+
 /* A home for a migrant, or *out NULL. With the locality rule, the job is placed with its own
  * request (without a shape: one of its size) required inside one domain of the deepest level
  * it sits in now, then, while the answer is less local than now, inside one domain of each
@@ -1207,19 +1225,16 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 				return rc;
 			break; /* no room in any domain of this level: none deeper has room */
 		}
-		size_t n;
-		const uint32_t *devs = tp_placement_devices(pl, &n);
 		bool ok;
-		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
-			tp_placement_destroy(pl);
+		if ((rc = take_if_local(P, pl, old, out, &ok)))
 			return rc;
-		}
 		if (ok) {
-			*out = pl;
 			*less_local = false;
 			return 0;
 		}
 		if (l == start && start >= 0) {
+			size_t n;
+			const uint32_t *devs = tp_placement_devices(pl, &n);
 			hint = tp_node_ancestor(t, t->dev_node[devs[0]], (unsigned)start);
 			hinted = true;
 		}
@@ -1237,15 +1252,10 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	if ((rc = pack_home(P, &r, j, old, hinted ? start : -1, hint, &pl)))
 		return rc;
 	if (pl) {
-		size_t n;
-		const uint32_t *devs = tp_placement_devices(pl, &n);
 		bool ok;
-		if ((rc = as_local(P, devs, (uint32_t)n, old, &ok))) {
-			tp_placement_destroy(pl);
+		if ((rc = take_if_local(P, pl, old, out, &ok)))
 			return rc;
-		}
 		if (ok) {
-			*out = pl;
 			*less_local = false;
 			return 0;
 		}
