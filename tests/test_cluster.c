@@ -62,20 +62,6 @@ static tp_topology *flat(unsigned nnodes)
 	return t;
 }
 
-static tp_cluster *cluster(const tp_topology *t)
-{
-	tp_cluster *c = NULL;
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
-	return c;
-}
-
-static uint32_t dev(const tp_topology *t, const char *name)
-{
-	uint32_t d = TP_NONE;
-	cr_assert_eq(tp_topology_device_by_name(t, name, &d), 0, "no device %s", name);
-	return d;
-}
-
 #define CHECK(c)                                                                               \
 	do {                                                                                       \
 		char chk__[256];                                                                       \
@@ -195,7 +181,7 @@ Test(cluster, create_empty_nvl72)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(2, 3);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	cr_assert_eq(tp_cluster_topology(c), t);
 	cr_assert_eq(tp_cluster_free_total(c), 2 * 3 * 72);
 	cr_assert_eq(tp_cluster_free(c, 1, 4), 72);
@@ -267,10 +253,10 @@ Test(cluster, assign_and_release_hand_built)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	STEP(c);
 	/* n3 is rack r2 (8 devices), n1+n2 rack r1 (6 devices). */
-	uint32_t a[] = {dev(t, "n3/7"), dev(t, "n3/0"), dev(t, "n1/2")};
+	uint32_t a[] = {tp_test_dev(t, "n3/7"), tp_test_dev(t, "n3/0"), tp_test_dev(t, "n1/2")};
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 3, NULL), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
 	cr_assert_eq(tp_cluster_free_total(c), 23 - 3);
@@ -311,8 +297,8 @@ Test(cluster, assign_and_release_hand_built)
 	bo.preemptible = 0;
 	bo.migratable = 1;
 	bo.checkpoint_s = 0;
-	uint32_t b[] = {dev(t, "n4/0"), dev(t, "n5/0"), dev(t, "n5/1"), dev(t, "n5/2"),
-	                dev(t, "n5/3")};
+	uint32_t b[] = {tp_test_dev(t, "n4/0"), tp_test_dev(t, "n5/0"), tp_test_dev(t, "n5/1"), tp_test_dev(t, "n5/2"),
+	                tp_test_dev(t, "n5/3")};
 	cr_assert_eq(tp_cluster_assign(c, "b", b, 5, &bo), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
 	cr_assert_eq(tp_cluster_job_options(c, "b", &o), 0);
@@ -350,7 +336,7 @@ Test(cluster, one_rack_on_nvl72)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(2, 2);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t first, n;
 	cr_assert_eq(tp_topology_domain_devices(t, 1, 2, &first, &n), 0);
 	cr_assert_eq(n, 72);
@@ -380,8 +366,8 @@ Test(cluster, health)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
-	uint32_t d1[] = {dev(t, "n1/0"), dev(t, "n1/1"), dev(t, "n6/3")};
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t d1[] = {tp_test_dev(t, "n1/0"), tp_test_dev(t, "n1/1"), tp_test_dev(t, "n6/3")};
 	cr_assert_eq(tp_cluster_set_down(c, d1, 3, 1), 0);
 	STEP(c);
 	cr_assert_eq(tp_cluster_down_total(c), 3);
@@ -391,7 +377,7 @@ Test(cluster, health)
 	cr_assert_eq(c->generation, gen, "nothing changed");
 
 	/* Cordoned and down counts as down. */
-	uint32_t d2[] = {dev(t, "n1/1"), dev(t, "n3/4"), dev(t, "n3/4")};
+	uint32_t d2[] = {tp_test_dev(t, "n1/1"), tp_test_dev(t, "n3/4"), tp_test_dev(t, "n3/4")};
 	cr_assert_eq(tp_cluster_set_cordoned(c, d2, 3, 1), 0);
 	STEP(c);
 	cr_assert_eq(tp_cluster_cordoned_total(c), 1);
@@ -405,7 +391,7 @@ Test(cluster, health)
 	cr_assert_eq(tp_cluster_device_state(c, d1[1], NULL), TP_DEVICE_CORDONED);
 
 	/* A job may be recorded on down and cordoned devices; they come back down / cordoned. */
-	uint32_t j[] = {dev(t, "n6/3"), dev(t, "n3/4"), dev(t, "n3/5")};
+	uint32_t j[] = {tp_test_dev(t, "n6/3"), tp_test_dev(t, "n3/4"), tp_test_dev(t, "n3/5")};
 	cr_assert_eq(tp_cluster_assign(c, "j", j, 3, NULL), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
 	cr_assert_eq(tp_cluster_device_state(c, j[0], NULL), TP_DEVICE_HELD);
@@ -440,13 +426,13 @@ Test(cluster, flat_topology_node_index)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = flat(9); /* nodes of 1,2,3,4,1,2,3,4,1 devices */
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	cr_assert(c->indexed[0], "a one-level topology indexes its nodes");
 	STEP(c);
 	uint32_t tight;
 	cr_assert_eq(tp_cluster_tightest(c, 0, 3, &tight), 0);
 	cr_assert_eq(tight, 2);
-	uint32_t d[] = {dev(t, "h2/0")};
+	uint32_t d[] = {tp_test_dev(t, "h2/0")};
 	cr_assert_eq(tp_cluster_assign(c, "x", d, 1, NULL), 0);
 	STEP(c);
 	cr_assert_eq(tp_cluster_tightest(c, 0, 2, &tight), 0);
@@ -462,7 +448,7 @@ Test(cluster, tightest_node_level_without_index)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(3, 2);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	cr_assert(!c->indexed[2], "nodes are not indexed under racks");
 	/* Leave 1 free on node 40 and 3 on node 100 and node 7 (lowest wins among equals). */
 	uint32_t take[] = {40 * 4, 40 * 4 + 1, 40 * 4 + 2, 100 * 4, 7 * 4 + 3};
@@ -485,7 +471,7 @@ Test(cluster, shape_is_deep_copied)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	char lvl[8] = "rack", node[8] = "n3";
 	const char *sel[] = {node};
 	tp_slice sl[] = {{lvl, 2}};
@@ -503,7 +489,7 @@ Test(cluster, shape_is_deep_copied)
 	r.nselect_nodes = 1;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &r;
-	uint32_t d[] = {dev(t, "n3/0"), dev(t, "n3/1"), dev(t, "n3/2"), dev(t, "n3/3")};
+	uint32_t d[] = {tp_test_dev(t, "n3/0"), tp_test_dev(t, "n3/1"), tp_test_dev(t, "n3/2"), tp_test_dev(t, "n3/3")};
 	cr_assert_eq(tp_cluster_assign(c, "s", d, 4, &o), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
 	strcpy(lvl, "zzz");
@@ -539,10 +525,10 @@ Test(cluster, assign_validation)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
-	uint32_t held[] = {dev(t, "n1/1"), dev(t, "n1/2")};
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t held[] = {tp_test_dev(t, "n1/1"), tp_test_dev(t, "n1/2")};
 	cr_assert_eq(tp_cluster_assign(c, "a", held, 2, NULL), 0);
-	uint32_t ok[] = {dev(t, "n3/0"), dev(t, "n3/1")};
+	uint32_t ok[] = {tp_test_dev(t, "n3/0"), tp_test_dev(t, "n3/1")};
 
 	char longid[TP_MAX_NAME + 2];
 	memset(longid, 'j', sizeof longid - 1);
@@ -557,7 +543,7 @@ Test(cluster, assign_validation)
 	uint32_t out[] = {ok[0], 23};
 	ASSIGN_FAILS(c, "x", out, 2, NULL, TP_EINVAL,
 	             "devices[1] 23 is out of range (the topology has 23 devices)");
-	uint32_t dup[] = {ok[0], ok[1], dev(t, "n3/5"), ok[1]};
+	uint32_t dup[] = {ok[0], ok[1], tp_test_dev(t, "n3/5"), ok[1]};
 	ASSIGN_FAILS(c, "x", dup, 4, NULL, TP_EINVAL, "devices[3] n3/1 is listed twice");
 	CHECK(c); /* the duplicate marks are gone */
 	uint32_t taken[] = {ok[0], held[1]};
@@ -597,8 +583,8 @@ Test(cluster, shape_validation)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
-	uint32_t ok[] = {dev(t, "n3/0"), dev(t, "n3/1")};
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t ok[] = {tp_test_dev(t, "n3/0"), tp_test_dev(t, "n3/1")};
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	tp_request r;
 	o.shape = &r;
@@ -657,8 +643,8 @@ Test(cluster, other_call_validation)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
-	uint32_t good[] = {dev(t, "n1/0"), dev(t, "n2/0")};
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t good[] = {tp_test_dev(t, "n1/0"), tp_test_dev(t, "n2/0")};
 	cr_assert_eq(tp_cluster_assign(c, "a", good, 1, NULL), 0);
 	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
 
@@ -732,7 +718,7 @@ Test(cluster, check_reports_corruption)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	char buf[256];
 	c->free[1][1]++;
 	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), TP_ECORRUPT);
@@ -757,7 +743,7 @@ Test(cluster, fingerprint_is_history_independent)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(1, 2);
-	tp_cluster *x = cluster(t), *y = cluster(t);
+	tp_cluster *x = tp_test_cluster(t), *y = tp_test_cluster(t);
 	cr_assert_eq(tp_cluster_fingerprint(x), tp_cluster_fingerprint(y));
 	uint32_t a[] = {0, 1, 2, 3, 9}, b[] = {40, 41}, z[] = {5, 6}, down[] = {100, 2};
 
@@ -828,7 +814,7 @@ Test(cluster, savepoints_nest_and_roll_back)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t a[] = {0, 1}, b[] = {4, 5}, d[] = {6, 7, 8}, e[] = {20};
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
 	cr_assert_eq(tp_cluster_assign(c, "b", b, 2, NULL), 0);
@@ -907,7 +893,7 @@ Test(cluster, destroy_with_open_savepoints)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t a[] = {0, 1};
 	size_t sp;
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
@@ -922,7 +908,7 @@ Test(cluster, rebind_and_roll_back)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t a[] = {0, 1, 2}, moved[] = {2, 10, 11, 12};
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 3, NULL), 0);
 	struct snap s0 = snap_take(c);
@@ -959,7 +945,7 @@ Test(cluster, lost_index_is_rebuilt)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(2, 3);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t devs[] = {72, 73, 74, 200};
 	cr_assert_eq(tp_cluster_assign(c, "a", devs, 4, NULL), 0);
 	JError_t err;
@@ -984,7 +970,7 @@ Test(cluster, tombstones_are_swept)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t a[] = {0, 1}, b[] = {4};
 	cr_assert_eq(tp_cluster_assign(c, "keep", a, 2, NULL), 0);
 	size_t sp;
@@ -1053,7 +1039,7 @@ Test(cluster, allocation_failures_under_a_savepoint)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t a[] = {3, 4, 5}, b[] = {10, 11};
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 3, NULL), 0);
 	struct snap s0 = snap_take(c);
@@ -1105,7 +1091,7 @@ Test(cluster, allocation_failures_without_a_savepoint)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	long failures = 0;
 	for (uint32_t i = 0; i < 9; i++) { /* the jobs array must grow on the 9th */
 		char id[8];
@@ -1207,7 +1193,7 @@ struct sp_entry {
 
 static void random_sequence(const tp_topology *t, uint64_t seed, int steps, bool full_every)
 {
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint32_t ndev = tp_topology_device_count(t);
 	struct shadow s = shadow_new(ndev);
 	struct sp_entry stack[6];
@@ -1327,7 +1313,7 @@ Test(cluster, memory_per_gpu)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(4, 25); /* 7200 GPUs */
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	size_t empty = tp_cluster_memory(c);
 	cr_assert_leq(empty, 7200 * 100, "%zu bytes for 7200 GPUs", empty);
 	uint32_t first, n;

@@ -171,20 +171,6 @@ static tp_topology *small(void)
 	return t;
 }
 
-static tp_cluster *cluster(const tp_topology *t)
-{
-	tp_cluster *c = NULL;
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
-	return c;
-}
-
-static uint32_t dev(const tp_topology *t, const char *name)
-{
-	uint32_t d = TP_NONE;
-	cr_assert_eq(tp_topology_device_by_name(t, name, &d), 0, "no device %s", name);
-	return d;
-}
-
 /* Give job id the devices first .. first + n - 1 of node `node` (e.g. "x1"). */
 static void hold(tp_cluster *c, const char *id, const char *node, unsigned first, unsigned n,
                  const tp_job_options *o)
@@ -194,7 +180,7 @@ static void hold(tp_cluster *c, const char *id, const char *node, unsigned first
 	for (unsigned i = 0; i < n; i++) {
 		char name[64];
 		snprintf(name, sizeof name, "%s/%u", node, first + i);
-		devs[i] = dev(t, name);
+		devs[i] = tp_test_dev(t, name);
 	}
 	cr_assert_eq(tp_cluster_assign(c, id, devs, n, o), 0, "%s", tp_cluster_errmsg(c));
 }
@@ -425,15 +411,15 @@ Test(errors, slurm_tree)
 Test(errors, assign)
 {
 	tp_topology *t = small();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	hold(c, "a", "x0", 0, 2, NULL);
-	uint32_t two[] = {dev(t, "x1/0"), dev(t, "x1/1")};
+	uint32_t two[] = {tp_test_dev(t, "x1/0"), tp_test_dev(t, "x1/1")};
 	CLUSTER_FAILS(c, tp_cluster_assign(c, "a", two, 0, NULL), TP_EINVAL,
 	              "job 'a': n is 0 (a job holds a device)");
-	uint32_t taken[] = {dev(t, "x1/0"), dev(t, "x0/1")};
+	uint32_t taken[] = {tp_test_dev(t, "x1/0"), tp_test_dev(t, "x0/1")};
 	CLUSTER_FAILS(c, tp_cluster_assign(c, "b", taken, 2, NULL), TP_EEXIST,
 	              "devices[1] x0/1 is held by job 'a'");
-	uint32_t dup[] = {dev(t, "x1/0"), dev(t, "x1/2"), dev(t, "x1/0")};
+	uint32_t dup[] = {tp_test_dev(t, "x1/0"), tp_test_dev(t, "x1/2"), tp_test_dev(t, "x1/0")};
 	CLUSTER_FAILS(c, tp_cluster_assign(c, "b", dup, 3, NULL), TP_EINVAL,
 	              "devices[2] x1/0 is listed twice (first at [0])");
 	CLUSTER_FAILS(c, tp_cluster_assign(c, "a", two, 2, NULL), TP_EEXIST,
@@ -453,12 +439,12 @@ Test(errors, assign)
 Test(errors, release_and_health)
 {
 	tp_topology *t = small();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	hold(c, "a", "x0", 0, 2, NULL);
 	CLUSTER_FAILS(c, tp_cluster_release(c, "nosuch"), TP_ENOTFOUND,
 	              "job 'nosuch' is not running");
 	CLUSTER_FAILS(c, tp_cluster_release(c, NULL), TP_EINVAL, "job id is NULL");
-	uint32_t bad[] = {dev(t, "x1/0"), 99};
+	uint32_t bad[] = {tp_test_dev(t, "x1/0"), 99};
 	CLUSTER_FAILS(c, tp_cluster_set_down(c, bad, 2, 1), TP_EINVAL,
 	              "devices[1] 99 is out of range (the topology has 12 devices)");
 	CLUSTER_FAILS(c, tp_cluster_set_cordoned(c, NULL, 2, 1), TP_EINVAL,
@@ -477,7 +463,7 @@ Test(errors, place_request_fields)
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_build(b, &t), 0);
 	tp_topology_builder_destroy(b);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	hold(c, "a", "x0", 0, 2, NULL);
 
 	tp_request r = TP_REQUEST_INIT;
@@ -532,7 +518,7 @@ Test(errors, place_request_fields)
 Test(errors, place_outcomes)
 {
 	tp_topology *t = small();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.required = "rack";
 	r.count = UINT32_MAX;
@@ -569,7 +555,7 @@ Test(errors, place_outcomes)
 Test(errors, commit_after_a_change)
 {
 	tp_topology *t = small();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 2;
 	tp_placement *p = NULL;
@@ -599,13 +585,13 @@ static void replace_fails(const tp_cluster *c, const char *job, const uint32_t *
 Test(errors, replace)
 {
 	tp_topology *t = small();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	hold(c, "a", "x0", 0, 2, NULL);
-	uint32_t one[] = {dev(t, "x0/0")};
+	uint32_t one[] = {tp_test_dev(t, "x0/0")};
 	replace_fails(c, "nosuch", one, 1, TP_ENOTFOUND, "replace.job: no running job 'nosuch'");
 	uint32_t out[] = {99};
 	replace_fails(c, "a", out, 1, TP_EINVAL, "replace.failed[0]: no device 99");
-	uint32_t other[] = {dev(t, "x1/3")};
+	uint32_t other[] = {tp_test_dev(t, "x1/3")};
 	replace_fails(c, "a", other, 1, TP_EINVAL,
 	              "replace.failed[0]: device x1/3 is not held by job 'a'");
 	tp_cluster_destroy(c);
@@ -619,7 +605,7 @@ Test(errors, replace)
  * migratable and preemptible unless said otherwise. */
 static tp_cluster *half_full(const tp_topology *t, int migratable)
 {
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.migratable = migratable;
 	hold(c, "m", "x0", 0, 2, &o);

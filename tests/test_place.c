@@ -39,20 +39,6 @@ static tp_topology *build3(const struct nspec *ns, size_t n)
 	return build(levels, 3, ns, n);
 }
 
-static tp_cluster *cluster(const tp_topology *t)
-{
-	tp_cluster *c = NULL;
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
-	return c;
-}
-
-static uint32_t dev(const tp_topology *t, const char *name)
-{
-	uint32_t d;
-	cr_assert_eq(tp_topology_device_by_name(t, name, &d), 0, "no device %s", name);
-	return d;
-}
-
 static uint32_t node_of(const tp_topology *t, const char *name)
 {
 	uint32_t n;
@@ -253,7 +239,7 @@ Test(place, invalid_requests_name_the_field)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	for (size_t i = 0; i < sizeof bads / sizeof *bads; i++) {
 		tp_request r = TP_REQUEST_INIT;
 		r.count = 4;
@@ -295,7 +281,7 @@ Test(place, example_kueue_k05_required_rack_counts_nodes)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = kueue_default();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 2;
 	r.required = "rack";
@@ -315,7 +301,7 @@ Test(place, example_kueue_k12a_preferred_climbs_to_fewest_blocks_racks_nodes)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = kueue_default();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 6;
 	r.preferred = "rack";
@@ -341,7 +327,7 @@ Test(place, example_volcano_v03_gang_in_one_tier1)
 	    {"s1-n3", "s2", "s1", 4}, {"s1-n4", "s2", "s1", 4},
 	};
 	tp_topology *t = build(levels, 3, ns, 4);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 8;
 	r.group_size = 4;
@@ -372,7 +358,7 @@ Test(place, example_slurm_s01_fragmented_with_fit)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = slurm_s01();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *j1[] = {"node1", "node2"}, *j2[] = {"node5", "node6", "node7"};
 	const unsigned four[] = {4, 4, 4};
 	tp_request shape = TP_REQUEST_INIT;
@@ -413,7 +399,7 @@ Test(place, example_nvl72_512_exactly_8_racks)
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_build(b, &t), 0);
 	tp_topology_builder_destroy(b);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	for (int k = 0; k < 3; k++) {
 		static const char *racks[] = {"rack0", "rack3", "rack5"};
 		char names[6][64];
@@ -469,7 +455,7 @@ Test(place, example_invalid_count_not_multiple_of_group)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 10;
 	r.group_size = 4;
@@ -489,7 +475,7 @@ Test(place, example_replace_two_nodes_same_rack)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	char names[18][64];
 	const char *nodes[18];
 	unsigned four[18];
@@ -562,7 +548,7 @@ Test(place, infeasible_busy_fragmented_with_fit)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3(); /* 6 nodes of 4: b1/r1 x1 x2, b1/r2 x3, b2/r3 x4 x5, b2/r4 x6 */
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	tp_placement *p = NULL;
 	tp_fit fit;
@@ -621,7 +607,7 @@ Test(place, groups_take_whole_groups_per_node)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *some[] = {"x1", "x2", "x4"};
 	const unsigned cnt[] = {1, 1, 2};
 	job_on(c, "j", NULL, NULL, some, cnt, 3);
@@ -652,7 +638,7 @@ Test(place, rule1_prefers_fewer_nodes_over_largest_first)
 	    {"c1", "b", "r2", 4}, {"c2", "b", "r2", 4}, {"c3", "b", "r2", 4},
 	};
 	tp_topology *t = build3(ns, 12);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *busy[] = {"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "c2", "c3"};
 	const unsigned cnt[] = {3, 3, 3, 3, 3, 3, 3, 3, 4, 4};
 	job_on(c, "j", NULL, NULL, busy, cnt, 10);
@@ -675,7 +661,7 @@ Test(place, slices_and_balance)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	/* 24 nodes over two racks of 18: balanced gives 12 + 12 */
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 96;
@@ -719,7 +705,7 @@ Test(place, caps_and_spread)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 2, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_domain_cap cap = {"rack", 0, 16};
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 72;
@@ -778,7 +764,7 @@ Test(place, failure_domain_caps_one_replica_per_feed)
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_build(b, &t), 0);
 	tp_topology_builder_destroy(b);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_domain_cap cap = {"power", 0, 1};
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 8;
@@ -804,7 +790,7 @@ Test(place, colocate_exclusive_and_exclusive_jobs)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *dn[] = {"x4"};
 	const unsigned one[] = {1};
 	job_on(c, "decode", "t1", NULL, dn, one, 1);
@@ -878,7 +864,7 @@ Test(place, select_down_and_cordoned)
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_build(b, &t), 0);
 	tp_topology_builder_destroy(b);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	tp_placement *p = NULL;
 	r.count = 3;
@@ -889,7 +875,7 @@ Test(place, select_down_and_cordoned)
 	size_t n;
 	const uint32_t *d = tp_placement_devices(p, &n);
 	for (size_t i = 0; i < n; i++)
-		cr_assert_neq(d[i], dev(t, "h1/1"), "a slow device was used");
+		cr_assert_neq(d[i], tp_test_dev(t, "h1/1"), "a slow device was used");
 	tp_placement_destroy(p);
 	r.count = 4;
 	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
@@ -898,7 +884,7 @@ Test(place, select_down_and_cordoned)
 	tp_request m = TP_REQUEST_INIT;
 	m.count = 8;
 	m.select_min_memory_gb = 40; /* p1 has no memory figure: never matches */
-	uint32_t down[] = {dev(t, "a1/0")}, cord[] = {dev(t, "a2/3")};
+	uint32_t down[] = {tp_test_dev(t, "a1/0")}, cord[] = {tp_test_dev(t, "a2/3")};
 	cr_assert_eq(tp_cluster_set_down(c, down, 1, 1), 0);
 	cr_assert_eq(tp_cluster_set_cordoned(c, cord, 1, 1), 0);
 	cr_assert_eq(tp_place(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
@@ -952,7 +938,7 @@ Test(place, pcie_pairs_are_taken_behind_one_switch)
 	cr_assert_eq(tp_topology_build(b, &t), 0);
 	tp_topology_builder_destroy(b);
 	tp_nodetype_destroy(nt);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 2;
 	tp_placement *p = NULL;
@@ -972,7 +958,7 @@ Test(place, unconstrained_fills_tightest_holes)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *some[] = {"x1", "x2", "x4"};
 	const unsigned cnt[] = {3, 4, 2};
 	job_on(c, "j", NULL, NULL, some, cnt, 3);
@@ -1011,11 +997,11 @@ Test(place, replace_without_shape_stays_close)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *on[] = {"x4", "x5"};
 	const unsigned cnt[] = {4, 2};
 	job_on(c, "j", NULL, NULL, on, cnt, 2);
-	uint32_t failed[] = {dev(t, "x4/1")};
+	uint32_t failed[] = {tp_test_dev(t, "x4/1")};
 	tp_placement *p = NULL;
 	cr_assert_eq(tp_replace(c, "j", failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
 	uint32_t f, rep;
@@ -1031,7 +1017,7 @@ Test(place, replace_without_shape_stays_close)
 	tp_placement_destroy(p);
 
 	/* errors */
-	uint32_t other[] = {dev(t, "x1/0")};
+	uint32_t other[] = {tp_test_dev(t, "x1/0")};
 	TP_ASSERT_ERR(tp_replace(c, "j", other, 1, &p), TP_EINVAL, tp_placement_errmsg(p),
 	              "not held by job 'j'");
 	tp_placement_destroy(p);
@@ -1050,7 +1036,7 @@ Test(place, replace_not_possible_reports_fit)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 8;
 	shape.group_size = 4;
@@ -1058,7 +1044,7 @@ Test(place, replace_not_possible_reports_fit)
 	const char *on[] = {"x1", "x2"};
 	const unsigned cnt[] = {4, 4};
 	job_on(c, "j", NULL, &shape, on, cnt, 2);
-	uint32_t failed[] = {dev(t, "x2/0")};
+	uint32_t failed[] = {tp_test_dev(t, "x2/0")};
 	tp_placement *p = NULL;
 	/* the group of x2 keeps 3 healthy devices on x2: the replacement must be on x2 */
 	TP_ASSERT_ERR(tp_replace(c, "j", failed, 1, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
@@ -1077,7 +1063,7 @@ Test(place, commit_checks_and_records_the_shape)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = small3();
-	tp_cluster *c = cluster(t), *c2 = cluster(t);
+	tp_cluster *c = tp_test_cluster(t), *c2 = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "new";
 	r.count = 4;
@@ -1133,7 +1119,7 @@ Test(place, place_is_read_only_and_deterministic)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 4, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint64_t s = 7;
 	for (int j = 0; j < 40; j++) {
 		uint32_t d = tp_test_below(&s, tp_topology_device_count(t));
@@ -1172,7 +1158,7 @@ Test(place, allocation_failures_place_replace_commit)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 2, &tp_test_allocator), 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	const char *on[] = {"block0-rack0-node0", "block0-rack0-node1"};
 	const unsigned cnt[] = {4, 4};
 	tp_request shape = TP_REQUEST_INIT;
@@ -1212,7 +1198,7 @@ Test(place, allocation_failures_place_replace_commit)
 	for (int i = 0; i < 4; i++) {
 		char nm[64];
 		snprintf(nm, sizeof nm, "block0-rack0-node1/%d", i);
-		failed[i] = dev(t, nm);
+		failed[i] = tp_test_dev(t, nm);
 	}
 	int rc;
 	long n = 0;
@@ -1331,7 +1317,7 @@ Test(place, gpu_nic_pairs_take_one_gpu_per_nic)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_placement *p = NULL;
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 8;
@@ -1381,7 +1367,7 @@ Test(place, gpu_nic_pairs_busy_fragmented_and_infeasible)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 1);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	/* node n0: both GPUs of leaf switches 0 and 1 held, and one GPU of each other leaf: the
 	 * other six leaves still pair one GPU each (6); node n1: leaves 0..1 fully held (6). */
 	uint32_t held[32];
@@ -1416,7 +1402,7 @@ Test(place, gpu_nic_pairs_busy_fragmented_and_infeasible)
 	tp_placement_destroy(p);
 	/* a topology whose nodes have no NIC can never give pairs */
 	tp_topology *plain = pairs_topology(0, 2);
-	tp_cluster *c2 = cluster(plain);
+	tp_cluster *c2 = tp_test_cluster(plain);
 	r.count = 1;
 	r.required = NULL;
 	TP_ASSERT_ERR(tp_place(c2, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
@@ -1433,7 +1419,7 @@ Test(place, gpu_nic_pairs_validation_and_versions)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(1, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_placement *p = NULL;
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 2;
@@ -1459,14 +1445,14 @@ Test(place, gpu_nic_pairs_validation_and_versions)
 	tp_placement_destroy(p);
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = old;
-	uint32_t d = dev(t, "n0/15");
+	uint32_t d = tp_test_dev(t, "n0/15");
 	cr_assert_eq(tp_cluster_assign(c, "v1", &d, 1, &o), 0, "%s", tp_cluster_errmsg(c));
 	free(old);
 	/* a shape with a bad flag is refused by assign */
 	r.version = TP_REQUEST_VERSION;
 	r.gpu_nic_pairs = -1;
 	o.shape = &r;
-	d = dev(t, "n0/14");
+	d = tp_test_dev(t, "n0/14");
 	TP_ASSERT_ERR(tp_cluster_assign(c, "bad", &d, 1, &o), TP_EINVAL, tp_cluster_errmsg(c),
 	              "shape.gpu_nic_pairs -1 is not 0 or 1");
 	tp_cluster_destroy(c);
@@ -1478,7 +1464,7 @@ Test(place, gpu_nic_pairs_survive_commit_and_replace)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_placement *p = NULL;
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "pairs";
@@ -1513,7 +1499,7 @@ Test(place, gpu_nic_pairs_allocation_failures)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 1);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	uint64_t fp = tp_cluster_fingerprint(c);
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 12;
@@ -1595,9 +1581,9 @@ Test(place, gpu_nic_pairs_jobs_never_share_a_nic)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(1, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	/* a job without pairs takes GPUs, never NICs: GPU 0 held, GPU 1 still gets NIC 0 */
-	uint32_t g0 = dev(t, "n0/0");
+	uint32_t g0 = tp_test_dev(t, "n0/0");
 	cr_assert_eq(tp_cluster_assign(c, "plain", &g0, 1, NULL), 0);
 	cr_assert_eq(try_pairs(c, 8, NULL, 0, NULL), 0);
 	cr_assert_eq(tp_cluster_release(c, "plain"), 0);
@@ -1634,9 +1620,9 @@ Test(place, gpu_nic_pairs_jobs_never_share_a_nic)
 	shape.gpu_nic_pairs = 1;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
-	uint32_t held[4] = {dev(t, "n0/0"), dev(t, "n0/2"), dev(t, "n0/4"), dev(t, "n0/6")};
+	uint32_t held[4] = {tp_test_dev(t, "n0/0"), tp_test_dev(t, "n0/2"), tp_test_dev(t, "n0/4"), tp_test_dev(t, "n0/6")};
 	cr_assert_eq(tp_cluster_assign(c, "asg", held, 4, &o), 0, "%s", tp_cluster_errmsg(c));
-	uint32_t g1 = dev(t, "n0/1");
+	uint32_t g1 = tp_test_dev(t, "n0/1");
 	shape.count = 1;
 	cr_assert_eq(tp_cluster_assign(c, "late", &g1, 1, &o), 0, "%s", tp_cluster_errmsg(c));
 	int low[4] = {0, 1, 2, 3};
@@ -1672,7 +1658,7 @@ Test(place, gpu_nic_pairs_held_nics_fragment)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	int x[6], y[6];
 	commit_pairs(c, t, "x", 6, x);
 	commit_pairs(c, t, "y", 6, y);
@@ -1707,10 +1693,10 @@ Test(place, gpu_nic_pairs_fingerprint_tells_who_holds_the_nic)
 	shape.gpu_nic_pairs = 1;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
-	uint32_t g0 = dev(t, "n0/0"), g1 = dev(t, "n0/1");
+	uint32_t g0 = tp_test_dev(t, "n0/0"), g1 = tp_test_dev(t, "n0/1");
 	uint64_t fp[2];
 	for (int order = 0; order < 2; order++) {
-		tp_cluster *c = cluster(t);
+		tp_cluster *c = tp_test_cluster(t);
 		cr_assert_eq(tp_cluster_assign(c, order ? "b" : "a", order ? &g1 : &g0, 1, &o), 0);
 		cr_assert_eq(tp_cluster_assign(c, order ? "a" : "b", order ? &g0 : &g1, 1, &o), 0);
 		fp[order] = tp_cluster_fingerprint(c);
@@ -1729,7 +1715,7 @@ Test(place, gpu_nic_pairs_commit_allocation_failures)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = pairs_topology(2, 0);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "p";
 	r.count = 12;
@@ -1755,7 +1741,7 @@ Test(place, gpu_nic_pairs_commit_allocation_failures)
 	shape.gpu_nic_pairs = 1;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
-	uint32_t held[2] = {dev(t, "n0/0"), dev(t, "n1/3")};
+	uint32_t held[2] = {tp_test_dev(t, "n0/0"), tp_test_dev(t, "n1/3")};
 	fp = tp_cluster_fingerprint(c);
 	k = 0;
 	do {
@@ -1816,7 +1802,7 @@ Test(place, gpu_nic_pairs_property_against_leaf_oracle)
 	}
 	uint64_t seed = 42;
 	for (int round = 0; round < 150; round++) {
-		tp_cluster *c = cluster(t);
+		tp_cluster *c = tp_test_cluster(t);
 		uint32_t held[48];
 		size_t nh = 0;
 		unsigned pct = tp_test_below(&seed, 90);
@@ -1937,13 +1923,13 @@ Test(place, replace_keeps_a_rack_cap_of_the_shape)
 	const char *names[] = {"n0", "n2", "n1"}, *racks[] = {"r0", "r0", "r1"};
 	const unsigned gpus[] = {2, 4, 2};
 	tp_topology *t = two_level(names, racks, gpus, 3);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_domain_cap cap = {"rack", 1, 0};
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 2;
 	shape.caps = &cap;
 	shape.ncaps = 1;
-	uint32_t devs[] = {dev(t, "n0/0"), dev(t, "n1/0")}, cord = dev(t, "n1/1");
+	uint32_t devs[] = {tp_test_dev(t, "n0/0"), tp_test_dev(t, "n1/0")}, cord = tp_test_dev(t, "n1/1");
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
 	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
@@ -1971,11 +1957,11 @@ Test(place, replace_of_every_rank_keeps_required)
 	const char *names[] = {"n7", "n0", "n6"}, *racks[] = {"r0", "r0", "r0"};
 	const unsigned gpus[] = {4, 1, 1};
 	tp_topology *t = two_level(names, racks, gpus, 3);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 2;
 	shape.required = "node";
-	uint32_t devs[] = {dev(t, "n7/0"), dev(t, "n7/2")}, down = dev(t, "n7/1");
+	uint32_t devs[] = {tp_test_dev(t, "n7/0"), tp_test_dev(t, "n7/2")}, down = tp_test_dev(t, "n7/1");
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
 	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);
@@ -2004,12 +1990,12 @@ Test(place, replace_keeps_a_tree_spread)
 	const char *names[] = {"a", "b"}, *racks[] = {"r0", "r0"};
 	const unsigned gpus[] = {2, 1};
 	tp_topology *t = two_level(names, racks, gpus, 2);
-	tp_cluster *c = cluster(t);
+	tp_cluster *c = tp_test_cluster(t);
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 2;
 	shape.spread_level = "node";
 	shape.spread_min_domains = 2;
-	uint32_t devs[] = {dev(t, "a/0"), dev(t, "b/0")};
+	uint32_t devs[] = {tp_test_dev(t, "a/0"), tp_test_dev(t, "b/0")};
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
 	cr_assert_eq(tp_cluster_assign(c, "j", devs, 2, &o), 0);

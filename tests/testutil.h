@@ -47,6 +47,23 @@ void tp_test_alloc_fail_at(long n);
 		          tp__m ? tp__m : "(null)", (fragment));                                       \
 	} while (0)
 
+/* A cluster of t on the counting allocator (asserts success). Inline, so that the fuzz
+ * replays, which link testutil.c without Criterion, never reference cr_assert. */
+static inline tp_cluster *tp_test_cluster(const tp_topology *t)
+{
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	return c;
+}
+
+/* The id of device `name` ("node/index"; asserts that it exists). */
+static inline uint32_t tp_test_dev(const tp_topology *t, const char *name)
+{
+	uint32_t d = TP_NONE;
+	cr_assert_eq(tp_topology_device_by_name(t, name, &d), 0, "no device %s", name);
+	return d;
+}
+
 /* A small deterministic PRNG (splitmix64) for property tests. */
 static inline uint64_t tp_test_rand(uint64_t *s)
 {
