@@ -148,7 +148,7 @@ def test_cluster_state(tp):
         == ("inference", 3, "t1", True, 30)
     assert info.shape.count == 2 and info.shape.required == "rack"
     assert c.device_state("x1/0") == ("held", "a")
-    assert c.free("rack", "b1/r1") == 6 and c.free_nodes("rack", "b1/r1") == 1
+    assert c.free_count("rack", "b1/r1") == 6 and c.free_node_count("rack", "b1/r1") == 1
     c.set_down(["x4/7"])
     c.set_cordoned(["x3"])
     assert c.down_total == 1 and c.cordoned_total == 4 and c.free_total == 13
