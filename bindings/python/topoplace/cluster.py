@@ -25,6 +25,7 @@ __all__ = ["Cluster", "Savepoint", "JobInfo", "place", "commit", "replace"]
 
 _JOB = _defaults.JOB_OPTIONS
 
+
 def _job_options(keep, job_class=_JOB["job_class"], priority=_JOB["priority"],
                  tenant=_JOB["tenant"], preemptible=_JOB["preemptible"],
                  migratable=_JOB["migratable"], checkpoint_s=_JOB["checkpoint_s"], shape=None):
@@ -55,7 +56,6 @@ class JobInfo:
     migratable: bool
     checkpoint_s: float
     shape: Optional[Request]
-
 
 
 class Savepoint:

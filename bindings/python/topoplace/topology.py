@@ -63,7 +63,7 @@ class NodeType(_Owned):
 
     def add_nic(self, name, switch=-1, gbps=0.0):
         """Add a NIC named ``name`` behind PCIe switch ``switch`` (-1: the host bridge), of
-        ``gbps`` GB/s (0: unknown); returns its index."""
+        ``gbps`` GB/s one direction; returns its index."""
         out = ffi.new("unsigned *")
         check(lib.tp_nodetype_add_nic(self._p, _b(name), switch, gbps, out), self)
         return out[0]
@@ -75,8 +75,8 @@ class NodeType(_Owned):
         return out[0]
 
     def set_nvlink(self, a, b, gbps):
-        """Set the NVLink bandwidth between GPUs ``a`` and ``b`` (GB/s, 0: none); returns the
-        node type."""
+        """Set the NVLink bandwidth between GPUs ``a`` and ``b`` (GB/s one direction, 0: no
+        NVLink); returns the node type."""
         check(lib.tp_nodetype_set_nvlink(self._p, a, b, gbps), self)
         return self
 
@@ -109,14 +109,15 @@ class NodeType(_Owned):
         return lib.tp_nodetype_gpu_switch(self._p, gpu)
 
     def nvlink_gbps(self, a, b):
-        """The NVLink bandwidth between GPUs ``a`` and ``b`` in GB/s (0: no NVLink)."""
+        """The NVLink bandwidth between GPUs ``a`` and ``b`` in GB/s one direction (0: no
+        NVLink, or an unknown GPU)."""
         return lib.tp_nodetype_nvlink_gbps(self._p, a, b)
 
     def pcie_distance(self, a, b):
-        """PCIe hops between GPUs ``a`` and ``b`` through their switches (0: the same GPU)."""
+        """How far apart GPUs ``a`` and ``b`` are on PCIe, in switch hops (as
+        ``tp_nodetype_pcie_distance``); raises :class:`InvalidArgument` for an unknown GPU."""
         return check(lib.tp_nodetype_pcie_distance(self._p, a, b), None,
                      "unknown GPU %r or %r" % (a, b))
-
 
 
 Fabric = namedtuple("Fabric", "kind gbps latency_us")
@@ -479,7 +480,7 @@ class Topology(_Owned):
     # -- failure domains ------------------------------------------------------------------
     @property
     def fd_kinds(self):
-        """The failure-domain kinds, in the order they were first used (a tuple)."""
+        """The failure-domain kinds by index (a tuple of names)."""
         return tuple(_s(lib.tp_topology_fd_kind_name(self._p, i))
                      for i in range(lib.tp_topology_fd_kind_count(self._p)))
 
