@@ -9,10 +9,13 @@
     >>> p.status, len(p.devices)
     ('ok', 512)
 
-The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.md. The
-command-line tool is ``python3 -m topoplace place|frag|replace|defrag FILE``
-(:mod:`topoplace.cli`). :mod:`topoplace.scenario` (the scenario format) needs no C library,
-so the names below are loaded on first use.
+The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.md. They live
+in one module per object family: :mod:`topoplace.topology`, :mod:`topoplace.cluster`,
+:mod:`topoplace.request`, :mod:`topoplace.placement` and :mod:`topoplace.defrag` (the errors
+in :mod:`topoplace.errors`); import them from here. The command-line tool is
+``python3 -m topoplace place|frag|replace|defrag FILE`` (:mod:`topoplace.cli`).
+:mod:`topoplace.scenario` (the scenario format) needs no C library, so the names below are
+loaded on first use.
 """
 
 # In a build tree the compiled module sits in <build>/bindings/python/topoplace/ while these files
