@@ -6,8 +6,6 @@ import itertools
 
 import pytest
 
-from conftest import needs
-
 
 def small(tp):
     """2 blocks; b1 has racks r1 (x1, x2) and r2 (x3); b2 has r3 (x4 with 8 GPUs)."""
@@ -148,7 +146,7 @@ def test_cluster_state(tp):
         == ("inference", 3, "t1", True, 30)
     assert info.shape.count == 2 and info.shape.required == "rack"
     assert c.device_state("x1/0") == ("held", "a")
-    assert c.free("rack", "b1/r1") == 6 and c.free_nodes("rack", "b1/r1") == 1
+    assert c.free_count("rack", "b1/r1") == 6 and c.free_node_count("rack", "b1/r1") == 1
     c.set_down(["x4/7"])
     c.set_cordoned(["x3"])
     assert c.down_total == 1 and c.cordoned_total == 4 and c.free_total == 13
@@ -226,7 +224,6 @@ def test_request_dataclass_coerces_parts(tp):
 
 
 def test_place_and_commit(tp):
-    needs("tp_place", "tp_commit")
     t = tp.Topology.nvl72(2, 8)
     c = tp.Cluster(t)
     p = c.place(tp.Request(count=8, id="j", group_size=4, required="rack"))
@@ -241,7 +238,6 @@ def test_place_and_commit(tp):
 
 
 def test_not_placeable_results(tp):
-    needs("tp_place")
     c = tp.Cluster(small(tp))
     p = c.place(tp.Request(count=100))
     assert not p.ok and p.status in ("infeasible", "busy") and p.message
@@ -251,7 +247,6 @@ def test_not_placeable_results(tp):
 
 
 def test_invalid_request_raises_with_the_field(tp):
-    needs("tp_place")
     c = tp.Cluster(small(tp))
     with pytest.raises(tp.InvalidArgument) as e:
         c.place(tp.Request(count=8, group_size=4, slices=[("rack", 6)]))
@@ -275,7 +270,6 @@ def dgx2_like(tp):
 
 
 def test_gpu_nic_pairs(tp):
-    needs("tp_place", "tp_placement_nic")
     nt = dgx2_like(tp)
     t = (tp.TopologyBuilder(["rack", "node"])
          .add_node("d0", ["r0"], 16, node_type=nt)
@@ -302,7 +296,6 @@ def test_gpu_nic_pairs(tp):
 
 
 def test_replace(tp):
-    needs("tp_replace", "tp_commit")
     c = tp.Cluster(small(tp))
     c.assign("a", ["x1/0", "x1/1"])
     p = c.replace("a", ["x1/1"])
@@ -313,7 +306,6 @@ def test_replace(tp):
 
 
 def test_defrag_plan_when_it_fits_already(tp):
-    needs("tp_defrag_plan", "tp_place")
     c = tp.Cluster(small(tp))
     fp = c.fingerprint
     plan = c.defrag_plan(tp.Request(count=4, id="n"), tp.DefragPolicy(max_moves=0))
@@ -325,7 +317,6 @@ def test_defrag_plan_when_it_fits_already(tp):
 
 
 def test_defrag_keeps_migrants_local_unless_allowed(tp):
-    needs("tp_defrag_plan", "tp_place")
     c = tp.Cluster(small(tp))
     c.assign("a", ["x1/0", "x1/1"], migratable=True, preemptible=False, checkpoint_s=10)
     c.assign("b", ["x2/%d" % i for i in range(4)], preemptible=False)
@@ -364,7 +355,6 @@ def test_drop_in_any_order(tp, order):
 
 
 def test_drop_placement_in_any_order(tp):
-    needs("tp_place")
     for order in itertools.permutations("tcpb"):
         objs = _objects(tp, True)
         for k in order:

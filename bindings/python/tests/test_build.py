@@ -14,8 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(PKG_SRC))
 HEADER = os.path.join(ROOT, "include", "topoplace.h")
 
 
-def test_gen_cdef_turns_defines_and_enums_into_dots(tmp_path):
-    pytest.importorskip("cffi")
+def version_header(tmp_path):
+    """A folder with a topoplace-version.h made from its template (as meson makes it)."""
     inc = tmp_path / "include"
     inc.mkdir()
     tmpl = open(os.path.join(ROOT, "include", "topoplace-version.h.in")).read()
@@ -23,6 +23,12 @@ def test_gen_cdef_turns_defines_and_enums_into_dots(tmp_path):
                  ("TP_VERSION_PATCH", "0"), ("TP_VERSION", "0.1.0")):
         tmpl = tmpl.replace("@%s@" % k, v)
     (inc / "topoplace-version.h").write_text(tmpl)
+    return inc
+
+
+def test_gen_cdef_turns_defines_and_enums_into_dots(tmp_path):
+    pytest.importorskip("cffi")
+    inc = version_header(tmp_path)
     out = tmp_path / "x.cdef"
     subprocess.check_call([sys.executable, os.path.join(PKG_SRC, "gen_cdef.py"),
                            "-I", os.path.join(ROOT, "include"), "-I", str(inc),
@@ -50,3 +56,36 @@ def test_constants_come_from_the_header(tp):
     assert lib.TP_MAX_LEVELS == 8 and lib.TP_LEVEL_CLUSTER == -1
     assert lib.TP_NONE == 2 ** 32 - 1 and lib.TP_EINVAL == -1 and lib.TP_ECORRUPT == -11
     assert tp.InvalidArgument.code == lib.TP_EINVAL
+
+
+def test_gen_cdef_gives_every_init_macro_a_function(tmp_path):
+    """Each TP_<NAME>_INIT of a struct becomes tp__init_<name>(): the Python defaults come
+    from the header's initialisers, not from numbers typed again."""
+    pytest.importorskip("cffi")
+    inc = version_header(tmp_path)
+    out = tmp_path / "x.cdef"
+    csrc = tmp_path / "x.c"
+    subprocess.check_call([sys.executable, os.path.join(PKG_SRC, "gen_cdef.py"),
+                           "-I", os.path.join(ROOT, "include"), "-I", str(inc),
+                           "--cdef", str(out), "--csource", str(csrc), HEADER])
+    cdef, code = out.read_text(), csrc.read_text()
+    inits = re.findall(r"^\s*#\s*define\s+TP_(\w+)_INIT\b", open(HEADER).read(), re.M)
+    assert {"REQUEST", "JOB_OPTIONS", "NODE_OPTIONS", "DEFRAG_POLICY"} <= set(inits)
+    for name in (n.lower() for n in inits):
+        assert "void tp__init_%s(tp_%s *out);" % (name, name) in cdef
+        assert "const tp_%s init = TP_%s_INIT;" % (name, name.upper()) in code
+
+
+def test_init_functions_store_the_header_initialisers(tp):
+    from topoplace._native import ffi, lib
+    p = ffi.new("tp_defrag_policy *")
+    lib.tp__init_defrag_policy(p)
+    assert (p.version, p.migrate, p.preempt, p.allow_interactive, p.max_moves, p.max_cost_s,
+            p.min_priority_gap, p.allow_less_local) == (
+                lib.TP_DEFRAG_POLICY_VERSION, 1, 1, 0, 2 ** 32 - 1, -1.0, 1, 0)
+    r = ffi.new("tp_request *")
+    lib.tp__init_request(r)
+    assert r.version == lib.TP_REQUEST_VERSION and r.count == 0 and r.id == ffi.NULL
+    j = ffi.new("tp_job_options *")
+    lib.tp__init_job_options(j)
+    assert j.version == lib.TP_JOB_OPTIONS_VERSION and j.checkpoint_s == 60.0

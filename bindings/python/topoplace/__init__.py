@@ -9,10 +9,13 @@
     >>> p.status, len(p.devices)
     ('ok', 512)
 
-The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.md. The
-command-line tool is ``python3 -m topoplace place|frag|replace|defrag FILE``
-(:mod:`topoplace.cli`). :mod:`topoplace.scenario` (the scenario format) needs no C library,
-so the names below are loaded on first use.
+The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.md. They live
+in one module per object family: :mod:`topoplace.topology`, :mod:`topoplace.cluster`,
+:mod:`topoplace.request`, :mod:`topoplace.placement` and :mod:`topoplace.defrag` (the errors
+in :mod:`topoplace.errors`); import them from here. The command-line tool is
+``python3 -m topoplace place|frag|replace|defrag FILE`` (:mod:`topoplace.cli`).
+:mod:`topoplace.scenario` (the scenario format) needs no C library, so the names below are
+loaded on first use.
 """
 
 # In a build tree the compiled module sits in <build>/bindings/python/topoplace/ while these files
@@ -35,22 +38,33 @@ __all__ = [
     "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
 ]
 
-_ERRORS = {"TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
-           "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded",
-           "Corrupt", "ClosedError", "check"}
+# Where each name lives: the errors need no compiled module, the rest do.
+_MODULES = {}
+for _mod, _names in (
+        ("errors", ("TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound",
+                    "AlreadyExists", "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError",
+                    "LimitExceeded", "Corrupt", "ClosedError", "check")),
+        ("_core", ("version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS")),
+        ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
+        ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
+        ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
+        ("placement", ("Placement", "Fit")),
+        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep"))):
+    for _name in _names:
+        _MODULES[_name] = _mod
+del _mod, _names, _name
+
 
 def __getattr__(name):
+    """The public names, each loaded from its family's module on first use, so that
+    `import topoplace.scenario` (and the CLI's validation) work without the compiled module;
+    a missing build shows up as an ImportError here."""
+    import importlib
     if name == "__version__":
-        from . import api
-        return api.version_string()
-    # Loaded on first use so that `import topoplace.scenario` (and the CLI's validation) work
-    # without the compiled module; a missing build shows up as an ImportError here.
-    if name in _ERRORS:
-        from . import errors
-        return getattr(errors, name)
-    if name in __all__:
-        from . import api
-        return getattr(api, name)
+        return importlib.import_module("._core", __name__).version_string()
+    mod = _MODULES.get(name)
+    if mod is not None:
+        return getattr(importlib.import_module("." + mod, __name__), name)
     raise AttributeError("module 'topoplace' has no attribute %r" % name)
 
 

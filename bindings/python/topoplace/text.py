@@ -129,7 +129,7 @@ def fleet_picture(topo, cluster, pl, command, job=None):
 def node_char(topo, cluster, node):
     """'.' every device free, 'x' every device down, '#' none free, '+' some free."""
     size = len(topo.node_devices(node))
-    free = cluster.free(topo.node_level, node)
+    free = cluster.free_count(topo.node_level, node)
     if free == size:
         return "."
     if free == 0 and all(cluster.device_down(d) for d in topo.node_devices(node)):

@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: MIT
+"""The cluster family: :class:`Cluster` (the mutable state of a topology: running jobs, down and
+cordoned devices) with placement, replacement, fragmentation and defragmentation, its
+:class:`Savepoint` and :class:`JobInfo`, and the module-level :func:`place`, :func:`commit`
+and :func:`replace`.
+
+A :class:`Cluster` has one writer at a time (:meth:`Cluster.place`, :meth:`Cluster.frag` and
+the queries only read), as in C. The keyword defaults of the job options are those of
+``TP_JOB_OPTIONS_INIT`` (see :mod:`topoplace._defaults`).
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import _defaults
+from ._core import (_CLASS_CODE, _CLASS_NAME, _DEVICE_STATE, _STATUS, JOB_CLASSES, _b,
+                    _deprecated, _keep, _own, _Owned, _s, ffi, lib, strerror)
+from .defrag import DefragPolicy, Plan, _frag_report, _read_plan
+from .errors import InvalidArgument, check, error_class
+from .placement import Placement, _read_placement
+from .request import Request
+from .topology import Topology
+
+__all__ = ["Cluster", "Savepoint", "JobInfo", "place", "commit", "replace"]
+
+_JOB = _defaults.JOB_OPTIONS
+
+
+def _job_options(keep, job_class=_JOB["job_class"], priority=_JOB["priority"],
+                 tenant=_JOB["tenant"], preemptible=_JOB["preemptible"],
+                 migratable=_JOB["migratable"], checkpoint_s=_JOB["checkpoint_s"], shape=None):
+    """A ``tp_job_options *`` (from TP_JOB_OPTIONS_INIT), kept alive by ``keep``."""
+    if job_class not in _CLASS_CODE:
+        raise InvalidArgument("unknown job class %r (one of %s)"
+                              % (job_class, ", ".join(JOB_CLASSES)))
+    o = _defaults.c_init("job_options")
+    keep.append(o)
+    o.job_class = _CLASS_CODE[job_class]
+    o.priority = priority
+    o.tenant = _keep(keep, _b(tenant, "tenant"))
+    o.preemptible = 1 if preemptible else 0
+    o.migratable = 1 if migratable else 0
+    o.checkpoint_s = checkpoint_s
+    o.shape = shape._to_c(keep) if shape is not None else ffi.NULL
+    return o
+
+
+@dataclass
+class JobInfo:
+    """A running job's attributes (``tp_job_options``)."""
+    id: str
+    job_class: str
+    priority: int
+    tenant: str
+    preemptible: bool
+    migratable: bool
+    checkpoint_s: float
+    shape: Optional[Request]
+
+
+class Savepoint:
+    """A savepoint of a :class:`Cluster`, as a context manager.
+
+    ``with cluster.savepoint() as sp:`` keeps the changes made in the block when it ends
+    normally and rolls them back when it raises; ``savepoint(rollback=True)`` always rolls back
+    (try moves, look, undo). :meth:`rollback` and :meth:`keep` end it early.
+    """
+
+    def __init__(self, cluster, rollback=False):
+        self._cluster = cluster
+        self._always_rollback = rollback
+        self._sp = None
+
+    def __enter__(self):
+        sp = ffi.new("size_t *")
+        check(lib.tp_cluster_savepoint(self._cluster._p, sp), self._cluster)
+        self._sp = sp[0]
+        return self
+
+    def rollback(self):
+        """Undo every change since the savepoint and close it."""
+        if self._sp is not None:
+            sp, self._sp = self._sp, None
+            check(lib.tp_cluster_rollback(self._cluster._p, sp), self._cluster)
+
+    def keep(self):
+        """Close the savepoint, keeping the changes."""
+        if self._sp is not None:
+            sp, self._sp = self._sp, None
+            check(lib.tp_cluster_savepoint_discard(self._cluster._p, sp), self._cluster)
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._cluster.closed:
+            self._sp = None
+        elif exc_type is not None or self._always_rollback:
+            self.rollback()
+        else:
+            self.keep()
+        return False
+
+
+class Cluster(_Owned):
+    """The mutable state of a topology: which device is free, held, down or cordoned.
+
+    Devices may be given as ids, ``"node/index"`` names, or node names (all the node's
+    devices) wherever a list of devices is taken.
+    """
+
+    _what = "cluster"
+
+    def __init__(self, topology):
+        if not isinstance(topology, Topology):
+            raise TypeError("Cluster(topology) needs a Topology, not %s"
+                            % type(topology).__name__)
+        tptr = topology._p
+        out = ffi.new("tp_cluster **")
+        check(lib.tp_cluster_create(out, tptr, ffi.NULL), None, "cannot create a cluster")
+        self._ptr = _own(out[0], lib.tp_cluster_destroy, tptr)
+        self._topology = topology
+        # Lookups go through a view that shares the C topology, so that they keep working
+        # when the caller closes its Topology object while the cluster lives.
+        self._topo = Topology._wrap(tptr)
+
+    @property
+    def topology(self):
+        """The :class:`Topology` the cluster was made from."""
+        return self._topology
+
+    def _errmsg(self):
+        return _s(lib.tp_cluster_errmsg(self._p))
+
+    def _ids(self, devices):
+        ids = self._topo.devices(devices)
+        return ffi.new("uint32_t[]", ids), len(ids)
+
+    # -- writing --------------------------------------------------------------------------
+    def assign(self, job, devices, job_class=_JOB["job_class"], priority=_JOB["priority"],
+               tenant=_JOB["tenant"], preemptible=_JOB["preemptible"],
+               migratable=_JOB["migratable"], checkpoint_s=_JOB["checkpoint_s"], shape=None):
+        """Record a running job on explicit devices, in rank order; ``shape`` (a
+        :class:`Request`) is the shape defrag keeps when it moves the job."""
+        keep = []
+        arr, n = self._ids(devices)
+        opts = _job_options(keep, job_class, priority, tenant, preemptible, migratable,
+                            checkpoint_s, shape)
+        check(lib.tp_cluster_assign(self._p, _b(job, "job id"), arr, n, opts), self)
+
+    def release(self, job):
+        """Remove a running job; its devices become free (unless down or cordoned)."""
+        check(lib.tp_cluster_release(self._p, _b(job, "job id")), self)
+
+    def set_down(self, devices, down=True):
+        """Mark devices down (``down=False``: healthy again)."""
+        arr, n = self._ids(devices)
+        check(lib.tp_cluster_set_down(self._p, arr, n, 1 if down else 0), self)
+
+    def set_cordoned(self, devices, cordoned=True):
+        """Cordon devices: no new job lands on them (``cordoned=False``: lift it)."""
+        arr, n = self._ids(devices)
+        check(lib.tp_cluster_set_cordoned(self._p, arr, n, 1 if cordoned else 0), self)
+
+    def savepoint(self, rollback=False):
+        """A :class:`Savepoint` context manager."""
+        return Savepoint(self, rollback)
+
+    # -- reading --------------------------------------------------------------------------
+    def free_count(self, level, dom):
+        """Number of free devices (healthy, not cordoned, held by no job) in a domain (an id
+        or a path)."""
+        return lib.tp_cluster_free(self._p, self._topo.level(level), self._dom(level, dom))
+
+    free = _deprecated("free_count", "free")
+
+    def _dom(self, level, dom):
+        if isinstance(dom, str):
+            return self._topo.domain_by_path(level, dom)
+        return dom
+
+    @property
+    def free_total(self):
+        """Number of free devices in the cluster."""
+        return lib.tp_cluster_free_total(self._p)
+
+    def free_node_count(self, level, dom):
+        """Number of nodes of a domain (an id or a path) whose every device is free."""
+        return lib.tp_cluster_free_nodes(self._p, self._topo.level(level), self._dom(level, dom))
+
+    free_nodes = _deprecated("free_node_count", "free_nodes")
+
+    def node_histogram(self, level, dom, n=None):
+        """``hist[k]`` = nodes of the domain with exactly ``k`` free devices."""
+        if n is None:
+            n = lib.TP_MAX_NODE_DEVICES + 1
+        hist = ffi.new("uint32_t[]", n)
+        top = check(lib.tp_cluster_node_histogram(self._p, self._topo.level(level),
+                                                  self._dom(level, dom), hist, n), None,
+                    "no domain %r at level %r" % (dom, level))
+        return [hist[i] for i in range(min(n, top + 1))]
+
+    def tightest(self, level, min_free):
+        """The domain of ``level`` with the fewest free devices but at least ``min_free``, or
+        None."""
+        out = ffi.new("uint32_t *")
+        rc = lib.tp_cluster_tightest(self._p, self._topo.level(level), min_free, out)
+        if rc == lib.TP_ENOTFOUND:
+            return None
+        check(rc, None, "tightest(%r, %r): invalid argument" % (level, min_free))
+        return out[0]
+
+    def device_state(self, dev):
+        """(state, job): state is "free", "held", "down" or "cordoned"; job the holder."""
+        job = ffi.new("char **")
+        rc = lib.tp_cluster_device_state(self._p, self._topo.device(dev), job)
+        check(rc, None, "no device %r" % (dev,))
+        return _DEVICE_STATE.get(rc, str(rc)), _s(job[0])
+
+    def device_down(self, dev):
+        """Whether a device is down."""
+        return bool(check(lib.tp_cluster_device_down(self._p, self._topo.device(dev)), None,
+                          "no device %r" % (dev,)))
+
+    def device_cordoned(self, dev):
+        """Whether a device is cordoned."""
+        return bool(check(lib.tp_cluster_device_cordoned(self._p, self._topo.device(dev)),
+                          None, "no device %r" % (dev,)))
+
+    @property
+    def down_total(self):
+        """Number of down devices."""
+        return lib.tp_cluster_down_total(self._p)
+
+    @property
+    def cordoned_total(self):
+        """Number of cordoned devices."""
+        return lib.tp_cluster_cordoned_total(self._p)
+
+    @property
+    def jobs(self):
+        """Ids of the running jobs."""
+        p = self._p
+        return [_s(lib.tp_cluster_job_at(p, i)) for i in range(lib.tp_cluster_job_count(p))]
+
+    def job_devices(self, job):
+        """A running job's device ids, in rank order."""
+        devs = ffi.new("uint32_t **")
+        n = ffi.new("size_t *")
+        check(lib.tp_cluster_job_devices(self._p, _b(job, "job id"), devs, n), None,
+              "no running job %r" % (job,))
+        return [devs[0][i] for i in range(n[0])]
+
+    def job_device_names(self, job):
+        """A running job's device names (``node/index``), in rank order."""
+        return [self._topo.device_name(d) for d in self.job_devices(job)]
+
+    def job_info(self, job):
+        """A running job's attributes as a :class:`JobInfo`."""
+        o = _defaults.c_init("job_options")
+        check(lib.tp_cluster_job_options(self._p, _b(job, "job id"), o), None,
+              "no running job %r" % (job,))
+        return JobInfo(job, _CLASS_NAME.get(o.job_class, "training"), o.priority,
+                       _s(o.tenant) or "default", bool(o.preemptible), bool(o.migratable),
+                       o.checkpoint_s, Request._from_c(o.shape))
+
+    @property
+    def fingerprint(self):
+        """A 64-bit fingerprint of the state (equal states, equal values)."""
+        return lib.tp_cluster_fingerprint(self._p)
+
+    def check(self):
+        """Recompute every aggregate and compare; raises :class:`Corrupt` on a difference."""
+        buf = ffi.new("char[]", 512)
+        rc = lib.tp_cluster_check(self._p, buf, 512)
+        if rc < 0:
+            check(rc, None, ffi.string(buf).decode("utf-8", "replace") or strerror(rc))
+        return True
+
+    @property
+    def memory(self):
+        """Bytes of memory the cluster state holds."""
+        return lib.tp_cluster_memory(self._p)
+
+    # -- placement ------------------------------------------------------------------------
+    def place(self, request):
+        """Where would ``request`` go? Returns a :class:`Placement` (its ``status`` says
+        whether it was placed); raises :class:`InvalidArgument` / :class:`NotFound` for an
+        invalid request and :class:`OutOfMemory`."""
+        if not isinstance(request, Request):
+            raise TypeError("place() needs a Request, not %s" % type(request).__name__)
+        keep = []
+        r = request._to_c(keep)
+        out = ffi.new("tp_placement **")
+        rc = lib.tp_place(self._p, r, out)
+        return self._result(rc, out[0])
+
+    def replace(self, job, failed):
+        """Replacement devices for the failed devices of a running job (ids or names; a node
+        name stands for the job's devices on that node)."""
+        held = self.job_devices(job)
+        ids = []
+        for f in failed:
+            if isinstance(f, str) and "/" not in f:
+                node_devs = set(self._topo.node_devices(f))
+                ids.extend(d for d in held if d in node_devs)
+            else:
+                ids.append(self._topo.device(f))
+        arr = ffi.new("uint32_t[]", ids)
+        out = ffi.new("tp_placement **")
+        rc = lib.tp_replace(self._p, _b(job, "job id"), arr, len(ids), out)
+        return self._result(rc, out[0])
+
+    def _result(self, rc, ptr):
+        if ptr == ffi.NULL:
+            check(rc if rc < 0 else lib.TP_ENOMEM, self)
+        pl = _read_placement(self, ptr)
+        if rc < 0 and rc not in _STATUS:
+            # an invalid request: the result carries the message naming the field
+            raise error_class(rc)(pl.message or strerror(rc))
+        return pl
+
+    def commit(self, placement, job_class=None, priority=None, tenant=None,
+               preemptible=_JOB["preemptible"], migratable=_JOB["migratable"],
+               checkpoint_s=_JOB["checkpoint_s"], shape=None):
+        """Apply a successful placement: a new job, or a replacement's swap. With no options
+        the job takes class, priority and tenant from the request."""
+        res = placement._handle if isinstance(placement, Placement) else None
+        if res is None:
+            raise InvalidArgument("commit() needs an open Placement from place() or replace()")
+        if res.cluster is not self:
+            raise InvalidArgument("the placement was made on another cluster")
+        keep = []
+        opts = ffi.NULL
+        if job_class is not None or priority is not None or tenant is not None or \
+                preemptible != _JOB["preemptible"] or migratable != _JOB["migratable"] or \
+                checkpoint_s != _JOB["checkpoint_s"] or shape is not None:
+            opts = _job_options(keep, job_class or _JOB["job_class"],
+                                _JOB["priority"] if priority is None else priority, tenant,
+                                preemptible, migratable, checkpoint_s, shape)
+        check(lib.tp_commit(self._p, res._p, opts), self)
+
+    # -- fragmentation and defragmentation ------------------------------------------------
+    def frag(self, mix=None):
+        """Fragmentation figures of every level (:class:`FragReport`); ``mix`` is a list of
+        :class:`JobShape` for the workload figure (None: the library's default mix)."""
+        return _frag_report(self, mix)
+
+    def defrag_plan(self, request, policy=None):
+        """Which moves make ``request`` placeable within ``policy`` (:class:`DefragPolicy`)?
+        Returns a :class:`Plan` (its ``status`` says whether one was found); the cluster is
+        left as it was. Raises :class:`InvalidArgument` / :class:`NotFound` for an invalid
+        request or policy."""
+        if not isinstance(request, Request):
+            raise TypeError("defrag_plan() needs a Request, not %s" % type(request).__name__)
+        keep = []
+        r = request._to_c(keep)
+        pol = (policy or DefragPolicy())._to_c(keep)
+        out = ffi.new("tp_plan **")
+        rc = lib.tp_defrag_plan(self._p, r, pol, out)
+        return self._plan(rc, out[0])
+
+    def defrag_compact(self, level, ndomains, policy=None):
+        """The moves that leave ``ndomains`` domains of ``level`` fully free (a plan with no
+        place step)."""
+        keep = []
+        pol = (policy or DefragPolicy())._to_c(keep)
+        out = ffi.new("tp_plan **")
+        rc = lib.tp_defrag_compact(self._p, _b(level, "level"), ndomains, pol, out)
+        return self._plan(rc, out[0])
+
+    def _plan(self, rc, ptr):
+        if ptr == ffi.NULL:
+            check(rc if rc < 0 else lib.TP_ENOMEM, self)
+        plan = _read_plan(self, ptr)
+        if rc in (lib.TP_EINVAL, lib.TP_ENOTFOUND):
+            raise error_class(rc)(plan.message or strerror(rc))
+        return plan
+
+    def apply_step(self, plan, i, **job_options):
+        """Carry out step ``i`` of ``plan`` on the cluster's records (steps in order); the
+        options are the new job's, for the place step (as :meth:`commit`)."""
+        h = plan._handle if isinstance(plan, Plan) else None
+        if h is None:
+            raise InvalidArgument("apply_step() needs an open Plan from defrag_plan()")
+        if h.cluster is not self:
+            raise InvalidArgument("the plan was made on another cluster")
+        keep = []
+        opts = _job_options(keep, **job_options) if job_options else ffi.NULL
+        check(lib.tp_plan_apply_step(self._p, h._p, i, opts), self)
+
+    def __repr__(self):
+        if self.closed:
+            return "<Cluster closed>"
+        return "<Cluster jobs=%d free=%d/%d>" % (lib.tp_cluster_job_count(self._p),
+                                                 self.free_total, self._topo.device_count)
+
+
+def place(cluster, request):
+    """Module-level form of :meth:`Cluster.place`."""
+    return cluster.place(request)
+
+
+def commit(cluster, placement, **opts):
+    """Module-level form of :meth:`Cluster.commit`."""
+    return cluster.commit(placement, **opts)
+
+
+def replace(cluster, job, failed):
+    """Module-level form of :meth:`Cluster.replace`."""
+    return cluster.replace(job, failed)

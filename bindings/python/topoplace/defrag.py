@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: MIT
+"""The fragmentation and defragmentation family: :class:`FragReport` and :class:`LevelFrag`
+(:meth:`Cluster.frag`), :class:`JobShape` (a job mix), :class:`DefragPolicy` and the plans
+:class:`Plan` and :class:`PlanStep` (:meth:`Cluster.defrag_plan`,
+:meth:`Cluster.defrag_compact`).
+
+The defaults of :class:`DefragPolicy` are those of ``TP_DEFRAG_POLICY_INIT`` (see
+:mod:`topoplace._defaults`).
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from . import _defaults
+from ._core import _b, _coerce, _keep, _own, _Owned, _s, ffi, lib, strerror
+from .errors import check, error_class
+from .placement import Placement, _read_placement
+
+__all__ = ["LevelFrag", "FragReport", "JobShape", "DefragPolicy", "PlanStep", "Plan"]
+
+_POLICY = _defaults.DEFRAG_POLICY
+
+
+@dataclass
+class LevelFrag:
+    """Fragmentation figures of one level."""
+    domains: int
+    free: int
+    fully_free: int
+    largest_free: int
+    fragmentation: float
+
+
+@dataclass
+class FragReport:
+    """Per-level figures (every level, the node level included) and device totals.
+    ``workload`` is the share of free devices the job mix cannot use at full locality."""
+    levels: Dict[str, LevelFrag]
+    free: int
+    down: int
+    cordoned: int
+    workload: Optional[float] = None
+
+
+@dataclass
+class JobShape:
+    """One kind of job in a mix for :meth:`Cluster.frag`: ``devices`` devices inside one
+    domain of ``level``, with a relative ``weight``."""
+    devices: int
+    level: str
+    weight: float = 1.0
+
+
+def _frag_report(cluster, mix):
+    """The :class:`FragReport` of a cluster (``tp_frag_report``) for a job mix (None: the
+    library's default mix)."""
+    keep = []
+    arr, n = ffi.NULL, 0
+    if mix:
+        mix = [_coerce(JobShape, m) for m in mix]
+        arr = ffi.new("tp_job_shape[]", len(mix))
+        for i, m in enumerate(mix):
+            arr[i].devices = m.devices
+            arr[i].level = _keep(keep, _b(m.level, "mix[%d].level" % i))
+            arr[i].weight = m.weight
+        n = len(mix)
+    out = ffi.new("tp_frag **")
+    rc = lib.tp_frag_report(cluster._p, arr, n, out)
+    check(rc, None, "frag report: %s (mix shapes need devices >= 1, a weight > 0 and a "
+                    "known level)" % strerror(rc))
+    f = ffi.gc(out[0], lib.tp_frag_destroy)
+    levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free(f, lv),
+                              lib.tp_frag_fully_free(f, lv), lib.tp_frag_largest_free(f, lv),
+                              lib.tp_frag_fragmentation(f, lv))
+              for lv, name in enumerate(cluster._topo.levels)}
+    rep = FragReport(levels, lib.tp_frag_free(f, 0), lib.tp_frag_down(f),
+                     lib.tp_frag_cordoned(f), lib.tp_frag_workload(f))
+    ffi.release(f)
+    return rep
+
+
+# --------------------------------------------------------------------------------------------
+# defragmentation plans
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class DefragPolicy:
+    """What a plan may do (``tp_defrag_policy``); None means no limit."""
+    migrate: bool = _POLICY["migrate"]
+    preempt: bool = _POLICY["preempt"]
+    allow_interactive: bool = _POLICY["allow_interactive"]
+    max_moves: Optional[int] = _POLICY["max_moves"]
+    max_cost_s: Optional[float] = _POLICY["max_cost_s"]
+    min_priority_gap: int = _POLICY["min_priority_gap"]
+    #: a migrated job may land less local than it sits (False: never; see docs/defrag.md)
+    allow_less_local: bool = _POLICY["allow_less_local"]
+
+    def _to_c(self, keep):
+        """A ``tp_defrag_policy *`` (from TP_DEFRAG_POLICY_INIT), kept alive by ``keep``."""
+        p = _defaults.c_init("defrag_policy")
+        keep.append(p)
+        p.migrate = 1 if self.migrate else 0
+        p.preempt = 1 if self.preempt else 0
+        p.allow_interactive = 1 if self.allow_interactive else 0
+        p.max_moves = 0xFFFFFFFF if self.max_moves is None else self.max_moves
+        p.max_cost_s = -1.0 if self.max_cost_s is None else float(self.max_cost_s)
+        # priorities are integers, so a fractional gap means the next integer
+        p.min_priority_gap = int(math.ceil(self.min_priority_gap))
+        p.allow_less_local = 1 if self.allow_less_local else 0
+        return p
+
+
+_ACTION = {lib.TP_STEP_MIGRATE: "migrate", lib.TP_STEP_PREEMPT: "preempt",
+           lib.TP_STEP_PLACE: "place"}
+
+
+@dataclass
+class PlanStep:
+    """One step of a :class:`Plan`: "migrate" (from -> to), "preempt" (from) or "place"
+    (to); devices by name, and by id in ``from_ids`` / ``to_ids``."""
+    action: str
+    job: str
+    from_devices: List[str] = field(default_factory=list)
+    to_devices: List[str] = field(default_factory=list)
+    from_ids: List[int] = field(default_factory=list)
+    to_ids: List[int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """A defragmentation plan (``tp_plan``), read out at once. ``status`` is "ok", "none" (no
+    plan within the policy) or "infeasible"; ``placement`` is the request's final placement.
+    Carry it out with :meth:`Cluster.apply_step`."""
+    status: str
+    code: int
+    message: str = ""
+    steps: List[PlanStep] = field(default_factory=list)
+    moved_jobs: int = 0
+    moved_devices: int = 0
+    cost_s: float = 0.0
+    placement: Optional[Placement] = None
+    _handle: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self):
+        """Whether a plan was found (``status == "ok"``)."""
+        return self.code == 0
+
+    @property
+    def closed(self):
+        """Whether the C plan was released (:meth:`close`); its steps can no longer be
+        applied."""
+        return self._handle is None
+
+    def close(self):
+        """Release the C plan (a closed plan can no longer be applied); the steps read out
+        stay."""
+        self._handle = None
+
+
+class _PlanHandle(_Owned):
+    """The owned ``tp_plan`` behind a :class:`Plan`, tied to its cluster."""
+    _what = "plan"
+
+    def __init__(self, ptr, cluster):
+        self._ptr = _own(ptr, lib.tp_plan_destroy, cluster._p)
+        self.cluster = cluster
+
+
+def _read_plan(cluster, ptr):
+    """A :class:`Plan` from a ``tp_plan *`` (owned from now on)."""
+    h = _PlanHandle(ptr, cluster)
+    p = h._p
+    t = cluster._topo
+    code = lib.tp_plan_status(p)
+    status = {0: "ok", lib.TP_ENOPLAN: "none",
+              lib.TP_EINFEASIBLE: "infeasible"}.get(code, error_class(code).name.lower())
+    plan = Plan(status=status, code=code, message=_s(lib.tp_plan_errmsg(p)) or "", _handle=h)
+    if code != 0:
+        return plan
+    action = ffi.new("tp_step_action *")
+    job = ffi.new("char **")
+    frm = ffi.new("uint32_t **")
+    nfrm = ffi.new("size_t *")
+    to = ffi.new("uint32_t **")
+    nto = ffi.new("size_t *")
+    for i in range(lib.tp_plan_step_count(p)):
+        check(lib.tp_plan_step(p, i, action, job, frm, nfrm, to, nto), None,
+              "tp_plan_step(%d) failed" % i)
+        fids = [frm[0][k] for k in range(nfrm[0])]
+        tids = [to[0][k] for k in range(nto[0])]
+        plan.steps.append(PlanStep(_ACTION.get(action[0], str(action[0])), _s(job[0]) or "",
+                                   [t.device_name(d) for d in fids],
+                                   [t.device_name(d) for d in tids], fids, tids))
+    plan.moved_jobs = lib.tp_plan_moved_jobs(p)
+    plan.moved_devices = lib.tp_plan_moved_devices(p)
+    plan.cost_s = lib.tp_plan_cost_s(p)
+    pp = lib.tp_plan_placement(p)
+    if pp != ffi.NULL:
+        plan.placement = _read_placement(cluster, pp, borrowed_from=h)
+    return plan

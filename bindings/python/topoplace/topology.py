@@ -1,0 +1,515 @@
+# SPDX-License-Identifier: MIT
+"""The topology family: :class:`NodeType` (a node's insides), :class:`TopologyBuilder` and the
+immutable :class:`Topology` with its queries, and :class:`Fabric`.
+
+A :class:`Topology` is read-only and may be shared by threads, as in C.
+"""
+
+from collections import namedtuple
+
+from . import _defaults
+from ._core import (_LINK_CODE, _LINK_NAME, LINK_KINDS, NONE, _b, _keep, _own, _Owned, _s,
+                    _strv, ffi, lib, strerror)
+from .errors import InvalidArgument, NotFound, check
+
+__all__ = ["NodeType", "Fabric", "TopologyBuilder", "Topology"]
+
+_NODE = _defaults.NODE_OPTIONS
+
+
+class NodeType(_Owned):
+    """The insides of a node: PCIe switches, which GPU sits behind which, NICs, NVSwitches and
+    NVLink bandwidths (``tp_nodetype``). Mutable until given to a node; the topology copies it.
+    """
+
+    _what = "node type"
+
+    def __init__(self, gpus):
+        out = ffi.new("tp_nodetype **")
+        check(lib.tp_nodetype_create(out, gpus, ffi.NULL), None,
+              "cannot create a node type of %r GPUs: %s" % (gpus, strerror(lib.TP_EINVAL)))
+        self._ptr = _own(out[0], lib.tp_nodetype_destroy)
+
+    @classmethod
+    def from_hwloc_xml(cls, xml):
+        """A node type read from an hwloc XML document (bytes or str), as ``lstopo x.xml``
+        writes it: its GPUs in file order, PCIe switches, NICs, NVSwitches and NVLink.
+        Raises :class:`ParseError` (not hwloc XML), :class:`NotFound` (no NVIDIA GPU),
+        :class:`LimitExceeded`."""
+        if isinstance(xml, str):
+            xml = xml.encode("utf-8")
+        out = ffi.new("tp_nodetype **")
+        err = ffi.new("char[]", 512)
+        rc = lib.tp_nodetype_from_hwloc_xml(out, xml, len(xml), ffi.NULL, err, 512)
+        check(rc, None, ffi.string(err).decode("utf-8", "replace") or strerror(rc))
+        self = object.__new__(cls)
+        self._ptr = _own(out[0], lib.tp_nodetype_destroy)
+        return self
+
+    def _errmsg(self):
+        return _s(lib.tp_nodetype_errmsg(self._p))
+
+    def add_pcie_switch(self, parent=-1):
+        """Add a PCIe switch below ``parent`` (-1: the host bridge); returns its index."""
+        out = ffi.new("unsigned *")
+        check(lib.tp_nodetype_add_pcie_switch(self._p, parent, out), self)
+        return out[0]
+
+    def set_gpu_switch(self, gpu, switch):
+        """Put GPU ``gpu`` behind PCIe switch ``switch`` (-1: the host bridge); returns the
+        node type."""
+        check(lib.tp_nodetype_set_gpu_switch(self._p, gpu, switch), self)
+        return self
+
+    def add_nic(self, name, switch=-1, gbps=0.0):
+        """Add a NIC named ``name`` behind PCIe switch ``switch`` (-1: the host bridge), of
+        ``gbps`` GB/s one direction; returns its index."""
+        out = ffi.new("unsigned *")
+        check(lib.tp_nodetype_add_nic(self._p, _b(name), switch, gbps, out), self)
+        return out[0]
+
+    def add_nvswitch(self, name):
+        """Add an NVSwitch named ``name`` inside the node; returns its index."""
+        out = ffi.new("unsigned *")
+        check(lib.tp_nodetype_add_nvswitch(self._p, _b(name), out), self)
+        return out[0]
+
+    def set_nvlink(self, a, b, gbps):
+        """Set the NVLink bandwidth between GPUs ``a`` and ``b`` (GB/s one direction, 0: no
+        NVLink); returns the node type."""
+        check(lib.tp_nodetype_set_nvlink(self._p, a, b, gbps), self)
+        return self
+
+    @property
+    def gpu_count(self):
+        """Number of GPUs of the node type."""
+        return lib.tp_nodetype_gpu_count(self._p)
+
+    @property
+    def pcie_switch_count(self):
+        """Number of PCIe switches of the node type."""
+        return lib.tp_nodetype_pcie_switch_count(self._p)
+
+    @property
+    def nic_count(self):
+        """Number of NICs of the node type."""
+        return lib.tp_nodetype_nic_count(self._p)
+
+    @property
+    def nvswitch_count(self):
+        """Number of NVSwitches of the node type."""
+        return lib.tp_nodetype_nvswitch_count(self._p)
+
+    def gpu_switch(self, gpu):
+        """The PCIe switch GPU ``gpu`` sits behind (-1: the host bridge)."""
+        # tp_nodetype_gpu_switch answers -1 both for the host bridge and TP_EINVAL: check the
+        # index here so that the two cannot be confused.
+        if not 0 <= gpu < self.gpu_count:
+            raise InvalidArgument("unknown GPU %r (the node type has %d)" % (gpu, self.gpu_count))
+        return lib.tp_nodetype_gpu_switch(self._p, gpu)
+
+    def nvlink_gbps(self, a, b):
+        """The NVLink bandwidth between GPUs ``a`` and ``b`` in GB/s one direction (0: no
+        NVLink, or an unknown GPU)."""
+        return lib.tp_nodetype_nvlink_gbps(self._p, a, b)
+
+    def pcie_distance(self, a, b):
+        """How far apart GPUs ``a`` and ``b`` are on PCIe, in switch hops (as
+        ``tp_nodetype_pcie_distance``); raises :class:`InvalidArgument` for an unknown GPU."""
+        return check(lib.tp_nodetype_pcie_distance(self._p, a, b), None,
+                     "unknown GPU %r or %r" % (a, b))
+
+
+Fabric = namedtuple("Fabric", "kind gbps latency_us")
+Fabric.__doc__ = "The link of a fabric level: kind name, GB/s per device, latency in us."
+
+
+def _perf_args(perf, keep):
+    """(perf, device_perf pointer) of tp_node_options from a number or a per-device list."""
+    if perf is None:
+        return _NODE["perf"], ffi.NULL
+    if isinstance(perf, (int, float)):
+        return float(perf), ffi.NULL
+    arr = ffi.new("double[]", [float(x) for x in perf])
+    keep.append(arr)
+    return _NODE["perf"], arr
+
+
+def _node_options(model, memory_gb, perf, node_type, keep):
+    """A ``tp_node_options *`` from TP_NODE_OPTIONS_INIT and the given attributes."""
+    opts = _defaults.c_init("node_options")
+    m = _b(model, "model")
+    keep.append(m)
+    opts.model = m
+    opts.memory_gb = float(memory_gb or _NODE["memory_gb"])
+    opts.perf, opts.device_perf = _perf_args(perf, keep)
+    opts.type = node_type._p if node_type is not None else ffi.NULL
+    keep.append(opts)
+    return opts
+
+
+class TopologyBuilder(_Owned):
+    """Collects levels, fabrics, nodes and failure domains, then builds a :class:`Topology`.
+
+    Every method returns the builder, so calls chain::
+
+        t = (TopologyBuilder(["rack", "node"])
+             .add_node("x1", ["r1"], gpus=8, model="H100")
+             .build())
+    """
+
+    _what = "topology builder"
+
+    def __init__(self, levels):
+        keep = []
+        arr, n = _strv(levels, keep, "level name")
+        out = ffi.new("tp_topology_builder **")
+        rc = lib.tp_topology_builder_create(out, arr, n, ffi.NULL)
+        if rc < 0:
+            check(rc, None, "levels %r: %s (1 to %d unique, non-empty names without '/', not "
+                  "'cluster')" % (list(levels), strerror(rc), lib.TP_MAX_LEVELS))
+        self._ptr = _own(out[0], lib.tp_topology_builder_destroy)
+        self._levels = tuple(levels)
+
+    @property
+    def levels(self):
+        """The level names, outermost first (a tuple)."""
+        return self._levels
+
+    def _errmsg(self):
+        return _s(lib.tp_topology_builder_errmsg(self._p))
+
+    def _level(self, level):
+        if isinstance(level, int):
+            return level
+        if level == "cluster":
+            return lib.TP_LEVEL_CLUSTER
+        try:
+            return self.levels.index(level)
+        except ValueError:
+            raise NotFound("unknown level %r (levels: %s)" % (level, ", ".join(self.levels)))
+
+    def set_fabric(self, level, kind, gbps, latency_us):
+        """Set the link of a level (a name, an index, or "cluster")."""
+        if kind not in _LINK_CODE:
+            raise InvalidArgument("unknown link kind %r (one of %s)"
+                                  % (kind, ", ".join(LINK_KINDS)))
+        check(lib.tp_topology_builder_set_fabric(self._p, self._level(level), _LINK_CODE[kind],
+                                                 gbps, latency_us), self)
+        return self
+
+    def add_node(self, name, path=(), gpus=1, model=_NODE["model"],
+                 memory_gb=_NODE["memory_gb"], perf=_NODE["perf"], node_type=None):
+        """Add a node: its domain names at every level above the node, its device count and
+        attributes (``perf`` a number or one per device)."""
+        keep = []
+        arr, n = _strv(path, keep, "domain name")
+        opts = _node_options(model, memory_gb, perf, node_type, keep)
+        check(lib.tp_topology_builder_add_node(self._p, _keep(keep, _b(name)), arr, gpus, opts),
+              self)
+        return self
+
+    def generate(self, counts, gpus_per_node, model=_NODE["model"],
+                 memory_gb=_NODE["memory_gb"], perf=_NODE["perf"], node_type=None):
+        """Add a regular tree: ``counts[i]`` domains of level i in each domain of level i-1."""
+        keep = []
+        carr = ffi.new("unsigned[]", list(counts))
+        opts = _node_options(model, memory_gb, perf, node_type, keep)
+        if len(counts) != len(self.levels):
+            raise InvalidArgument("counts: %d values for %d levels" % (len(counts),
+                                                                       len(self.levels)))
+        check(lib.tp_topology_builder_generate(self._p, carr, gpus_per_node, opts), self)
+        return self
+
+    def add_failure_domain(self, kind, domain, node, device=None):
+        """Put a node (or one of its devices) in a failure domain of ``kind``."""
+        check(lib.tp_topology_builder_add_failure_domain(
+            self._p, _b(kind), _b(domain), _b(node), -1 if device is None else device), self)
+        return self
+
+    def add_nvswitch(self, level, path, name):
+        """Add an NVSwitch to the domain ``path`` of a level above the node."""
+        keep = []
+        arr, _ = _strv(path, keep, "domain name")
+        check(lib.tp_topology_builder_add_nvswitch(self._p, self._level(level), arr, _b(name)),
+              self)
+        return self
+
+    def build(self):
+        """Build the topology (the builder stays usable)."""
+        out = ffi.new("tp_topology **")
+        check(lib.tp_topology_build(self._p, out), self)
+        return Topology._wrap(_own(out[0], lib.tp_topology_destroy))
+
+
+class Topology(_Owned):
+    """An immutable topology: levels, domains, nodes, devices, fabrics and failure domains.
+
+    Make one with :class:`TopologyBuilder`, :meth:`generate`, :meth:`nvl72` or :meth:`hgx`.
+    Levels may be given by name or index everywhere; domains, nodes and devices are dense
+    integer ids (tree order), and nodes and devices may also be given by name (``"x3"``,
+    ``"x3/1"``).
+    """
+
+    _what = "topology"
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("make a Topology with TopologyBuilder(...).build(), "
+                        "Topology.generate(), Topology.nvl72() or Topology.hgx()")
+
+    @classmethod
+    def _wrap(cls, ptr):
+        self = object.__new__(cls)
+        self._ptr = ptr
+        n = lib.tp_topology_level_count(ptr)
+        self._levels = tuple(_s(lib.tp_topology_level_name(ptr, i)) for i in range(n))
+        self._paths = {}
+        self._node_names = {}
+        return self
+
+    @classmethod
+    def generate(cls, levels, counts, gpus_per_node, model=_NODE["model"],
+                 memory_gb=_NODE["memory_gb"], perf=_NODE["perf"]):
+        """A regular cluster, as the scenario format's ``generate``."""
+        return TopologyBuilder(levels).generate(counts, gpus_per_node, model, memory_gb,
+                                                perf).build()
+
+    @classmethod
+    def nvl72(cls, blocks, racks_per_block):
+        """A GB200 NVL72 fleet: levels block, rack, node; 18 nodes x 4 GPUs per rack."""
+        out = ffi.new("tp_topology **")
+        check(lib.tp_topology_generate_nvl72(out, blocks, racks_per_block, ffi.NULL), None,
+              "nvl72(%r, %r): %s" % (blocks, racks_per_block, "invalid or too large a fleet"))
+        return cls._wrap(_own(out[0], lib.tp_topology_destroy))
+
+    @classmethod
+    def hgx(cls, units, nodes_per_unit):
+        """An HGX fleet: levels su, node; 8-GPU H100 nodes."""
+        out = ffi.new("tp_topology **")
+        check(lib.tp_topology_generate_hgx(out, units, nodes_per_unit, ffi.NULL), None,
+              "hgx(%r, %r): %s" % (units, nodes_per_unit, "invalid or too large a fleet"))
+        return cls._wrap(_own(out[0], lib.tp_topology_destroy))
+
+    # -- levels ---------------------------------------------------------------------------
+    @property
+    def levels(self):
+        """The level names, outermost first (a tuple; the last is the node level)."""
+        return self._levels
+
+    @property
+    def node_level(self):
+        """Index of the node level (the last one)."""
+        return len(self.levels) - 1
+
+    def level(self, level):
+        """A level's index from its name or index ("cluster" gives TP_LEVEL_CLUSTER)."""
+        if isinstance(level, int) and not isinstance(level, bool):
+            if level == lib.TP_LEVEL_CLUSTER or 0 <= level < len(self.levels):
+                return level
+            raise InvalidArgument("level %d out of range (0..%d)" % (level, len(self.levels) - 1))
+        if level == "cluster":
+            return lib.TP_LEVEL_CLUSTER
+        rc = lib.tp_topology_level_by_name(self._p, _b(level, "level"))
+        return check(rc, None, "unknown level %r (levels: %s)" % (level, ", ".join(self.levels)))
+
+    def fabric(self, level):
+        """The :class:`Fabric` of a level, or of "cluster" (between top-level domains)."""
+        kind = ffi.new("tp_link_kind *")
+        gbps = ffi.new("double *")
+        lat = ffi.new("double *")
+        check(lib.tp_topology_fabric(self._p, self.level(level), kind, gbps, lat), None,
+              "no fabric for level %r" % (level,))
+        return Fabric(_LINK_NAME.get(kind[0], str(kind[0])), gbps[0], lat[0])
+
+    # -- domains --------------------------------------------------------------------------
+    def domain_count(self, level):
+        """Number of domains of a level."""
+        return lib.tp_topology_domain_count(self._p, self.level(level))
+
+    def domain_name(self, level, dom):
+        """A domain's own name ("r3"; see :meth:`domain_path`)."""
+        return _s(lib.tp_topology_domain_name(self._p, self.level(level), dom))
+
+    def domain_path(self, level, dom):
+        """A domain's path ("b1/r3"); the node name at the node level."""
+        lv = self.level(level)
+        key = (lv, dom)
+        path = self._paths.get(key)
+        if path is None:
+            buf = ffi.new("char[]", 256)
+            n = check(lib.tp_topology_domain_path(self._p, lv, dom, buf, 256), None,
+                      "no domain %r at level %r" % (dom, level))
+            if n >= 256:
+                buf = ffi.new("char[]", n + 1)
+                lib.tp_topology_domain_path(self._p, lv, dom, buf, n + 1)
+            path = ffi.string(buf).decode("utf-8", "replace")
+            self._paths[key] = path
+        return path
+
+    def domain_by_path(self, level, path):
+        """A domain's id from its path ("b1/r3"); raises :class:`NotFound`."""
+        out = ffi.new("uint32_t *")
+        check(lib.tp_topology_domain_by_path(self._p, self.level(level), _b(path), out), None,
+              "no %s domain %r" % (self.levels[self.level(level)], path))
+        return out[0]
+
+    def domain_parent(self, level, dom):
+        """The id of a domain's parent at the level above, or None at the top level."""
+        p = lib.tp_topology_domain_parent(self._p, self.level(level), dom)
+        return None if p == NONE else p
+
+    def _span(self, fn, level, dom, what):
+        first = ffi.new("uint32_t *")
+        n = ffi.new("uint32_t *")
+        check(fn(self._p, self.level(level), dom, first, n), None,
+              "no %s of domain %r at level %r" % (what, dom, level))
+        return range(first[0], first[0] + n[0])
+
+    def domain_children(self, level, dom):
+        """The children of a domain (domain ids of the next level), as a range."""
+        return self._span(lib.tp_topology_domain_children, level, dom, "children")
+
+    def domain_nodes(self, level, dom):
+        """The node ids of a domain, as a range."""
+        return self._span(lib.tp_topology_domain_nodes, level, dom, "nodes")
+
+    def domain_devices(self, level, dom):
+        """The device ids of a domain, as a range."""
+        return self._span(lib.tp_topology_domain_devices, level, dom, "devices")
+
+    def domain_nvswitch_count(self, level, dom):
+        """Number of NVSwitches of a domain."""
+        return lib.tp_topology_domain_nvswitch_count(self._p, self.level(level), dom)
+
+    # -- nodes and devices ----------------------------------------------------------------
+    @property
+    def node_count(self):
+        """Number of nodes."""
+        return lib.tp_topology_node_count(self._p)
+
+    @property
+    def device_count(self):
+        """Number of devices."""
+        return lib.tp_topology_device_count(self._p)
+
+    def node(self, node):
+        """A node id from an id or a name."""
+        if isinstance(node, int) and not isinstance(node, bool):
+            return node
+        out = ffi.new("uint32_t *")
+        check(lib.tp_topology_node_by_name(self._p, _b(node, "node name"), out), None,
+              "unknown node %r" % (node,))
+        return out[0]
+
+    def node_name(self, node):
+        """A node's name from its id."""
+        name = self._node_names.get(node)
+        if name is None:
+            name = _s(lib.tp_topology_node_name(self._p, node))
+            if name is None:
+                raise InvalidArgument("no node %r" % (node,))
+            self._node_names[node] = name
+        return name
+
+    def node_model(self, node):
+        """A node's device model, or None."""
+        return _s(lib.tp_topology_node_model(self._p, self.node(node)))
+
+    def node_memory_gb(self, node):
+        """A node's memory per device in GB (0: unknown)."""
+        return lib.tp_topology_node_memory_gb(self._p, self.node(node))
+
+    def node_domain(self, node, level):
+        """The id of the domain of ``level`` that holds a node, or None ("cluster")."""
+        d = lib.tp_topology_node_domain(self._p, self.node(node), self.level(level))
+        return None if d == NONE else d
+
+    def node_devices(self, node):
+        """The device ids of a node, as a range."""
+        return self.domain_devices(self.node_level, self.node(node))
+
+    def device(self, dev):
+        """A device id from an id or a name ``node/index``."""
+        if isinstance(dev, int) and not isinstance(dev, bool):
+            return dev
+        out = ffi.new("uint32_t *")
+        check(lib.tp_topology_device_by_name(self._p, _b(dev, "device name"), out), None,
+              "unknown device %r" % (dev,))
+        return out[0]
+
+    def devices(self, refs):
+        """Device ids from ids, device names, and node names (all the node's devices)."""
+        out = []
+        for r in refs:
+            if isinstance(r, str) and "/" not in r:
+                out.extend(self.node_devices(r))
+            else:
+                out.append(self.device(r))
+        return out
+
+    def device_node(self, dev):
+        """The node id of a device."""
+        n = lib.tp_topology_device_node(self._p, self.device(dev))
+        if n == NONE:
+            raise InvalidArgument("no device %r" % (dev,))
+        return n
+
+    def device_index(self, dev):
+        """A device's index inside its node."""
+        i = lib.tp_topology_device_index(self._p, self.device(dev))
+        if i == NONE:
+            raise InvalidArgument("no device %r" % (dev,))
+        return i
+
+    def device_name(self, dev):
+        """A device's name ``node/index``."""
+        return "%s/%d" % (self.node_name(self.device_node(dev)), self.device_index(dev))
+
+    def device_perf(self, dev):
+        """A device's relative speed (1.0 nominal)."""
+        return lib.tp_topology_device_perf(self._p, self.device(dev))
+
+    def common_level(self, a, b):
+        """Name of the smallest level whose one domain holds both devices ("cluster" when
+        they are in different top-level domains)."""
+        out = ffi.new("int *")
+        check(lib.tp_topology_common_level(self._p, self.device(a), self.device(b), out), None,
+              "unknown device %r or %r" % (a, b))
+        return "cluster" if out[0] == lib.TP_LEVEL_CLUSTER else self.levels[out[0]]
+
+    # -- failure domains ------------------------------------------------------------------
+    @property
+    def fd_kinds(self):
+        """The failure-domain kinds by index (a tuple of names)."""
+        return tuple(_s(lib.tp_topology_fd_kind_name(self._p, i))
+                     for i in range(lib.tp_topology_fd_kind_count(self._p)))
+
+    def _fd_kind(self, kind):
+        if isinstance(kind, int):
+            return kind
+        return check(lib.tp_topology_fd_kind_by_name(self._p, _b(kind)), None,
+                     "unknown failure-domain kind %r" % (kind,))
+
+    def fd_count(self, kind):
+        """Number of failure domains of a kind (a name or an index)."""
+        return lib.tp_topology_fd_count(self._p, self._fd_kind(kind))
+
+    def fd_name(self, kind, fd):
+        """A failure domain's name from its kind and id."""
+        return _s(lib.tp_topology_fd_name(self._p, self._fd_kind(kind), fd))
+
+    def device_fd(self, kind, dev):
+        """The id of the failure domain of ``kind`` that holds a device, or None."""
+        d = lib.tp_topology_device_fd(self._p, self._fd_kind(kind), self.device(dev))
+        return None if d == NONE else d
+
+    @property
+    def memory(self):
+        """Bytes of memory the topology holds."""
+        return lib.tp_topology_memory(self._p)
+
+    def __repr__(self):
+        if self.closed:
+            return "<Topology closed>"
+        return "<Topology levels=%s nodes=%d devices=%d>" % (
+            "/".join(self.levels), self.node_count, self.device_count)
