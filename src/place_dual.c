@@ -115,33 +115,32 @@ static int dual_cap_cmp(const void *a, const void *b)
 	return (x->dom > y->dom) - (x->dom < y->dom);
 }
 
-/* The fewest top-level domains (t), then the fewest of their children (r), for k devices:
- * 1 with the cost (and, when plan is given, the domains and amounts), 0 when impossible,
- * 2 when not applicable, or an error. */
-int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **plan,
-                    uint32_t *nplan)
+/* The fewest top-level domains that hold k devices (greedy on capacities), 0 when all of
+ * them together cannot; *mmax the most children any of them has. */
+static int dual_fewest_top(struct pctx *p, const struct dual_dom *bs, uint32_t nb, uint32_t k,
+                           uint32_t *t_out, uint32_t *mmax)
 {
-	struct dual_dom *bs;
-	uint32_t nb, nd;
-	uint64_t *pre;
-	int rc = dual_collect(p, k, &bs, &nb, &pre, &nd);
-	if (rc)
-		return rc;
-	/* t: greedy on capacities */
 	struct dual_dom *by = tp_pl_ar_alloc(p, (nb ? nb : 1) * sizeof *by);
 	if (!by)
 		return TP_ENOMEM;
 	memcpy(by, bs, nb * sizeof *by);
 	qsort(by, nb, sizeof *by, dual_cap_cmp);
 	uint64_t acc = 0;
-	uint32_t t = 0, mmax = 0;
+	uint32_t t = 0;
 	while (acc < k && t < nb)
 		acc += by[t++].cap;
-	if (acc < k)
-		return 0;
+	*t_out = acc < k ? 0 : t;
+	*mmax = 0;
 	for (uint32_t i = 0; i < nb; i++)
-		mmax = max32(mmax, bs[i].n);
-	/* candidates: the t best domains for each child count m */
+		*mmax = max32(*mmax, bs[i].n);
+	return 0;
+}
+
+/* The candidates: the t best domains for each child count m (indices into bs, increasing). */
+static int dual_candidates(struct pctx *p, const struct dual_dom *bs, uint32_t nb,
+                           const uint64_t *pre, uint32_t t, uint32_t mmax, uint32_t **ci_out,
+                           uint32_t *nc_out)
+{
 	bool *cand = tp_pl_ar_alloc(p, (nb ? nb : 1) * sizeof *cand);
 	uint32_t *top = tp_pl_ar_alloc(p, ((size_t)t + 1) * sizeof *top);
 	if (!cand || !top)
@@ -167,23 +166,43 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 	uint32_t nc = 0;
 	for (uint32_t i = 0; i < nb; i++)
 		nc += cand[i];
+	uint32_t *ci = tp_pl_ar_alloc(p, (nc ? nc : 1) * sizeof *ci);
+	if (!ci)
+		return TP_ENOMEM;
+	nc = 0;
+	for (uint32_t i = 0; i < nb; i++)
+		if (cand[i])
+			ci[nc++] = i;
+	*ci_out = ci;
+	*nc_out = nc;
+	return 0;
+}
+
+/* The knapsack over the candidates: best[tt * (R + 1) + r] the most devices tt domains with r
+ * children cover (-1: none), ch[c * states + state] the children candidate c took to reach
+ * that state (0: not taken). Returns 0, 2 (too large: not applicable) or an error. */
+struct dual_knap {
+	size_t R, states;
+	int64_t *best;
+	uint16_t *ch;
+};
+
+static int dual_knapsack(struct pctx *p, const struct dual_dom *bs, const uint32_t *ci,
+                         uint32_t nc, const uint64_t *pre, uint32_t t, uint32_t mmax,
+                         struct dual_knap *kn)
+{
 	size_t R = (size_t)t * mmax, states = ((size_t)t + 1) * (R + 1);
 	if ((size_t)nc * states > ((size_t)1 << 24))
 		return 2;
 	int64_t *best = tp_pl_ar_alloc(p, states * sizeof *best);
 	size_t nch = (size_t)nc * states;
 	uint16_t *ch = tp_pl_ar_alloc(p, (nch ? nch : 1) * sizeof *ch);
-	uint32_t *ci = tp_pl_ar_alloc(p, (nc ? nc : 1) * sizeof *ci);
-	if (!best || !ch || !ci)
+	if (!best || !ch)
 		return TP_ENOMEM;
 	for (size_t i = 0; i < states; i++)
 		best[i] = -1;
 	best[0] = 0;
 	memset(ch, 0, (size_t)nc * states * sizeof *ch);
-	nc = 0;
-	for (uint32_t i = 0; i < nb; i++)
-		if (cand[i])
-			ci[nc++] = i;
 	for (uint32_t c = 0; c < nc; c++) {
 		const struct dual_dom *b = &bs[ci[c]];
 		for (uint32_t tt = t; tt-- > 0;)
@@ -201,19 +220,16 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 				}
 			}
 	}
-	size_t rstar = R + 1;
-	for (size_t r = 1; r <= R && rstar > R; r++)
-		if (best[(size_t)t * (R + 1) + r] >= (int64_t)k)
-			rstar = r;
-	if (rstar > R)
-		return 0;
-	memset(cost, 0, p->W * sizeof *cost);
-	cost[0] = t;
-	cost[1] = (uint32_t)rstar;
-	if (p->nlev == 3)
-		cost[2] = k / nd;
-	if (!plan)
-		return 1;
+	*kn = (struct dual_knap){R, states, best, ch};
+	return 0;
+}
+
+/* The domains and amounts of the knapsack's answer (t domains, rstar children), the excess
+ * over k given back. Returns 1 or an error. */
+static int dual_plan(struct pctx *p, const struct dual_dom *bs, const uint32_t *ci, uint32_t nc,
+                     const uint64_t *pre, const struct dual_knap *kn, uint32_t t, size_t rstar,
+                     uint32_t k, struct take **plan, uint32_t *nplan)
+{
 	struct take *tk = tp_pl_ar_alloc(p, (size_t)t * sizeof *tk);
 	if (!tk)
 		return TP_ENOMEM;
@@ -221,8 +237,8 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 	size_t r = rstar;
 	uint64_t sum = 0;
 	for (uint32_t c = nc; c-- > 0 && tt > 0;) {
-		size_t at = (size_t)tt * (R + 1) + r;
-		uint16_t m = ch[(size_t)c * states + at];
+		size_t at = (size_t)tt * (kn->R + 1) + r;
+		uint16_t m = kn->ch[(size_t)c * kn->states + at];
 		if (!m)
 			continue;
 		const struct dual_dom *b = &bs[ci[c]];
@@ -246,4 +262,40 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 	*plan = tk;
 	*nplan = ntk;
 	return excess ? TP_ECORRUPT : 1;
+}
+
+/* The fewest top-level domains (t), then the fewest of their children (r), for k devices:
+ * 1 with the cost (and, when plan is given, the domains and amounts), 0 when impossible,
+ * 2 when not applicable, or an error. */
+int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **plan,
+                    uint32_t *nplan)
+{
+	struct dual_dom *bs;
+	uint32_t nb, nd, t, mmax, *ci, nc;
+	uint64_t *pre;
+	struct dual_knap kn;
+	int rc = dual_collect(p, k, &bs, &nb, &pre, &nd);
+	if (rc)
+		return rc;
+	if ((rc = dual_fewest_top(p, bs, nb, k, &t, &mmax)))
+		return rc;
+	if (!t)
+		return 0;
+	if ((rc = dual_candidates(p, bs, nb, pre, t, mmax, &ci, &nc)) ||
+	    (rc = dual_knapsack(p, bs, ci, nc, pre, t, mmax, &kn)))
+		return rc;
+	size_t rstar = kn.R + 1;
+	for (size_t r = 1; r <= kn.R && rstar > kn.R; r++)
+		if (kn.best[(size_t)t * (kn.R + 1) + r] >= (int64_t)k)
+			rstar = r;
+	if (rstar > kn.R)
+		return 0;
+	memset(cost, 0, p->W * sizeof *cost);
+	cost[0] = t;
+	cost[1] = (uint32_t)rstar;
+	if (p->nlev == 3)
+		cost[2] = k / nd;
+	if (!plan)
+		return 1;
+	return dual_plan(p, bs, ci, nc, pre, &kn, t, rstar, k, plan, nplan);
 }

@@ -311,72 +311,67 @@ static uint32_t domains_touched(struct pctx *p, unsigned l, const uint32_t *devs
 	return k;
 }
 
-static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
-                       const uint32_t *failed, size_t nfailed)
+/* The job's shape resolved (*has_shape), or when it has none or it no longer resolves, the
+ * plainest one: groups of one device, no level, no cap. Returns 0 or the code of a shape that
+ * no longer resolves (the replacement then fails with it). */
+static int replace_shape(tp_placement *pl, const struct tp_cluster *c,
+                         const struct tp_job_impl *job, struct tp_rq *shape, bool *has_shape)
 {
-	const struct tp_job_impl *job = c->jobs[slot];
-	uint32_t n = job->ndev;
-	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL};
-	struct tp_rq shape;
-	bool has_shape = false;
-	int rc = 0;
 	char scratch[TP_ERRMSG_LEN];
+	int rc = 0;
+	*has_shape = false;
 	if (job->shape) {
-		rc = tp_request_resolve(c->t, c, job->shape, TP_RQ_SHAPE, &pl->alloc, &shape, scratch);
+		rc = tp_request_resolve(c->t, c, job->shape, TP_RQ_SHAPE, &pl->alloc, shape, scratch);
 		if (rc == TP_ENOMEM)
 			return rc;
-		has_shape = rc == 0;
+		*has_shape = rc == 0;
 	}
-	if (!has_shape) {
-		memset(&shape, 0, sizeof shape);
-		shape.gsize = 1;
-		shape.glevel = c->t->nlevels - 1;
-		shape.required = shape.preferred = shape.exclusive = -1;
-		shape.spread_level = shape.spread_fd = shape.colocate_level = -1;
-		shape.colocate_slot = TP_NO_JOB_SLOT;
+	if (!*has_shape) {
+		memset(shape, 0, sizeof *shape);
+		shape->gsize = 1;
+		shape->glevel = c->t->nlevels - 1;
+		shape->required = shape->preferred = shape->exclusive = -1;
+		shape->spread_level = shape->spread_fd = shape->colocate_level = -1;
+		shape->colocate_slot = TP_NO_JOB_SLOT;
 		for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
-			shape.capdev[l] = shape.capgrp[l] = TP_RQ_NOCAP;
+			shape->capdev[l] = shape->capgrp[l] = TP_RQ_NOCAP;
 	}
-	shape.id = job->id;
-	shape.tenant = job->tenant;
-	shape.count = n;
-	rs.devs = tp_mallocn(&pl->alloc, n, sizeof *rs.devs);
-	rs.bad = tp_calloc(&pl->alloc, n, sizeof *rs.bad);
-	uint32_t *orig = tp_mallocn(&pl->alloc, n, sizeof *orig);
-	struct rclass *cls = tp_mallocn(&pl->alloc, n, sizeof *cls);
-	struct pctx p;
-	memset(&p, 0, sizeof p);
-	p.a = &c->alloc;
-	if (!rs.devs || !rs.bad || !orig || !cls) {
-		rc = TP_ENOMEM;
-		goto out;
-	}
-	memcpy(rs.devs, job->devs, n * sizeof *rs.devs);
-	memcpy(orig, job->devs, n * sizeof *orig);
+	shape->id = job->id;
+	shape->tenant = job->tenant;
+	shape->count = job->ndev;
+	return rc;
+}
+
+/* Mark the ranks to replace: the failed devices and the job's devices that are down.
+ * Returns how many (*nbad); p->err on failure. */
+static void replace_mark_bad(struct pctx *p, struct rstate *rs, const uint32_t *failed,
+                             size_t nfailed, uint32_t *nbad)
+{
+	const struct tp_job_impl *job = rs->job;
 	for (size_t i = 0; i < nfailed; i++)
-		j1_set(&p, &rs.down, failed[i]);
-	uint32_t nbad = 0;
-	for (uint32_t r = 0; r < n; r++) {
-		rs.bad[r] = j1_test(rs.down, job->devs[r]) || (c->dstate[job->devs[r]] & TP_DS_DOWN);
-		if (rs.bad[r]) {
-			j1_set(&p, &rs.down, job->devs[r]);
-			nbad++;
+		j1_set(p, &rs->down, failed[i]);
+	*nbad = 0;
+	for (uint32_t r = 0; r < job->ndev; r++) {
+		rs->bad[r] = j1_test(rs->down, job->devs[r]) ||
+		             (rs->c->dstate[job->devs[r]] & TP_DS_DOWN);
+		if (rs->bad[r]) {
+			j1_set(p, &rs->down, job->devs[r]);
+			(*nbad)++;
 		}
 	}
-	if (p.err) {
-		rc = p.err;
-		goto out;
-	}
-	struct layer ly[TP_MAX_LEVELS + 4];
-	unsigned nly = shape_layers(&shape, n, c->t->nlevels - 1, ly);
-	/* one class per (anchor layer, anchor unit) */
+}
+
+/* One class per (anchor layer, anchor unit) of the ranks to replace, innermost anchor first. */
+static uint32_t replace_classes(const struct layer *ly, unsigned nly, const bool *bad, uint32_t n,
+                                struct rclass *cls)
+{
 	uint32_t ncls = 0;
 	for (uint32_t r = 0; r < n; r++) {
-		if (!rs.bad[r])
+		if (!bad[r])
 			continue;
 		int a = -1;
 		for (int x = (int)nly - 1; x >= 0 && a < 0; x--)
-			if (healthy_rank(&ly[x], r / ly[x].size, n, rs.bad) != UINT32_MAX)
+			if (healthy_rank(&ly[x], r / ly[x].size, n, bad) != UINT32_MAX)
 				a = x;
 		uint32_t au = a >= 0 ? r / ly[a].size : 0;
 		bool seen = false;
@@ -386,62 +381,126 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 			cls[ncls++] = (struct rclass){a, au, r};
 	}
 	qsort(cls, ncls, sizeof *cls, rclass_cmp);
+	return ncls;
+}
+
+/* The rules the classes cannot see, on the job's final list: failure-domain caps and spread
+ * (they count the whole job), and a tree spread (it couples the classes: refuse a list that
+ * spreads less than the job's did, below the shape's minimum). */
+static int replace_check_whole(tp_placement *pl, struct pctx *p, const struct rstate *rs,
+                               const struct tp_rq *shape, const uint32_t *orig, uint32_t nbad)
+{
+	const struct tp_cluster *c = rs->c;
+	uint32_t n = rs->job->ndev;
+	int rc = 0;
+	if (tp_pl_has_fd_rules(shape)) {
+		struct pctx q;
+		rc = tp_pl_ctx_init(&q, c, shape, rs->slot);
+		bool ok = true;
+		if (!rc)
+			rc = tp_pl_fd_check(&q, rs->devs, n, &ok);
+		if (!rc && !ok) {
+			replace_fit(pl, &q, nbad, 0);
+			rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+			               "fragmented: the replacements would break the job's "
+			               "failure-domain caps or spread");
+		}
+		tp_pl_ctx_fini(&q);
+	}
+	if (!rc && shape->spread_level >= 0 && shape->spread_min >= 2) {
+		unsigned l = (unsigned)shape->spread_level;
+		uint32_t now = domains_touched(p, l, rs->devs, n);
+		uint32_t before = domains_touched(p, l, orig, n);
+		if (p->err)
+			rc = p->err;
+		if (!rc && now < shape->spread_min && now < before) {
+			replace_fit(pl, p, nbad, (int)l);
+			rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+			               "fragmented: the replacements would leave job '%s' on %u "
+			               "domains of %s, below its spread of %u", rs->job->id, now,
+			               c->t->lv[l].name, shape->spread_min);
+		}
+	}
+	return rc;
+}
+
+/* Place each class in turn; the last one's context is kept for the result (*p). */
+static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate *rs,
+                                 const struct tp_rq *shape, const struct layer *ly,
+                                 const struct rclass *cls, uint32_t ncls, const uint32_t *orig,
+                                 uint32_t nbad)
+{
+	int rc = 0;
 	struct tp_rq sub;
 	for (uint32_t i = 0; i < ncls && !rc; i++) {
 		uint32_t need;
 		int ideal_ok = -1;
-		int r = replace_class(&p, &rs, &shape, ly, &cls[i], &sub, &need, &ideal_ok);
-		if (r == 0) {
-			rc = tp_pl_explain_failure(pl, &p, need, nbad, shape.required, ideal_ok);
-		} else if (r < 0) {
+		int r = replace_class(p, rs, shape, ly, &cls[i], &sub, &need, &ideal_ok);
+		if (r == 0)
+			rc = tp_pl_explain_failure(pl, p, need, nbad, shape->required, ideal_ok);
+		else if (r < 0)
 			rc = r;
-		} else if (tp_pl_has_fd_rules(&shape) && i + 1 == ncls) {
-			/* failure-domain caps count the whole job: check the final list */
-			struct pctx q;
-			rc = tp_pl_ctx_init(&q, c, &shape, slot);
-			bool ok = true;
-			if (!rc)
-				rc = tp_pl_fd_check(&q, rs.devs, n, &ok);
-			if (!rc && !ok) {
-				replace_fit(pl, &q, nbad, 0);
-				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
-				               "fragmented: the replacements would break the job's "
-				               "failure-domain caps or spread");
-			}
-			tp_pl_ctx_fini(&q);
-		}
-		if (!rc && i + 1 == ncls && shape.spread_level >= 0 && shape.spread_min >= 2) {
-			/* the classes are placed without the tree spread (it couples them): refuse a
-			 * list that spreads less than the job's did, below the shape's minimum */
-			unsigned l = (unsigned)shape.spread_level;
-			uint32_t now = domains_touched(&p, l, rs.devs, n);
-			uint32_t before = domains_touched(&p, l, orig, n);
-			if (p.err)
-				rc = p.err;
-			if (!rc && now < shape.spread_min && now < before) {
-				replace_fit(pl, &p, nbad, (int)l);
-				rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
-				               "fragmented: the replacements would leave job '%s' on %u "
-				               "domains of %s, below its spread of %u", job->id, now,
-				               c->t->lv[l].name, shape.spread_min);
-			}
-		}
+		else if (i + 1 == ncls)
+			rc = replace_check_whole(pl, p, rs, shape, orig, nbad);
 		if (i + 1 < ncls || rc)
-			tp_pl_ctx_fini(&p);
+			tp_pl_ctx_fini(p);
 	}
-	if (!rc) {
-		pl->failed = tp_mallocn(&pl->alloc, 2 * (size_t)(nbad ? nbad : 1), sizeof *pl->failed);
-		if (!pl->failed) {
-			rc = TP_ENOMEM;
-		} else {
-			pl->repl = pl->failed + nbad;
-			for (uint32_t r = 0; r < n; r++)
-				if (orig[r] != rs.devs[r]) {
-					pl->failed[pl->nrepl] = orig[r];
-					pl->repl[pl->nrepl++] = rs.devs[r];
-				}
-			rc = tp_pl_finish_ok(pl, &p, rs.devs, n);
+	return rc;
+}
+
+/* The result: the job's whole new list and each failed device with its replacement. */
+static int replace_record(tp_placement *pl, struct pctx *p, const struct rstate *rs,
+                          const uint32_t *orig, uint32_t nbad)
+{
+	uint32_t n = rs->job->ndev;
+	pl->failed = tp_mallocn(&pl->alloc, 2 * (size_t)(nbad ? nbad : 1), sizeof *pl->failed);
+	if (!pl->failed)
+		return TP_ENOMEM;
+	pl->repl = pl->failed + nbad;
+	for (uint32_t r = 0; r < n; r++)
+		if (orig[r] != rs->devs[r]) {
+			pl->failed[pl->nrepl] = orig[r];
+			pl->repl[pl->nrepl++] = rs->devs[r];
 		}
+	return tp_pl_finish_ok(pl, p, rs->devs, n);
+}
+
+static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
+                       const uint32_t *failed, size_t nfailed)
+{
+	const struct tp_job_impl *job = c->jobs[slot];
+	uint32_t n = job->ndev;
+	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL};
+	struct tp_rq shape;
+	bool has_shape;
+	int shape_rc = replace_shape(pl, c, job, &shape, &has_shape), rc = 0;
+	if (shape_rc == TP_ENOMEM)
+		return shape_rc;
+	rs.devs = tp_mallocn(&pl->alloc, n, sizeof *rs.devs);
+	rs.bad = tp_calloc(&pl->alloc, n, sizeof *rs.bad);
+	uint32_t *orig = tp_mallocn(&pl->alloc, n, sizeof *orig);
+	struct rclass *cls = tp_mallocn(&pl->alloc, n, sizeof *cls);
+	struct pctx p;
+	memset(&p, 0, sizeof p);
+	p.a = &c->alloc;
+	uint32_t nbad;
+	if (!rs.devs || !rs.bad || !orig || !cls) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	memcpy(rs.devs, job->devs, n * sizeof *rs.devs);
+	memcpy(orig, job->devs, n * sizeof *orig);
+	replace_mark_bad(&p, &rs, failed, nfailed, &nbad);
+	if (p.err || shape_rc) {
+		rc = p.err ? p.err : shape_rc;
+		goto out;
+	}
+	struct layer ly[TP_MAX_LEVELS + 4];
+	unsigned nly = shape_layers(&shape, n, c->t->nlevels - 1, ly);
+	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
+	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad);
+	if (!rc) {
+		rc = replace_record(pl, &p, &rs, orig, nbad);
 		tp_pl_ctx_fini(&p);
 	}
 out:
