@@ -24,7 +24,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "request.h"
+#include "request_data.h"
 
 /* Transient dstate bit: the device was seen during validation (duplicate detection). */
 #define TP_DS_MARK 0x80u

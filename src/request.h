@@ -1,32 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Requests: deep copies (a running job keeps its own shape), and the resolved form the solver
- * works on (level indices instead of names, defaults filled in, every rule of the scenario
- * format's `request` checked). Private.
+ * Request resolution: the form of a request the solver and the planner work on (level indices
+ * instead of names, defaults filled in, every rule of the scenario format's `request` checked)
+ * and the units it derives. Private. Solver side: the model includes request_data.h instead.
  */
 #ifndef TP_REQUEST_H
 #define TP_REQUEST_H
 
+#include "request_data.h"
 #include "topology_impl.h"
 
 struct tp_cluster;
-
-/* The size of a tp_request of a version the library reads (1 .. TP_REQUEST_VERSION), 0 for
- * any other version. */
-size_t tp_request_size(unsigned version);
-
-/* *src read as the version it says into *dst at the current version: the fields an older
- * version lacks take their TP_REQUEST_INIT defaults. Reads no byte past src's own version.
- * src->version must be one tp_request_size() accepts. */
-void tp_request_read(const tp_request *src, tp_request *dst);
-
-/* Copy *src with every string and array it points to into one allocation. The copy's
- * `version` is TP_REQUEST_VERSION. src->version must be one tp_request_size() accepts.
- * Returns NULL when out of memory. */
-tp_request *tp_request_dup(const tp_allocator *a, const tp_request *src);
-
-/* Release a copy made by tp_request_dup (NULL is fine). */
-void tp_request_free(const tp_allocator *a, tp_request *r);
 
 /* "No limit" for a per-domain cap. */
 #define TP_RQ_NOCAP UINT32_MAX
