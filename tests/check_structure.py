@@ -9,7 +9,8 @@ Fails (exit 1, naming each offender) when
   - a function is over MAX_FUNC_LINES lines (its body, from the opening brace to the closing
     one; a function's body starts with '{' at column 0 and ends with '}' at column 0),
   - an `#include "..."` between modules of SRC_DIR goes from a lower layer to a higher one,
-    between two importers, or forms a cycle among files.
+    between two importers, or forms a cycle among files or among modules (a module: a file
+    and its private header, or a split family such as place*.c over place_internal.h).
 Files in NOT_YET_SPLIT are still to be split by work in progress elsewhere: their size
 findings are printed as 'not yet split' and do not fail; include rules apply to them all the
 same. Empty the list once those splits land. docs/architecture.md explains the layers.
@@ -50,6 +51,19 @@ def layer_of(name):
         if any(re.fullmatch(p, name) for p in patterns):
             return i, layer
     return None, None
+
+
+FAMILIES = ("place", "defrag", "topology", "cluster", "scenario")
+
+
+def module_of(name):
+    """The module a file belongs to: cluster.c and cluster_impl.h are one, and so are all the
+    files of a split family (place.c, place_table.c, place_internal.h)."""
+    stem = re.sub(r"_(impl|internal)$", "", name.rsplit(".", 1)[0])
+    for fam in FAMILIES:
+        if stem == fam or stem.startswith(fam + "_"):
+            return fam
+    return stem
 
 
 def functions(path):
@@ -146,6 +160,15 @@ def check(info):
     cyc = find_cycle({f: v[1] for f, v in info.items()})
     if cyc:
         errors.append("include cycle: " + " -> ".join(cyc))
+    mods = {}
+    for f, v in info.items():
+        for inc in v[1]:
+            a, b = module_of(f), module_of(inc)
+            if a != b:
+                mods.setdefault(a, set()).add(b)
+    cyc = find_cycle({m: sorted(v) for m, v in mods.items()})
+    if cyc:
+        errors.append("module include cycle: " + " -> ".join(cyc))
     for f in sorted(NOT_YET_SPLIT):
         if f not in info:
             errors.append(f"{f} is in NOT_YET_SPLIT but does not exist: remove it from the list")
@@ -183,6 +206,9 @@ def self_test():
          "a lower layer may not include a higher one"),
         ({"place_a.h": '#include "place_b.h"\n', "place_b.h": '#include "place_a.h"\n'},
          "include cycle: place_a.h -> place_b.h -> place_a.h"),
+        ({"cluster.c": '#include "request.h"\n', "request.h": "",
+          "request.c": '#include "cluster_impl.h"\n', "cluster_impl.h": ""},
+         "module include cycle: cluster -> request -> cluster"),
         ({"hwloc_import.c": '#include "slurm_import.h"\n', "slurm_import.h": ""},
          "importers may not include each other"),
         ({"place.c": '#include "mystery.h"\n', "mystery.h": ""}, "is in no layer"),
