@@ -313,22 +313,6 @@ int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
 
 /* ---- commit --------------------------------------------------------------------------------- */
 
-static int check_job_options(tp_cluster *c, const tp_job_options *o)
-{
-	const char *why;
-	if (o->version != TP_JOB_OPTIONS_VERSION)
-		return tp_seterr(c->errmsg, TP_EINVAL, "opts->version %u is not %u", o->version,
-		                 TP_JOB_OPTIONS_VERSION);
-	if ((unsigned)o->job_class > TP_CLASS_INTERACTIVE)
-		return tp_seterr(c->errmsg, TP_EINVAL, "opts->job_class %d is not a job class",
-		                 (int)o->job_class);
-	if (!(o->checkpoint_s >= 0) || !isfinite(o->checkpoint_s))
-		return tp_seterr(c->errmsg, TP_EINVAL, "opts->checkpoint_s must be a finite number >= 0");
-	if (o->tenant && (why = tp_name_problem(o->tenant, false)))
-		return tp_seterr(c->errmsg, TP_EINVAL, "opts->tenant: %s", why);
-	return 0;
-}
-
 int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 {
 	if (!c || !p)
@@ -358,7 +342,7 @@ int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 			                 p->job);
 		tp_job_options o = TP_JOB_OPTIONS_INIT;
 		if (opts) {
-			if ((rc = check_job_options(c, opts)))
+			if ((rc = tp_cluster_check_job_options(c, opts)))
 				return rc;
 			o = *opts;
 		} else {

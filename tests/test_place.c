@@ -5,6 +5,7 @@
  * their fit figures, replace, commit and its checks, rank order, read-only-ness, and
  * allocation-failure loops over tp_place, tp_replace and tp_commit.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "testutil.h"
@@ -1098,7 +1099,8 @@ Test(place, commit_checks_and_records_the_shape)
 	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
 	tp_job_options bo = TP_JOB_OPTIONS_INIT;
 	bo.checkpoint_s = -1;
-	TP_ASSERT_ERR(tp_commit(c, p, &bo), TP_EINVAL, tp_cluster_errmsg(c), "checkpoint_s");
+	TP_ASSERT_ERR(tp_commit(c, p, &bo), TP_EINVAL, tp_cluster_errmsg(c),
+	              "opts.checkpoint_s -1 is not a finite number >= 0");
 	bo.checkpoint_s = 5;
 	bo.tenant = "t3";
 	cr_assert_eq(tp_commit(c, p, &bo), 0, "%s", tp_cluster_errmsg(c));
@@ -1110,6 +1112,82 @@ Test(place, commit_checks_and_records_the_shape)
 	cr_assert_eq(tp_commit(NULL, NULL, NULL), TP_EINVAL);
 	tp_cluster_destroy(c);
 	tp_cluster_destroy(c2);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Options that tp_cluster_assign refuses, each with the message both calls give. */
+struct opts_bad {
+	const char *what;
+	const char *msg;
+};
+
+static const struct opts_bad opts_bads[] = {
+    {"version 0", "opts.version 0 is not 1"},
+    {"class 5", "opts.job_class 5 is not a job class"},
+    {"checkpoint NaN", "opts.checkpoint_s nan is not a finite number >= 0"},
+    {"tenant empty", "opts.tenant is empty"},
+    {"shape slices NULL", "shape.slices is NULL but shape.nslices is 1"},
+    {"shape unknown level", "shape.required 'nosuch' is not a level of the topology"},
+    {"shape version 77", "shape.version 77 is not 1 to 2"},
+    {"shape version 99 count 0", "shape.version 99 is not 1 to 2"},
+    {"shape count 0", "shape.count 0: a request needs at least one device"},
+};
+
+static void opts_bad_set(size_t i, tp_job_options *o, tp_request *shape)
+{
+	*o = (tp_job_options)TP_JOB_OPTIONS_INIT;
+	*shape = (tp_request)TP_REQUEST_INIT;
+	shape->count = 4;
+	switch (i) {
+	case 0: o->version = 0; break;
+	case 1: o->job_class = (tp_job_class)5; break;
+	case 2: o->checkpoint_s = NAN; break;
+	case 3: o->tenant = ""; break;
+	case 4: shape->nslices = 1; break; /* slices stays NULL */
+	case 5: shape->required = "nosuch"; break;
+	case 6: shape->version = 77; break;
+	case 7: shape->version = 99, shape->count = 0; break;
+	default: shape->count = 0; break;
+	}
+	if (i >= 4)
+		o->shape = shape;
+}
+
+/* tp_commit validates its options, the shape included, as tp_cluster_assign does: the same
+ * code and the same message, and a refusal changes nothing (issue #19 item 3: a shape with
+ * nslices 1 and slices NULL crashed tp_commit; an unknown level or version 77 was recorded). */
+Test(place, commit_rejects_what_assign_rejects)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = tp_test_cluster(t), *ca = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "new";
+	r.count = 4;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < sizeof opts_bads / sizeof *opts_bads; i++) {
+		const struct opts_bad *b = &opts_bads[i];
+		tp_job_options o;
+		tp_request shape;
+		opts_bad_set(i, &o, &shape);
+		TP_ASSERT_ERR(tp_cluster_assign(ca, "new", devs, n, &o), TP_EINVAL,
+		              tp_cluster_errmsg(ca), b->msg);
+		TP_ASSERT_ERR(tp_commit(c, p, &o), TP_EINVAL, tp_cluster_errmsg(c), b->msg);
+		cr_assert_str_eq(tp_cluster_errmsg(c), tp_cluster_errmsg(ca), "%s", b->what);
+		cr_assert_eq(tp_cluster_job_count(c), 0, "%s: nothing recorded", b->what);
+		cr_assert_eq(tp_cluster_job_count(ca), 0, "%s: nothing recorded", b->what);
+	}
+	/* the state is unchanged: the same placement still commits */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_cluster_job_count(c), 1);
+	cr_assert_eq(tp_cluster_check(c, NULL, 0), 0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_cluster_destroy(ca);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
