@@ -208,11 +208,8 @@ void tp_pl_build_xbad(struct pctx *p, bool only_target)
 static void set_units(struct pctx *p)
 {
 	const struct tp_rq *q = p->q;
+	tp_rq_level_units(q, p->nlev, p->u);
 	for (unsigned l = 0; l < p->nlev; l++) {
-		p->u[l] = l <= q->glevel ? q->gsize : 1;
-		for (unsigned i = 0; i < q->nslices; i++)
-			if (l <= q->slevel[i])
-				p->u[l] = max32(p->u[l], q->ssize[i]);
 		p->capdev[l] = q->capdev[l];
 		/* A groups cap below the group level, where a group may touch several domains. First
 		 * try k * g devices (what k aligned groups hold; nothing when k covers every group),

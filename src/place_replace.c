@@ -19,41 +19,17 @@
  * member left and is placed anew, as a small request inside the anchor, with the shape's
  * inner slices and groups. Anchors are handled innermost first; each sub-request is solved
  * with the job's devices counting as already used (no new domain for rule 1, and towards the
- * caps).
+ * caps). The units are the shape's, as tp_rq_units (request.c) derives them.
  */
-struct layer {
-	uint32_t size;
-	unsigned level;
-	int kind; /* 0 required/colocate, 1 slice (index in slice), 2 group, 3 device */
-	unsigned slice;
-};
-
 struct rclass {
 	int a;          /* anchor layer, -1: none (the whole cluster) */
 	uint32_t aunit; /* anchor unit index */
 	uint32_t first; /* first failed rank (for ordering) */
 };
 
-static unsigned shape_layers(const struct tp_rq *q, uint32_t n, unsigned nl, struct layer *ly)
-{
-	unsigned k = 0;
-	if (q->required >= 0)
-		ly[k++] = (struct layer){n, (unsigned)q->required, 0, 0};
-	if (q->colocate_slot != TP_NO_JOB_SLOT && q->colocate_level >= 0)
-		ly[k++] = (struct layer){n, (unsigned)q->colocate_level, 0, 0};
-	if (k == 2 && ly[1].level < ly[0].level)
-		k = 1; /* keep the deeper of the two */
-	else if (k == 2)
-		ly[0] = ly[1], k = 1;
-	for (unsigned i = 0; i < q->nslices; i++)
-		ly[k++] = (struct layer){q->ssize[i], q->slevel[i], 1, i};
-	ly[k++] = (struct layer){q->gsize, q->glevel, 2, 0};
-	ly[k++] = (struct layer){1, nl, 3, 0};
-	return k;
-}
-
 /* A rank of unit `unit` of layer ly that is healthy, or UINT32_MAX. */
-static uint32_t healthy_rank(const struct layer *ly, uint32_t unit, uint32_t n, const bool *bad)
+static uint32_t healthy_rank(const struct tp_rq_unit *ly, uint32_t unit, uint32_t n,
+                             const bool *bad)
 {
 	uint32_t f = unit * ly->size;
 	for (uint32_t r = f; r < f + ly->size && r < n; r++)
@@ -71,7 +47,7 @@ static int rclass_cmp(const void *x, const void *y)
 }
 
 /* The sub-request of a class: the shape's inner layers below the anchor. */
-static void sub_request(const struct tp_rq *shape, const struct layer *ly, int a, uint32_t cnt,
+static void sub_request(const struct tp_rq *shape, const struct tp_rq_unit *ly, int a, uint32_t cnt,
                         struct tp_rq *sub)
 {
 	*sub = *shape;
@@ -82,22 +58,22 @@ static void sub_request(const struct tp_rq *shape, const struct layer *ly, int a
 	sub->spread_min = 0;
 	sub->balanced = false;
 	sub->nslices = 0;
-	const struct layer *in = &ly[a + 1];
-	if (in->kind == 0) {
+	const struct tp_rq_unit *in = &ly[a + 1];
+	if (in->kind == TP_RQ_UNIT_WHOLE) {
 		sub->required = shape->required;
 	} else {
 		sub->colocate_slot = a >= 0 ? TP_NO_JOB_SLOT : shape->colocate_slot;
 		if (a >= 0)
 			sub->colocate_level = -1;
 	}
-	if (in->kind <= 1) {
-		unsigned from = in->kind == 1 ? in->slice : 0;
+	if (in->kind <= TP_RQ_UNIT_SLICE) {
+		unsigned from = in->kind == TP_RQ_UNIT_SLICE ? in->slice : 0;
 		for (unsigned i = from; i < shape->nslices; i++) {
 			sub->slevel[sub->nslices] = shape->slevel[i];
 			sub->ssize[sub->nslices++] = shape->ssize[i];
 		}
 	}
-	if (in->kind == 3) {
+	if (in->kind == TP_RQ_UNIT_DEVICE) {
 		sub->gsize = 1;
 		sub->glevel = ly[a + 1].level;
 	}
@@ -149,7 +125,7 @@ static int rctx_init(struct pctx *p, struct rstate *rs, const struct tp_rq *sub)
 }
 
 /* The anchor's domain: level and index, or -1 for the whole cluster. */
-static int anchor_of(const struct pctx *p, const struct rstate *rs, const struct layer *ly,
+static int anchor_of(const struct pctx *p, const struct rstate *rs, const struct tp_rq_unit *ly,
                      const struct rclass *cl, uint32_t *dom)
 {
 	if (cl->a < 0) {
@@ -218,7 +194,7 @@ static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint3
 }
 
 static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
-                         const struct layer *ly, const struct rclass *cl, struct tp_rq *sub,
+                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
                          uint32_t *need, int *ideal_ok)
 {
 	uint32_t n = rs->job->ndev, usz = ly[cl->a + 1].size;
@@ -362,8 +338,8 @@ static void replace_mark_bad(struct pctx *p, struct rstate *rs, const uint32_t *
 }
 
 /* One class per (anchor layer, anchor unit) of the ranks to replace, innermost anchor first. */
-static uint32_t replace_classes(const struct layer *ly, unsigned nly, const bool *bad, uint32_t n,
-                                struct rclass *cls)
+static uint32_t replace_classes(const struct tp_rq_unit *ly, unsigned nly, const bool *bad,
+                                uint32_t n, struct rclass *cls)
 {
 	uint32_t ncls = 0;
 	for (uint32_t r = 0; r < n; r++) {
@@ -426,7 +402,7 @@ static int replace_check_whole(tp_placement *pl, struct pctx *p, const struct rs
 
 /* Place each class in turn; the last one's context is kept for the result (*p). */
 static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate *rs,
-                                 const struct tp_rq *shape, const struct layer *ly,
+                                 const struct tp_rq *shape, const struct tp_rq_unit *ly,
                                  const struct rclass *cls, uint32_t ncls, const uint32_t *orig,
                                  uint32_t nbad)
 {
@@ -495,8 +471,8 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 		rc = p.err ? p.err : shape_rc;
 		goto out;
 	}
-	struct layer ly[TP_MAX_LEVELS + 4];
-	unsigned nly = shape_layers(&shape, n, c->t->nlevels - 1, ly);
+	struct tp_rq_unit ly[TP_RQ_MAX_UNITS];
+	unsigned nly = tp_rq_units(&shape, c->t->nlevels - 1, ly);
 	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
 	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad);
 	if (!rc) {

@@ -360,3 +360,37 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 		tp_rq_release(a, q);
 	return rc;
 }
+
+/* ---- units ----------------------------------------------------------------------------------- */
+
+unsigned tp_rq_units(const struct tp_rq *q, unsigned node_level, struct tp_rq_unit *out)
+{
+	unsigned k = 0;
+	if (q->required >= 0)
+		out[k++] = (struct tp_rq_unit){q->count, (unsigned)q->required, TP_RQ_UNIT_WHOLE, 0};
+	if (q->colocate_slot != TP_NO_JOB_SLOT && q->colocate_level >= 0)
+		out[k++] = (struct tp_rq_unit){q->count, (unsigned)q->colocate_level, TP_RQ_UNIT_WHOLE,
+		                               0};
+	if (k == 2 && out[1].level < out[0].level)
+		k = 1; /* keep the deeper of the two */
+	else if (k == 2)
+		out[0] = out[1], k = 1;
+	for (unsigned i = 0; i < q->nslices; i++)
+		out[k++] = (struct tp_rq_unit){q->ssize[i], q->slevel[i], TP_RQ_UNIT_SLICE, i};
+	out[k++] = (struct tp_rq_unit){q->gsize, q->glevel, TP_RQ_UNIT_GROUP, 0};
+	out[k++] = (struct tp_rq_unit){1, node_level, TP_RQ_UNIT_DEVICE, 0};
+	return k;
+}
+
+void tp_rq_level_units(const struct tp_rq *q, unsigned nlevels, uint32_t *u)
+{
+	struct tp_rq_unit un[TP_RQ_MAX_UNITS];
+	unsigned n = tp_rq_units(q, nlevels - 1, un);
+	for (unsigned l = 0; l < nlevels; l++) {
+		u[l] = 1;
+		for (unsigned i = 0; i < n; i++)
+			if ((un[i].kind == TP_RQ_UNIT_SLICE || un[i].kind == TP_RQ_UNIT_GROUP) &&
+			    l <= un[i].level && un[i].size > u[l])
+				u[l] = un[i].size;
+	}
+}
