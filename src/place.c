@@ -90,13 +90,11 @@
  * Threading: tp_place and tp_replace only read the cluster; scratch memory comes from the
  * cluster's allocator (a per-call arena) and per-call Judy arrays; messages go to the result.
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
 #include "place_internal.h"
+
+/* ---- per-call scratch memory: an arena of chunks from the cluster's allocator ------------ */
 
 void *tp_pl_ar_alloc(struct pctx *p, size_t n)
 {

@@ -3,8 +3,6 @@
  * Emission: the devices of the best placement, in rank order, deciding as the evaluation
  * does; and unconstrained requests filled tightest holes first.
  */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,9 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "place_internal.h"
 
 /* ---- GPU+NIC pairs ---------------------------------------------------------------------------

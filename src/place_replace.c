@@ -2,8 +2,6 @@
 /*
  * tp_replace: new devices for the failed devices of a running job, under its shape.
  */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,9 +3,6 @@
  * The tp_placement object: building a result, its accessors, tp_commit, and the
  * explanation of a failure (infeasible, busy or fragmented, with the fit figures).
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"

@@ -4,8 +4,6 @@
  * subtrees and point queries f_D(k) (the evaluation half of the tree solver; place.c explains
  * the model).
  */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

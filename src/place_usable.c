@@ -3,9 +3,6 @@
  * What a request may use: node and device filters, and the capacity of a domain
  * (the most devices of the request it can take).
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "place_internal.h"
