@@ -90,6 +90,7 @@
  * Threading: tp_place and tp_replace only read the cluster; scratch memory comes from the
  * cluster's allocator (a per-call arena) and per-call Judy arrays; messages go to the result.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "place_internal.h"
@@ -450,23 +451,54 @@ int tp_pl_feasible(struct pctx *p, int l, uint32_t d, uint32_t k)
 	return have >= p->S && (uint64_t)p->S * p->u[p->sl] <= k;
 }
 
+/* A tree spread no placement can meet, known before any table is sized by its minimum S:
+ * S domains that each hold a unit need more devices than the request has, or the level has
+ * fewer than S domains. Writes the reason to why (TP_ERRMSG_LEN bytes). */
+static bool spread_unmeetable(const struct pctx *p, char *why)
+{
+	if (p->sl < 0)
+		return false;
+	const struct tp_level_impl *lv = &p->t->lv[p->sl];
+	uint64_t need = (uint64_t)p->S * p->u[p->sl];
+	if (need > p->q->count) {
+		snprintf(why, TP_ERRMSG_LEN,
+		         "infeasible: request.spread.min_domains %u needs at least %llu devices (%u in "
+		         "each %s), the request has %u", p->S, (unsigned long long)need, p->u[p->sl],
+		         lv->name, p->q->count);
+		return true;
+	}
+	if (p->S > lv->ndom) {
+		snprintf(why, TP_ERRMSG_LEN,
+		         "infeasible: request.spread.min_domains %u is more than the %u domains of %s",
+		         p->S, lv->ndom, lv->name);
+		return true;
+	}
+	return false;
+}
+
 static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
 {
 	struct pctx p;
+	char why[TP_ERRMSG_LEN];
 	int rc = tp_pl_ctx_init(&p, c, q, TP_NO_JOB);
 	/* More devices than the cluster has can never fit: explain the failure without sizing the
-	 * answer's buffers by a count that may be near 2^32. */
+	 * answer's buffers by a count that may be near 2^32. Nor can a spread over more domains
+	 * than the request or the level has (and its tables would be sized by it). */
 	bool too_big = q->count > c->t->ndevices;
-	if (!rc && !too_big)
+	bool unmeetable = !rc && spread_unmeetable(&p, why);
+	if (!rc && !too_big && !unmeetable)
 		rc = tp_pl_out_alloc(&p, q->count);
 	if (!rc) {
-		int r = too_big ? 0 : solve(&p, q->count);
+		int r = too_big || unmeetable ? 0 : solve(&p, q->count);
 		if (r == 1)
 			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);
 		else if (r == 0)
-			rc = tp_pl_explain_failure(pl, &p, q->count, q->count, q->required, -1);
+			rc = tp_pl_explain_failure(pl, &p, q->count, q->count, q->required,
+			                           unmeetable ? 0 : -1);
 		else
 			rc = r;
+		if (rc == TP_EINFEASIBLE && unmeetable)
+			snprintf(pl->errmsg, TP_ERRMSG_LEN, "%s", why);
 	}
 	if (p.err)
 		rc = p.err;

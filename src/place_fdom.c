@@ -138,9 +138,22 @@ static int dev_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Greedy fill of domain (l, d) honouring failure-domain caps and spread, groups of the node
- * level only (no slices): first one group per new spread domain, then groups wherever the caps
- * allow, nodes in tree order. Returns 1 with p->out filled, 0, or an error. */
+/* Domains of the tree spread's level that a device list in tree order touches. */
+static uint32_t tree_domains(const struct pctx *p, const uint32_t *devs, size_t n)
+{
+	uint32_t doms = 0, prev = TP_NONE;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t a = tp_node_ancestor(p->t, p->t->dev_node[devs[i]], (unsigned)p->sl);
+		if (a != prev)
+			doms++, prev = a;
+	}
+	return doms;
+}
+
+/* Greedy fill of domain (l, d) honouring failure-domain caps and spread and a tree spread,
+ * groups of the node level only (no slices): first one group per new spread domain (of the
+ * failure-domain kind, or of the tree spread's level), then groups wherever the caps allow,
+ * nodes in tree order. Returns 1 with p->out filled, 0, or an error. */
 static int fd_fill_in(struct pctx *p, int l, uint32_t d, uint32_t k)
 {
 	const struct tp_rq *q = p->q;
@@ -153,8 +166,11 @@ static int fd_fill_in(struct pctx *p, int l, uint32_t d, uint32_t k)
 	memset(&st, 0, sizeof st);
 	p->nout = 0;
 	bool spread = q->spread_fd >= 0 && q->spread_min >= 2;
-	for (int pass = spread ? 0 : 1; pass < 2 && p->nout < k && !p->err; pass++)
+	bool tspread = p->sl >= 0; /* nodes are walked in tree order: a new ancestor is a new domain */
+	uint32_t ntree = 0, last_tree = TP_NONE;
+	for (int pass = spread || tspread ? 0 : 1; pass < 2 && p->nout < k && !p->err; pass++)
 		for (uint32_t node = first; node < first + nn && p->nout < k && !p->err; node++) {
+			uint32_t tdom = tspread ? tp_node_ancestor(p->t, node, (unsigned)p->sl) : 0;
 			uint32_t list[TP_MAX_NODE_DEVICES];
 			uint32_t n = tp_pl_node_usable(p, node, list), have = 0;
 			bool mine[TP_MAX_NODE_DEVICES] = {false};
@@ -169,8 +185,10 @@ static int fd_fill_in(struct pctx *p, int l, uint32_t d, uint32_t k)
 			                : (p->capdev[p->nl] > have ? p->capdev[p->nl] - have : 0);
 			for (uint32_t i = 0; i + q->gsize <= nf && room >= q->gsize && p->nout < k;) {
 				const uint32_t *g = &free_list[i];
-				if (pass == 0 && !(fd_group_new_spread(p, &st, g) &&
-				                   st.nspread < q->spread_min)) {
+				bool want_fd = spread && st.nspread < q->spread_min &&
+				               fd_group_new_spread(p, &st, g);
+				bool want_tree = tspread && ntree < p->S && tdom != last_tree;
+				if (pass == 0 && !want_fd && !want_tree) {
 					i++;
 					continue;
 				}
@@ -183,6 +201,8 @@ static int fd_fill_in(struct pctx *p, int l, uint32_t d, uint32_t k)
 					p->out[p->nout++] = g[x];
 				room -= q->gsize;
 				i += q->gsize;
+				if (pass == 0 && tspread && tdom != last_tree)
+					last_tree = tdom, ntree++;
 				if (pass == 0)
 					break;
 			}
@@ -194,11 +214,12 @@ static int fd_fill_in(struct pctx *p, int l, uint32_t d, uint32_t k)
 	j1_free(&st.spread);
 	if (p->err)
 		return p->err;
-	if (p->nout < k || (spread && st.nspread < q->spread_min)) {
+	qsort(p->out, p->nout, sizeof *p->out, dev_cmp);
+	if (p->nout < k || (spread && st.nspread < q->spread_min) ||
+	    (tspread && tree_domains(p, p->out, p->nout) < p->S)) {
 		p->nout = 0;
 		return 0;
 	}
-	qsort(p->out, p->nout, sizeof *p->out, dev_cmp);
 	return 1;
 }
 

@@ -25,6 +25,16 @@ struct rclass {
 	uint32_t first; /* first failed rank (for ordering) */
 };
 
+/* Each unit lies inside the units around it (its ranks are a run of theirs), so its domain is
+ * at least as deep as theirs: a group whose own level is above the required level still sits
+ * in the required domain, and its replacements must too. */
+static void nest_levels(struct tp_rq_unit *ly, unsigned nly)
+{
+	for (unsigned i = 1; i < nly; i++)
+		if (ly[i].level < ly[i - 1].level)
+			ly[i].level = ly[i - 1].level;
+}
+
 /* A rank of unit `unit` of layer ly that is healthy, or UINT32_MAX. */
 static uint32_t healthy_rank(const struct tp_rq_unit *ly, uint32_t unit, uint32_t n,
                              const bool *bad)
@@ -471,6 +481,7 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 	}
 	struct tp_rq_unit ly[TP_RQ_MAX_UNITS];
 	unsigned nly = tp_rq_units(&shape, c->t->nlevels - 1, ly);
+	nest_levels(ly, nly);
 	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
 	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad);
 	if (!rc) {
