@@ -176,14 +176,18 @@ def check(info):
 
 
 def stats(info):
-    total = sum(v[0] for v in info.values())
-    big = max(info, key=lambda f: info[f][0])
-    longest = max(((f, n, ln) for f, v in info.items() for n, _, ln in v[2]),
-                  key=lambda x: x[2])
-    print("| files | lines | largest file | longest function |")
-    print("|---|---|---|---|")
-    print(f"| {len(info)} | {total} | {big} ({info[big][0]} lines) | "
-          f"{longest[0]} {longest[1]} ({longest[2]} lines) |")
+    print("| files of src/ | files | lines | largest file | longest function |")
+    print("|---|---|---|---|---|")
+    rest = {f: v for f, v in info.items() if f not in NOT_YET_SPLIT}
+    for label, part in (("all", info), ("without NOT_YET_SPLIT", rest)):
+        if not part:
+            continue
+        total = sum(v[0] for v in part.values())
+        big = max(part, key=lambda f: part[f][0])
+        longest = max(((f, n, ln) for f, v in part.items() for n, _, ln in v[2]),
+                      key=lambda x: x[2])
+        print(f"| {label} | {len(part)} | {total} | {big} ({part[big][0]} lines) | "
+              f"{longest[0]} {longest[1]} ({longest[2]} lines) |")
 
 
 def self_test():
