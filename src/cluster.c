@@ -24,7 +24,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "request.h"
+#include "request_data.h"
 
 /* Transient dstate bit: the device was seen during validation (duplicate detection). */
 #define TP_DS_MARK 0x80u
@@ -902,7 +902,7 @@ static int check_shape(struct tp_cluster *c, const tp_request *r)
 	return 0;
 }
 
-static int check_job_options(struct tp_cluster *c, const tp_job_options *o)
+int tp_cluster_check_job_options(struct tp_cluster *c, const tp_job_options *o)
 {
 	char *m = c->errmsg;
 	if (!o)
@@ -990,7 +990,7 @@ int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, s
 	if (n == 0)
 		return tp_seterr(c->errmsg, TP_EINVAL, "job '%s': n is 0 (a job holds a device)", job);
 	int rc;
-	if ((rc = check_job_options(c, opts)) || (rc = check_devices(c, devices, n)) ||
+	if ((rc = tp_cluster_check_job_options(c, opts)) || (rc = check_devices(c, devices, n)) ||
 	    (rc = check_dev_unique(c, devices, n)))
 		return rc;
 	if (tp_cluster_job_slot(c, job) != TP_NO_JOB)

@@ -203,6 +203,11 @@ static inline uint32_t tp_node_free(const struct tp_cluster *c, uint32_t node)
 int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t *devs, size_t n,
                            const tp_job_options *opts);
 
+/* The one check of job options (tp_cluster_assign and tp_commit): version, class, checkpoint
+ * cost, tenant name, and a shape's pointers and level names. NULL is fine. 0 or TP_EINVAL with
+ * the message on the cluster ("opts.job_class 5 is not a job class"). */
+int tp_cluster_check_job_options(struct tp_cluster *c, const tp_job_options *o);
+
 /* Replace a running job's device list in place (replacement after failures, migration within
  * a plan): devices leaving the job become free, new ones become held. 0 or TP_ENOMEM. */
 int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n);

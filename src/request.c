@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Request resolution: a request checked against a topology and a cluster and turned into the
+ * form the solver and the planner work on (struct tp_rq), and the units that form derives.
+ */
 #include "request.h"
 
 #include <stddef.h>
@@ -7,117 +11,6 @@
 #include <string.h>
 
 #include "cluster_impl.h"
-
-/* A copy lives in one block: the struct, then the arrays, then the strings. Two passes over the
- * same walk: the first measures, the second copies. */
-struct packer {
-	char *base;   /* NULL while measuring */
-	size_t used;
-};
-
-static void *pack_bytes(struct packer *p, const void *src, size_t n, size_t align)
-{
-	p->used = (p->used + align - 1) & ~(align - 1);
-	void *dst = p->base ? p->base + p->used : NULL;
-	if (dst && n)
-		memcpy(dst, src, n);
-	p->used += n;
-	return dst;
-}
-
-static const char *pack_str(struct packer *p, const char *s)
-{
-	return s ? pack_bytes(p, s, strlen(s) + 1, 1) : NULL;
-}
-
-size_t tp_request_size(unsigned version)
-{
-	switch (version) {
-	case 1:
-		return offsetof(tp_request, gpu_nic_pairs);
-	case TP_REQUEST_VERSION:
-		return sizeof(tp_request);
-	default:
-		return 0;
-	}
-}
-
-void tp_request_read(const tp_request *src, tp_request *dst)
-{
-	size_t n = tp_request_size(src->version);
-	*dst = (tp_request)TP_REQUEST_INIT;
-	memcpy(dst, src, n ? n : sizeof dst->version);
-	dst->version = TP_REQUEST_VERSION;
-}
-
-static void pack_request(struct packer *p, const tp_request *orig, tp_request *dst)
-{
-	tp_request cur;
-	tp_request_read(orig, &cur);
-	const tp_request *src = &cur;
-	tp_slice *slices = src->nslices
-	                       ? pack_bytes(p, src->slices, src->nslices * sizeof *slices,
-	                                    _Alignof(tp_slice))
-	                       : NULL;
-	tp_domain_cap *caps = src->ncaps ? pack_bytes(p, src->caps, src->ncaps * sizeof *caps,
-	                                              _Alignof(tp_domain_cap))
-	                                 : NULL;
-	const char **nodes = src->nselect_nodes
-	                         ? pack_bytes(p, src->select_nodes,
-	                                      src->nselect_nodes * sizeof *nodes, _Alignof(char *))
-	                         : NULL;
-	tp_request r = *src;
-	r.version = TP_REQUEST_VERSION;
-	r.id = pack_str(p, src->id);
-	r.tenant = pack_str(p, src->tenant);
-	r.group_level = pack_str(p, src->group_level);
-	r.required = pack_str(p, src->required);
-	r.preferred = pack_str(p, src->preferred);
-	r.spread_level = pack_str(p, src->spread_level);
-	r.colocate_job = pack_str(p, src->colocate_job);
-	r.colocate_level = pack_str(p, src->colocate_level);
-	r.exclusive = pack_str(p, src->exclusive);
-	r.select_model = pack_str(p, src->select_model);
-	for (size_t i = 0; i < src->nslices; i++) {
-		const char *lv = pack_str(p, src->slices[i].level);
-		if (slices)
-			slices[i].level = lv;
-	}
-	for (size_t i = 0; i < src->ncaps; i++) {
-		const char *lv = pack_str(p, src->caps[i].level);
-		if (caps)
-			caps[i].level = lv;
-	}
-	for (size_t i = 0; i < src->nselect_nodes; i++) {
-		const char *nm = pack_str(p, src->select_nodes[i]);
-		if (nodes)
-			nodes[i] = nm;
-	}
-	r.slices = slices;
-	r.caps = caps;
-	r.select_nodes = (const char *const *)nodes;
-	if (dst)
-		*dst = r;
-}
-
-tp_request *tp_request_dup(const tp_allocator *a, const tp_request *src)
-{
-	struct packer p = {NULL, sizeof(tp_request)};
-	pack_request(&p, src, NULL);
-	char *block = tp_malloc(a, p.used);
-	if (!block)
-		return NULL;
-	p = (struct packer){block, sizeof(tp_request)};
-	pack_request(&p, src, (tp_request *)(void *)block);
-	return (tp_request *)(void *)block;
-}
-
-void tp_request_free(const tp_allocator *a, tp_request *r)
-{
-	tp_free(a, r);
-}
-
-/* ---- resolution ---------------------------------------------------------------------------- */
 
 int tp_request_level_or_kind(const struct tp_topology *t, const char *name)
 {
@@ -466,4 +359,38 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 	if (rc)
 		tp_rq_release(a, q);
 	return rc;
+}
+
+/* ---- units ----------------------------------------------------------------------------------- */
+
+unsigned tp_rq_units(const struct tp_rq *q, unsigned node_level, struct tp_rq_unit *out)
+{
+	unsigned k = 0;
+	if (q->required >= 0)
+		out[k++] = (struct tp_rq_unit){q->count, (unsigned)q->required, TP_RQ_UNIT_WHOLE, 0};
+	if (q->colocate_slot != TP_NO_JOB_SLOT && q->colocate_level >= 0)
+		out[k++] = (struct tp_rq_unit){q->count, (unsigned)q->colocate_level, TP_RQ_UNIT_WHOLE,
+		                               0};
+	if (k == 2 && out[1].level < out[0].level)
+		k = 1; /* keep the deeper of the two */
+	else if (k == 2)
+		out[0] = out[1], k = 1;
+	for (unsigned i = 0; i < q->nslices; i++)
+		out[k++] = (struct tp_rq_unit){q->ssize[i], q->slevel[i], TP_RQ_UNIT_SLICE, i};
+	out[k++] = (struct tp_rq_unit){q->gsize, q->glevel, TP_RQ_UNIT_GROUP, 0};
+	out[k++] = (struct tp_rq_unit){1, node_level, TP_RQ_UNIT_DEVICE, 0};
+	return k;
+}
+
+void tp_rq_level_units(const struct tp_rq *q, unsigned nlevels, uint32_t *u)
+{
+	struct tp_rq_unit un[TP_RQ_MAX_UNITS];
+	unsigned n = tp_rq_units(q, nlevels - 1, un);
+	for (unsigned l = 0; l < nlevels; l++) {
+		u[l] = 1;
+		for (unsigned i = 0; i < n; i++)
+			if ((un[i].kind == TP_RQ_UNIT_SLICE || un[i].kind == TP_RQ_UNIT_GROUP) &&
+			    l <= un[i].level && un[i].size > u[l])
+				u[l] = un[i].size;
+	}
 }

@@ -1,32 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Requests: deep copies (a running job keeps its own shape), and the resolved form the solver
- * works on (level indices instead of names, defaults filled in, every rule of the scenario
- * format's `request` checked). Private.
+ * Request resolution: the form of a request the solver and the planner work on (level indices
+ * instead of names, defaults filled in, every rule of the scenario format's `request` checked)
+ * and the units it derives. Private. Solver side: the model includes request_data.h instead.
  */
 #ifndef TP_REQUEST_H
 #define TP_REQUEST_H
 
+#include "request_data.h"
 #include "topology_impl.h"
 
 struct tp_cluster;
-
-/* The size of a tp_request of a version the library reads (1 .. TP_REQUEST_VERSION), 0 for
- * any other version. */
-size_t tp_request_size(unsigned version);
-
-/* *src read as the version it says into *dst at the current version: the fields an older
- * version lacks take their TP_REQUEST_INIT defaults. Reads no byte past src's own version.
- * src->version must be one tp_request_size() accepts. */
-void tp_request_read(const tp_request *src, tp_request *dst);
-
-/* Copy *src with every string and array it points to into one allocation. The copy's
- * `version` is TP_REQUEST_VERSION. src->version must be one tp_request_size() accepts.
- * Returns NULL when out of memory. */
-tp_request *tp_request_dup(const tp_allocator *a, const tp_request *src);
-
-/* Release a copy made by tp_request_dup (NULL is fine). */
-void tp_request_free(const tp_allocator *a, tp_request *r);
 
 /* "No limit" for a per-domain cap. */
 #define TP_RQ_NOCAP UINT32_MAX
@@ -91,6 +75,36 @@ struct tp_rq {
 int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
                        const tp_request *r, unsigned flags, const tp_allocator *a,
                        struct tp_rq *out, char *err);
+
+/* One nested unit of a resolved request: each aligned run of `size` ranks (ranks
+ * [i * size, (i + 1) * size)) lies inside one domain of `level`. */
+enum tp_rq_unit_kind {
+	TP_RQ_UNIT_WHOLE,  /* every rank: the required or colocate domain (the deeper of the two) */
+	TP_RQ_UNIT_SLICE,  /* one slice layer; `slice` is its index in slevel / ssize */
+	TP_RQ_UNIT_GROUP,  /* a group */
+	TP_RQ_UNIT_DEVICE, /* one device, inside its node */
+};
+
+struct tp_rq_unit {
+	uint32_t size;
+	unsigned level;
+	enum tp_rq_unit_kind kind;
+	unsigned slice;
+};
+
+/* The most units a request has: the whole, every slice layer, the group, the device. */
+#define TP_RQ_MAX_UNITS (TP_MAX_LEVELS + 3)
+
+/* The units of q, outermost first, into out[TP_RQ_MAX_UNITS]: the whole (when a required or
+ * colocate level is set), each slice layer, the group, the device (node_level: the node's
+ * level index). The one derivation of a request's nesting, for place, replace and defrag.
+ * Returns how many. */
+unsigned tp_rq_units(const struct tp_rq *q, unsigned node_level, struct tp_rq_unit *out);
+
+/* For each level l < nlevels, the devices every domain of level l must hold a multiple of:
+ * the largest size of a group or slice unit at level l or below it (1 when none), so that
+ * every such unit can lie inside one domain. */
+void tp_rq_level_units(const struct tp_rq *q, unsigned nlevels, uint32_t *u);
 
 /* Release what tp_request_resolve allocated (the struct itself is the caller's). */
 void tp_rq_release(const tp_allocator *a, struct tp_rq *q);

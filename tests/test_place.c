@@ -5,7 +5,9 @@
  * their fit figures, replace, commit and its checks, rank order, read-only-ness, and
  * allocation-failure loops over tp_place, tp_replace and tp_commit.
  */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "testutil.h"
 
@@ -1098,7 +1100,8 @@ Test(place, commit_checks_and_records_the_shape)
 	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
 	tp_job_options bo = TP_JOB_OPTIONS_INIT;
 	bo.checkpoint_s = -1;
-	TP_ASSERT_ERR(tp_commit(c, p, &bo), TP_EINVAL, tp_cluster_errmsg(c), "checkpoint_s");
+	TP_ASSERT_ERR(tp_commit(c, p, &bo), TP_EINVAL, tp_cluster_errmsg(c),
+	              "opts.checkpoint_s -1 is not a finite number >= 0");
 	bo.checkpoint_s = 5;
 	bo.tenant = "t3";
 	cr_assert_eq(tp_commit(c, p, &bo), 0, "%s", tp_cluster_errmsg(c));
@@ -1110,6 +1113,82 @@ Test(place, commit_checks_and_records_the_shape)
 	cr_assert_eq(tp_commit(NULL, NULL, NULL), TP_EINVAL);
 	tp_cluster_destroy(c);
 	tp_cluster_destroy(c2);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Options that tp_cluster_assign refuses, each with the message both calls give. */
+struct opts_bad {
+	const char *what;
+	const char *msg;
+};
+
+static const struct opts_bad opts_bads[] = {
+    {"version 0", "opts.version 0 is not 1"},
+    {"class 5", "opts.job_class 5 is not a job class"},
+    {"checkpoint NaN", "opts.checkpoint_s nan is not a finite number >= 0"},
+    {"tenant empty", "opts.tenant is empty"},
+    {"shape slices NULL", "shape.slices is NULL but shape.nslices is 1"},
+    {"shape unknown level", "shape.required 'nosuch' is not a level of the topology"},
+    {"shape version 77", "shape.version 77 is not 1 to 2"},
+    {"shape version 99 count 0", "shape.version 99 is not 1 to 2"},
+    {"shape count 0", "shape.count 0: a request needs at least one device"},
+};
+
+static void opts_bad_set(size_t i, tp_job_options *o, tp_request *shape)
+{
+	*o = (tp_job_options)TP_JOB_OPTIONS_INIT;
+	*shape = (tp_request)TP_REQUEST_INIT;
+	shape->count = 4;
+	switch (i) {
+	case 0: o->version = 0; break;
+	case 1: o->job_class = (tp_job_class)5; break;
+	case 2: o->checkpoint_s = NAN; break;
+	case 3: o->tenant = ""; break;
+	case 4: shape->nslices = 1; break; /* slices stays NULL */
+	case 5: shape->required = "nosuch"; break;
+	case 6: shape->version = 77; break;
+	case 7: shape->version = 99, shape->count = 0; break;
+	default: shape->count = 0; break;
+	}
+	if (i >= 4)
+		o->shape = shape;
+}
+
+/* tp_commit validates its options, the shape included, as tp_cluster_assign does: the same
+ * code and the same message, and a refusal changes nothing (issue #19 item 3: a shape with
+ * nslices 1 and slices NULL crashed tp_commit; an unknown level or version 77 was recorded). */
+Test(place, commit_rejects_what_assign_rejects)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = small3();
+	tp_cluster *c = tp_test_cluster(t), *ca = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "new";
+	r.count = 4;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < sizeof opts_bads / sizeof *opts_bads; i++) {
+		const struct opts_bad *b = &opts_bads[i];
+		tp_job_options o;
+		tp_request shape;
+		opts_bad_set(i, &o, &shape);
+		TP_ASSERT_ERR(tp_cluster_assign(ca, "new", devs, n, &o), TP_EINVAL,
+		              tp_cluster_errmsg(ca), b->msg);
+		TP_ASSERT_ERR(tp_commit(c, p, &o), TP_EINVAL, tp_cluster_errmsg(c), b->msg);
+		cr_assert_str_eq(tp_cluster_errmsg(c), tp_cluster_errmsg(ca), "%s", b->what);
+		cr_assert_eq(tp_cluster_job_count(c), 0, "%s: nothing recorded", b->what);
+		cr_assert_eq(tp_cluster_job_count(ca), 0, "%s: nothing recorded", b->what);
+	}
+	/* the state is unchanged: the same placement still commits */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_cluster_job_count(c), 1);
+	cr_assert_eq(tp_cluster_check(c, NULL, 0), 0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_cluster_destroy(ca);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
@@ -2006,6 +2085,198 @@ Test(place, replace_keeps_a_tree_spread)
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.needed, 1);
 	cr_assert_geq(fit.free_total, fit.needed);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- issue #19: crashes and wrong answers found by fuzzing ---------------------------------- */
+
+/* An allocator that refuses any single block over 64 MB: a table sized by a huge spread
+ * minimum would show as TP_ENOMEM instead of an answer. */
+static void *capped_malloc(void *ud, size_t n)
+{
+	(void)ud;
+	return n > ((size_t)64 << 20) ? NULL : malloc(n);
+}
+
+static void *capped_calloc(void *ud, size_t m, size_t n)
+{
+	(void)ud;
+	return n && m > ((size_t)64 << 20) / n ? NULL : calloc(m, n);
+}
+
+static void *capped_realloc(void *ud, void *ptr, size_t n)
+{
+	(void)ud;
+	return n > ((size_t)64 << 20) ? NULL : realloc(ptr, n);
+}
+
+static void capped_free(void *ud, void *ptr)
+{
+	(void)ud;
+	free(ptr);
+}
+
+static const tp_allocator capped = {capped_malloc, capped_calloc, capped_realloc, capped_free,
+                                    NULL};
+
+/* #19 items 1 and 2: spread.min_domains 2^32 - 1 crashed tp_place (S + 1 wrapped to 0) and
+ * 10^6 .. 10^8 allocated gigabytes; a spread over more domains than the request has devices
+ * for, or than the level has, is infeasible before anything is sized by it. */
+Test(place, spread_larger_than_the_request_is_infeasible_at_once)
+{
+	static const struct nspec ns[] = {
+	    {"n0", "r0", NULL, 4}, {"n1", "r0", NULL, 4}, {"n2", "r1", NULL, 4}, {"n3", "r1", NULL, 4},
+	};
+	const char *levels[] = {"rack", "node"};
+	tp_topology *t = build(levels, 2, ns, 4);
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create(&c, t, &capped), 0);
+	static const struct {
+		uint32_t count, min;
+		const char *msg;
+	} cases[] = {
+	    {4, 4294967295u, "request.spread.min_domains 4294967295 needs at least 4294967295 "
+	                     "devices (1 in each rack), the request has 4"},
+	    {4, 1000000, "request.spread.min_domains 1000000 needs at least 1000000 devices"},
+	    {4, 100000000, "request.spread.min_domains 100000000 needs at least 100000000 devices"},
+	    {8, 3, "request.spread.min_domains 3 is more than the 2 domains of rack"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		tp_request r = TP_REQUEST_INIT;
+		r.count = cases[i].count;
+		r.spread_level = "rack";
+		r.spread_min_domains = cases[i].min;
+		tp_placement *p = NULL;
+		TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+		              cases[i].msg);
+		tp_plan *plan = NULL;
+		/* tp_defrag_plan crashed on the same request: it now gets tp_place's answer */
+		TP_ASSERT_ERR(tp_defrag_plan(c, &r, NULL, &plan), TP_EINFEASIBLE, tp_plan_errmsg(plan),
+		              cases[i].msg);
+		tp_plan_destroy(plan);
+		tp_fit fit = TP_FIT_INIT;
+		cr_assert_eq(tp_placement_fit(p, &fit), 0);
+		cr_assert_eq(fit.needed, cases[i].count);
+		cr_assert_eq(fit.free_total, 16);
+		tp_placement_destroy(p);
+	}
+	/* a spread the request can meet is still placed, on that many racks */
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.spread_level = "rack";
+	r.spread_min_domains = 2;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(used(p, 0), 2);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+}
+
+/* #19 item 4: with a failure-domain cap and more than 16 nodes (past the exact search), the
+ * greedy fill ignored a tree spread. Here the tree answer (the three tightest racks) breaks the
+ * power cap (5 devices in p, cap 4), so the greedy runs: it used to fill the first node (4 + 1
+ * devices: two racks); it now takes one device per rack until the spread is met.
+ * And the fuzzer's 1-device request with a spread of 2 is infeasible. */
+Test(place, failure_domain_fill_keeps_a_tree_spread)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	for (unsigned i = 0; i < 17; i++) {
+		char node[8], rack[8];
+		snprintf(node, sizeof node, "n%u", i);
+		snprintf(rack, sizeof rack, "r%u", i);
+		const char *path[] = {rack};
+		cr_assert_eq(tp_topology_builder_add_node(b, node, path, 4, NULL), 0);
+	}
+	const char *in_power[] = {"n5", "n6", "n7"};
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(tp_topology_builder_add_failure_domain(b, "power", "p", in_power[i], -1),
+		             0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t held[6];
+	for (unsigned i = 0; i < 6; i++) {
+		char dev[16];
+		snprintf(dev, sizeof dev, "%s/%u", in_power[i / 2], i % 2);
+		held[i] = tp_test_dev(t, dev);
+	}
+	cr_assert_eq(tp_cluster_assign(c, "old", held, 6, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_domain_cap cap = {"power", 4, 0};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 5;
+	r.caps = &cap;
+	r.ncaps = 1;
+	r.spread_level = "rack";
+	r.spread_min_domains = 3;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_geq(used(p, 0), 3, "the spread: three racks, not %u", used(p, 0));
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	unsigned in_p = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t node = tp_topology_device_node(t, devs[i]);
+		for (unsigned x = 0; x < 3; x++)
+			in_p += node == node_of(t, in_power[x]);
+	}
+	cr_assert_leq(in_p, 4, "the power cap");
+	tp_placement_destroy(p);
+	r.count = 1;
+	r.spread_min_domains = 2;
+	cap.devices = 6;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "request.spread.min_domains 2 needs at least 2 devices");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* #19 item 5: the replacement of a rank whose group level (su) is above the shape's required
+ * level (node) went to another node; the group lies inside the required node, so must its
+ * replacement. */
+Test(place, replace_keeps_required_below_the_group_level)
+{
+	tp_test_alloc_reset();
+	const char *levels[] = {"su", "node"};
+	static const struct nspec ns[] = {{"su0-node0", "su0", NULL, 8}, {"su0-node1", "su0", NULL, 8}};
+	tp_topology *t = build(levels, 2, ns, 2);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 6;
+	shape.group_size = 3;
+	shape.group_level = "su";
+	shape.required = "node";
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = &shape;
+	uint32_t devs[6];
+	for (unsigned i = 0; i < 6; i++)
+		devs[i] = i;
+	cr_assert_eq(tp_cluster_assign(c, "j", devs, 6, &o), 0, "%s", tp_cluster_errmsg(c));
+	uint32_t cordon[] = {tp_test_dev(t, "su0-node0/6"), tp_test_dev(t, "su0-node0/7")};
+	cr_assert_eq(tp_cluster_set_cordoned(c, cordon, 2, 1), 0);
+	uint32_t failed = tp_test_dev(t, "su0-node0/2");
+	tp_placement *p = NULL;
+	int rc = tp_replace(c, "j", &failed, 1, &p);
+	cr_assert(rc == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED,
+	          "not placeable, got %s: %s", tp_err_name(rc), tp_placement_errmsg(p));
+	cr_assert_eq(tp_placement_status(p), rc);
+	tp_placement_destroy(p);
+	/* with a free device on the job's node, the replacement stays on it */
+	cr_assert_eq(tp_cluster_set_cordoned(c, cordon, 1, 0), 0);
+	cr_assert_eq(tp_replace(c, "j", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *got = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(tp_topology_device_node(t, got[i]), node_of(t, "su0-node0"));
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);

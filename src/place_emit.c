@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Emission: the devices of the best placement, in rank order, deciding as the evaluation
+ * does; and unconstrained requests filled tightest holes first.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+/* ---- emission: the devices, in rank order --------------------------------------------------- */
+
+/* p->out is allocated once, before any arena mark, with room for the whole answer. */
+static int out_push(struct pctx *p, uint32_t dev)
+{
+	if (p->nout == p->capout)
+		return TP_ECORRUPT;
+	p->out[p->nout++] = dev;
+	return 0;
+}
+
+/* Usable GPUs below each PCIe switch of a node type (switch ids index sub[]). */
+static void switch_counts(const struct tp_nodetype *nt, const bool *use, uint32_t *sub)
+{
+	memset(sub, 0, nt->nsw * sizeof *sub);
+	for (unsigned g = 0; g < nt->ngpus; g++) {
+		if (!use[g])
+			continue;
+		for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
+			sub[s]++;
+	}
+}
+
+static bool below_switch(const struct tp_nodetype *nt, unsigned g, int sw)
+{
+	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
+		if (s == sw)
+			return true;
+	return sw < 0;
+}
+
+static unsigned switch_depth(const struct tp_nodetype *nt, int sw)
+{
+	unsigned d = 0;
+	for (; sw >= 0; sw = nt->sw_parent[sw])
+		d++;
+	return d;
+}
+
+/* The closest k usable GPUs of a node with PCIe switches: inside the smallest switch subtree
+ * that holds k (the fewest switches, the lowest level first), GPUs whose own switch has the most
+ * usable GPUs first, so that whole switches fill before a new one is opened. */
+static void pick_closest(const struct tp_nodetype *nt, const bool *use, uint32_t k, bool *pick)
+{
+	uint32_t sub[TP_MAX_NODE_DEVICES];
+	unsigned nsw = nt->nsw < TP_MAX_NODE_DEVICES ? nt->nsw : TP_MAX_NODE_DEVICES;
+	switch_counts(nt, use, sub);
+	int root = -1;
+	for (unsigned s = 0; s < nsw; s++) {
+		if (sub[s] < k)
+			continue;
+		if (root < 0 || sub[s] < sub[root] ||
+		    (sub[s] == sub[root] && switch_depth(nt, (int)s) > switch_depth(nt, root)))
+			root = (int)s;
+	}
+	memset(pick, 0, nt->ngpus * sizeof *pick);
+	for (uint32_t got = 0; got < k;) {
+		int bg = -1;
+		uint32_t bs = 0;
+		for (unsigned g = 0; g < nt->ngpus; g++) {
+			if (!use[g] || pick[g] || !below_switch(nt, g, root))
+				continue;
+			int s = nt->gpu_sw[g];
+			uint32_t own = s >= 0 && (unsigned)s < nsw ? sub[s] : 0;
+			if (bg < 0 || own > bs) {
+				bg = (int)g;
+				bs = own;
+			}
+		}
+		if (bg < 0)
+			break;
+		pick[bg] = true;
+		got++;
+	}
+}
+
+static int perf_cmp_dev(const struct tp_topology *t, uint32_t a, uint32_t b)
+{
+	if (t->dev_perf[a] != t->dev_perf[b])
+		return t->dev_perf[a] > t->dev_perf[b] ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* Take k usable devices of a node, appended in index order. */
+static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
+{
+	const struct tp_topology *t = p->t;
+	uint32_t list[TP_MAX_NODE_DEVICES];
+	uint32_t n = tp_pl_node_usable(p, node, list);
+	if (n < k)
+		return TP_ECORRUPT;
+	uint32_t base = t->dev_first[node];
+	bool use[TP_MAX_NODE_DEVICES] = {false}, pick[TP_MAX_NODE_DEVICES] = {false};
+	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
+	const struct tp_nodetype *nt = ty != TP_NO_TYPE ? t->types[ty] : NULL;
+	if (nt && nt->nsw > 0 && nt->ngpus == tp_node_ndev(t, node) && k < n) {
+		for (uint32_t i = 0; i < n; i++)
+			use[list[i] - base] = true;
+		pick_closest(nt, use, k, pick);
+	} else {
+		/* faster devices first (rule 4), then the lowest index: a selection sort over at
+		 * most TP_MAX_NODE_DEVICES */
+		for (uint32_t got = 0; got < k; got++) {
+			uint32_t bi = UINT32_MAX;
+			for (uint32_t i = 0; i < n; i++)
+				if (!pick[list[i] - base] &&
+				    (bi == UINT32_MAX || perf_cmp_dev(t, list[i], list[bi]) < 0))
+					bi = i;
+			pick[list[bi] - base] = true;
+		}
+	}
+	uint32_t got = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (pick[list[i] - base]) {
+			int rc = out_push(p, list[i]);
+			if (rc)
+				return rc;
+			got++;
+		}
+	return got == k ? 0 : TP_ECORRUPT;
+}
+
+
+static int take_cmp(const void *a, const void *b)
+{
+	const struct take *x = a, *y = b;
+	return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+
+/* Emit the children of a level-l domain in tree order with their amounts. */
+static int emit_takes(struct pctx *p, int l, struct take *tk, uint32_t n)
+{
+	qsort(tk, n, sizeof *tk, take_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = tp_pl_emit(p, l + 1, tk[i].dom, tk[i].amount, tk[i].col);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Choose m of the n nodes (largest first in ln) that hold x units, tightest that still can:
+ * at each step the smallest node such that it and the largest remaining others still cover
+ * the rest. O(m * n). */
+static int leaf_choose(struct pctx *p, struct lnode *ln, uint32_t n, uint32_t m, uint64_t x,
+                       struct take *tk)
+{
+	bool *used = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *used);
+	uint64_t *pre = tp_pl_ar_alloc(p, ((size_t)n + 1) * sizeof *pre);
+	uint32_t *rank = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *rank);
+	if (!used || !pre || !rank)
+		return TP_ENOMEM;
+	memset(used, 0, n * sizeof *used);
+	uint64_t rem = x;
+	for (uint32_t step = 0; step < m; step++) {
+		uint32_t others = m - step - 1, nu = 0;
+		pre[0] = 0;
+		for (uint32_t j = 0; j < n; j++)
+			if (!used[j]) {
+				rank[j] = nu;
+				pre[nu + 1] = pre[nu] + ln[j].v;
+				nu++;
+			}
+		uint32_t pick = UINT32_MAX;
+		for (uint32_t i = n; i-- > 0;) {
+			if (used[i])
+				continue;
+			uint32_t o = others < nu - 1 ? others : nu - 1;
+			uint64_t top = rank[i] < o ? pre[o + 1] - ln[i].v : pre[o];
+			if (ln[i].v + top >= rem) {
+				pick = i;
+				break;
+			}
+		}
+		if (pick == UINT32_MAX)
+			return TP_ECORRUPT;
+		used[pick] = true;
+		uint64_t a = ln[pick].v < rem ? ln[pick].v : rem;
+		tk[step] = (struct take){ln[pick].node, (uint32_t)a, 0};
+		rem -= a;
+	}
+	return rem == 0 ? 0 : TP_ECORRUPT;
+}
+
+/* A leaf parent's part: the fewest nodes (best fit among them), in tree order. */
+static int emit_leaf(struct pctx *p, int l, uint32_t d, uint32_t k)
+{
+	struct amark mk = tp_pl_ar_mark(p);
+	uint32_t n;
+	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
+	if (!ln)
+		return TP_ENOMEM;
+	uint64_t x = k / p->u[p->nl], acc = 0;
+	uint32_t m = 0;
+	while (acc < x && m < n)
+		acc += ln[m++].v;
+	if (acc < x)
+		return TP_ECORRUPT;
+	struct take *tk = tp_pl_ar_alloc(p, (m ? m : 1) * sizeof *tk);
+	int rc = tk ? leaf_choose(p, ln, n, m, x, tk) : TP_ENOMEM;
+	if (!rc) {
+		for (uint32_t i = 0; i < m; i++)
+			tk[i].amount *= p->u[p->nl];
+		rc = emit_takes(p, l, tk, m);
+	}
+	tp_pl_ar_release(p, mk);
+	return rc;
+}
+
+/* A uniform domain's part: the fewest children (best fit among them), in tree order. */
+static int emit_linear(struct pctx *p, int l, uint32_t d, uint32_t k)
+{
+	unsigned cl = (unsigned)(l + 1);
+	struct amark mk = tp_pl_ar_mark(p);
+	uint32_t n;
+	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
+	struct lnode *ln = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *ln);
+	if (!ln) {
+		tp_pl_ar_release(p, mk);
+		return TP_ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ln[i] = (struct lnode){ks[i].dom, ks[i].cap / p->u[cl], ks[i].free};
+	qsort(ln, n, sizeof *ln, tp_pl_lnode_cmp);
+	uint64_t x = k / p->u[cl], acc = 0;
+	uint32_t m = 0;
+	while (acc < x && m < n)
+		acc += ln[m++].v;
+	struct take *tk = tp_pl_ar_alloc(p, (m ? m : 1) * sizeof *tk);
+	int rc = acc < x ? TP_ECORRUPT : tk ? leaf_choose(p, ln, n, m, x, tk) : TP_ENOMEM;
+	if (!rc) {
+		for (uint32_t i = 0; i < m; i++)
+			tk[i].amount *= p->u[cl];
+		rc = emit_takes(p, l, tk, m);
+	}
+	tp_pl_ar_release(p, mk);
+	return rc;
+}
+
+/* Emit the best placement of k devices inside (l, d), deciding as tp_pl_eval() does; col is the
+ * spread column the caller counted on (colq(l) at the top). */
+int tp_pl_emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
+{
+	if (k == 0)
+		return 0;
+	if (l == (int)p->nl)
+		return emit_node(p, d, k);
+	bool forced = forced_single(p, l, k);
+	if (use_single(p, l, k, col, forced)) {
+		uint32_t kid, best[W_MAX];
+		int r = tp_pl_best_single(p, l, d, k, col, best, &kid);
+		if (r < 0)
+			return r;
+		if (r)
+			return tp_pl_emit(p, l + 1, kid, k, tp_pl_child_col(p, l, col));
+		if (forced || p->sl == l + 1)
+			return TP_ECORRUPT;
+	} else if (forced) {
+		return TP_ECORRUPT;
+	}
+	if (tp_pl_leaf_fast(p, l))
+		return emit_leaf(p, l, d, k);
+	if (tp_pl_linear_ok(p, l) && l >= 0 && tp_pl_uniform_node_dev(p, l, d))
+		return emit_linear(p, l, d, k);
+	if (l < 0 && p->root_kind == 2 && p->root_k == k && p->root_col == col) {
+		struct take *tk = tp_pl_ar_alloc(p, (p->root_nplan ? p->root_nplan : 1) * sizeof *tk);
+		if (!tk)
+			return TP_ENOMEM;
+		memcpy(tk, p->root_plan, p->root_nplan * sizeof *tk);
+		return emit_takes(p, l, tk, p->root_nplan);
+	}
+	if (l < 0 && tp_pl_dual_ok(p)) {
+		struct amark dm = tp_pl_ar_mark(p);
+		uint32_t cost[W_MAX], ntk;
+		struct take *tk;
+		int r = tp_pl_root_dual(p, k, cost, &tk, &ntk);
+		if (r == 1)
+			r = emit_takes(p, l, tk, ntk);
+		else if (r == 0)
+			r = TP_ECORRUPT;
+		tp_pl_ar_release(p, dm);
+		if (r != 2)
+			return r;
+	}
+	struct amark m = tp_pl_ar_mark(p);
+	struct knap kn;
+	unsigned cl = (unsigned)(l + 1);
+	uint32_t J = k / p->u[cl];
+	int rc = tp_pl_knap_run(p, l, d, J, true, &kn);
+	if (rc) {
+		tp_pl_ar_release(p, m);
+		return rc;
+	}
+	unsigned s = kn.ns == nsl(p, l) ? col : 0;
+	if (c_inf(tb_at(p, &kn.tb, J, s))) {
+		tp_pl_ar_release(p, m);
+		return TP_ECORRUPT;
+	}
+	struct take *tk = tp_pl_ar_alloc(p, (kn.nk ? kn.nk : 1) * sizeof *tk);
+	if (!tk) {
+		tp_pl_ar_release(p, m);
+		return TP_ENOMEM;
+	}
+	uint32_t nt = 0, j = J;
+	size_t stride = ((size_t)J + 1) * kn.ns;
+	for (uint32_t i = kn.nk; i-- > 0;) {
+		size_t at = (size_t)i * stride + (size_t)j * kn.ns + s;
+		uint32_t j2 = kn.cj[at];
+		if (!j2)
+			continue;
+		tk[nt++] = (struct take){kn.ks[i].dom, j2 * p->u[cl], kn.cc[at]};
+		s = kn.cs[at];
+		j -= j2;
+	}
+	rc = j == 0 ? emit_takes(p, l, tk, nt) : TP_ECORRUPT;
+	tp_pl_ar_release(p, m);
+	return rc;
+}
+
+/* ---- unconstrained requests: tightest holes first ------------------------------------------- */
+
+/* Fill k devices into (l, d): the tightest child that holds everything, else children from
+ * the tightest up. Returns 1 (emitted), 0 (cannot) or an error. */
+int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k)
+{
+	if (l == (int)p->nl)
+		return emit_node(p, d, k) ? TP_ECORRUPT : 1;
+	if (l < 0 && tp_pl_root_indexed(p)) {
+		JError_t je;
+		Word_t key = (Word_t)k << 32;
+		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1;
+		     r = Judy1Next(p->c->index[0], &key, &je)) {
+			uint32_t dom = (uint32_t)(key & 0xffffffffu);
+			if (tp_pl_capd(p, 0, dom) >= k)
+				return tp_pl_fill(p, 0, dom, k);
+		}
+	}
+	struct amark m = tp_pl_ar_mark(p);
+	uint32_t n;
+	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
+	int rc;
+	if (n) {
+		uint32_t dom = ks[0].dom;
+		tp_pl_ar_release(p, m);
+		return tp_pl_fill(p, l + 1, dom, k);
+	}
+	if (p->err || forced_single(p, l, k)) {
+		tp_pl_ar_release(p, m);
+		return p->err ? p->err : 0;
+	}
+	ks = tp_pl_kids_of(p, l, d, p->u[l + 1], &n);
+	struct take *tk = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *tk);
+	if (!tk) {
+		tp_pl_ar_release(p, m);
+		return TP_ENOMEM;
+	}
+	uint32_t nt = 0, rem = k;
+	for (uint32_t i = 0; i < n && rem; i++) {
+		uint32_t a = min32(ks[i].cap, rem);
+		tk[nt++] = (struct take){ks[i].dom, a, 0};
+		rem -= a;
+	}
+	if (rem) {
+		tp_pl_ar_release(p, m);
+		return 0;
+	}
+	qsort(tk, nt, sizeof *tk, take_cmp);
+	rc = 1;
+	for (uint32_t i = 0; i < nt && rc == 1; i++)
+		rc = tp_pl_fill(p, l + 1, tk[i].dom, tk[i].amount);
+	tp_pl_ar_release(p, m);
+	return rc;
+}

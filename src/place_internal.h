@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The constraint solver's context (struct pctx) and what its files share. place.c explains
+ * the model; each place_*.c holds one part. Private: nothing here is part of the API.
+ */
+#ifndef TP_PLACE_INTERNAL_H
+#define TP_PLACE_INTERNAL_H
+
+#include <string.h>
+
+#include "place_impl.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define INF UINT32_MAX
+#define W_MAX (2 * TP_MAX_LEVELS)
+#define S_MAX 64 /* spread minimums above this use the table with this many columns */
+
+/* ---- per-call scratch memory ---------------------------------------------------------------- */
+
+struct chunk {
+	struct chunk *prev;
+	size_t cap, used;
+	max_align_t data[];
+};
+
+struct amark {
+	struct chunk *cur;
+	size_t used;
+};
+
+/* ---- the solver's context ------------------------------------------------------------------- */
+
+struct kid {
+	uint32_t dom, free, cap;
+};
+
+/* A child and the devices it takes. */
+struct take {
+	uint32_t dom, amount;
+	unsigned col; /* the spread column the child answers from */
+};
+
+struct pctx {
+	const struct tp_cluster *c;
+	const struct tp_topology *t;
+	const struct tp_rq *q;
+	const tp_allocator *a;
+	struct chunk *ar;
+	int err;                        /* first failure (TP_ENOMEM) */
+
+	unsigned nlev, nl, W;
+	uint32_t u[TP_MAX_LEVELS];      /* devices per unit at each level */
+	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
+	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
+	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
+	bool hist_ok[TP_MAX_LEVELS];    /* capd from the histograms at this level */
+	int sl;                         /* tree spread level, -1: none */
+	uint32_t S;                     /* spread minimum (>= 2 when sl >= 0) */
+	int single_to;                  /* levels <= single_to hold everything in one domain */
+	bool compact;                   /* rule 1 applies */
+	bool ideal;                     /* every job but the colocate target (and self) gone */
+	bool filtered;                  /* node capacities need a walk */
+	bool capgrp_safe;               /* groups caps below the group level: the safe bound */
+
+	/* node filters */
+	Pvoid_t scope[TP_MAX_LEVELS];   /* Judy1 of domains that may be used, NULL: all */
+	int colevel;                    /* colocate level (scope holds levels <= colevel) */
+	bool allow_list;                /* scope holds every level (select.nodes) */
+	Pvoid_t xbad[TP_MAX_LEVELS];    /* Judy1: domains other tenants hold exclusively */
+	bool have_xbad;
+	int excl;                       /* the request's exclusive level, -1: none */
+	Pvoid_t xknown, xdirty;         /* Judy1 memo of the exclusive level's domains */
+	uint32_t self_slot;             /* replace: the job being repaired */
+	Pvoid_t extra_down;             /* Judy1 of devices treated as down (replace) */
+	Pvoid_t taken;                  /* Judy1 of devices already given out in this call */
+	Pvoid_t used[TP_MAX_LEVELS];    /* JudyL dom -> devices this job already has there */
+	bool have_used;
+	Pvoid_t memo;                   /* JudyL (level << 32 | dom) -> capd + 1 (filtered) */
+	bool ideal_plain;               /* ideal, and every healthy uncordoned device usable */
+	bool pairs;                     /* gpu_nic_pairs: node capacity is a GPU-NIC matching */
+
+	/* the root's decision, kept from tp_pl_eval() for tp_pl_emit() (same amount and column) */
+	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
+	uint32_t root_k, root_kid;
+	unsigned root_col;
+	uint32_t root_cost[W_MAX];
+	struct take *root_plan;         /* [root_nplan], from the allocator */
+	uint32_t root_nplan;
+
+	/* output */
+	uint32_t *out;
+	size_t nout, capout;
+};
+
+/* Judy helpers: a failure is recorded as TP_ENOMEM and reads as "not present". */
+static inline bool j1_test(Pcvoid_t arr, Word_t k)
+{
+	JError_t je;
+	return arr && Judy1Test(arr, k, &je) == 1;
+}
+
+static inline void j1_set(struct pctx *p, Pvoid_t *arr, Word_t k)
+{
+	JError_t je;
+	if (Judy1Set(arr, k, &je) == JERR)
+		p->err = TP_ENOMEM;
+}
+
+static inline void j1_free(Pvoid_t *arr)
+{
+	JError_t je;
+	if (*arr)
+		Judy1FreeArray(arr, &je);
+	*arr = NULL;
+}
+
+static inline Word_t jl_get(Pcvoid_t arr, Word_t k)
+{
+	JError_t je;
+	if (!arr)
+		return 0;
+	PPvoid_t v = JudyLGet(arr, k, &je);
+	return (v && v != PPJERR) ? (Word_t)*v : 0;
+}
+
+static inline void jl_add(struct pctx *p, Pvoid_t *arr, Word_t k, Word_t add)
+{
+	JError_t je;
+	PPvoid_t v = JudyLIns(arr, k, &je);
+	if (v == PPJERR) {
+		p->err = TP_ENOMEM;
+		return;
+	}
+	*v = (void *)((Word_t)*v + add);
+}
+
+static inline void jl_free(Pvoid_t *arr)
+{
+	JError_t je;
+	if (*arr)
+		JudyLFreeArray(arr, &je);
+	*arr = NULL;
+}
+
+static inline uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+static inline const struct tp_job_impl *job_at(const struct tp_cluster *c, uint32_t slot)
+{
+	return slot < c->njobs ? c->jobs[slot] : NULL;
+}
+
+static inline bool in_scope(const struct pctx *p, unsigned l, uint32_t d)
+{
+	return !p->scope[l] || j1_test(p->scope[l], d);
+}
+
+/* Devices this job already holds in a domain (replace), for caps and the discount. */
+static inline uint32_t used_in(const struct pctx *p, unsigned l, uint32_t d)
+{
+	return p->have_used ? (uint32_t)jl_get(p->used[l], d) : 0;
+}
+
+/* The cap of a domain once what the job already holds there is counted. */
+static inline uint32_t cap_left(const struct pctx *p, unsigned l, uint32_t d)
+{
+	uint32_t cap = p->capdev[l];
+	if (cap == TP_RQ_NOCAP || !p->have_used)
+		return cap;
+	uint32_t u = used_in(p, l, d);
+	return cap > u ? cap - u : 0;
+}
+
+static inline uint32_t floor_to(uint32_t x, uint32_t u) { return x - x % u; }
+
+static inline uint32_t dom_free(const struct pctx *p, int l, uint32_t d)
+{
+	return l < 0 ? p->c->nfree : p->c->free[l][d];
+}
+
+static inline bool c_inf(const uint32_t *v) { return v[0] == INF; }
+
+static inline int c_cmp(const struct pctx *p, const uint32_t *a, const uint32_t *b)
+{
+	for (unsigned i = 0; i < p->W; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+static inline void c_add(const struct pctx *p, uint32_t *dst, const uint32_t *a)
+{
+	for (unsigned i = 0; i < p->W; i++)
+		dst[i] += a[i];
+}
+
+static inline void c_copy(const struct pctx *p, uint32_t *dst, const uint32_t *a)
+{
+	memcpy(dst, a, p->W * sizeof *dst);
+}
+
+/* What using domain d of level l adds: one domain (none when the job already has devices
+ * there) and its free devices. */
+static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t *v)
+{
+	if (l < 0)
+		return;
+	v[l] += used_in(p, (unsigned)l, d) ? 0 : 1;
+	v[p->nlev + (unsigned)l] += dom_free(p, l, d);
+}
+
+static inline uint32_t ul(const struct pctx *p, int l) { return p->u[l < 0 ? 0 : l]; }
+
+/* Columns of a table of level l: min(S, spread domains) + 1 at and above the spread level. */
+static inline unsigned nsl(const struct pctx *p, int l)
+{
+	return (p->sl >= 0 && l <= p->sl) ? p->S + 1 : 1;
+}
+
+/* The column a domain of level l answers from: S (spread met) above the spread level, 1 at
+ * it, 0 below it. */
+static inline unsigned colq(const struct pctx *p, int l)
+{
+	if (p->sl < 0 || l > p->sl)
+		return 0;
+	return l == p->sl ? 1 : p->S;
+}
+
+/* Whether the best single child answers for a level-l domain asked for k at spread column
+ * col: always when one child must hold everything, never when the children are the spread
+ * level and the column needs several of them, else when single children are optimal (not with
+ * the replace discount, where children the job already uses cost nothing). */
+static inline bool use_single(const struct pctx *p, int l, uint32_t k, unsigned col, bool forced)
+{
+	(void)k;
+	if (p->sl == l + 1)
+		return col <= 1;
+	return forced || !p->have_used;
+}
+
+/* Whether one child of a level-l domain must hold all k: a required or colocate level below,
+ * or a unit of the child level (a group or slice) as large as the whole amount. */
+static inline bool forced_single(const struct pctx *p, int l, uint32_t k)
+{
+	return l + 1 <= p->single_to || (l + 1 <= (int)p->nl && p->u[l + 1] >= k);
+}
+
+/* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k. */
+static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned col,
+                               const uint32_t *v)
+{
+	for (unsigned x = (unsigned)(l + 1); x < p->nlev; x++) {
+		uint32_t md = p->t->lv[x].max_devices ? p->t->lv[x].max_devices : 1;
+		uint32_t b = (int)x == l + 1 ? 1 : (k + md - 1) / md;
+		if (p->sl == (int)x)
+			b = max32(b, col);
+		if (v[x] != b)
+			return false;
+	}
+	return true;
+}
+
+struct table {
+	uint32_t J, ns;
+	uint32_t *v; /* [(J + 1) * ns * W] */
+};
+
+static inline uint32_t *tb_at(const struct pctx *p, const struct table *tb, uint32_t j, unsigned s)
+{
+	return tb->v + ((size_t)j * tb->ns + s) * p->W;
+}
+
+struct knap {
+	uint32_t J, ns, nk;
+	struct kid *ks;
+	struct table tb;  /* in units of the children's level */
+	uint32_t *cj;     /* [nk][(J + 1) * ns] amount child i takes, when recorded */
+	uint16_t *cs;     /* [nk][(J + 1) * ns] column before child i */
+	uint16_t *cc;     /* [nk][(J + 1) * ns] column of child i's own table */
+};
+
+struct lnode {
+	uint32_t node, v, free;
+};
+
+/* Whether no balance bound applies at any level (the greedy fast paths assume none). */
+static inline bool no_bounds(const struct pctx *p)
+{
+	for (unsigned l = 0; l < p->nlev; l++)
+		if (p->lb[l])
+			return false;
+	return true;
+}
+
+/* ---- functions shared between the files (each definition says what it does) ---------------- */
+
+/* place.c: the scratch arena, setting up a call, the solver's entry */
+
+void *tp_pl_ar_alloc(struct pctx *p, size_t n);
+struct amark tp_pl_ar_mark(const struct pctx *p);
+void tp_pl_ar_release(struct pctx *p, struct amark m);
+void tp_pl_build_xbad(struct pctx *p, bool only_target);
+void tp_pl_ctx_fini(struct pctx *p);
+int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
+                   uint32_t self_slot);
+int tp_pl_out_alloc(struct pctx *p, size_t n);
+int tp_pl_feasible(struct pctx *p, int l, uint32_t d, uint32_t k);
+
+/* place_usable.c: filters and capacities */
+
+bool tp_pl_dev_ok(const struct pctx *p, uint32_t d);
+uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
+uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d);
+
+/* place_pairs.c: GPU+NIC pairs */
+
+uint32_t tp_pl_node_pairable(struct pctx *p, uint32_t node, uint32_t *list);
+uint32_t tp_pl_node_pairable_free(struct pctx *p, uint32_t node);
+uint64_t tp_pl_topology_pairable(struct pctx *p);
+int tp_pl_pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, size_t n);
+
+/* place_table.c: tables, knapsack, point queries, uniform subtrees */
+
+bool tp_pl_root_indexed(const struct pctx *p);
+struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n);
+int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, struct knap *kn);
+int tp_pl_lnode_cmp(const void *a, const void *b);
+struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n);
+bool tp_pl_leaf_fast(const struct pctx *p, int l);
+uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d);
+bool tp_pl_linear_ok(const struct pctx *p, int l);
+unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col);
+int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                      uint32_t *best, uint32_t *kid);
+int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint32_t *out);
+
+/* place_dual.c: the top-level dual */
+
+bool tp_pl_dual_ok(const struct pctx *p);
+int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **plan,
+                    uint32_t *nplan);
+
+/* place_emit.c: emission in rank order */
+
+int tp_pl_emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
+int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k);
+
+/* place_fdom.c: failure-domain caps and spread */
+
+bool tp_pl_has_fd_rules(const struct tp_rq *q);
+int tp_pl_fd_check(struct pctx *p, const uint32_t *devs, size_t n, bool *ok);
+int tp_pl_fd_fill(struct pctx *p, int l, uint32_t d, uint32_t k);
+int tp_pl_fd_possible(struct pctx *p, uint32_t k);
+int tp_pl_fd_search(struct pctx *p, uint32_t k);
+
+/* place_result.c: the result object and the failure explanation */
+
+tp_placement *tp_pl_placement_new(const struct tp_cluster *c, bool replace);
+int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size_t n);
+uint32_t tp_pl_matching_free(struct pctx *p);
+void tp_pl_go_ideal(struct pctx *p);
+int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed,
+                          int level, int ideal_ok);
+
+#endif

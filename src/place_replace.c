@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tp_replace: new devices for the failed devices of a running job, under its shape.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+/* ---- replace -------------------------------------------------------------------------------- */
+
+/*
+ * A job's shape nests its constraints: the required (or colocate) domain holds every rank, each
+ * slice layer holds runs of its size, each group a run of the group size, each device itself.
+ * For a failed rank, the innermost unit that still has healthy members fixes where its
+ * replacement must go (the anchor: that unit's domain); the next unit inwards has no healthy
+ * member left and is placed anew, as a small request inside the anchor, with the shape's
+ * inner slices and groups. Anchors are handled innermost first; each sub-request is solved
+ * with the job's devices counting as already used (no new domain for rule 1, and towards the
+ * caps). The units are the shape's, as tp_rq_units (request.c) derives them.
+ */
+struct rclass {
+	int a;          /* anchor layer, -1: none (the whole cluster) */
+	uint32_t aunit; /* anchor unit index */
+	uint32_t first; /* first failed rank (for ordering) */
+};
+
+/* Each unit lies inside the units around it (its ranks are a run of theirs), so its domain is
+ * at least as deep as theirs: a group whose own level is above the required level still sits
+ * in the required domain, and its replacements must too. */
+static void nest_levels(struct tp_rq_unit *ly, unsigned nly)
+{
+	for (unsigned i = 1; i < nly; i++)
+		if (ly[i].level < ly[i - 1].level)
+			ly[i].level = ly[i - 1].level;
+}
+
+/* A rank of unit `unit` of layer ly that is healthy, or UINT32_MAX. */
+static uint32_t healthy_rank(const struct tp_rq_unit *ly, uint32_t unit, uint32_t n,
+                             const bool *bad)
+{
+	uint32_t f = unit * ly->size;
+	for (uint32_t r = f; r < f + ly->size && r < n; r++)
+		if (!bad[r])
+			return r;
+	return UINT32_MAX;
+}
+
+static int rclass_cmp(const void *x, const void *y)
+{
+	const struct rclass *a = x, *b = y;
+	if (a->a != b->a)
+		return a->a > b->a ? -1 : 1;
+	return (a->first > b->first) - (a->first < b->first);
+}
+
+/* The sub-request of a class: the shape's inner layers below the anchor. */
+static void sub_request(const struct tp_rq *shape, const struct tp_rq_unit *ly, int a, uint32_t cnt,
+                        struct tp_rq *sub)
+{
+	*sub = *shape;
+	sub->count = cnt;
+	sub->required = -1;
+	sub->preferred = shape->preferred;
+	sub->spread_level = sub->spread_fd = -1;
+	sub->spread_min = 0;
+	sub->balanced = false;
+	sub->nslices = 0;
+	const struct tp_rq_unit *in = &ly[a + 1];
+	if (in->kind == TP_RQ_UNIT_WHOLE) {
+		sub->required = shape->required;
+	} else {
+		sub->colocate_slot = a >= 0 ? TP_NO_JOB_SLOT : shape->colocate_slot;
+		if (a >= 0)
+			sub->colocate_level = -1;
+	}
+	if (in->kind <= TP_RQ_UNIT_SLICE) {
+		unsigned from = in->kind == TP_RQ_UNIT_SLICE ? in->slice : 0;
+		for (unsigned i = from; i < shape->nslices; i++) {
+			sub->slevel[sub->nslices] = shape->slevel[i];
+			sub->ssize[sub->nslices++] = shape->ssize[i];
+		}
+	}
+	if (in->kind == TP_RQ_UNIT_DEVICE) {
+		sub->gsize = 1;
+		sub->glevel = ly[a + 1].level;
+	}
+	/* fd caps count the whole job: handled by the check after each class */
+	sub->nfdcaps = 0;
+}
+
+struct rstate {
+	const struct tp_cluster *c;
+	const struct tp_job_impl *job;
+	uint32_t slot;
+	uint32_t *devs;   /* the job's new device list, rank order */
+	bool *bad;        /* [ndev] rank still to be replaced */
+	Pvoid_t down;     /* Judy1 of failed devices */
+	Pvoid_t taken;    /* Judy1 of replacements given out */
+};
+
+/* Copy a Judy1 set. */
+static void j1_copy(struct pctx *p, Pvoid_t *dst, Pcvoid_t src)
+{
+	JError_t je;
+	Word_t k = 0;
+	for (int r = src ? Judy1First(src, &k, &je) : 0; r == 1; r = Judy1Next(src, &k, &je))
+		j1_set(p, dst, k);
+}
+
+/* Context for one class: the shape's sub-request with the job's devices already used. */
+static int rctx_init(struct pctx *p, struct rstate *rs, const struct tp_rq *sub)
+{
+	int rc = tp_pl_ctx_init(p, rs->c, sub, rs->slot);
+	if (rc)
+		return rc;
+	j1_copy(p, &p->extra_down, rs->down);
+	j1_copy(p, &p->taken, rs->taken);
+	for (uint32_t r = 0; r < rs->job->ndev; r++) {
+		if (rs->bad[r])
+			continue;
+		uint32_t node = p->t->dev_node[rs->devs[r]];
+		for (unsigned l = 0; l < p->nlev; l++)
+			jl_add(p, &p->used[l], tp_node_ancestor(p->t, node, l), 1);
+	}
+	p->have_used = true;
+	p->filtered = true;
+	p->compact = true;
+	p->single_to = -1;
+	p->sl = -1;
+	p->hist_ok[0] = false;
+	return p->err;
+}
+
+/* The anchor's domain: level and index, or -1 for the whole cluster. */
+static int anchor_of(const struct pctx *p, const struct rstate *rs, const struct tp_rq_unit *ly,
+                     const struct rclass *cl, uint32_t *dom)
+{
+	if (cl->a < 0) {
+		*dom = 0;
+		return -1;
+	}
+	uint32_t r = healthy_rank(&ly[cl->a], cl->aunit, rs->job->ndev, rs->bad);
+	*dom = tp_node_ancestor(p->t, p->t->dev_node[rs->devs[r]], ly[cl->a].level);
+	return (int)ly[cl->a].level;
+}
+
+/* The smallest domain holding every healthy device of the job (level, or -1 for none). */
+static int smallest_common(const struct pctx *p, const struct rstate *rs, uint32_t *dom)
+{
+	*dom = 0;
+	for (int l = (int)p->nl; l >= 0; l--) {
+		uint32_t d = TP_NONE;
+		bool one = true;
+		for (uint32_t r = 0; r < rs->job->ndev && one; r++) {
+			if (rs->bad[r])
+				continue;
+			uint32_t a = tp_node_ancestor(p->t, p->t->dev_node[rs->devs[r]], (unsigned)l);
+			one = d == TP_NONE || d == a;
+			d = a;
+		}
+		if (one && d != TP_NONE) {
+			*dom = d;
+			return l;
+		}
+	}
+	return -1;
+}
+
+/* Solve one class: place its fully failed inner units inside the anchor. 1, 0 or an error;
+ * on 0, the context is left set up for tp_pl_explain_failure(). */
+/* Evaluate the replacements in domain `*dom` of level `*al`. Without an anchor, start in the
+ * smallest domain holding the healthy devices and climb until they fit: staying inside a domain
+ * adds no domain at its level or above, which every placement leaving it does, so the first
+ * that fits is optimal. */
+/* Whether the domains above (al, dom) can take cnt more devices under their caps: tp_pl_eval()
+ * inside a domain applies the caps of that domain and below only. */
+static bool ancestors_take(const struct pctx *p, int al, uint32_t dom, uint32_t cnt)
+{
+	uint32_t d = dom;
+	for (int l = al - 1; l >= 0; l--) {
+		d = p->t->lv[l + 1].parent[d];
+		if (cap_left(p, (unsigned)l, d) < cnt)
+			return false;
+	}
+	return true;
+}
+
+static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
+                         uint32_t cnt, uint32_t *best)
+{
+	for (;;) {
+		int r = ancestors_take(p, *al, *dom, cnt)
+		            ? tp_pl_eval(p, *al, *dom, cnt, colq(p, *al), best)
+		            : 0;
+		/* never above the anchor, nor above the level the job's shape requires */
+		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required))
+			return r;
+		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
+		(*al)--;
+	}
+}
+
+static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
+                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
+                         uint32_t *need, int *ideal_ok)
+{
+	uint32_t n = rs->job->ndev, usz = ly[cl->a + 1].size;
+	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : n;
+	uint32_t af = cl->a >= 0 ? cl->aunit * asz : 0;
+	uint32_t cnt = 0;
+	for (uint32_t r = af; r < af + asz && r < n; r++)
+		cnt += rs->bad[r];
+	*need = cnt;
+	sub_request(shape, ly, cl->a, cnt, sub);
+	int rc = rctx_init(p, rs, sub);
+	if (!rc)
+		rc = tp_pl_out_alloc(p, cnt);
+	if (rc)
+		return rc;
+	uint32_t dom;
+	int al = anchor_of(p, rs, ly, cl, &dom);
+	if (al < 0)
+		al = smallest_common(p, rs, &dom);
+	if (al < 0) {
+		/* no healthy device anchors the class (every rank of the job failed): the required
+		 * and colocate levels must hold the replacements whole, as in tp_place */
+		p->single_to = sub->required;
+		if (sub->colocate_slot != TP_NO_JOB_SLOT && sub->colocate_level > p->single_to)
+			p->single_to = sub->colocate_level;
+	}
+	uint32_t best[W_MAX];
+	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
+	if (r == 0) {
+		/* could it fit the anchor with every other job gone? (the job itself stays) */
+		al = anchor_of(p, rs, ly, cl, &dom);
+		if (al < 0)
+			al = smallest_common(p, rs, &dom);
+		tp_pl_go_ideal(p);
+		r = eval_climbing(p, cl, &al, &dom, cnt, best);
+		p->ideal = false;
+		p->ideal_plain = false;
+		p->filtered = true;
+		jl_free(&p->memo);
+		j1_free(&p->xknown);
+		j1_free(&p->xdirty);
+		tp_pl_build_xbad(p, false);
+		p->root_kind = 0;
+		*ideal_ok = r;
+		return r < 0 ? r : 0;
+	}
+	if (r != 1)
+		return r;
+	int e = tp_pl_emit(p, al, dom, cnt, colq(p, al));
+	if (e)
+		return p->err ? p->err : e;
+	/* the units of the emitted list, in order, replace the failed units in rank order */
+	uint32_t at = 0;
+	for (uint32_t u0 = af; u0 < af + asz && u0 < n; u0 += usz)
+		for (uint32_t x = u0; x < u0 + usz && x < n; x++)
+			if (rs->bad[x]) {
+				uint32_t dev = p->out[at++];
+				rs->devs[x] = dev;
+				rs->bad[x] = false;
+				j1_set(p, &rs->taken, dev);
+			}
+	return p->err ? p->err : (at == cnt ? 1 : TP_ECORRUPT);
+}
+
+/* A replacement refused after the fact (its list breaks a rule the classes do not see): the
+ * fit figures as tp_pl_explain_failure() gives them, FRAGMENTED since the replacements
+ * themselves were found free. */
+static void replace_fit(tp_placement *pl, struct pctx *p, uint32_t needed, int level)
+{
+	pl->has_fit = true;
+	pl->fit.needed = needed;
+	pl->fit.level = level < 0 ? 0 : level;
+	pl->fit.free_total = tp_pl_matching_free(p);
+	pl->fit.best = 0;
+}
+
+/* Domains of level l that a device list touches (a tree spread's measure). */
+static uint32_t domains_touched(struct pctx *p, unsigned l, const uint32_t *devs, uint32_t n)
+{
+	Pvoid_t seen = NULL;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = tp_node_ancestor(p->t, p->t->dev_node[devs[i]], l);
+		if (!j1_test(seen, d)) {
+			j1_set(p, &seen, d);
+			k++;
+		}
+	}
+	j1_free(&seen);
+	return k;
+}
+
+/* The job's shape resolved (*has_shape), or when it has none or it no longer resolves, the
+ * plainest one: groups of one device, no level, no cap. Returns 0 or the code of a shape that
+ * no longer resolves (the replacement then fails with it). */
+static int replace_shape(tp_placement *pl, const struct tp_cluster *c,
+                         const struct tp_job_impl *job, struct tp_rq *shape, bool *has_shape)
+{
+	char scratch[TP_ERRMSG_LEN];
+	int rc = 0;
+	*has_shape = false;
+	if (job->shape) {
+		rc = tp_request_resolve(c->t, c, job->shape, TP_RQ_SHAPE, &pl->alloc, shape, scratch);
+		if (rc == TP_ENOMEM)
+			return rc;
+		*has_shape = rc == 0;
+	}
+	if (!*has_shape) {
+		memset(shape, 0, sizeof *shape);
+		shape->gsize = 1;
+		shape->glevel = c->t->nlevels - 1;
+		shape->required = shape->preferred = shape->exclusive = -1;
+		shape->spread_level = shape->spread_fd = shape->colocate_level = -1;
+		shape->colocate_slot = TP_NO_JOB_SLOT;
+		for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
+			shape->capdev[l] = shape->capgrp[l] = TP_RQ_NOCAP;
+	}
+	shape->id = job->id;
+	shape->tenant = job->tenant;
+	shape->count = job->ndev;
+	return rc;
+}
+
+/* Mark the ranks to replace: the failed devices and the job's devices that are down.
+ * Returns how many (*nbad); p->err on failure. */
+static void replace_mark_bad(struct pctx *p, struct rstate *rs, const uint32_t *failed,
+                             size_t nfailed, uint32_t *nbad)
+{
+	const struct tp_job_impl *job = rs->job;
+	for (size_t i = 0; i < nfailed; i++)
+		j1_set(p, &rs->down, failed[i]);
+	*nbad = 0;
+	for (uint32_t r = 0; r < job->ndev; r++) {
+		rs->bad[r] = j1_test(rs->down, job->devs[r]) ||
+		             (rs->c->dstate[job->devs[r]] & TP_DS_DOWN);
+		if (rs->bad[r]) {
+			j1_set(p, &rs->down, job->devs[r]);
+			(*nbad)++;
+		}
+	}
+}
+
+/* One class per (anchor layer, anchor unit) of the ranks to replace, innermost anchor first. */
+static uint32_t replace_classes(const struct tp_rq_unit *ly, unsigned nly, const bool *bad,
+                                uint32_t n, struct rclass *cls)
+{
+	uint32_t ncls = 0;
+	for (uint32_t r = 0; r < n; r++) {
+		if (!bad[r])
+			continue;
+		int a = -1;
+		for (int x = (int)nly - 1; x >= 0 && a < 0; x--)
+			if (healthy_rank(&ly[x], r / ly[x].size, n, bad) != UINT32_MAX)
+				a = x;
+		uint32_t au = a >= 0 ? r / ly[a].size : 0;
+		bool seen = false;
+		for (uint32_t i = 0; i < ncls && !seen; i++)
+			seen = cls[i].a == a && cls[i].aunit == au;
+		if (!seen)
+			cls[ncls++] = (struct rclass){a, au, r};
+	}
+	qsort(cls, ncls, sizeof *cls, rclass_cmp);
+	return ncls;
+}
+
+/* The rules the classes cannot see, on the job's final list: failure-domain caps and spread
+ * (they count the whole job), and a tree spread (it couples the classes: refuse a list that
+ * spreads less than the job's did, below the shape's minimum). */
+static int replace_check_whole(tp_placement *pl, struct pctx *p, const struct rstate *rs,
+                               const struct tp_rq *shape, const uint32_t *orig, uint32_t nbad)
+{
+	const struct tp_cluster *c = rs->c;
+	uint32_t n = rs->job->ndev;
+	int rc = 0;
+	if (tp_pl_has_fd_rules(shape)) {
+		struct pctx q;
+		rc = tp_pl_ctx_init(&q, c, shape, rs->slot);
+		bool ok = true;
+		if (!rc)
+			rc = tp_pl_fd_check(&q, rs->devs, n, &ok);
+		if (!rc && !ok) {
+			replace_fit(pl, &q, nbad, 0);
+			rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+			               "fragmented: the replacements would break the job's "
+			               "failure-domain caps or spread");
+		}
+		tp_pl_ctx_fini(&q);
+	}
+	if (!rc && shape->spread_level >= 0 && shape->spread_min >= 2) {
+		unsigned l = (unsigned)shape->spread_level;
+		uint32_t now = domains_touched(p, l, rs->devs, n);
+		uint32_t before = domains_touched(p, l, orig, n);
+		if (p->err)
+			rc = p->err;
+		if (!rc && now < shape->spread_min && now < before) {
+			replace_fit(pl, p, nbad, (int)l);
+			rc = tp_seterr(pl->errmsg, TP_EFRAGMENTED,
+			               "fragmented: the replacements would leave job '%s' on %u "
+			               "domains of %s, below its spread of %u", rs->job->id, now,
+			               c->t->lv[l].name, shape->spread_min);
+		}
+	}
+	return rc;
+}
+
+/* Place each class in turn; the last one's context is kept for the result (*p). */
+static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate *rs,
+                                 const struct tp_rq *shape, const struct tp_rq_unit *ly,
+                                 const struct rclass *cls, uint32_t ncls, const uint32_t *orig,
+                                 uint32_t nbad)
+{
+	int rc = 0;
+	struct tp_rq sub;
+	for (uint32_t i = 0; i < ncls && !rc; i++) {
+		uint32_t need;
+		int ideal_ok = -1;
+		int r = replace_class(p, rs, shape, ly, &cls[i], &sub, &need, &ideal_ok);
+		if (r == 0)
+			rc = tp_pl_explain_failure(pl, p, need, nbad, shape->required, ideal_ok);
+		else if (r < 0)
+			rc = r;
+		else if (i + 1 == ncls)
+			rc = replace_check_whole(pl, p, rs, shape, orig, nbad);
+		if (i + 1 < ncls || rc)
+			tp_pl_ctx_fini(p);
+	}
+	return rc;
+}
+
+/* The result: the job's whole new list and each failed device with its replacement. */
+static int replace_record(tp_placement *pl, struct pctx *p, const struct rstate *rs,
+                          const uint32_t *orig, uint32_t nbad)
+{
+	uint32_t n = rs->job->ndev;
+	pl->failed = tp_mallocn(&pl->alloc, 2 * (size_t)(nbad ? nbad : 1), sizeof *pl->failed);
+	if (!pl->failed)
+		return TP_ENOMEM;
+	pl->repl = pl->failed + nbad;
+	for (uint32_t r = 0; r < n; r++)
+		if (orig[r] != rs->devs[r]) {
+			pl->failed[pl->nrepl] = orig[r];
+			pl->repl[pl->nrepl++] = rs->devs[r];
+		}
+	return tp_pl_finish_ok(pl, p, rs->devs, n);
+}
+
+static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
+                       const uint32_t *failed, size_t nfailed)
+{
+	const struct tp_job_impl *job = c->jobs[slot];
+	uint32_t n = job->ndev;
+	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL};
+	struct tp_rq shape;
+	bool has_shape;
+	int shape_rc = replace_shape(pl, c, job, &shape, &has_shape), rc = 0;
+	if (shape_rc == TP_ENOMEM)
+		return shape_rc;
+	rs.devs = tp_mallocn(&pl->alloc, n, sizeof *rs.devs);
+	rs.bad = tp_calloc(&pl->alloc, n, sizeof *rs.bad);
+	uint32_t *orig = tp_mallocn(&pl->alloc, n, sizeof *orig);
+	struct rclass *cls = tp_mallocn(&pl->alloc, n, sizeof *cls);
+	struct pctx p;
+	memset(&p, 0, sizeof p);
+	p.a = &c->alloc;
+	uint32_t nbad;
+	if (!rs.devs || !rs.bad || !orig || !cls) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
+	memcpy(rs.devs, job->devs, n * sizeof *rs.devs);
+	memcpy(orig, job->devs, n * sizeof *orig);
+	replace_mark_bad(&p, &rs, failed, nfailed, &nbad);
+	if (p.err || shape_rc) {
+		rc = p.err ? p.err : shape_rc;
+		goto out;
+	}
+	struct tp_rq_unit ly[TP_RQ_MAX_UNITS];
+	unsigned nly = tp_rq_units(&shape, c->t->nlevels - 1, ly);
+	nest_levels(ly, nly);
+	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
+	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad);
+	if (!rc) {
+		rc = replace_record(pl, &p, &rs, orig, nbad);
+		tp_pl_ctx_fini(&p);
+	}
+out:
+	if (rc == TP_ECORRUPT)
+		tp_seterr(pl->errmsg, rc, "internal error: the replacements did not add up");
+	else if (rc < 0 && rc != TP_ENOMEM && !pl->errmsg[0])
+		/* a sub-request built from the job's shape was refused without a message of its own */
+		tp_seterr(pl->errmsg, rc,
+		          "replace: the failed devices of job '%s' cannot be replaced under its shape "
+		          "(%s)", job->id, tp_strerror(rc));
+	j1_free(&rs.down);
+	j1_free(&rs.taken);
+	tp_pl_ar_release(&p, (struct amark){NULL, 0});
+	tp_free(&pl->alloc, rs.devs);
+	tp_free(&pl->alloc, rs.bad);
+	tp_free(&pl->alloc, orig);
+	tp_free(&pl->alloc, cls);
+	if (has_shape)
+		tp_rq_release(&pl->alloc, &shape);
+	return rc;
+}
+
+int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, size_t nfailed,
+               tp_placement **out)
+{
+	if (!out)
+		return TP_EINVAL;
+	*out = NULL;
+	if (!c || !job || (nfailed && !failed))
+		return TP_EINVAL;
+	tp_placement *pl = tp_pl_placement_new(c, true);
+	if (!pl)
+		return TP_ENOMEM;
+	int rc = 0;
+	uint32_t slot = tp_cluster_job_slot(c, job);
+	if (slot == TP_NO_JOB)
+		rc = tp_seterr(pl->errmsg, TP_ENOTFOUND, "replace.job: no running job '%s'", job);
+	else if (nfailed == 0)
+		rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.failed: at least one device is needed");
+	for (size_t i = 0; i < nfailed && !rc; i++) {
+		if (failed[i] >= c->t->ndevices)
+			rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.failed[%zu]: no device %u", i,
+			               failed[i]);
+		else if (c->dev_job[failed[i]] != slot)
+			rc = tp_seterr(pl->errmsg, TP_EINVAL,
+			               "replace.failed[%zu]: device %s/%u is not held by job '%s'", i,
+			               c->t->lv[c->t->nlevels - 1].dname[c->t->dev_node[failed[i]]],
+			               failed[i] - c->t->dev_first[c->t->dev_node[failed[i]]], job);
+	}
+	if (!rc) {
+		pl->job = tp_strdup(&pl->alloc, job);
+		rc = pl->job ? replace_run(pl, c, slot, failed, nfailed) : TP_ENOMEM;
+	}
+	if (rc == TP_ENOMEM) {
+		tp_placement_destroy(pl);
+		return TP_ENOMEM;
+	}
+	pl->status = rc;
+	*out = pl;
+	return rc;
+}

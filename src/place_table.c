@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-domain tables f_D(j), the knapsack over children, children tightest first, uniform
+ * subtrees and point queries f_D(k) (the evaluation half of the tree solver; place.c explains
+ * the model).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+/* ---- children, tightest first --------------------------------------------------------------- */
+
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+static struct kid *kids_push(struct pctx *p, struct kid *ks, uint32_t *n, uint32_t *cap,
+                             struct kid k)
+{
+	if (*n == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 32;
+		struct kid *nk = tp_pl_ar_alloc(p, ncap * sizeof *nk);
+		if (!nk)
+			return NULL;
+		if (*n)
+			memcpy(nk, ks, *n * sizeof *nk);
+		ks = nk;
+		*cap = ncap;
+	}
+	ks[(*n)++] = k;
+	return ks;
+}
+
+/* Whether the top-level domains can be walked tightest first through the cluster's index
+ * (capacity never exceeds free there, so keys below the amount can be skipped). */
+bool tp_pl_root_indexed(const struct pctx *p)
+{
+	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal;
+}
+
+/* The children of (l, d) (the top-level domains for l = -1) that can take at least kmin
+ * devices, tightest (fewest free) first, lowest index on ties. NULL with *n = 0 when none;
+ * NULL with p->err set when out of memory. */
+struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n)
+{
+	const struct tp_cluster *c = p->c;
+	unsigned cl = (unsigned)(l + 1);
+	uint32_t first, last;
+	if (l < 0) {
+		first = 0;
+		last = p->t->lv[0].ndom;
+	} else {
+		first = p->t->lv[l].child_first[d];
+		last = p->t->lv[l].child_first[d + 1];
+	}
+	struct kid *ks = NULL;
+	uint32_t cap = 0;
+	*n = 0;
+	JError_t je;
+	if (l < 0 && tp_pl_root_indexed(p)) {
+		/* the index orders (free, dom) already; capacity never exceeds free */
+		Word_t key = (Word_t)kmin << 32;
+		int r = Judy1First(c->index[0], &key, &je);
+		for (; r == 1; r = Judy1Next(c->index[0], &key, &je)) {
+			struct kid k = {(uint32_t)(key & 0xffffffffu), (uint32_t)(key >> 32), 0};
+			k.cap = tp_pl_capd(p, cl, k.dom);
+			if (k.cap >= kmin && k.cap > 0 && !(ks = kids_push(p, ks, n, &cap, k)))
+				return NULL;
+		}
+		return ks;
+	}
+	if (p->scope[cl]) {
+		Word_t key = first;
+		int r = Judy1First(p->scope[cl], &key, &je);
+		for (; r == 1 && key < last; r = Judy1Next(p->scope[cl], &key, &je)) {
+			struct kid k = {(uint32_t)key, c->free[cl][key], 0};
+			k.cap = tp_pl_capd(p, cl, k.dom);
+			if (k.cap >= kmin && k.cap > 0 && !(ks = kids_push(p, ks, n, &cap, k)))
+				return NULL;
+		}
+	} else {
+		for (uint32_t ch = first; ch < last; ch++) {
+			if (!p->ideal && c->free[cl][ch] < kmin)
+				continue;
+			struct kid k = {ch, c->free[cl][ch], 0};
+			k.cap = tp_pl_capd(p, cl, ch);
+			if (k.cap >= kmin && k.cap > 0 && !(ks = kids_push(p, ks, n, &cap, k)))
+				return NULL;
+		}
+	}
+	if (*n > 1)
+		qsort(ks, *n, sizeof *ks, kid_cmp);
+	return ks;
+}
+
+/* ---- cost vectors --------------------------------------------------------------------------- */
+
+
+
+
+
+
+
+
+
+
+
+
+/* ---- tables: f_D(j) for every amount j (units of D's level) --------------------------------- */
+
+
+
+static int tb_new(struct pctx *p, struct table *tb, uint32_t J, unsigned ns)
+{
+	size_t n = ((size_t)J + 1) * ns;
+	tb->J = J;
+	tb->ns = ns;
+	tb->v = tp_pl_ar_alloc(p, n * p->W * sizeof *tb->v);
+	if (!tb->v)
+		return TP_ENOMEM;
+	memset(tb->v, 0, n * p->W * sizeof *tb->v);
+	for (size_t i = 1; i < n; i++)
+		tb->v[i * p->W] = INF;
+	return 0;
+}
+
+
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb);
+
+/* Fold one child's table into the running knapsack (in place, amounts descending). */
+static void knap_fold(struct pctx *p, struct knap *kn, uint32_t i, const struct table *tc)
+{
+	uint32_t cand[W_MAX];
+	size_t stride = ((size_t)kn->J + 1) * kn->ns;
+	for (uint32_t nj = kn->J; nj >= 1; nj--) {
+		uint32_t top = min32(nj, tc->J);
+		for (uint32_t j2 = 1; j2 <= top; j2++)
+			for (unsigned s2 = 0; s2 < tc->ns; s2++) {
+				const uint32_t *e2 = tb_at(p, tc, j2, s2);
+				if (c_inf(e2))
+					continue;
+				for (unsigned s1 = 0; s1 < kn->ns; s1++) {
+					const uint32_t *e1 = tb_at(p, &kn->tb, nj - j2, s1);
+					if (c_inf(e1))
+						continue;
+					unsigned s = kn->ns == 1 ? 0 : (unsigned)min32(p->S, s1 + s2);
+					uint32_t *dst = tb_at(p, &kn->tb, nj, s);
+					c_copy(p, cand, e1);
+					c_add(p, cand, e2);
+					if (c_inf(dst) || c_cmp(p, cand, dst) < 0) {
+						c_copy(p, dst, cand);
+						if (kn->cj) {
+							size_t at = (size_t)i * stride + (size_t)nj * kn->ns + s;
+							kn->cj[at] = j2;
+							kn->cs[at] = (uint16_t)s1;
+							kn->cc[at] = (uint16_t)s2;
+						}
+					}
+				}
+			}
+	}
+}
+
+/* The knapsack over the children of (l, d) for 0..J units of the children's level. */
+int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, struct knap *kn)
+{
+	unsigned cl = (unsigned)(l + 1);
+	memset(kn, 0, sizeof *kn);
+	kn->J = J;
+	kn->ns = nsl(p, (int)cl);
+	kn->ks = tp_pl_kids_of(p, l, d, p->u[cl], &kn->nk);
+	if (p->err)
+		return p->err;
+	int rc = tb_new(p, &kn->tb, J, kn->ns);
+	if (rc)
+		return rc;
+	if (record) {
+		size_t n = (size_t)kn->nk * ((size_t)J + 1) * kn->ns;
+		kn->cj = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *kn->cj);
+		kn->cs = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *kn->cs);
+		kn->cc = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *kn->cc);
+		if (!kn->cj || !kn->cs || !kn->cc)
+			return TP_ENOMEM;
+		memset(kn->cj, 0, n * sizeof *kn->cj);
+	}
+	for (uint32_t i = 0; i < kn->nk; i++) {
+		struct amark m = tp_pl_ar_mark(p);
+		struct table tc;
+		uint32_t jc = min32(J, kn->ks[i].cap / p->u[cl]);
+		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, &tc);
+		if (rc)
+			return rc;
+		knap_fold(p, kn, i, &tc);
+		tp_pl_ar_release(p, m);
+	}
+	return 0;
+}
+
+
+int tp_pl_lnode_cmp(const void *a, const void *b)
+{
+	const struct lnode *x = a, *y = b;
+	if (x->v != y->v)
+		return x->v > y->v ? -1 : 1;
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* The nodes of a leaf parent (every node for the root of a one-level topology) that can take
+ * something, largest capacity first. */
+struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n)
+{
+	uint32_t f = 0, cnt = p->t->nnodes;
+	if (l >= 0)
+		tp_dom_nodes(p->t, (unsigned)l, d, &f, &cnt);
+	struct lnode *ln = tp_pl_ar_alloc(p, (cnt ? cnt : 1) * sizeof *ln);
+	*n = 0;
+	if (!ln)
+		return NULL;
+	for (uint32_t x = f; x < f + cnt; x++) {
+		uint32_t cap = tp_pl_capd(p, p->nl, x);
+		if (cap)
+			ln[(*n)++] = (struct lnode){x, cap / p->u[p->nl], p->c->free[p->nl][x]};
+	}
+	qsort(ln, *n, sizeof *ln, tp_pl_lnode_cmp);
+	return ln;
+}
+
+bool tp_pl_leaf_fast(const struct pctx *p, int l)
+{
+	return l == (int)p->nl - 1 && !p->have_used && p->sl != (int)p->nl &&
+	       (l >= 0 || !p->scope[0]);
+}
+
+/* A leaf parent's table: the fewest nodes for an amount is the shortest prefix of the node
+ * capacities in decreasing order. */
+static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
+{
+	uint32_t n;
+	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
+	if (!ln)
+		return TP_ENOMEM;
+	uint32_t ratio = ul(p, l) / p->u[p->nl];
+	uint64_t acc = 0, fs = 0;
+	uint32_t m = 0;
+	unsigned col = colq(p, l);
+	for (uint32_t j = 1; j <= tb->J; j++) {
+		uint64_t x = (uint64_t)j * ratio;
+		while (acc < x && m < n) {
+			acc += ln[m].v;
+			fs += ln[m].free;
+			m++;
+		}
+		if (acc < x)
+			break;
+		uint32_t *e = tb_at(p, tb, j, col);
+		memset(e, 0, p->W * sizeof *e);
+		e[p->nl] = m;
+		e[p->nlev + p->nl] = (uint32_t)fs;
+	}
+	return 0;
+}
+
+/* ---- uniform subtrees: node counts are forced ----------------------------------------------- */
+
+
+/* The devices every usable node below (l, d) holds, when they all hold the same and that
+ * divides the units of levels l and l + 1 (so every amount there is whole nodes, and the
+ * node count of any placement is amount / that); 0 otherwise. l is two levels above the node. */
+uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
+{
+	const struct tp_cluster *c = p->c;
+	unsigned rl = (unsigned)(l + 1);
+	uint32_t first = l < 0 ? 0 : p->t->lv[l].child_first[d];
+	uint32_t last = l < 0 ? p->t->lv[0].ndom : p->t->lv[l].child_first[d + 1];
+	uint32_t nd = 0;
+	for (uint32_t r = first; r < last; r++) {
+		if (!in_scope(p, rl, r))
+			continue;
+		if (!p->filtered && p->hist_ok[rl]) {
+			const uint32_t *h = c->hist[rl] + (size_t)r * c->hstride;
+			for (uint32_t k = 1; k < c->hstride; k++)
+				if (h[k] && p->nodecap[k]) {
+					if (nd && nd != p->nodecap[k])
+						return 0;
+					nd = p->nodecap[k];
+				}
+		} else {
+			uint32_t f, n;
+			tp_dom_nodes(p->t, rl, r, &f, &n);
+			for (uint32_t x = f; x < f + n; x++) {
+				uint32_t cap = tp_pl_capd(p, p->nl, x);
+				if (cap && nd && nd != cap)
+					return 0;
+				if (cap)
+					nd = cap;
+			}
+		}
+	}
+	if (!nd || p->u[rl] % nd || ul(p, l) % nd)
+		return 0;
+	return nd;
+}
+
+bool tp_pl_linear_ok(const struct pctx *p, int l)
+{
+	return l == (int)p->nl - 2 && !p->have_used && p->sl < 0 && no_bounds(p);
+}
+
+static int kid_cap_cmp(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+	if (x->cap != y->cap)
+		return x->cap > y->cap ? -1 : 1;
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+/* With node counts forced, the fewest children for an amount is the shortest prefix of the
+ * children's capacities in decreasing order. */
+static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct table *tb)
+{
+	unsigned cl = (unsigned)(l + 1);
+	uint32_t n;
+	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
+	if (p->err)
+		return p->err;
+	if (n > 1)
+		qsort(ks, n, sizeof *ks, kid_cap_cmp);
+	uint64_t acc = 0, fs = 0;
+	uint32_t m = 0;
+	for (uint32_t j = 1; j <= tb->J; j++) {
+		uint64_t x = (uint64_t)j * ul(p, l);
+		while (acc < x && m < n) {
+			acc += ks[m].cap;
+			fs += ks[m].free;
+			m++;
+		}
+		if (acc < x)
+			break;
+		uint32_t *e = tb_at(p, tb, j, 0);
+		memset(e, 0, p->W * sizeof *e);
+		e[cl] = m;
+		e[p->nl] = (uint32_t)(x / nd);
+		e[p->nlev + cl] = (uint32_t)fs;
+	}
+	return 0;
+}
+
+/* f_D(j) for j = 0..J units of D's level (the top-level domains' units at the root). */
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb)
+{
+	uint32_t nd;
+	int rc = tb_new(p, tb, J, nsl(p, l));
+	if (rc)
+		return rc;
+	if (l == (int)p->nl) {
+		uint32_t cap = tp_pl_capd(p, p->nl, d);
+		for (uint32_t j = 1; j <= J && (uint64_t)j * p->u[l] <= cap; j++)
+			memset(tb_at(p, tb, j, colq(p, l)), 0, p->W * sizeof(uint32_t));
+	} else if (tp_pl_leaf_fast(p, l)) {
+		rc = leaf_table(p, l, d, tb);
+	} else if (tp_pl_linear_ok(p, l) && l >= 0 && (nd = tp_pl_uniform_node_dev(p, l, d)) != 0) {
+		rc = linear_table(p, l, d, nd, tb);
+	} else {
+		uint32_t ratio = ul(p, l) / p->u[l + 1];
+		struct amark m = tp_pl_ar_mark(p);
+		struct knap kn;
+		rc = tp_pl_knap_run(p, l, d, J * ratio, false, &kn);
+		if (!rc) {
+			unsigned col = colq(p, l);
+			for (uint32_t j = 1; j <= J; j++) {
+				if (kn.ns == tb->ns) {
+					for (unsigned s = 0; s < tb->ns; s++)
+						c_copy(p, tb_at(p, tb, j, s), tb_at(p, &kn.tb, j * ratio, s));
+				} else {
+					c_copy(p, tb_at(p, tb, j, col), tb_at(p, &kn.tb, j * ratio, 0));
+				}
+			}
+		}
+		tp_pl_ar_release(p, m);
+	}
+	if (rc)
+		return rc;
+	for (uint32_t j = 1; j <= J; j++)
+		for (unsigned s = 0; s < tb->ns; s++) {
+			uint32_t *e = tb_at(p, tb, j, s);
+			if (c_inf(e))
+				continue;
+			if (l >= 0 && (uint64_t)j * p->u[l] < p->lb[l])
+				e[0] = INF;
+			else
+				add_self(p, l, d, e);
+		}
+	return 0;
+}
+
+/* ---- point queries: f_D(k) ------------------------------------------------------------------ */
+
+
+
+/* The spread column a single child answers from when its parent answers from col. */
+unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col)
+{
+	if (p->sl < 0 || l + 1 > p->sl)
+		return 0;
+	return l + 1 == p->sl ? 1 : col;
+}
+
+/* The best single child of (l, d) holding all k at spread column col: 1 and the child's cost
+ * and index, 0 when no child can, or an error. */
+static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                            uint32_t *best, uint32_t *kid);
+
+/* The root's answer is asked twice (eval, then emit): keep it. */
+int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                      uint32_t *best, uint32_t *kid)
+{
+	if (l >= 0)
+		return best_single_walk(p, l, d, k, col, best, kid);
+	if (p->root_kind == 1 && p->root_k == k && p->root_col == col) {
+		*kid = p->root_kid;
+		c_copy(p, best, p->root_cost);
+		return 1;
+	}
+	int r = best_single_walk(p, l, d, k, col, best, kid);
+	if (r == 1) {
+		p->root_kind = 1;
+		p->root_k = k;
+		p->root_col = col;
+		p->root_kid = *kid;
+		c_copy(p, p->root_cost, best);
+	}
+	return r;
+}
+
+static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
+                            uint32_t *best, uint32_t *kid)
+{
+	if (l < 0 && tp_pl_root_indexed(p)) {
+		/* walk the index lazily: the search usually stops at the first few domains */
+		JError_t je;
+		Word_t key = (Word_t)k << 32;
+		int found = 0;
+		uint32_t tmp[W_MAX];
+		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1 && !p->err;
+		     r = Judy1Next(p->c->index[0], &key, &je)) {
+			uint32_t dom = (uint32_t)(key & 0xffffffffu);
+			int e = tp_pl_eval(p, 0, dom, k, tp_pl_child_col(p, l, col), tmp);
+			if (e < 0)
+				return e;
+			if (e && (!found || c_cmp(p, tmp, best) < 0)) {
+				c_copy(p, best, tmp);
+				*kid = dom;
+				found = 1;
+				if (meets_bound(p, l, k, col, best))
+					break;
+			}
+		}
+		return p->err ? p->err : found;
+	}
+
+	struct amark m = tp_pl_ar_mark(p);
+	uint32_t n;
+	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
+	int found = 0;
+	uint32_t tmp[W_MAX];
+	for (uint32_t i = 0; i < n && !p->err; i++) {
+		int r = tp_pl_eval(p, l + 1, ks[i].dom, k, tp_pl_child_col(p, l, col), tmp);
+		if (r < 0) {
+			found = r;
+			break;
+		}
+		if (r && (!found || c_cmp(p, tmp, best) < 0)) {
+			c_copy(p, best, tmp);
+			*kid = ks[i].dom;
+			found = 1;
+			if (meets_bound(p, l, k, col, best))
+				break;
+		}
+	}
+	tp_pl_ar_release(p, m);
+	return p->err ? p->err : found;
+}
+
+/* f_D(k) for domain d of level l (the root for l = -1) at spread column col (colq(l) for
+ * "spread met"): 1 and the cost in out, 0 when D cannot hold k so, or an error. */
+int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint32_t *out)
+{
+	memset(out, 0, p->W * sizeof *out);
+	if (l >= 0) {
+		if (k > tp_pl_capd(p, (unsigned)l, d) || k < p->lb[l])
+			return 0;
+		if (l == (int)p->nl) {
+			add_self(p, l, d, out);
+			return 1;
+		}
+	}
+	bool forced = forced_single(p, l, k);
+	if (use_single(p, l, k, col, forced)) {
+		uint32_t kid;
+		uint32_t best[W_MAX];
+		int r = tp_pl_best_single(p, l, d, k, col, best, &kid);
+		if (r < 0)
+			return r;
+		if (r) {
+			add_self(p, l, d, out);
+			c_add(p, out, best);
+			return 1;
+		}
+		if (forced || p->sl == l + 1)
+			return 0;
+	} else if (forced) {
+		return 0;
+	}
+	if (l < 0 && tp_pl_dual_ok(p)) {
+		struct amark dm = tp_pl_ar_mark(p);
+		struct take *tk = NULL;
+		uint32_t ntk = 0;
+		int r = tp_pl_root_dual(p, k, out, &tk, &ntk);
+		if (r == 1) {
+			/* keep the plan for tp_pl_emit() */
+			tp_free(p->a, p->root_plan);
+			p->root_plan = tp_mallocn(p->a, ntk ? ntk : 1, sizeof *tk);
+			if (!p->root_plan) {
+				r = TP_ENOMEM;
+			} else {
+				memcpy(p->root_plan, tk, ntk * sizeof *tk);
+				p->root_nplan = ntk;
+				p->root_kind = 2;
+				p->root_k = k;
+				p->root_col = col;
+			}
+		}
+		tp_pl_ar_release(p, dm);
+		if (r != 2)
+			return r;
+		memset(out, 0, p->W * sizeof *out);
+	}
+	struct amark m = tp_pl_ar_mark(p);
+	struct table tb;
+	uint32_t J = k / ul(p, l);
+	int rc = dom_table(p, l, d, J, &tb);
+	if (!rc) {
+		const uint32_t *e = tb_at(p, &tb, J, tb.ns > 1 ? col : 0);
+		rc = c_inf(e) ? 0 : 1;
+		if (rc)
+			c_copy(p, out, e);
+	}
+	tp_pl_ar_release(p, m);
+	return rc;
+}
