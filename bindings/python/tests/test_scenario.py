@@ -214,6 +214,9 @@ INVALID = [
     (doc(replace__job="zz"), "replace", "replace.job"),
     (doc(replace__failed=[]), "replace", "replace.failed"),
     (doc(replace__failed=["x1/0", "x1/8"]), "replace", "replace.failed[1]"),
+    (doc(topology__nodes__1__name="x\udc80"), "frag", "topology.nodes[1].name"),
+    (doc(state__jobs__0__tenant="\udc80"), "frag", "state.jobs[0].tenant"),
+    (doc(policy__min_priority_gap=2 ** 31), "defrag", "policy.min_priority_gap"),
 ]
 
 

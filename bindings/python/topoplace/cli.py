@@ -15,13 +15,18 @@ output. Exit status:
 ======  ======================================================================================
 
 ``--format text`` renders the same answer for a person; ``--strict`` also validates the
-sections the command does not use (by default they are allowed and ignored).
+sections the command does not use (by default they are allowed and ignored). Two bounds keep a
+hostile input from holding the machine: ``--max-input-bytes N`` (default 256 MB) refuses a
+larger document, and ``--timeout SECONDS`` (default: none) answers exit 2 when the command,
+reading its input included (a FIFO without a writer blocks), has not finished in time.
 """
 
 import argparse
 import json
+import math
 import os
 import sys
+import threading
 
 from . import scenario as sc_mod
 from .scenario import InvalidInput
@@ -63,7 +68,73 @@ def _parser():
                    help="json (default): one JSON document; text: a picture for a person")
     p.add_argument("--strict", action="store_true",
                    help="also validate the sections the command does not use")
+    p.add_argument("--max-input-bytes", type=_max_bytes, default=sc_mod.MAX_INPUT_BYTES,
+                   metavar="N", help="refuse a document larger than N bytes (default %d)"
+                   % sc_mod.MAX_INPUT_BYTES)
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="give up (exit 2) when the command takes longer (default: no limit)")
     return p
+
+
+def _max_bytes(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise argparse.ArgumentTypeError("--max-input-bytes: %r is not a positive integer"
+                                         % text)
+    return n
+
+
+def _seconds(text):
+    try:
+        s = float(text)
+    except ValueError:
+        s = math.nan
+    if not (math.isfinite(s) and s > 0):
+        raise argparse.ArgumentTypeError("--timeout: %r is not a positive number of seconds"
+                                         % text)
+    return s
+
+
+class _Watchdog:
+    """Answers exit 2 and ends the process when the command outlives --timeout.
+
+    A blocked open() of a FIFO or a long library call cannot be interrupted from Python, so a
+    timer thread writes the answer and leaves with os._exit. The lock keeps it from writing
+    while the command writes its own answer."""
+
+    def __init__(self, seconds, out):
+        self.lock = threading.Lock()
+        self.seconds = seconds
+        self.out = out
+        self.timer = None
+        if seconds is not None:
+            self.timer = threading.Timer(seconds, self._expire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _expire(self):
+        if not self.lock.acquire(blocking=False):
+            return                      # the answer is being written: let it finish
+        doc = {"status": "invalid",
+               "message": "timeout: the command did not finish within %g s (--timeout)"
+                          % self.seconds}
+        try:
+            self.out.write(json.dumps(doc, separators=(", ", ": ")) + "\n")
+            self.out.flush()
+        finally:
+            os._exit(EXIT_INVALID)
+
+    def __enter__(self):
+        self.lock.acquire()
+        if self.timer is not None:
+            self.timer.cancel()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
 
 
 def main(argv=None, stdin=None, stdout=None):
@@ -71,17 +142,27 @@ def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
+    watchdog = _Watchdog(None, out)
     try:
         args = _parser().parse_args(argv)
         fmt = args.format
-        answer = run(args.command, args.file, strict=args.strict, stdin=stdin)
+        watchdog = _Watchdog(args.timeout, out)
+        answer = run(args.command, args.file, strict=args.strict, stdin=stdin,
+                     max_bytes=args.max_input_bytes)
     except _UsageError as e:
-        answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text])"
+        answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
+                          "[--strict] [--max-input-bytes N] [--timeout SECONDS])"
                           % (e, "|".join(sc_mod.COMMANDS)))
     except SystemExit as e:          # --help
         return e.code if isinstance(e.code, int) else 0
     except Exception as e:           # a bug: say so in JSON, never as a traceback
         answer = _internal_error(e)
+    with watchdog:
+        answer = _write(answer, fmt, out)
+    return answer.code
+
+
+def _write(answer, fmt, out):
     try:
         if fmt == "text":
             from .text import render
@@ -96,7 +177,7 @@ def main(argv=None, stdin=None, stdout=None):
         out.flush()
     except BrokenPipeError:
         pass
-    return answer.code
+    return answer
 
 
 def _pair(argv, flag, value):
@@ -115,14 +196,16 @@ def _internal_error(e):
                    "(TOPOPLACE_DEBUG=1 prints the traceback)" % (type(e).__name__, where, e)})
 
 
-def run(command, path, strict=False, stdin=None):
-    """Answer ``command`` for the scenario in ``path`` (``-``: standard input)."""
+def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
+    """Answer ``command`` for the scenario in ``path`` (``-``: standard input), which may hold
+    at most ``max_bytes`` bytes."""
     try:
         from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
     except ImportError as e:
         return _Answer(EXIT_UNSUPPORTED, {"status": "error", "message": str(e)})
     try:
-        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, hwloc=_hwloc_loader())
+        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, hwloc=_hwloc_loader(),
+                         max_bytes=max_bytes)
     except InvalidInput as e:
         return _invalid(str(e))
     try:

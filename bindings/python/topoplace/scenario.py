@@ -222,13 +222,25 @@ def _name(x, path, what="name", slash_ok=False):
         _fail(path, "%s must be a string, not %s" % (what, _show(x)))
     if not x:
         _fail(path, "%s must not be empty" % what)
-    if len(x.encode("utf-8", "surrogatepass")) > MAX_NAME:
+    if _has_surrogate(x):
+        _fail(path, "%s %s holds a lone surrogate (\\u%04x), which is not a character"
+              % (what, _show(x), _first_surrogate(x)))
+    if len(x.encode("utf-8")) > MAX_NAME:
         _fail(path, "%s is longer than %d bytes" % (what, MAX_NAME))
     if any(ord(c) < 32 or ord(c) == 127 for c in x):
         _fail(path, "%s %s contains a control character" % (what, _show(x)))
     if not slash_ok and "/" in x:
         _fail(path, "%s %s contains '/'" % (what, _show(x)))
     return x
+
+
+def _first_surrogate(x):
+    return next(ord(c) for c in x if 0xD800 <= ord(c) <= 0xDFFF)
+
+
+def _has_surrogate(x):
+    """JSON lets a string hold "\\udc80", a half of a UTF-16 pair that UTF-8 cannot encode."""
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in x)
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,28 +384,48 @@ class NodeIndex:
 # Entry points
 # --------------------------------------------------------------------------------------------
 
-def load(path_or_dash, command, strict=False, stdin=None, hwloc=None):
-    """Read a scenario file (or standard input for ``-``) and validate it for ``command``.
-    ``hwloc`` is the loader of nodes' hwloc files (see :func:`parse`)."""
+# The most bytes a scenario may have unless the caller says otherwise (`--max-input-bytes`): a
+# 14,000-rack fleet listed node by node is about 40 MB, and /dev/zero must not eat the machine.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
+def read_input(path_or_dash, stdin=None, max_bytes=MAX_INPUT_BYTES):
+    """The text of a scenario file (or of standard input for ``-``) and the folder its relative
+    paths start from. Reads at most ``max_bytes`` + 1 bytes: more is invalid input."""
     if path_or_dash == "-":
         import sys
         stream = stdin if stdin is not None else sys.stdin
+        what = "standard input"
         try:
-            text = stream.read()
+            data = getattr(stream, "buffer", stream).read(max_bytes + 1)
         except (OSError, UnicodeDecodeError) as e:
             _fail("", "cannot read standard input: %s" % e)
         base_dir = os.getcwd()
     else:
+        what = path_or_dash
         try:
             with open(path_or_dash, "rb") as f:
-                data = f.read()
+                data = f.read(max_bytes + 1)
         except OSError as e:
             _fail("", "cannot read %s: %s" % (path_or_dash, e.strerror or e))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            _fail("", "%s is not UTF-8: %s" % (path_or_dash, e))
         base_dir = os.path.dirname(os.path.abspath(path_or_dash))
+    if len(data) > max_bytes:
+        _fail("", "%s is larger than %d bytes, the most a scenario may have "
+              "(--max-input-bytes sets it)" % (what, max_bytes))
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            _fail("", "%s is not UTF-8: %s" % (what, e))
+    return data, base_dir
+
+
+def load(path_or_dash, command, strict=False, stdin=None, hwloc=None,
+         max_bytes=MAX_INPUT_BYTES):
+    """Read a scenario file (or standard input for ``-``) and validate it for ``command``.
+    ``hwloc`` is the loader of nodes' hwloc files (see :func:`parse`); a document of more than
+    ``max_bytes`` bytes is invalid input."""
+    text, base_dir = read_input(path_or_dash, stdin, max_bytes)
     return parse(parse_json(text), command, base_dir=base_dir, strict=strict, hwloc=hwloc)
 
 
@@ -614,7 +646,7 @@ def _node(n, p, levels, index, hw):
         _name(d, "%s.path[%d]" % (p, k), "a domain name")
     node_type = None
     if "hwloc" in n:
-        if not isinstance(n["hwloc"], str) or not n["hwloc"]:
+        if not isinstance(n["hwloc"], str) or not n["hwloc"] or _has_surrogate(n["hwloc"]):
             _fail(p + ".hwloc", "must be the path of an hwloc XML file")
         found, node_type = hw.get(n["hwloc"], p + ".hwloc")
         if "gpus" in n:
@@ -987,8 +1019,10 @@ def _policy(pol):
     if "max_cost_s" in pol:
         out["max_cost_s"] = float(_num(pol["max_cost_s"], p + ".max_cost_s", nonneg=True))
     if "min_priority_gap" in pol:
-        out["min_priority_gap"] = _num(pol["min_priority_gap"], p + ".min_priority_gap",
-                                       nonneg=True)
+        gap = _num(pol["min_priority_gap"], p + ".min_priority_gap", nonneg=True)
+        if gap > I32_MAX:       # the C field is an int; a gap beyond it can never be met anyway
+            _fail(p + ".min_priority_gap", "%s is above the limit %d" % (_show(gap), I32_MAX))
+        out["min_priority_gap"] = gap
     return out
 
 
