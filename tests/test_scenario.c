@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmark harness's JSON reader (bench/json.c) and its reader of a scenario's topology
- * (bench/scenario.c, `tp-bench sim --fleet scenario:FILE`). Fixtures are in
- * tests/data/scenarios (TP_SCENARIO_DATA). The last test builds the topology of every example of
- * ../shared/spec/examples and is skipped, saying so, when that folder is absent.
+ * The scenario-v1 importer (include/topoplace-scenario.h): the topology of the fixtures in
+ * tests/data/scenarios (TP_SCENARIO_DATA), the state and the question of every command, the
+ * CLI's messages for invalid documents, allocation failures, and the topology of every example
+ * of ../shared/spec/examples (skipped, saying so, when that folder is absent).
  *
- * Both readers use the C library's allocator (the harness has no allocator hook), so leaks are
- * checked by the ASan/LSan build rather than by tp_test_allocator.
+ * Everything the importer keeps goes through tp_test_allocator, so each test asserts that no
+ * block is left (jansson's own allocations use the C library's and are checked by LSan).
  */
 #include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "scenario.h"
 #include "testutil.h"
+#include "topoplace-scenario.h"
 
 #ifndef TP_SCENARIO_DATA
 #define TP_SCENARIO_DATA "tests/data/scenarios"
@@ -25,224 +26,107 @@
 #define TP_SHARED_DIR "../shared"
 #endif
 
-/* ---- JSON reader --------------------------------------------------------------------------- */
+/* ---- reading files, as a caller does ------------------------------------------------------ */
 
-static struct json_doc parse_ok(const char *text)
+static char *slurp(const char *path, size_t *len)
 {
-	struct json_doc doc;
-	struct json_error err;
-	cr_assert_eq(json_parse(&doc, text, strlen(text), &err), 0, "%s: %s", text, err.msg);
-	return doc;
-}
-
-Test(json, reads_every_kind_of_value)
-{
-	const char *text = " {\"a\": [1, -2.5e1, true, false, null, \"x\", {}, []],\r\n"
-	                   "\t\"b\": {\"c\": 0}} ";
-	struct json_doc doc = parse_ok(text);
-	const struct json_value *root = doc.root;
-	cr_assert_eq(root->type, JSON_OBJECT);
-	cr_assert_eq(root->len, 2);
-	cr_assert_str_eq(root->first->key, "a");
-	cr_assert_eq(root->offset, 1);
-	cr_assert_eq(root->end, strlen(text) - 1);
-
-	const struct json_value *a = json_get(root, "a"), *v = a->first;
-	cr_assert_eq(a->type, JSON_ARRAY);
-	cr_assert_eq(a->len, 8);
-	cr_assert(v->type == JSON_NUMBER && v->number == 1 && v->integer);
-	v = v->next;
-	cr_assert(v->type == JSON_NUMBER && v->number == -25 && !v->integer);
-	cr_assert_eq(strncmp(text + v->offset, "-2.5e1", v->end - v->offset), 0);
-	v = v->next;
-	cr_assert(v->type == JSON_BOOL && v->boolean);
-	v = v->next;
-	cr_assert(v->type == JSON_BOOL && !v->boolean);
-	v = v->next;
-	cr_assert_eq(v->type, JSON_NULL);
-	v = v->next;
-	cr_assert(v->type == JSON_STRING && v->len == 1 && !strcmp(v->str, "x"));
-	v = v->next;
-	cr_assert(v->type == JSON_OBJECT && v->len == 0 && !v->first);
-	v = v->next;
-	cr_assert(v->type == JSON_ARRAY && v->len == 0 && !v->next);
-
-	const struct json_value *c = json_get(json_get(root, "b"), "c");
-	cr_assert(c && c->number == 0 && c->integer);
-	cr_assert_null(json_get(root, "c"));
-	cr_assert_null(json_get(a, "a"), "an array has no members");
-	cr_assert_str_eq(json_kind(a), "a list");
-	cr_assert_str_eq(json_kind(root), "an object");
-	cr_assert_str_eq(json_kind(c), "a number");
-	json_free(&doc);
-	json_free(&doc); /* twice is harmless */
-	json_free(NULL);
-}
-
-Test(json, decodes_every_escape_to_utf8)
-{
-	struct json_doc doc = parse_ok("[\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\","
-	                               " \"\\u0041\\u00e9\\u20AC\", \"\\ud83d\\ude00\", \"a\\u0000b\","
-	                               " \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]");
-	const struct json_value *v = doc.root->first;
-	cr_assert_str_eq(v->str, "\" \\ / \b \f \n \r \t");
-	v = v->next;
-	cr_assert_str_eq(v->str, "A\xc3\xa9\xe2\x82\xac");
-	v = v->next;
-	cr_assert_str_eq(v->str, "\xf0\x9f\x98\x80", "a surrogate pair is one 4-byte character");
-	v = v->next;
-	cr_assert_eq(v->len, 3, "\\u0000 is kept, and len says so");
-	cr_assert_eq(memcmp(v->str, "a\0b", 4), 0);
-	v = v->next;
-	cr_assert_str_eq(v->str, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "raw UTF-8 is copied");
-	json_free(&doc);
-}
-
-Test(json, reads_numbers_exactly_as_strtod)
-{
-	struct json_doc doc =
-		parse_ok("[0, -0, 123456789012, 0.5, 1E3, 1e-400, 1.7976931348623157e308]");
-	const struct json_value *v = doc.root->first;
-	double want[] = {0, 0, 123456789012.0, 0.5, 1000, 0, 1.7976931348623157e308};
-	bool integer[] = {true, true, true, false, false, false, false};
-	for (size_t i = 0; i < 7; i++, v = v->next) {
-		cr_assert_eq(v->number, want[i], "value %zu", i);
-		cr_assert_eq(v->integer, integer[i], "value %zu", i);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = malloc(1 << 20);
+	cr_assert_not_null(buf);
+	*len = fread(buf, 1, (1 << 20) - 1, f);
+	int bad = ferror(f);
+	buf[*len] = '\0';
+	fclose(f);
+	if (bad) {
+		free(buf);
+		errno = EISDIR;
+		return NULL;
 	}
-	json_free(&doc);
+	return buf;
 }
 
-Test(json, a_string_value_and_a_long_string_parse_alone)
-{
-	/* A string longer than an arena block gets its own block. */
-	size_t n = 200000;
-	char *text = malloc(n + 3);
-	cr_assert_not_null(text);
-	text[0] = '"';
-	memset(text + 1, 'y', n);
-	text[n + 1] = '"';
-	text[n + 2] = '\0';
-	struct json_doc doc = parse_ok(text);
-	cr_assert_eq(doc.root->len, n);
-	json_free(&doc);
-	free(text);
-}
-
-/* One invalid text: where the error is and what the reason says. */
-struct bad_json {
-	const char *text;
-	size_t offset;
-	unsigned line, column;
-	const char *reason;
+/* The hwloc files of one import, relative to `dir`; freed after the import. */
+struct files {
+	const char *dir;
+	char *bufs[8];
+	size_t n;
+	int calls;
 };
 
-Test(json, rejects_each_kind_of_invalid_text_saying_where)
+static int read_file(void *ud, const char *path, const void **data, size_t *len, char *why,
+                     size_t whylen)
 {
-	static const struct bad_json cases[] = {
-		{"", 0, 1, 1, "expected a value, found the end of the input"},
-		{"   ", 3, 1, 4, "expected a value, found the end of the input"},
-		{"[1,]", 3, 1, 4, "expected a value, found ']'"},
-		{"[1 2]", 3, 1, 4, "expected ',' or ']' after an array element, found '2'"},
-		{"[1", 2, 1, 3, "expected ',' or ']' after an array element, found the end of the input"},
-		{"{\"a\":1,}", 7, 1, 8, "expected a string key, found '}'"},
-		{"{\"a\" 1}", 5, 1, 6, "expected ':' after an object key, found '1'"},
-		{"{\"a\":1 \"b\":2}", 7, 1, 8, "expected ',' or '}' after an object member, found '\"'"},
-		{"{a:1}", 1, 1, 2, "expected a string key, found 'a'"},
-		{"{\"a\":1,\"b\":2,\"a\":3}", 13, 1, 14, "duplicate key \"a\""},
-		{"[1] x", 4, 1, 5, "expected the end of the document, found 'x'"},
-		{"{}{}", 2, 1, 3, "expected the end of the document, found '{'"},
-		{"\"a\tb\"", 2, 1, 3, "control character U+0009 in a string"},
-		{"\"a\nb\"", 2, 1, 3, "control character U+000A in a string"},
-		{"\"abc", 0, 1, 1, "unterminated string"},
-		{"\"ab\\", 0, 1, 1, "unterminated string"},
-		{"\"\\x\"", 1, 1, 2, "invalid escape \\x in a string"},
-		{"\"\\u12G4\"", 1, 1, 2, "\\u must be followed by 4 hex digits"},
-		{"\"\\u12\"", 1, 1, 2, "\\u must be followed by 4 hex digits"},
-		{"\"\\ud800\"", 1, 1, 2, "high surrogate \\ud800 is not followed by a low one"},
-		{"\"\\ud800\\u0041\"", 1, 1, 2, "high surrogate \\ud800 is not followed by a low one"},
-		{"\"\\udc00\"", 1, 1, 2, "lone low surrogate \\udc00"},
-		{"\"\xc0\x80\"", 1, 1, 2, "invalid UTF-8 in a string (byte 0xc0)"},
-		{"\"\xed\xa0\x80\"", 1, 1, 2, "invalid UTF-8 in a string (byte 0xed)"},
-		{"\"\xf4\x90\x80\x80\"", 1, 1, 2, "invalid UTF-8 in a string (byte 0xf4)"},
-		{"\"\xe2\x82\"", 1, 1, 2, "invalid UTF-8 in a string (byte 0xe2)"},
-		{"\"\x80\"", 1, 1, 2, "invalid UTF-8 in a string (byte 0x80)"},
-		{"\xef\xbb\xbf{}", 0, 1, 1, "expected a value, found byte 0xef"},
-		{"01", 0, 1, 1, "invalid number 01"},
-		{"-", 0, 1, 1, "invalid number -"},
-		{"1.", 0, 1, 1, "invalid number 1."},
-		{"[.5]", 1, 1, 2, "expected a value, found '.'"},
-		{"1e", 0, 1, 1, "invalid number 1e"},
-		{"1e+", 0, 1, 1, "invalid number 1e+"},
-		{"+1", 0, 1, 1, "expected a value, found '+'"},
-		{"--1", 0, 1, 1, "invalid number --1"},
-		{"1.5.2", 0, 1, 1, "invalid number 1.5.2"},
-		{"[1e999]", 1, 1, 2, "number 1e999 is out of range"},
-		{"[-1e999]", 1, 1, 2, "number -1e999 is out of range"},
-		{"tru", 0, 1, 1, "invalid literal tru"},
-		{"[NaN]", 1, 1, 2, "invalid literal NaN"},
-		{"[-Infinity]", 1, 1, 2, "invalid number -"},
-		{"True", 0, 1, 1, "invalid literal True"},
-		{"nulll", 0, 1, 1, "invalid literal nulll"},
-		{"[1,\n  2,\n\t\"\xc3\xa9\", ]", 16, 3, 7, "expected a value, found ']'"},
-	};
-	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		const struct bad_json *c = &cases[i];
-		struct json_doc doc;
-		struct json_error err;
-		cr_assert_eq(json_parse(&doc, c->text, strlen(c->text), &err), -1, "case %zu parsed", i);
-		cr_assert_null(doc.root);
-		cr_assert_eq(err.offset, c->offset, "case %zu: offset %zu, not %zu (%s)", i, err.offset,
-		             c->offset, err.msg);
-		cr_assert_eq(err.line, c->line, "case %zu: line %u (%s)", i, err.line, err.msg);
-		cr_assert_eq(err.column, c->column, "case %zu: column %u (%s)", i, err.column, err.msg);
-		cr_assert(strstr(err.reason, c->reason), "case %zu: '%s' lacks '%s'", i, err.reason,
-		          c->reason);
-		char where[64];
-		snprintf(where, sizeof where, ": line %u column %u (byte %zu)", c->line, c->column,
-		         c->offset);
-		cr_assert(strstr(err.msg, where), "case %zu: '%s' lacks '%s'", i, err.msg, where);
+	struct files *fs = ud;
+	char full[2048];
+	fs->calls++;
+	snprintf(full, sizeof full, "%s/%s", fs->dir, path);
+	char *buf = fs->n < 8 ? slurp(full, len) : NULL;
+	if (!buf) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -1;
 	}
+	fs->bufs[fs->n++] = buf;
+	*data = buf;
+	return 0;
 }
 
-Test(json, a_nul_byte_ends_nothing_but_is_garbage)
+static void files_free(struct files *fs)
 {
-	struct json_doc doc;
-	struct json_error err;
-	cr_assert_eq(json_parse(&doc, "[1]\0", 4, &err), -1);
-	cr_assert_eq(err.offset, 3);
-	cr_assert_str_eq(err.reason, "expected the end of the document, found byte 0x00");
-	cr_assert_eq(json_parse(&doc, "\"a\0b\"", 5, &err), -1);
-	cr_assert_str_eq(err.reason, "control character U+0000 in a string (write it as \\u0000)");
-	cr_assert_eq(json_parse(&doc, "[1]", 2, NULL), -1, "only len bytes are read; err may be NULL");
+	for (size_t i = 0; i < fs->n; i++)
+		free(fs->bufs[i]);
+	fs->n = 0;
 }
 
-Test(json, limits_the_depth)
+/* Import text for cmd (strict or not) on the counting allocator; returns the code. */
+static int import(const char *text, tp_scenario_command cmd, int strict, tp_scenario **out,
+                  char *err, size_t errlen)
 {
-	char text[2 * JSON_MAX_DEPTH + 8];
-	for (int deep = JSON_MAX_DEPTH; deep <= JSON_MAX_DEPTH + 1; deep++) {
-		memset(text, '[', (size_t)deep);
-		memset(text + deep, ']', (size_t)deep);
-		struct json_doc doc;
-		struct json_error err;
-		int rc = json_parse(&doc, text, 2 * (size_t)deep, &err);
-		if (deep == JSON_MAX_DEPTH) {
-			cr_assert_eq(rc, 0, "%s", err.msg);
-			json_free(&doc);
-		} else {
-			cr_assert_eq(rc, -1);
-			cr_assert_eq(err.offset, JSON_MAX_DEPTH);
-			cr_assert(strstr(err.reason, "nested deeper than 128"), "%s", err.reason);
-		}
-	}
+	struct files fs = {.dir = TP_SCENARIO_DATA};
+	tp_scenario_options o;
+	cr_assert_eq(tp_scenario_options_init(&o, TP_SCENARIO_OPTIONS_VERSION), 0);
+	o.command = cmd;
+	o.strict = strict;
+	o.read_file = read_file;
+	o.ud = &fs;
+	o.alloc = &tp_test_allocator;
+	int rc = tp_scenario_from_json(out, text, strlen(text), &o, err, errlen);
+	files_free(&fs);
+	return rc;
+}
+
+/* The topology of a document (asserts success); the scenario is handed back to free. */
+static const tp_topology *topology_of(const char *text, tp_scenario **sc)
+{
+	char err[512] = "x";
+	cr_assert_eq(import(text, TP_SCENARIO_TOPOLOGY, 0, sc, err, sizeof err), 0, "%s", err);
+	cr_assert_str_eq(err, "");
+	return tp_scenario_topology(*sc);
 }
 
 /* ---- scenarios: the fixtures --------------------------------------------------------------- */
+
+/* The topology of a scenario file, taken out of its scenario (the caller destroys it). */
+static tp_topology *load_fixture_path(const char *path, char *err, size_t errlen)
+{
+	size_t len;
+	char *text = slurp(path, &len);
+	cr_assert_not_null(text, "%s", path);
+	tp_scenario *sc = NULL;
+	tp_topology *t = NULL;
+	if (import(text, TP_SCENARIO_TOPOLOGY, 0, &sc, err, errlen) == 0)
+		cr_assert_eq(tp_scenario_topology_take(sc, &t), 0);
+	tp_scenario_destroy(sc);
+	free(text);
+	return t;
+}
 
 static tp_topology *load_fixture(const char *name, char *err, size_t errlen)
 {
 	char path[1024];
 	snprintf(path, sizeof path, "%s/%s", TP_SCENARIO_DATA, name);
-	return bench_scenario_topology(path, err, errlen);
+	return load_fixture_path(path, err, errlen);
 }
 
 static void assert_fabric(const tp_topology *t, int level, tp_link_kind kind, double gbps,
@@ -381,18 +265,27 @@ Test(scenario, imports_a_node_from_its_hwloc_file)
 	tp_topology_destroy(t);
 }
 
-Test(scenario, says_when_the_file_cannot_be_read)
+Test(scenario, says_when_a_file_cannot_be_read)
 {
 	char err[512];
-	cr_assert_null(bench_scenario_topology("/nonexistent/x.json", err, sizeof err));
-	cr_assert_str_eq(err, "cannot read /nonexistent/x.json: No such file or directory");
-	cr_assert_null(bench_scenario_topology(TP_SCENARIO_DATA, err, sizeof err));
-	cr_assert(strstr(err, "Is a directory"), "%s", err);
+	tp_scenario *sc = (tp_scenario *)&err; /* set to NULL on failure */
+	const char *doc = "{\"version\": 1, \"topology\": {\"levels\": [\"node\"], \"nodes\": "
+	                  "[{\"name\": \"h\", \"hwloc\": \"nope.xml\"}]}}";
+	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 0, &sc, err, sizeof err), TP_EPARSE);
+	cr_assert_null(sc);
+	cr_assert_str_eq(err, "topology.nodes[0].hwloc: cannot read \"nope.xml\" (No such file or "
+	                      "directory)");
+	/* without a reader, such a node is refused as the CLI refuses it without hwloc */
+	tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT;
+	cr_assert_eq(tp_scenario_from_json(&sc, doc, strlen(doc), &o, err, sizeof err), TP_EPARSE);
+	cr_assert_str_eq(err, "topology.nodes[0].hwloc: not supported by this build (no hwloc "
+	                      "importer)");
 	/* a short buffer gets a cut, NUL-terminated message; none at all is fine */
 	char tiny[8];
-	cr_assert_null(bench_scenario_topology("/nonexistent/x.json", tiny, sizeof tiny));
-	cr_assert_str_eq(tiny, "cannot ");
-	cr_assert_null(bench_scenario_topology("/nonexistent/x.json", NULL, 0));
+	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 0, &sc, tiny, sizeof tiny), TP_EPARSE);
+	cr_assert_str_eq(tiny, "topolog");
+	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 0, &sc, NULL, 0), TP_EPARSE);
+	TP_ASSERT_NO_LEAKS();
 }
 
 /* ---- scenarios: invalid documents ---------------------------------------------------------- */
@@ -408,21 +301,33 @@ static char *dq(const char *text)
 	return s;
 }
 
+static void assert_refused_for(const char *doc_text, tp_scenario_command cmd, const char *want,
+                               bool prefix);
+
 /* The document is refused with exactly this message (or, with prefix, a message that starts
  * with it). */
 static void assert_refused(const char *doc_text, const char *want, bool prefix)
 {
+	assert_refused_for(doc_text, TP_SCENARIO_TOPOLOGY, want, prefix);
+}
+
+/* The same for a command (its sections are read too). */
+static void assert_refused_for(const char *doc_text, tp_scenario_command cmd, const char *want,
+                               bool prefix)
+{
 	char *doc = dq(doc_text);
 	char err[512] = "x";
-	tp_topology *t = bench_scenario_topology_from_text(doc, strlen(doc), TP_SCENARIO_DATA, err,
-	                                                   sizeof err);
-	cr_assert_null(t, "accepted: %s", doc);
+	tp_scenario *sc = NULL;
+	int rc = import(doc, cmd, 0, &sc, err, sizeof err);
+	cr_assert_null(sc, "accepted: %s", doc);
+	cr_assert(rc == TP_EPARSE || rc == TP_ELIMIT, "%s: %s", doc, tp_err_name(rc));
 	if (prefix)
 		cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s\n  message: %s\n  expected: %s...",
 		             doc, err, want);
 	else
 		cr_assert_str_eq(err, want, "%s\n  message: %s\n  expected: %s", doc, err, want);
 	free(doc);
+	TP_ASSERT_NO_LEAKS();
 }
 
 /* A topology inside a valid document. */
@@ -463,11 +368,15 @@ Test(scenario, refuses_bad_top_level_fields)
 	};
 	assert_all_refused(cases, sizeof cases / sizeof *cases);
 	assert_refused("{'version': 1, 'version': 1}",
-	               "not a valid JSON document: duplicate key \"version\": line 1 column 16 "
-	               "(byte 15)", false);
+	               "not a valid JSON document: duplicate object key near '\"version\"': line 1 "
+	               "column 24 (byte 24)", false);
 	assert_refused("{'version': 1,\n 'topology': {'levels': ['a'],}}",
-	               "not a valid JSON document: expected a string key, found '}': line 2 column "
-	               "31 (byte 45)", false);
+	               "not a valid JSON document: string or '}' expected near '}': line 2 column 31 "
+	               "(byte 46)", false);
+	/* strict JSON: NaN, trailing data, a lone surrogate, nothing at all */
+	assert_refused("{'version': NaN}", "not a valid JSON document: ", true);
+	assert_refused("{'version': 1} x", "not a valid JSON document: end of file expected", true);
+	assert_refused("", "not a valid JSON document: ", true);
 }
 
 Test(scenario, refuses_bad_levels_and_fabrics)
@@ -530,7 +439,7 @@ Test(scenario, refuses_bad_generate)
 		{TOPO("{" RACKS ", 'generate': {'counts': [5000, 5000], 'gpus_per_node': 1}}"),
 		 "topology.generate.counts: generates more than 16777216 nodes"},
 		{TOPO("{" RACKS ", 'generate': {'counts': [1e30, 5], 'gpus_per_node': 1}}"),
-		 "topology.generate.counts[0]: must be a positive integer, not 1e30"},
+		 "topology.generate.counts[0]: must be a positive integer, not 1e+30"},
 		{TOPO("{" RACKS ", 'generate': {'counts': [4096, 1024], 'gpus_per_node': 8}}"),
 		 "topology.generate.counts: generates more than 16777216 devices"},
 		{TOPO("{" RACKS ", 'generate': {'counts': [1, 2], 'gpus_per_node': 4, 'perf': [1, 1]}}"),
@@ -678,56 +587,54 @@ Test(scenario, refuses_bad_failure_domains)
 
 Test(scenario, ignores_the_other_sections_and_builds_one_level_fleets)
 {
-	char err[512];
 	char *doc = dq("{'version': 1, 'state': {'anything': 1}, 'request': 7, 'policy': null,"
 	               "'replace': [], 'topology': {'levels': ['node'], "
 	               "'nodes': [{'name': 'solo', 'gpus': 2}]}}");
-	tp_topology *t = bench_scenario_topology_from_text(doc, strlen(doc), NULL, err, sizeof err);
-	cr_assert_not_null(t, "%s", err);
+	tp_scenario *sc;
+	const tp_topology *t = topology_of(doc, &sc);
 	cr_assert_eq(tp_topology_device_count(t), 2);
 	cr_assert_str_eq(tp_topology_node_name(t, 0), "solo");
-	tp_topology_destroy(t);
+	cr_assert_null(tp_scenario_cluster(sc));
+	cr_assert_null(tp_scenario_request(sc));
+	cr_assert_null(tp_scenario_policy(sc));
+	cr_assert_null(tp_scenario_replace_job(sc));
+	tp_scenario_destroy(sc);
+	/* strict reads them, and refuses the first that is wrong */
+	char err[512];
+	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 1, &sc, err, sizeof err), TP_EPARSE);
+	cr_assert_str_eq(err, "state.anything: unknown key (allowed: jobs, down, cordoned)");
 	free(doc);
+	TP_ASSERT_NO_LEAKS();
 }
 
 /* ---- the spec's examples ------------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "cannot open %s", path);
-	char *buf = malloc(1 << 20);
-	cr_assert_not_null(buf);
-	*len = fread(buf, 1, (1 << 20) - 1, f);
-	buf[*len] = '\0';
-	fclose(f);
-	return buf;
-}
 
 /* The fields an example's expectation says make its topology invalid: the alternatives of its
  * message_contains that start with "topology" ("topology.nodes[2].name"), into alts; returns
  * how many (0: the topology should build). */
 static size_t expected_topology_errors(const char *expect_path, char alts[][128], size_t max)
 {
-	size_t len, n = 0;
-	char *text = slurp(expect_path, &len);
-	struct json_doc doc;
-	struct json_error err;
-	cr_assert_eq(json_parse(&doc, text, len, &err), 0, "%s: %s", expect_path, err.msg);
-	const struct json_value *status = json_get(doc.root, "status");
-	const struct json_value *hard = json_get(doc.root, "hard");
-	if (status && status->type == JSON_STRING && !strcmp(status->str, "invalid") && hard)
-		for (const struct json_value *h = hard->first; h; h = h->next) {
-			const struct json_value *mc = json_get(h, "message_contains");
-			if (!mc)
-				continue;
-			const struct json_value *alt = mc->type == JSON_ARRAY ? mc->first : mc;
-			for (; alt && n < max; alt = mc->type == JSON_ARRAY ? alt->next : NULL)
-				if (alt->type == JSON_STRING && !strncmp(alt->str, "topology", 8))
-					snprintf(alts[n++], 128, "%s", alt->str);
+	size_t n = 0;
+	json_error_t je;
+	json_t *doc = json_load_file(expect_path, 0, &je);
+	cr_assert_not_null(doc, "%s: %s", expect_path, je.text);
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	json_t *hard = json_object_get(doc, "hard");
+	size_t i, k;
+	json_t *h, *alt;
+	if (status && !strcmp(status, "invalid"))
+		json_array_foreach(hard, i, h) {
+			json_t *mc = json_object_get(h, "message_contains");
+			json_t *one = json_array();
+			if (json_is_string(mc))
+				json_array_append(one, mc);
+			json_array_foreach(json_is_array(mc) ? mc : one, k, alt)
+				if (n < max && json_is_string(alt) &&
+				    !strncmp(json_string_value(alt), "topology", 8))
+					snprintf(alts[n++], 128, "%s", json_string_value(alt));
+			json_decref(one);
 		}
-	json_free(&doc);
-	free(text);
+	json_decref(doc);
 	return n;
 }
 
@@ -750,7 +657,7 @@ Test(scenario, builds_the_topology_of_every_spec_example)
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		snprintf(expect, sizeof expect, "%.*s.expect.json", (int)strlen(path) - 5, path);
 		size_t nalts = expected_topology_errors(expect, alts, 8);
-		tp_topology *t = bench_scenario_topology(path, err, sizeof err);
+		tp_topology *t = load_fixture_path(path, err, sizeof err);
 		if (!nalts) {
 			cr_assert_not_null(t, "%s: %s", e->d_name, err);
 			cr_assert_gt(tp_topology_device_count(t), 0);
@@ -769,4 +676,313 @@ Test(scenario, builds_the_topology_of_every_spec_example)
 	closedir(d);
 	cr_assert_gt(built, 0, "no example in %s", dir);
 	cr_log_info("%zu example topologies built, %zu refused as expected", built, refused);
+}
+
+/* ---- state, request, policy, replace -------------------------------------------------------- */
+
+/* The document of bindings/python/tests/test_scenario.py (BASE), which every command accepts. */
+#define BASE_TOPOLOGY                                                                          \
+	"'topology': {'levels': ['block', 'rack', 'node'], 'nodes': ["                             \
+	"{'name': 'x1', 'path': ['b1', 'r1'], 'gpus': 4},"                                         \
+	"{'name': 'x2', 'path': ['b1', 'r1'], 'gpus': 4, 'model': 'GB200', 'perf': 1.1},"          \
+	"{'name': 'x3', 'path': ['b1', 'r2'], 'gpus': 4, 'memory_gb': 80},"                        \
+	"{'name': 'x4', 'path': ['b2', 'r3'], 'gpus': 8, 'perf': [1, 1, 1, 1, 1, 1, 1, 0.9]}],"    \
+	"'failure_domains': {'power': {'pdu-a': ['x1', 'x2'], 'pdu-b': ['x3', 'x4/0']}}}"
+#define BASE_STATE                                                                             \
+	"'state': {'jobs': [{'id': 'a', 'devices': {'x1': 2}},"                                    \
+	"{'id': 'b', 'class': 'inference', 'priority': 5, 'tenant': 't1', 'migratable': true,"     \
+	" 'checkpoint_s': 30, 'devices': {'x1': [0], 'x3': 2},"                                    \
+	" 'request': {'count': 3, 'required': 'block'}}],"                                         \
+	"'down': ['x4/7'], 'cordoned': ['x2']}"
+#define BASE_REQUEST                                                                           \
+	"'request': {'id': 'new', 'count': 8, 'group': {'size': 4, 'level': 'node'},"              \
+	"'required': 'block', 'slices': [{'level': 'rack', 'size': 8}],"                           \
+	"'max_per_domain': [{'level': 'power', 'devices': 8}],"                                    \
+	"'spread': {'level': 'node', 'min_domains': 2},"                                           \
+	"'colocate': {'job': 'a', 'level': 'block'}, 'exclusive': 'rack',"                         \
+	"'select': {'model': 'GB200', 'min_perf': 0.5, 'nodes': ['x1', 'x2', 'x1']}}"
+#define BASE_REST "'policy': {'max_moves': 2, 'migrate': false, 'min_priority_gap': 1.5}, "   \
+	"'replace': {'job': 'b', 'failed': ['x3', 'x1/0', 'x3/1']}"
+#define BASE(extra)                                                                            \
+	"{'version': 1, " BASE_TOPOLOGY ", " BASE_STATE ", " BASE_REQUEST ", " BASE_REST extra "}"
+
+static tp_scenario *import_ok(const char *doc_text, tp_scenario_command cmd, int strict)
+{
+	char *doc = dq(doc_text);
+	char err[512] = "x";
+	tp_scenario *sc = NULL;
+	cr_assert_eq(import(doc, cmd, strict, &sc, err, sizeof err), 0, "%s", err);
+	cr_assert_str_eq(err, "");
+	free(doc);
+	return sc;
+}
+
+static void assert_job(const tp_cluster *c, const tp_topology *t, const char *job,
+                       const char *const *want, size_t n)
+{
+	const uint32_t *devs;
+	size_t got;
+	cr_assert_eq(tp_cluster_job_devices(c, job, &devs, &got), 0, "job %s", job);
+	cr_assert_eq(got, n, "job %s holds %zu devices", job, got);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(devs[i], tp_test_dev(t, want[i]), "job %s rank %zu", job, i);
+}
+
+Test(scenario, builds_the_state_lists_first_then_counts_in_job_order)
+{
+	tp_scenario *sc = import_ok(BASE(""), TP_SCENARIO_FRAG, 0);
+	const tp_topology *t = tp_scenario_topology(sc);
+	tp_cluster *c = tp_scenario_cluster(sc);
+	cr_assert_not_null(c);
+	cr_assert_eq(tp_cluster_job_count(c), 2);
+	/* b's list takes x1/0 first; a's count then takes the lowest indices not held */
+	assert_job(c, t, "a", (const char *const[]){"x1/1", "x1/2"}, 2);
+	assert_job(c, t, "b", (const char *const[]){"x1/0", "x3/0", "x3/1"}, 3);
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "b", &o), 0);
+	cr_assert(o.job_class == TP_CLASS_INFERENCE && o.priority == 5 && o.migratable &&
+	          o.preemptible && o.checkpoint_s == 30);
+	cr_assert_str_eq(o.tenant, "t1");
+	cr_assert_not_null(o.shape);
+	cr_assert_eq(o.shape->count, 3);
+	cr_assert_str_eq(o.shape->required, "block");
+	cr_assert_str_eq(o.shape->id, "b"); /* a job's shape is the job's */
+	cr_assert_eq(tp_cluster_job_options(c, "a", &o), 0);
+	cr_assert(o.job_class == TP_CLASS_TRAINING && o.checkpoint_s == 60 && !o.shape);
+	cr_assert_str_eq(o.tenant, "default");
+	cr_assert_eq(tp_cluster_device_down(c, tp_test_dev(t, "x4/7")), 1);
+	cr_assert_eq(tp_cluster_down_total(c), 1);
+	cr_assert_eq(tp_cluster_cordoned_total(c), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "x2/%u", i);
+		cr_assert_eq(tp_cluster_device_cordoned(c, tp_test_dev(t, name)), 1);
+	}
+	/* frag reads no request, policy or replace */
+	cr_assert_null(tp_scenario_request(sc));
+	cr_assert_null(tp_scenario_policy(sc));
+	cr_assert_null(tp_scenario_replace_job(sc));
+	tp_topology *taken;
+	cr_assert_eq(tp_scenario_topology_take(sc, &taken), TP_EINVAL); /* the cluster uses it */
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(scenario, reads_the_request_of_place_and_defrag)
+{
+	for (int cmd = TP_SCENARIO_PLACE; cmd <= TP_SCENARIO_DEFRAG; cmd++) {
+		tp_scenario *sc = import_ok(BASE(""), (tp_scenario_command)cmd, 0);
+		const tp_request *r = tp_scenario_request(sc);
+		cr_assert_not_null(r);
+		cr_assert_str_eq(r->id, "new");
+		cr_assert(r->count == 8 && r->group_size == 4 && r->job_class == TP_CLASS_TRAINING);
+		cr_assert_str_eq(r->group_level, "node");
+		cr_assert_str_eq(r->required, "block");
+		cr_assert_null(r->preferred);
+		cr_assert(r->nslices == 1 && r->slices[0].size == 8);
+		cr_assert_str_eq(r->slices[0].level, "rack");
+		cr_assert(r->ncaps == 1 && r->caps[0].devices == 8 && r->caps[0].groups == 0);
+		cr_assert_str_eq(r->caps[0].level, "power");
+		cr_assert_str_eq(r->spread_level, "node");
+		cr_assert_eq(r->spread_min_domains, 2);
+		cr_assert_str_eq(r->colocate_job, "a");
+		cr_assert_str_eq(r->colocate_level, "block");
+		cr_assert_str_eq(r->exclusive, "rack");
+		cr_assert_str_eq(r->select_model, "GB200");
+		cr_assert(r->select_min_perf == 0.5 && r->select_min_memory_gb == 0);
+		cr_assert_eq(r->nselect_nodes, 2); /* a name given twice counts once */
+		cr_assert_str_eq(r->select_nodes[0], "x1");
+		cr_assert_str_eq(r->select_nodes[1], "x2");
+		cr_assert_null(r->tenant);
+		const tp_defrag_policy *p = tp_scenario_policy(sc);
+		if (cmd == TP_SCENARIO_PLACE) {
+			cr_assert_null(p);
+		} else {
+			cr_assert_not_null(p);
+			cr_assert(!p->migrate && p->preempt && !p->allow_interactive && p->max_moves == 2 &&
+			          p->max_cost_s < 0 && p->allow_less_local);
+			cr_assert_eq(p->min_priority_gap, 2, "a fractional gap rounds up");
+		}
+		tp_scenario_destroy(sc);
+	}
+	/* without a policy section, defrag gets the spec's defaults */
+	tp_scenario *sc = import_ok("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 4}}",
+	                            TP_SCENARIO_DEFRAG, 0);
+	const tp_defrag_policy *p = tp_scenario_policy(sc);
+	cr_assert(p && p->migrate && p->preempt && !p->allow_interactive &&
+	          p->max_moves == UINT32_MAX && p->max_cost_s < 0 && p->min_priority_gap == 1);
+	cr_assert_eq(tp_cluster_job_count(tp_scenario_cluster(sc)), 0);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(scenario, reads_the_replace_section)
+{
+	tp_scenario *sc = import_ok(BASE(""), TP_SCENARIO_REPLACE, 0);
+	const tp_topology *t = tp_scenario_topology(sc);
+	cr_assert_str_eq(tp_scenario_replace_job(sc), "b");
+	const uint32_t *f;
+	size_t n;
+	cr_assert_eq(tp_scenario_replace_failed(sc, &f, &n), 0);
+	/* x3 stands for its 4 devices; x3/1 again is given once */
+	const char *want[] = {"x3/0", "x3/1", "x3/2", "x3/3", "x1/0"};
+	cr_assert_eq(n, 5);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(f[i], tp_test_dev(t, want[i]), "failed[%zu]", i);
+	cr_assert_null(tp_scenario_request(sc));
+	cr_assert_eq(tp_scenario_replace_failed(sc, NULL, &n), TP_EINVAL);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(scenario, refuses_bad_state_request_policy_and_replace)
+{
+	static const struct {
+		tp_scenario_command cmd;
+		const char *extra, *message;
+	} cases[] = {
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x1': 1}}, "
+		                   "{'id': 'a', 'devices': {'x2': 1}}]}",
+		 "state.jobs[1].id: duplicate job id \"a\" (also state.jobs[0].id)"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'class': 'batch', 'devices': {}}]}",
+		 "state.jobs[0].class: unknown class \"batch\" (one of training, inference, interactive)"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'priority': 2147483648, "
+		                   "'devices': {'x1': 1}}]}",
+		 "state.jobs[0].priority: 2147483648 is above the limit 2147483647"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x9': 1}}]}",
+		 "state.jobs[0].devices.x9: unknown node \"x9\""},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x1': [1, 1]}}]}",
+		 "state.jobs[0].devices.x1[1]: device index 1 is listed twice"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x1': 3}}, "
+		                   "{'id': 'b', 'devices': {'x1': 2}}]}",
+		 "state.jobs[1].devices.x1: 2 devices wanted, only 1 of node x1 are not already held "
+		 "(by a)"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x1': [0]}}, "
+		                   "{'id': 'b', 'devices': {'x1': [0]}}]}",
+		 "state.jobs[1].devices.x1[0]: device x1/0 is already held by job a"},
+		{TP_SCENARIO_FRAG, ", 'state': {'jobs': [{'id': 'a', 'devices': {'x1': 1}, "
+		                   "'request': {'count': 1, 'colocate': {'job': 'a', 'level': 'rack'}}}]}",
+		 "state.jobs[0].request.colocate.job: a job cannot be colocated with itself"},
+		{TP_SCENARIO_FRAG, ", 'state': {'down': ['x1/9']}",
+		 "state.down[0]: node x1 has 4 devices, so there is no device x1/9"},
+		{TP_SCENARIO_FRAG, ", 'state': {'cordoned': ['nope']}",
+		 "state.cordoned[0]: unknown node or device \"nope\""},
+		{TP_SCENARIO_PLACE, "", "request: required by place"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 10, 'group': {'size': 4}}",
+		 "request.count: 10 is not a multiple of request.group.size 4"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 16, 'slices': [{'level': 'rack', 'size': 8},"
+		                    " {'level': 'node', 'size': 16}]}",
+		 "request.slices[1].size: 16 does not divide the outer slice's size 8"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 8, 'required': 'rack', 'preferred': 'rack'}",
+		 "request.preferred: \"rack\" must be below the required level \"rack\""},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 8, 'max_per_domain': [{'level': 'cooling', "
+		                    "'devices': 4}]}",
+		 "request.max_per_domain[0].level: unknown level \"cooling\" (one of block, rack, node, "
+		 "power)"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'spread': {'level': 'rack', "
+		                    "'min_domains': 4294967296}}",
+		 "request.spread.min_domains: 4294967296 is above the limit 4294967295"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'colocate': {'job': 'zz', 'level': 'rack'}}",
+		 "request.colocate.job: no running job \"zz\""},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'select': {'nodes': []}}",
+		 "request.select.nodes: an empty list allows no node (leave it out to allow all)"},
+		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'prefered': 'rack'}",
+		 "request.prefered: unknown key (did you mean 'preferred'?) (allowed: id, class, "
+		 "priority, tenant, count, group, required, preferred, slices, balanced, "
+		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs)"},
+		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'max_moves': -1}",
+		 "policy.max_moves: -1 is below 0"},
+		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 2147483648}",
+		 "policy.min_priority_gap: 2147483648 is above the limit 2147483647"},
+		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 1e300}",
+		 "policy.min_priority_gap: 1e+300 is above the limit 2147483647"},
+		{TP_SCENARIO_REPLACE, "", "replace: required by replace"},
+		{TP_SCENARIO_REPLACE, ", 'replace': {'job': 'zz', 'failed': ['x1']}",
+		 "replace.job: no running job \"zz\""},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char doc[4096];
+		snprintf(doc, sizeof doc, "{'version': 1, %s%s}", BASE_TOPOLOGY, cases[i].extra);
+		assert_refused_for(doc, cases[i].cmd, cases[i].message, false);
+	}
+}
+
+Test(scenario, validates_unused_sections_only_when_strict)
+{
+	const char *doc = BASE(", 'x': 1");
+	assert_refused_for(doc, TP_SCENARIO_FRAG, "x: unknown key (allowed: version, topology, "
+	                   "state, request, policy, replace)", false);
+	const char *bad_policy = "{'version': 1, " BASE_TOPOLOGY ", 'policy': {'budget': 1}}";
+	tp_scenario *sc = import_ok(bad_policy, TP_SCENARIO_FRAG, 0);
+	tp_scenario_destroy(sc);
+	char *d = dq(bad_policy);
+	char err[512];
+	cr_assert_eq(import(d, TP_SCENARIO_FRAG, 1, &sc, err, sizeof err), TP_EPARSE);
+	cr_assert_str_eq(err, "policy.budget: unknown key (allowed: migrate, preempt, "
+	                      "allow_interactive, max_moves, max_cost_s, min_priority_gap)");
+	free(d);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(scenario, refuses_misuse_and_a_topology_over_the_budget)
+{
+	char err[64] = "x";
+	tp_scenario *sc = (tp_scenario *)err;
+	tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT;
+	cr_assert_eq(tp_scenario_from_json(NULL, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	cr_assert_eq(tp_scenario_from_json(&sc, NULL, 0, &o, err, sizeof err), TP_EINVAL);
+	cr_assert_null(sc);
+	o.version = 99;
+	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	o.version = TP_SCENARIO_OPTIONS_VERSION;
+	o.command = (tp_scenario_command)5;
+	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	cr_assert_eq(tp_scenario_options_init(&o, 2), TP_EINVAL);
+	cr_assert_eq(tp_scenario_options_init(NULL, TP_SCENARIO_OPTIONS_VERSION), TP_EINVAL);
+	tp_allocator half = {0};
+	o = (tp_scenario_options)TP_SCENARIO_OPTIONS_INIT;
+	o.alloc = &half;
+	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	/* NULL readers are harmless */
+	tp_scenario_destroy(NULL);
+	cr_assert_null(tp_scenario_topology(NULL));
+	cr_assert_null(tp_scenario_cluster(NULL));
+	cr_assert_null(tp_scenario_request(NULL));
+	cr_assert_null(tp_scenario_policy(NULL));
+	cr_assert_null(tp_scenario_replace_job(NULL));
+
+	const char *big = "{\"version\": 1, \"topology\": {\"levels\": [\"node\"], \"nodes\": ["
+	                  "{\"name\": \"a\", \"gpus\": 8}, {\"name\": \"b\", \"gpus\": 8}]}}";
+	o = (tp_scenario_options)TP_SCENARIO_OPTIONS_INIT;
+	o.max_devices = 15;
+	cr_assert_eq(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), TP_ELIMIT);
+	cr_assert_str_eq(err, "topology.nodes[1]: the topology has more than 15 devices");
+	o.max_devices = 16;
+	cr_assert_eq(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), 0);
+	tp_scenario_destroy(sc);
+}
+
+Test(scenario, allocation_failures_leave_nothing_behind)
+{
+	char *doc = dq(BASE(""));
+	char err[512];
+	long n = 0;
+	for (;; n++) {
+		tp_test_alloc_reset();
+		tp_test_alloc_fail_at(n);
+		tp_scenario *sc = NULL;
+		int rc = import(doc, TP_SCENARIO_DEFRAG, 1, &sc, err, sizeof err);
+		if (rc == 0) {
+			cr_assert_not_null(tp_scenario_request(sc));
+			tp_scenario_destroy(sc);
+			TP_ASSERT_NO_LEAKS();
+			break;
+		}
+		cr_assert_eq(rc, TP_ENOMEM, "allocation %ld: %s (%s)", n, tp_err_name(rc), err);
+		cr_assert(strstr(err, "out of memory"), "allocation %ld: %s", n, err);
+		cr_assert_null(sc);
+		TP_ASSERT_NO_LEAKS();
+	}
+	cr_assert_gt(n, 10, "only %ld allocations", n);
+	free(doc);
 }
