@@ -154,7 +154,7 @@ static unsigned long utf8_next(const unsigned char **p)
 }
 
 /* A string as json.dumps() writes it (ASCII only), cut as _show() cuts it. */
-const char *sc_show_str(const char *str, char buf[SC_SHOW_LEN])
+const char *sc_show_str(const struct scen *s, const char *str, char buf[SC_SHOW_LEN])
 {
 	char out[SC_SHOW_LEN + 16];
 	size_t o = 0;
@@ -171,6 +171,8 @@ const char *sc_show_str(const char *str, char buf[SC_SHOW_LEN])
 			out[o++] = (char)c;
 		} else if (c < 0x10000) {
 			o += (size_t)snprintf(out + o, 7, "\\u%04lx", c);
+		} else if (s->marked && c >= 0x10f800) { /* a lone surrogate, as Python shows it */
+			o += (size_t)snprintf(out + o, 7, "\\u%04lx", c - 0x10f800 + 0xd800);
 		} else {
 			c -= 0x10000;
 			o += (size_t)snprintf(out + o, 7, "\\u%04lx", 0xd800 | (c >> 10));
@@ -187,7 +189,7 @@ const char *sc_show_str(const char *str, char buf[SC_SHOW_LEN])
 	return buf;
 }
 
-const char *sc_show(const json_t *v, char buf[SC_SHOW_LEN])
+const char *sc_show(const struct scen *s, const json_t *v, char buf[SC_SHOW_LEN])
 {
 	char num[64];
 	switch (json_typeof(v)) {
@@ -198,7 +200,7 @@ const char *sc_show(const json_t *v, char buf[SC_SHOW_LEN])
 		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 		break;
 	case JSON_REAL: float_repr(json_real_value(v), num, sizeof num); break;
-	case JSON_STRING: return sc_show_str(json_string_value(v), buf);
+	case JSON_STRING: return sc_show_str(s, json_string_value(v), buf);
 	default: return sc_kind(v);
 	}
 	if (strlen(num) > 60)
@@ -297,7 +299,7 @@ bool sc_check_int(struct scen *s, const json_t *v, const char *path, long long l
 {
 	char b[SC_SHOW_LEN];
 	if (!json_is_integer(v))
-		return sc_fail(s, path, "must be %s, not %s", what, sc_show(v, b));
+		return sc_fail(s, path, "must be %s, not %s", what, sc_show(s, v, b));
 	long long x = json_integer_value(v);
 	if (has_lo && x < lo) {
 		if (lo == 1)
@@ -315,14 +317,92 @@ bool sc_check_num(struct scen *s, const json_t *v, const char *path, bool positi
 {
 	char b[SC_SHOW_LEN];
 	if (!json_is_number(v))
-		return sc_fail(s, path, "must be a number, not %s", sc_show(v, b));
+		return sc_fail(s, path, "must be a number, not %s", sc_show(s, v, b));
 	double x = json_number_value(v);
 	if (positive && !(x > 0))
-		return sc_fail(s, path, "must be positive, not %s", sc_show(v, b));
+		return sc_fail(s, path, "must be positive, not %s", sc_show(s, v, b));
 	if (nonneg && x < 0)
-		return sc_fail(s, path, "must not be negative (%s)", sc_show(v, b));
+		return sc_fail(s, path, "must not be negative (%s)", sc_show(s, v, b));
 	*out = x;
 	return true;
+}
+
+/* ---- lone surrogates --------------------------------------------------------------------- */
+
+static int hexval(const char *p)
+{
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+		        c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+char *sc_mark_surrogates(struct scen *s, const char *text, size_t *len)
+{
+	size_t n = *len, o = 0, found = 0;
+	char *out = sc_alloc(s, 2 * n + 1); /* each 6-byte escape becomes 12 bytes */
+	if (!out)
+		return NULL;
+	bool in_string = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		if (!in_string) {
+			in_string = c == '"';
+			out[o++] = c;
+			continue;
+		}
+		if (c == '"') {
+			in_string = false;
+		} else if (c == '\\' && i + 1 < n && text[i + 1] != 'u') {
+			out[o++] = c;
+			c = text[++i];
+		} else if (c == '\\' && i + 5 < n && hexval(text + i + 2) >= 0) {
+			int u = hexval(text + i + 2);
+			bool high = u >= 0xd800 && u <= 0xdbff, low = u >= 0xdc00 && u <= 0xdfff;
+			int next = i + 11 < n && text[i + 6] == '\\' && text[i + 7] == 'u' ?
+			           hexval(text + i + 8) : -1;
+			if (high && next >= 0xdc00 && next <= 0xdfff) { /* a pair: keep both */
+				memcpy(out + o, text + i, 12);
+				o += 12, i += 11;
+				continue;
+			}
+			if (high || low) {
+				unsigned v = 0xff800u + (unsigned)(u - 0xd800);
+				o += (size_t)snprintf(out + o, 13, "\\u%04x\\u%04x", 0xd800 | (v >> 10),
+				                      0xdc00 | (v & 0x3ff));
+				i += 5, found++;
+				continue;
+			}
+		}
+		out[o++] = c;
+	}
+	if (!found) {
+		sc_free(s, out);
+		return NULL;
+	}
+	out[o] = '\0';
+	*len = o;
+	return out;
+}
+
+/* The first lone surrogate of a string of a marked document, or 0. */
+static unsigned surrogate(const struct scen *s, const char *str)
+{
+	if (!s->marked)
+		return 0;
+	const unsigned char *p = (const unsigned char *)str;
+	while (*p) {
+		unsigned long c = utf8_next(&p);
+		if (c >= 0x10f800)
+			return (unsigned)(c - 0x10f800 + 0xd800);
+	}
+	return 0;
 }
 
 /* A name the library accepts: non-empty, at most TP_MAX_NAME bytes, no control character
@@ -333,14 +413,18 @@ static bool check_name_str(struct scen *s, const char *str, size_t len, const ch
 	char b[SC_SHOW_LEN];
 	if (!len)
 		return sc_fail(s, path, "%s must not be empty", what);
+	unsigned u = surrogate(s, str);
+	if (u)
+		return sc_fail(s, path, "%s %s holds a lone surrogate (\\u%04x), which is not a "
+		                        "character", what, sc_show_str(s, str, b), u);
 	if (len > TP_MAX_NAME)
 		return sc_fail(s, path, "%s is longer than %d bytes", what, TP_MAX_NAME);
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)str[i] < 32 || str[i] == 127)
 			return sc_fail(s, path, "%s %s contains a control character", what,
-			               sc_show_str(str, b));
+			               sc_show_str(s, str, b));
 	if (!slash_ok && strchr(str, '/'))
-		return sc_fail(s, path, "%s %s contains '/'", what, sc_show_str(str, b));
+		return sc_fail(s, path, "%s %s contains '/'", what, sc_show_str(s, str, b));
 	return true;
 }
 
@@ -349,7 +433,7 @@ bool sc_check_name(struct scen *s, const json_t *v, const char *path, const char
 {
 	char b[SC_SHOW_LEN];
 	if (!json_is_string(v))
-		return sc_fail(s, path, "%s must be a string, not %s", what, sc_show(v, b));
+		return sc_fail(s, path, "%s must be a string, not %s", what, sc_show(s, v, b));
 	return check_name_str(s, json_string_value(v), json_string_length(v), path, what,
 	                      slash_ok);
 }
@@ -376,7 +460,7 @@ int sc_ref(struct scen *s, const json_t *v, const char *path, const char *what, 
 {
 	char b[SC_SHOW_LEN];
 	if (!json_is_string(v))
-		return sc_fail(s, path, "must be a node or device name, not %s", sc_show(v, b));
+		return sc_fail(s, path, "must be a node or device name, not %s", sc_show(s, v, b));
 	const char *str = json_string_value(v);
 	if (tp_topology_node_by_name(s->t, str, node) == 0) {
 		*dev = -1;
@@ -402,8 +486,8 @@ int sc_ref(struct scen *s, const json_t *v, const char *path, const char *what, 
 				return sc_fail(s, path, "node %s has %u devices, so there is no device %s",
 				               name, gpus, str);
 			}
-			return sc_fail(s, path, "%s is not a device name (node/index)", sc_show(v, b));
+			return sc_fail(s, path, "%s is not a device name (node/index)", sc_show(s, v, b));
 		}
 	}
-	return sc_fail(s, path, "unknown %s %s", what, sc_show(v, b));
+	return sc_fail(s, path, "unknown %s %s", what, sc_show(s, v, b));
 }

@@ -51,7 +51,7 @@ static bool read_version(struct scen *s, const json_t *doc)
 	if (!v)
 		return sc_fail(s, "version", "required (must be 1)");
 	if (!json_is_integer(v) || json_integer_value(v) != 1)
-		return sc_fail(s, "version", "must be 1, not %s", sc_show(v, b));
+		return sc_fail(s, "version", "must be 1, not %s", sc_show(s, v, b));
 	return true;
 }
 
@@ -187,7 +187,20 @@ int tp_scenario_from_json(tp_scenario **out, const char *json, size_t len,
 	*s = (struct scen){.o = &sc->opts, .alloc = &sc->alloc, .err = errbuf, .errlen = errlen,
 	                   .code = TP_EPARSE};
 	json_error_t je;
-	sc->root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
+	sc->root = json_loadb(json, len, flags, &je);
+	if (!sc->root && !strncmp(je.text, "invalid Unicode", 15)) {
+		/* JSON lets a string hold half of a UTF-16 pair; jansson does not: mark them, so
+		 * that the message names the field as the CLI does */
+		size_t mlen = len;
+		char *marked = sc_mark_surrogates(s, json, &mlen);
+		if (marked) {
+			json_error_t je2;
+			sc->root = json_loadb(marked, mlen, flags, &je2);
+			s->marked = sc->root != NULL;
+			sc_free(s, marked);
+		}
+	}
 	if (!sc->root)
 		parse_error(s, &je);
 	if (!sc->root || !read_document(s, sc->root)) {

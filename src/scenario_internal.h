@@ -65,6 +65,7 @@ struct scen {
 	char *err;
 	size_t errlen;
 	int code; /* the code of the failure: TP_EPARSE unless said otherwise */
+	bool marked; /* the text went through sc_mark_surrogates() */
 
 	/* topology */
 	tp_topology_builder *b;
@@ -105,8 +106,12 @@ bool sc_fail(struct scen *s, const char *path, const char *fmt, ...)
 bool sc_nomem(struct scen *s, const char *path);
 const char *sc_join(char *buf, const char *path, const char *key);
 const char *sc_item(char *buf, const char *path, size_t i);
-const char *sc_show(const json_t *v, char buf[SC_SHOW_LEN]);
-const char *sc_show_str(const char *str, char buf[SC_SHOW_LEN]);
+const char *sc_show(const struct scen *s, const json_t *v, char buf[SC_SHOW_LEN]);
+const char *sc_show_str(const struct scen *s, const char *str, char buf[SC_SHOW_LEN]);
+/* A copy of text whose lone surrogate escapes ("\udc80") are written as characters of
+ * U+10F800..U+10FFFF, so that jansson reads the document and the checks can name the field
+ * that holds one (see sc_surrogate()); NULL when there is none or no memory (*len: its size). */
+char *sc_mark_surrogates(struct scen *s, const char *text, size_t *len);
 const char *sc_kind(const json_t *v);
 bool sc_check_object(struct scen *s, const json_t *v, const char *path,
                      const char *const *allowed, size_t n);

@@ -53,7 +53,7 @@ static bool read_level(struct scen *s, const json_t *v, const char *p, bool fd_o
 		snprintf(list + o, sizeof list - o, "%s%s", l ? ", " : "",
 		         l < s->nlevels ? s->levels[l] : s->fd_kinds[l - s->nlevels]);
 	}
-	return sc_fail(s, p, "unknown level %s (one of %s)", sc_show(v, b), list);
+	return sc_fail(s, p, "unknown level %s (one of %s)", sc_show(s, v, b), list);
 }
 
 /* Every key of an object that must be there, in the order given. */
@@ -170,7 +170,7 @@ static bool read_required_preferred(struct scen *s, const json_t *req, const cha
 		return false;
 	if (r->required && r->preferred && lpref <= *lreq)
 		return sc_fail(s, sc_join(q, p, "preferred"), "%s must be below the required level %s",
-		               sc_show_str(r->preferred, b), sc_show_str(r->required, c));
+		               sc_show_str(s, r->preferred, b), sc_show_str(s, r->required, c));
 	return true;
 }
 
@@ -191,14 +191,14 @@ static bool read_slice(struct scen *s, const json_t *sv, const char *sp, const t
 	out->size = (uint32_t)size;
 	sc_join(q, sp, "level");
 	if (r->required && *lout < lreq)
-		return sc_fail(s, q, "%s is above the required level %s", sc_show_str(out->level, b),
-		               sc_show_str(r->required, c));
+		return sc_fail(s, q, "%s is above the required level %s", sc_show_str(s, out->level, b),
+		               sc_show_str(s, r->required, c));
 	if (*lout > glevel)
-		return sc_fail(s, q, "%s is below the group level %s", sc_show_str(out->level, b),
-		               sc_show_str(s->levels[glevel], c));
+		return sc_fail(s, q, "%s is below the group level %s", sc_show_str(s, out->level, b),
+		               sc_show_str(s, s->levels[glevel], c));
 	if (prev && *lout <= lprev)
 		return sc_fail(s, q, "slice levels must go strictly downwards (%s after %s)",
-		               sc_show_str(out->level, b), sc_show_str(prev->level, c));
+		               sc_show_str(s, out->level, b), sc_show_str(s, prev->level, c));
 	sc_join(q, sp, "size");
 	if (r->count % out->size)
 		return sc_fail(s, q, "%u does not divide count %u", out->size, r->count);
@@ -294,7 +294,7 @@ static bool read_colocate(struct scen *s, const json_t *v, const char *p,
 		return false;
 	const char *jid = json_string_value(jv);
 	if (!job && !sc_job(s, jid))
-		return sc_fail(s, q, "no running job %s", sc_show(jv, b));
+		return sc_fail(s, q, "no running job %s", sc_show(s, jv, b));
 	if (job && !strcmp(jid, job->id))
 		return sc_fail(s, q, "a job cannot be colocated with itself");
 	r->colocate_job = jid;
@@ -320,9 +320,9 @@ static bool read_select_nodes(struct scen *s, const json_t *v, const char *sp,
 		uint32_t node;
 		sc_item(ip, np, i);
 		if (!json_is_string(x))
-			return sc_fail(s, ip, "must be a node name, not %s", sc_show(x, b));
+			return sc_fail(s, ip, "must be a node name, not %s", sc_show(s, x, b));
 		if (tp_topology_node_by_name(s->t, json_string_value(x), &node) < 0)
-			return sc_fail(s, ip, "unknown node %s", sc_show(x, b));
+			return sc_fail(s, ip, "unknown node %s", sc_show(s, x, b));
 		size_t k = 0; /* a name given twice counts once (the list is short) */
 		while (k < m && strcmp(o->nodes[k], json_string_value(x)))
 			k++;
@@ -438,7 +438,7 @@ bool sc_read_policy(struct scen *s, const json_t *pol)
 		if (!sc_check_num(s, v, sc_join(q, p, "min_priority_gap"), false, true, &gap))
 			return false;
 		if (gap > INT32_MAX) /* the field is an int; a gap beyond it can never be met anyway */
-			return sc_fail(s, q, "%s is above the limit %d", sc_show(v, b), INT32_MAX);
+			return sc_fail(s, q, "%s is above the limit %d", sc_show(s, v, b), INT32_MAX);
 		int g = (int)gap;
 		s->policy.min_priority_gap = g < gap ? g + 1 : g; /* a fractional gap rounds up */
 	}
@@ -457,7 +457,7 @@ bool sc_read_replace(struct scen *s, const json_t *rep)
 	if (!sc_check_name(s, v, "replace.job", "a job id", true))
 		return false;
 	if (!sc_job(s, json_string_value(v)))
-		return sc_fail(s, "replace.job", "no running job %s", sc_show(v, b));
+		return sc_fail(s, "replace.job", "no running job %s", sc_show(s, v, b));
 	s->replace_job = json_string_value(v);
 	const json_t *f = json_object_get(rep, "failed");
 	if (!f)

@@ -71,7 +71,7 @@ bool sc_read_class(struct scen *s, const json_t *v, const char *p, tp_job_class 
 			return true;
 		}
 	return sc_fail(s, p, "unknown class %s (one of training, inference, interactive)",
-	               sc_show(v, b));
+	               sc_show(s, v, b));
 }
 
 /* One node's entry of a job's `devices`: a count, or a list of distinct indices. */
@@ -80,7 +80,7 @@ static bool check_job_node(struct scen *s, const char *node, const json_t *v, co
 	char b[SC_SHOW_LEN], q[SC_PATH_LEN];
 	uint32_t id;
 	if (tp_topology_node_by_name(s->t, node, &id) < 0)
-		return sc_fail(s, dp, "unknown node %s", sc_show_str(node, b));
+		return sc_fail(s, dp, "unknown node %s", sc_show_str(s, node, b));
 	uint32_t gpus = sc_node_devices(s->t, id, NULL);
 	if (json_is_array(v)) {
 		if (!json_array_size(v))
@@ -91,7 +91,7 @@ static bool check_job_node(struct scen *s, const char *node, const json_t *v, co
 		json_array_foreach(v, k, x) {
 			sc_item(q, dp, k);
 			if (!json_is_integer(x))
-				return sc_fail(s, q, "must be a device index, not %s", sc_show(x, b));
+				return sc_fail(s, q, "must be a device index, not %s", sc_show(s, x, b));
 			long long idx = json_integer_value(x);
 			if (idx < 0 || idx >= gpus)
 				return sc_fail(s, q, "device index %lld is out of range (node %s has %u "
@@ -109,7 +109,7 @@ static bool check_job_node(struct scen *s, const char *node, const json_t *v, co
 		return true;
 	}
 	return sc_fail(s, dp, "must be a device count or a list of device indices, not %s",
-	               sc_show(v, b));
+	               sc_show(s, v, b));
 }
 
 static bool read_job_devices(struct scen *s, const json_t *j, const char *jp)
@@ -147,7 +147,7 @@ static bool read_job(struct scen *s, const json_t *j, size_t i, size_t dup_at, s
 	if (!sc_check_name(s, v, sc_join(q, jp, "id"), "a job id", true))
 		return false;
 	if (i == dup_at)
-		return sc_fail(s, q, "duplicate job id %s (also state.jobs[%zu].id)", sc_show(v, b),
+		return sc_fail(s, q, "duplicate job id %s (also state.jobs[%zu].id)", sc_show(s, v, b),
 		               dup_of);
 	job->id = json_string_value(v);
 	job->doc = (json_t *)j;

@@ -58,7 +58,7 @@ static bool read_levels(struct scen *s, const json_t *topo)
 			                     "between top-level domains)");
 		for (unsigned l = 0; l < s->nlevels; l++)
 			if (!strcmp(s->levels[l], name))
-				return sc_fail(s, q, "level name %s is used twice", sc_show(v, b));
+				return sc_fail(s, q, "level name %s is used twice", sc_show(s, v, b));
 		s->levels[s->nlevels++] = name;
 	}
 	int rc = tp_topology_builder_create(&s->b, s->levels, s->nlevels, s->o->alloc);
@@ -102,7 +102,7 @@ static bool read_fabric(struct scen *s, const json_t *fab)
 			if (k == SC_COUNT(link_kinds))
 				return sc_fail(s, sc_join(q, fp, "kind"),
 				               "unknown link kind %s (one of nvlink, pcie, ib, ethernet)",
-				               sc_show(v, b));
+				               sc_show(s, v, b));
 			kind = (tp_link_kind)k;
 		}
 		if ((v = json_object_get(link, "gbps")) &&
@@ -139,7 +139,7 @@ static bool read_attrs(struct scen *s, const json_t *obj, const char *p, unsigne
 		return sc_check_num(s, v, q, true, false, &o->perf);
 	if (!json_is_array(v))
 		return sc_fail(s, q, "must be a positive number or a list with one per device, not %s",
-		               sc_show(v, b));
+		               sc_show(s, v, b));
 	if (json_array_size(v) != gpus)
 		return sc_fail(s, q, "has %zu values, the node has %u devices (one value per device)",
 		               json_array_size(v), gpus);
@@ -230,16 +230,16 @@ static bool load_hwloc(struct scen *s, const json_t *v, const char *p, tp_nodety
 	size_t len = 0;
 	char why[256] = "";
 	if (s->o->read_file(s->o->ud, path, &xml, &len, why, sizeof why) < 0 || !xml)
-		return sc_fail(s, p, "cannot read %s (%s)", sc_show(v, b), *why ? why : "unreadable");
+		return sc_fail(s, p, "cannot read %s (%s)", sc_show(s, v, b), *why ? why : "unreadable");
 	char msg[256] = "";
 	int rc = tp_nodetype_from_hwloc_xml(out, xml, len, s->o->alloc, msg, sizeof msg);
 	if (rc == TP_ENOMEM)
 		return sc_nomem(s, p);
 	if (rc == TP_ENOTFOUND)
-		return sc_fail(s, p, "%s: no NVIDIA GPU in it (%s)", sc_show(v, b),
+		return sc_fail(s, p, "%s: no NVIDIA GPU in it (%s)", sc_show(s, v, b),
 		               *msg ? msg : tp_strerror(rc));
 	if (rc < 0)
-		return sc_fail(s, p, "%s: %s", sc_show(v, b), *msg ? msg : tp_strerror(rc));
+		return sc_fail(s, p, "%s: %s", sc_show(s, v, b), *msg ? msg : tp_strerror(rc));
 	s->hw[s->nhw++] = (struct sc_hwloc){path, *out};
 	return true;
 }
@@ -282,11 +282,11 @@ static bool duplicate_name(struct scen *s, const json_t *name, const char *p, si
 		const json_t *other = json_object_get(json_array_get(s->nodes, k), "name");
 		if (other && !strcmp(json_string_value(other), json_string_value(name)))
 			return sc_fail(s, sc_join(q, p, "name"),
-			               "duplicate node name %s (also topology.nodes[%zu])", sc_show(name, b),
+			               "duplicate node name %s (also topology.nodes[%zu])", sc_show(s, name, b),
 			               k);
 	}
 	return sc_fail(s, sc_join(q, p, "name"), "duplicate node name %s (a generated node has it)",
-	               sc_show(name, b));
+	               sc_show(s, name, b));
 }
 
 /* The node's device count: its `gpus`, or its hwloc file's GPUs (which `gpus` must match). */
@@ -310,7 +310,7 @@ static bool read_node_gpus(struct scen *s, const json_t *n, const char *p, tp_no
 			return false;
 		if (*ngpus != found)
 			return sc_fail(s, q, "%u, but the hwloc file %s has %u GPUs", *ngpus,
-			               sc_show(hw, b), found);
+			               sc_show(s, hw, b), found);
 	}
 	*ngpus = found;
 	return true;
@@ -428,16 +428,16 @@ static bool read_fd_member(struct scen *s, const char *kname, const json_t *kind
 	char b[SC_SHOW_LEN], node[TP_MAX_NAME + 1];
 	int dev;
 	if (!json_is_string(m))
-		return sc_fail(s, mp, "must be a node or device name, not %s", sc_show(m, b));
+		return sc_fail(s, mp, "must be a node or device name, not %s", sc_show(s, m, b));
 	const char *str = json_string_value(m);
 	if (!fd_ref(m, node, &dev)) {
 		if (strchr(str, '/'))
-			return sc_fail(s, mp, "%s is not a device name (node/index)", sc_show(m, b));
-		return sc_fail(s, mp, "unknown node or device %s", sc_show(m, b));
+			return sc_fail(s, mp, "%s is not a device name (node/index)", sc_show(s, m, b));
+		return sc_fail(s, mp, "unknown node or device %s", sc_show(s, m, b));
 	}
 	int rc = tp_topology_builder_add_failure_domain(s->b, kname, dname, node, dev);
 	if (rc == TP_ENOTFOUND)
-		return sc_fail(s, mp, "unknown node or device %s", sc_show(m, b));
+		return sc_fail(s, mp, "unknown node or device %s", sc_show(s, m, b));
 	if (rc == TP_EINVAL && dev >= 0)
 		return sc_fail(s, mp, "node %s has %u devices, so there is no device %s", node,
 		               builder_node_gpus(s, node), str);

@@ -986,3 +986,22 @@ Test(scenario, allocation_failures_leave_nothing_behind)
 	cr_assert_gt(n, 10, "only %ld allocations", n);
 	free(doc);
 }
+
+Test(scenario, names_the_field_that_holds_a_lone_surrogate)
+{
+	/* jansson refuses "\udc80"; the importer still names the field, as the CLI does */
+	assert_refused_for("{'version': 1, " BASE_TOPOLOGY ", 'state': {'jobs': [{'id': 'a', "
+	                   "'tenant': 't\\udc80', 'devices': {'x1': 1}}]}}",
+	                   TP_SCENARIO_FRAG, "state.jobs[0].tenant: a tenant \"t\\udc80\" holds a lone "
+	                   "surrogate (\\udc80), which is not a character", false);
+	assert_refused_for("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 1, "
+	                   "'select': {'nodes': ['\\ud800x']}}}", TP_SCENARIO_PLACE,
+	                   "request.select.nodes[0]: unknown node \"\\ud800x\"", false);
+	/* a proper pair is a character like any other */
+	tp_scenario *sc = import_ok("{'version': 1, 'topology': {'levels': ['node'], 'nodes': "
+	                            "[{'name': 'n\\ud83d\\ude00', 'gpus': 1}]}}",
+	                            TP_SCENARIO_TOPOLOGY, 0);
+	cr_assert_str_eq(tp_topology_node_name(tp_scenario_topology(sc), 0), "n\xf0\x9f\x98\x80");
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
