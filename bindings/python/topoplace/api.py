@@ -1145,6 +1145,16 @@ class Cluster(_Owned):
         # when the caller closes its Topology object while the cluster lives.
         self._topo = Topology._wrap(tptr)
 
+    @classmethod
+    def _wrap(cls, ptr, topology):
+        """A Cluster over a ``tp_cluster *`` someone else owns (the scenario importer's):
+        ``ptr`` must keep its owner alive (an ``ffi.gc`` pointer)."""
+        self = object.__new__(cls)
+        self._ptr = ptr
+        self.topology = topology
+        self._topo = Topology._wrap(topology._p)
+        return self
+
     def _errmsg(self):
         return _s(lib.tp_cluster_errmsg(self._p))
 

@@ -204,14 +204,10 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
     except ImportError as e:
         return _Answer(EXIT_UNSUPPORTED, {"status": "error", "message": str(e)})
     try:
-        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, hwloc=_hwloc_loader(),
-                         max_bytes=max_bytes)
+        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
     except InvalidInput as e:
         return _invalid(str(e))
-    try:
-        topo, cluster = build(sc)
-    except InvalidInput as e:
-        return _invalid(str(e))
+    topo, cluster = sc.topology, sc.cluster
     from . import _native
     lacking = [f for f in NEEDS[command] if not _native.has(f)]
     if lacking:
@@ -222,30 +218,8 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
     return COMMANDS[command](sc, topo, cluster)
 
 
-# --------------------------------------------------------------------------------------------
-# scenario -> C objects
-# --------------------------------------------------------------------------------------------
-
-def _hwloc_loader():
-    """The loader of nodes' hwloc files for the scenario parser, or None when the library has
-    no hwloc importer (such nodes are then invalid input, "not supported by this build")."""
-    from . import _native, api, errors
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        return None
-
-    def load(data, rel):
-        try:
-            nt = api.NodeType.from_hwloc_xml(data)
-        except errors.NotFound as e:
-            raise ValueError("no NVIDIA GPU in it (%s)" % e)
-        except (errors.ParseError, errors.LimitExceeded, errors.InvalidArgument) as e:
-            raise ValueError(str(e))
-        return nt.gpu_count, nt
-    return load
-
-
 def _lib_error(where, e):
-    """An error the library found in an item the validator let through, as invalid input."""
+    """An error the library found in an item the importer let through, as invalid input."""
     from . import errors
     if isinstance(e, (errors.OutOfMemory, errors.Corrupt)):
         raise e
@@ -253,102 +227,6 @@ def _lib_error(where, e):
     if where and not msg.startswith(where):
         msg = "%s: %s" % (where, msg)
     raise InvalidInput("", msg)
-
-
-def build(sc):
-    """The :class:`~topoplace.api.Topology` and :class:`~topoplace.api.Cluster` of a
-    validated scenario, with its jobs, down and cordoned devices."""
-    from . import api, errors
-    try:
-        b = api.TopologyBuilder(sc.levels)
-    except errors.TopoplaceError as e:
-        _lib_error("topology.levels", e)
-    with b:
-        for lv, (kind, gbps, lat) in sc.fabric.items():
-            try:
-                b.set_fabric(lv, kind, gbps, lat)
-            except errors.TopoplaceError as e:
-                _lib_error("topology.fabric." + lv, e)
-        if sc.generate:
-            g = sc.generate
-            try:
-                b.generate(g["counts"], g["gpus_per_node"], g["model"], g["memory_gb"],
-                           g["perf"])
-            except errors.TopoplaceError as e:
-                _lib_error("topology.generate", e)
-        for n in sc.nodes:
-            try:
-                b.add_node(n.name, n.path, n.gpus, n.model, n.memory_gb, n.perf, n.node_type)
-            except errors.TopoplaceError as e:
-                _lib_error(n.where, e)
-        for kind, dom, node, dev in sc.failure_domains:
-            try:
-                b.add_failure_domain(kind, dom, node, None if dev < 0 else dev)
-            except errors.TopoplaceError as e:
-                _lib_error("topology.failure_domains.%s.%s" % (kind, dom), e)
-        try:
-            topo = b.build()
-        except errors.TopoplaceError as e:
-            _lib_error("topology", e)
-    cluster = api.Cluster(topo)
-    ids = _DeviceIds(topo)
-    for job in sc.jobs:
-        shape = to_request(job.request) if job.request else None
-        try:
-            cluster.assign(job.id, [ids(n, i) for n, i in job.devices], job.job_class,
-                           job.priority, job.tenant, job.preemptible, job.migratable,
-                           job.checkpoint_s, shape)
-        except errors.TopoplaceError as e:
-            msg = str(e)
-            if msg.startswith("request") and job.request:
-                raise InvalidInput("", "%s.%s" % (job.where, msg))
-            _lib_error(job.where, e)
-    for key, setter in (("down", cluster.set_down), ("cordoned", cluster.set_cordoned)):
-        refs = getattr(sc, key)
-        if refs:
-            devs = []
-            for node, idx in refs:
-                devs.extend(ids.node(node) if idx is None else [ids(node, idx)])
-            try:
-                setter(devs)
-            except errors.TopoplaceError as e:
-                _lib_error("state." + key, e)
-    return topo, cluster
-
-
-class _DeviceIds:
-    """(node name, index) -> device id, one name lookup per node."""
-
-    def __init__(self, topo):
-        self.topo = topo
-        self.first = {}
-
-    def node(self, name):
-        r = self.first.get(name)
-        if r is None:
-            r = self.first[name] = self.topo.node_devices(name)
-        return r
-
-    def __call__(self, name, idx):
-        return self.node(name)[idx]
-
-
-def to_request(d):
-    """A scenario request (normalised by :mod:`topoplace.scenario`) as an api.Request."""
-    from . import api
-    sel = d["select"]
-    return api.Request(
-        count=d["count"], id=d["id"], job_class=d["class"], priority=d["priority"],
-        tenant=d["tenant"], group_size=d["group_size"], group_level=d["group_level"],
-        required=d["required"], preferred=d["preferred"],
-        slices=[api.Slice(lv, n) for lv, n in d["slices"]], balanced=d["balanced"],
-        max_per_domain=[api.DomainCap(lv, dv, gr) for lv, dv, gr in d["max_per_domain"]],
-        spread=api.Spread(*d["spread"]) if d["spread"] else None,
-        colocate=api.Colocate(*d["colocate"]) if d["colocate"] else None,
-        exclusive=d["exclusive"],
-        select=api.Select(sel["model"], sel["min_perf"], sel["min_memory_gb"], sel["nodes"])
-        if sel else None,
-        gpu_nic_pairs=d.get("x_gpu_nic_pairs", False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,7 +259,7 @@ def not_placed_json(pl):
 
 def _place(sc, topo, cluster):
     from . import errors
-    req = to_request(sc.request)
+    req = sc.request
     try:
         pl = cluster.place(req)
     except (errors.InvalidArgument, errors.NotFound) as e:
@@ -397,12 +275,9 @@ def _place(sc, topo, cluster):
 def _replace(sc, topo, cluster):
     from . import api, errors
     rep = sc.replace
-    job = sc.job(rep["job"])
-    ids = _DeviceIds(topo)
-    failed = set()
-    for node, idx in rep["failed"]:
-        failed.update(ids.node(node) if idx is None else [ids(node, idx)])
-    held = [ids(n, i) for n, i in job.devices]
+    job = _Job(rep["job"])
+    failed = set(rep["failed"])
+    held = list(cluster.job_devices(job.id))
     job_failed = [d for d in held if d in failed]
     # Every failed device is treated as down, so that no replacement lands on one.
     try:
@@ -432,6 +307,11 @@ def _replace(sc, topo, cluster):
                    job=job.id)
 
 
+class _Job:
+    def __init__(self, jid):
+        self.id = jid
+
+
 def _domains_of(topo, devices):
     """Level name -> domain path -> devices, in first-rank order."""
     out = {lv: {} for lv in topo.levels}
@@ -454,14 +334,12 @@ def _frag(sc, topo, cluster):
 
 
 def _defrag(sc, topo, cluster):
-    from . import api, errors
-    req = to_request(sc.request)
-    pol = sc.policy or sc_mod.POLICY_DEFAULTS
+    from . import errors
+    req = sc.request
     # scenario-v1 plans predate the library's locality rule: its contract lets a job without a
-    # request restart on any free devices (spec/examples slurm-s01 expects exactly that)
-    policy = api.DefragPolicy(pol["migrate"], pol["preempt"], pol["allow_interactive"],
-                              pol["max_moves"], pol["max_cost_s"], pol["min_priority_gap"],
-                              allow_less_local=True)
+    # request restart on any free devices (spec/examples slurm-s01 expects exactly that); the
+    # importer's policy says so (allow_less_local)
+    policy = sc.policy
     try:
         plan = cluster.defrag_plan(req, policy)
     except (errors.InvalidArgument, errors.NotFound) as e:
