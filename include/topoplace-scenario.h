@@ -127,9 +127,10 @@ typedef struct tp_scenario tp_scenario;
  * @param opts Options, or NULL for ::TP_SCENARIO_OPTIONS_INIT.
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (NULL @p out or @p json, bad options); ::TP_EPARSE (the document is
- *         not valid JSON or not a valid scenario: every message of the command-line tool);
- *         ::TP_ELIMIT (more than @c max_devices devices); ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p json, an unknown options version or command, an
+ *         allocator that lacks a function; the message names the argument); ::TP_EPARSE (the
+ *         document is not valid JSON or not a valid scenario: every message of the
+ *         command-line tool); ::TP_ELIMIT (more than @c max_devices devices); ::TP_ENOMEM.
  * @note Thread-safe: the call shares nothing with other calls (a @c read_file callback is
  *       called on the caller's thread).
  * @since 0.3.0

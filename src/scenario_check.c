@@ -347,8 +347,10 @@ char *sc_mark_surrogates(struct scen *s, const char *text, size_t *len)
 {
 	size_t n = *len, o = 0, found = 0;
 	char *out = sc_alloc(s, 2 * n + 1); /* each 6-byte escape becomes 12 bytes */
-	if (!out)
+	if (!out) {
+		*len = SIZE_MAX;
 		return NULL;
+	}
 	bool in_string = false;
 	for (size_t i = 0; i < n; i++) {
 		char c = text[i];

@@ -152,6 +152,26 @@ static void keep_used(tp_scenario *sc)
 	s->b = NULL;
 }
 
+/* Misuse, with a message saying which argument (nothing is built yet). */
+static bool bad_arguments(tp_scenario **out, const char *json, const tp_scenario_options *o,
+                          char *errbuf, size_t errlen)
+{
+	struct scen s = {.err = errbuf, .errlen = errlen};
+	if (!out)
+		return !sc_fail(&s, "", "out is NULL");
+	if (!json)
+		return !sc_fail(&s, "", "json is NULL");
+	if (o->version != TP_SCENARIO_OPTIONS_VERSION)
+		return !sc_fail(&s, "", "opts->version %u is not %d", o->version,
+		                TP_SCENARIO_OPTIONS_VERSION);
+	if ((unsigned)o->command >= SC_COUNT(command_names))
+		return !sc_fail(&s, "", "opts->command %u is not a tp_scenario_command",
+		                (unsigned)o->command);
+	if (!tp_alloc_valid(o->alloc))
+		return !sc_fail(&s, "", "opts->alloc lacks a function");
+	return false;
+}
+
 static void parse_error(struct scen *s, const json_error_t *je)
 {
 	s->code = TP_EPARSE;
@@ -169,9 +189,7 @@ int tp_scenario_from_json(tp_scenario **out, const char *json, size_t len,
 	tp_scenario_options defaults = TP_SCENARIO_OPTIONS_INIT;
 	if (!opts)
 		opts = &defaults;
-	if (!out || !json || opts->version != TP_SCENARIO_OPTIONS_VERSION ||
-	    (unsigned)opts->command >= SC_COUNT(command_names) ||
-	    !tp_alloc_valid(opts->alloc))
+	if (bad_arguments(out, json, opts, errbuf, errlen))
 		return TP_EINVAL;
 	tp_allocator a = tp_alloc_resolve(opts->alloc);
 	const tp_allocator *alloc = &a;
@@ -194,6 +212,11 @@ int tp_scenario_from_json(tp_scenario **out, const char *json, size_t len,
 		 * that the message names the field as the CLI does */
 		size_t mlen = len;
 		char *marked = sc_mark_surrogates(s, json, &mlen);
+		if (!marked && mlen == SIZE_MAX) {
+			sc_nomem(s, "");
+			tp_scenario_destroy(sc);
+			return TP_ENOMEM;
+		}
 		if (marked) {
 			json_error_t je2;
 			sc->root = json_loadb(marked, mlen, flags, &je2);

@@ -110,7 +110,7 @@ const char *sc_show(const struct scen *s, const json_t *v, char buf[SC_SHOW_LEN]
 const char *sc_show_str(const struct scen *s, const char *str, char buf[SC_SHOW_LEN]);
 /* A copy of text whose lone surrogate escapes ("\udc80") are written as characters of
  * U+10F800..U+10FFFF, so that jansson reads the document and the checks can name the field
- * that holds one (see sc_surrogate()); NULL when there is none or no memory (*len: its size). */
+ * that holds one; NULL when there is none, or no memory (*len then SIZE_MAX). */
 char *sc_mark_surrogates(struct scen *s, const char *text, size_t *len);
 const char *sc_kind(const json_t *v);
 bool sc_check_object(struct scen *s, const json_t *v, const char *path,

@@ -347,6 +347,12 @@ static void assert_all_refused(const struct bad_doc *cases, size_t n)
 
 Test(scenario, refuses_bad_top_level_fields)
 {
+	/* through the call itself, with default options (the cases below go through import()) */
+	const char *dup = "{\"version\": 1, \"version\": 1}";
+	char err[256];
+	tp_scenario *sc;
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, dup, strlen(dup), NULL, err, sizeof err), TP_EPARSE,
+	              err, "duplicate object key near");
 	static const struct bad_doc cases[] = {
 		{"[]", "must be an object, not a list"},
 		{"{'version': 1, 'topology': {}, 'extra': 1}",
@@ -905,6 +911,18 @@ Test(scenario, refuses_bad_state_request_policy_and_replace)
 		snprintf(doc, sizeof doc, "{'version': 1, %s%s}", BASE_TOPOLOGY, cases[i].extra);
 		assert_refused_for(doc, cases[i].cmd, cases[i].message, false);
 	}
+	/* the code, through the call itself */
+	const char *bad = "{\"version\": 1, \"topology\": {\"levels\": [\"node\"], \"nodes\": "
+	                  "[{\"name\": \"n\", \"gpus\": 4}]}, \"request\": {\"count\": 10, "
+	                  "\"slices\": [{\"level\": \"node\", \"size\": 8}]}}";
+	char err[256];
+	tp_scenario *sc;
+	tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT;
+	o.command = TP_SCENARIO_PLACE;
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, bad, strlen(bad), &o, err, sizeof err), TP_EPARSE,
+	              err, "request.slices[0].size: 8 does not divide count 10");
+	cr_assert_null(sc);
+	TP_ASSERT_NO_LEAKS();
 }
 
 Test(scenario, validates_unused_sections_only_when_strict)
@@ -929,20 +947,25 @@ Test(scenario, refuses_misuse_and_a_topology_over_the_budget)
 	char err[64] = "x";
 	tp_scenario *sc = (tp_scenario *)err;
 	tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT;
-	cr_assert_eq(tp_scenario_from_json(NULL, "{}", 2, &o, err, sizeof err), TP_EINVAL);
-	cr_assert_eq(tp_scenario_from_json(&sc, NULL, 0, &o, err, sizeof err), TP_EINVAL);
+	TP_ASSERT_ERR(tp_scenario_from_json(NULL, "{}", 2, &o, err, sizeof err), TP_EINVAL, err,
+	              "out is NULL");
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, NULL, 0, &o, err, sizeof err), TP_EINVAL, err,
+	              "json is NULL");
 	cr_assert_null(sc);
 	o.version = 99;
-	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL, err,
+	              "opts->version 99 is not 1");
 	o.version = TP_SCENARIO_OPTIONS_VERSION;
 	o.command = (tp_scenario_command)5;
-	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL, err,
+	              "opts->command 5 is not a tp_scenario_command");
 	cr_assert_eq(tp_scenario_options_init(&o, 2), TP_EINVAL);
 	cr_assert_eq(tp_scenario_options_init(NULL, TP_SCENARIO_OPTIONS_VERSION), TP_EINVAL);
 	tp_allocator half = {0};
 	o = (tp_scenario_options)TP_SCENARIO_OPTIONS_INIT;
 	o.alloc = &half;
-	cr_assert_eq(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL);
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, "{}", 2, &o, err, sizeof err), TP_EINVAL, err,
+	              "opts->alloc lacks a function");
 	/* NULL readers are harmless */
 	tp_scenario_destroy(NULL);
 	cr_assert_null(tp_scenario_topology(NULL));
@@ -955,8 +978,8 @@ Test(scenario, refuses_misuse_and_a_topology_over_the_budget)
 	                  "{\"name\": \"a\", \"gpus\": 8}, {\"name\": \"b\", \"gpus\": 8}]}}";
 	o = (tp_scenario_options)TP_SCENARIO_OPTIONS_INIT;
 	o.max_devices = 15;
-	cr_assert_eq(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), TP_ELIMIT);
-	cr_assert_str_eq(err, "topology.nodes[1]: the topology has more than 15 devices");
+	TP_ASSERT_ERR(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), TP_ELIMIT,
+	              err, "topology.nodes[1]: the topology has more than 15 devices");
 	o.max_devices = 16;
 	cr_assert_eq(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), 0);
 	tp_scenario_destroy(sc);
@@ -985,6 +1008,16 @@ Test(scenario, allocation_failures_leave_nothing_behind)
 	}
 	cr_assert_gt(n, 10, "only %ld allocations", n);
 	free(doc);
+	/* the copy that marks lone surrogates is an allocation too */
+	doc = dq("{'version': 1, 'topology': {'levels': ['node'], 'nodes': [{'name': 'a\\udc80', "
+	         "'gpus': 1}]}}");
+	tp_test_alloc_reset();
+	tp_test_alloc_fail_at(1);
+	tp_scenario *sc = NULL;
+	TP_ASSERT_ERR(import(doc, TP_SCENARIO_TOPOLOGY, 0, &sc, err, sizeof err), TP_ENOMEM, err,
+	              "out of memory");
+	TP_ASSERT_NO_LEAKS();
+	free(doc);
 }
 
 Test(scenario, names_the_field_that_holds_a_lone_surrogate)
@@ -997,6 +1030,12 @@ Test(scenario, names_the_field_that_holds_a_lone_surrogate)
 	assert_refused_for("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 1, "
 	                   "'select': {'nodes': ['\\ud800x']}}}", TP_SCENARIO_PLACE,
 	                   "request.select.nodes[0]: unknown node \"\\ud800x\"", false);
+	const char *doc = "{\"version\": 1, \"topology\": {\"levels\": [\"node\"], \"nodes\": "
+	                  "[{\"name\": \"\\udc80\", \"gpus\": 1}]}}";
+	char err[256];
+	tp_scenario *bad;
+	TP_ASSERT_ERR(tp_scenario_from_json(&bad, doc, strlen(doc), NULL, err, sizeof err), TP_EPARSE,
+	              err, "topology.nodes[0].name: a node name \"\\udc80\" holds a lone surrogate");
 	/* a proper pair is a character like any other */
 	tp_scenario *sc = import_ok("{'version': 1, 'topology': {'levels': ['node'], 'nodes': "
 	                            "[{'name': 'n\\ud83d\\ude00', 'gpus': 1}]}}",
