@@ -252,3 +252,16 @@ def test_values_the_library_cannot_take_are_invalid_input_not_internal_errors(
         tp, tmp_path, change, cmd, message):
     rc, out = run_json(tmp_path, cmd, json.dumps(doc(**change)))
     assert (rc, out) == (2, {"status": "invalid", "message": message})
+
+
+def test_a_build_without_the_importer_says_so(tp, monkeypatch, tmp_path):
+    import io
+    from topoplace import _native, cli
+    real = _native.has
+    monkeypatch.setattr(_native, "has", lambda n: n != "tp_scenario_from_json" and real(n))
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(doc()))
+    out = io.StringIO()
+    assert cli.main(["frag", str(p)], stdout=out) == 3
+    answer = json.loads(out.getvalue())
+    assert answer["status"] == "unsupported" and "scenario importer" in answer["message"]

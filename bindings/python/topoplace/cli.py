@@ -9,8 +9,8 @@ output. Exit status:
 0       placed / replaced / plan found / frag report
 1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no defrag plan (``none``)
 2       invalid input: ``{"status": "invalid", "message": "request.slices[1].size: ..."}``
-3       this build cannot answer (``unsupported``: defrag before the library has it), or an
-        internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
+3       this build cannot answer (``unsupported``: defrag before the library has it, or a
+        library built without its scenario importer), or an internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
         standard error)
 ======  ======================================================================================
 
@@ -203,12 +203,17 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
         from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
     except ImportError as e:
         return _Answer(EXIT_UNSUPPORTED, {"status": "error", "message": str(e)})
+    from . import _native
+    if not _native.has("tp_scenario_from_json"):
+        return _Answer(EXIT_UNSUPPORTED, {
+            "status": "unsupported",
+            "message": "this build cannot read scenarios: libtopoplace was built without its "
+                       "scenario importer (jansson was not found)"}, command=command)
     try:
         sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
     except InvalidInput as e:
         return _invalid(str(e))
     topo, cluster = sc.topology, sc.cluster
-    from . import _native
     lacking = [f for f in NEEDS[command] if not _native.has(f)]
     if lacking:
         return _Answer(EXIT_UNSUPPORTED, {
