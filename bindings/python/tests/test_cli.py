@@ -192,6 +192,17 @@ def test_gpu_nic_pairs_extension(tp, tmp_path):
 
 # Bounds on the input (issue 19 item 7): none of these may end as exit 3 or hang.
 
+def run_in_process(tmp_path, command, document, *extra):
+    """cli.main() in this process (no interpreter start-up): the exit status and the answer."""
+    import io
+    from topoplace import cli
+    path = tmp_path / "scenario.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    out = io.StringIO()
+    rc = cli.main([command, str(path)] + list(extra), stdout=out)
+    return rc, json.loads(out.getvalue())
+
+
 def test_input_larger_than_the_limit_is_refused(tp):
     p = subprocess.run([python(), "-m", "topoplace", "place", "/dev/zero",
                         "--max-input-bytes", "4096"],
@@ -216,7 +227,7 @@ def test_input_limit_applies_to_stdin_and_is_a_bound_not_a_target(tp, tmp_path):
                                         ("--timeout", "0"), ("--timeout", "nan"),
                                         ("--timeout", "-1")])
 def test_bad_bounds_are_usage_errors(tp, tmp_path, flag, value):
-    rc, out = run_json(tmp_path, "frag", doc(), flag, value)
+    rc, out = run_in_process(tmp_path, "frag", doc(), flag, value)
     assert rc == 2 and out["status"] == "invalid"
     assert out["message"].startswith("usage: argument %s: %s: %r" % (flag, flag, value))
 
@@ -234,7 +245,7 @@ def test_timeout_ends_a_read_that_never_finishes(tp, tmp_path):
 
 
 def test_timeout_does_not_touch_a_command_that_finishes(tp, tmp_path):
-    rc, out = run_json(tmp_path, "frag", doc(), "--timeout", "60")
+    rc, out = run_in_process(tmp_path, "frag", doc(), "--timeout", "60")
     assert rc == 0 and out["status"] == "ok"
 
 
@@ -250,7 +261,7 @@ def test_timeout_does_not_touch_a_command_that_finishes(tp, tmp_path):
 ])
 def test_values_the_library_cannot_take_are_invalid_input_not_internal_errors(
         tp, tmp_path, change, cmd, message):
-    rc, out = run_json(tmp_path, cmd, json.dumps(doc(**change)))
+    rc, out = run_in_process(tmp_path, cmd, json.dumps(doc(**change)))
     assert (rc, out) == (2, {"status": "invalid", "message": message})
 
 
