@@ -115,6 +115,7 @@ static void scen_free(struct scen *s)
 		tp_nodetype_destroy(s->hw[i].nt);
 	sc_free(s, s->hw);
 	sc_free(s, s->listed_gpus);
+	sc_free(s, s->names);
 	sc_free(s, s->down.ids);
 	sc_free(s, s->cordoned.ids);
 	for (size_t i = 0; s->jobs && i < s->njobs; i++) {

@@ -78,6 +78,9 @@ struct scen {
 	json_t *nodes;        /* topology.nodes, to name the first of two equal names */
 	unsigned *listed_gpus; /* devices of topology.nodes[i], for messages */
 	unsigned gen_gpus;
+	unsigned gen_counts[TP_MAX_LEVELS]; /* topology.generate.counts, or all 0 */
+	size_t *names;         /* open hash of listed node names: 1 + index into nodes, or 0 */
+	size_t names_cap;      /* a power of two */
 	struct sc_hwloc *hw;
 	size_t nhw;
 

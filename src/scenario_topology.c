@@ -202,6 +202,7 @@ static bool read_generate(struct scen *s, const json_t *g)
 	s->nnodes += nodes;
 	s->ndevices += nodes * gpn;
 	s->gen_gpus = gpn;
+	memcpy(s->gen_counts, c, sizeof c);
 	return true;
 }
 
@@ -274,6 +275,58 @@ static bool read_node_path(struct scen *s, const json_t *n, const char *p, const
 	return true;
 }
 
+/* Whether a name is one `generate` gives: <level0><i>-<level1><j>-... with every index in
+ * range and written without leading zeros. */
+static bool generated(const struct scen *s, const char *name)
+{
+	if (!s->gen_counts[0])
+		return false;
+	const char *p = name;
+	for (unsigned l = 0; l < s->nlevels; l++) {
+		size_t n = strlen(s->levels[l]);
+		if (strncmp(p, s->levels[l], n))
+			return false;
+		p += n;
+		if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9'))
+			return false;
+		unsigned long long i = 0;
+		while (*p >= '0' && *p <= '9' && i < UINT32_MAX)
+			i = i * 10 + (unsigned long long)(*p++ - '0');
+		if (i >= s->gen_counts[l] || *p != (l + 1 < s->nlevels ? '-' : '\0'))
+			return false;
+		p += l + 1 < s->nlevels;
+	}
+	return true;
+}
+
+static size_t name_hash(const char *str)
+{
+	size_t h = 14695981039346656037u; /* FNV-1a */
+	for (; *str; str++)
+		h = (h ^ (unsigned char)*str) * 1099511628211u;
+	return h;
+}
+
+static const char *listed_name(const struct scen *s, size_t i)
+{
+	return json_string_value(json_object_get(json_array_get(s->nodes, i), "name"));
+}
+
+/* The slot of a listed name in the hash (holding 0 when absent). */
+static size_t *name_slot(const struct scen *s, const char *name)
+{
+	size_t mask = s->names_cap - 1, i = name_hash(name) & mask;
+	while (s->names[i] && strcmp(listed_name(s, s->names[i] - 1), name))
+		i = (i + 1) & mask;
+	return &s->names[i];
+}
+
+/* Whether a node name is known before the topology is built (listed so far, or generated). */
+static bool known_node(const struct scen *s, const char *name)
+{
+	return generated(s, name) || (s->names && *name_slot(s, name));
+}
+
 /* Which node had this name first, now that the builder refused it as a duplicate. */
 static bool duplicate_name(struct scen *s, const json_t *name, const char *p, size_t i)
 {
@@ -328,6 +381,9 @@ static bool read_node(struct scen *s, const json_t *n, size_t i)
 		return sc_fail(s, sc_join(q, p, "name"), "required");
 	if (!sc_check_name(s, name, sc_join(q, p, "name"), "a node name", false))
 		return false;
+	size_t *slot = name_slot(s, json_string_value(name));
+	if (*slot || generated(s, json_string_value(name)))
+		return duplicate_name(s, name, p, i);
 	const char *path[TP_MAX_LEVELS];
 	if (!read_node_path(s, n, p, path))
 		return false;
@@ -343,6 +399,7 @@ static bool read_node(struct scen *s, const json_t *n, size_t i)
 		return sc_nomem(s, p);
 	if (rc < 0)
 		return sc_fail(s, p, "%s", tp_topology_builder_errmsg(s->b));
+	*name_slot(s, json_string_value(name)) = i + 1;
 	s->listed_gpus[i] = ngpus;
 	s->nnodes++;
 	s->ndevices += ngpus;
@@ -431,8 +488,15 @@ static bool read_fd_member(struct scen *s, const char *kname, const json_t *kind
 		return sc_fail(s, mp, "must be a node or device name, not %s", sc_show(s, m, b));
 	const char *str = json_string_value(m);
 	if (!fd_ref(m, node, &dev)) {
-		if (strchr(str, '/'))
-			return sc_fail(s, mp, "%s is not a device name (node/index)", sc_show(s, m, b));
+		const char *slash = strrchr(str, '/');
+		if (slash && (size_t)(slash - str) <= TP_MAX_NAME) {
+			char part[TP_MAX_NAME + 1];
+			memcpy(part, str, (size_t)(slash - str));
+			part[slash - str] = '\0';
+			if (known_node(s, part))
+				return sc_fail(s, mp, "%s is not a device name (node/index)",
+				               sc_show(s, m, b));
+		}
 		return sc_fail(s, mp, "unknown node or device %s", sc_show(s, m, b));
 	}
 	int rc = tp_topology_builder_add_failure_domain(s->b, kname, dname, node, dev);
@@ -503,8 +567,13 @@ static bool read_nodes(struct scen *s)
 {
 	if (!sc_check_list(s, s->nodes, "topology.nodes", false))
 		return false;
-	s->listed_gpus = sc_calloc(s, json_array_size(s->nodes) + 1, sizeof *s->listed_gpus);
-	if (!s->listed_gpus)
+	size_t count = json_array_size(s->nodes);
+	s->names_cap = 16;
+	while (s->names_cap < 2 * count)
+		s->names_cap *= 2;
+	s->listed_gpus = sc_calloc(s, count + 1, sizeof *s->listed_gpus);
+	s->names = sc_calloc(s, s->names_cap, sizeof *s->names);
+	if (!s->listed_gpus || !s->names)
 		return sc_nomem(s, "topology.nodes");
 	size_t i;
 	json_t *n;

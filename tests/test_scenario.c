@@ -509,6 +509,16 @@ Test(scenario, refuses_bad_nodes)
 		{TOPO("{" RACKS ", 'generate': {'counts': [1, 2], 'gpus_per_node': 4},"
 		      "'nodes': [{'name': 'rack0-node1', 'path': ['r9'], 'gpus': 4}]}"),
 		 "topology.nodes[0].name: duplicate node name \"rack0-node1\" (a generated node has it)"},
+		/* a duplicate name is named before the node's other fields are read */
+		{TOPO("{" RACKS ", 'nodes': [{'name': 'x1', 'path': ['r1'], 'gpus': 4},"
+		      "{'name': 'x1', 'path': ['r1'], 'gpus': 'x1'}]}"),
+		 "topology.nodes[1].name: duplicate node name \"x1\" (also topology.nodes[0])"},
+		/* generated names are recognised by their spelling and range */
+		{TOPO("{" RACKS ", 'generate': {'counts': [1, 2], 'gpus_per_node': 4},"
+		      "'nodes': [{'name': 'rack0-node01', 'path': ['r9'], 'gpus': 4},"
+		      "{'name': 'rack0-node2', 'path': ['r9'], 'gpus': 4},"
+		      "{'name': 'rack0-node0', 'path': ['r9'], 'gpus': 4}]}"),
+		 "topology.nodes[2].name: duplicate node name \"rack0-node0\" (a generated node has it)"},
 	};
 	assert_all_refused(cases, sizeof cases / sizeof *cases);
 }
@@ -571,6 +581,8 @@ Test(scenario, refuses_bad_failure_domains)
 		 "topology.failure_domains.power.pdu-a[0]: \"x1/a\" is not a device name (node/index)"},
 		{FD_TOPO("{'power': {'pdu-a': ['x1/']}}"),
 		 "topology.failure_domains.power.pdu-a[0]: \"x1/\" is not a device name (node/index)"},
+		{FD_TOPO("{'power': {'pdu-a': ['x9/a']}}"), /* the node part is no node either */
+		 "topology.failure_domains.power.pdu-a[0]: unknown node or device \"x9/a\""},
 		{FD_TOPO("{'power': {'pdu-a': ['x1'], 'pdu-b': ['x2', 'x1']}}"),
 		 "topology.failure_domains.power.pdu-b[1]: x1 is listed twice under power (also at "
 		 "topology.failure_domains.power.pdu-a[0])"},
