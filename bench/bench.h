@@ -130,6 +130,11 @@ double bench_loadavg(void);
 void bench_progress(bool done, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Die with a message: the harness is a program, so it may. */
+/* The topology of the scenario-v1 file at path, read with the library's importer
+ * (topoplace-scenario.h; hwloc files relative to the file's folder), owned by the caller; or
+ * NULL with the importer's message in err. */
+tp_topology *bench_scenario_topology(const char *path, char *err, size_t errlen);
+
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* Check a library call: die with its name, code and the object's message. */

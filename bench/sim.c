@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scenario.h"
 #include "sim.h"
 
 #ifndef TP_BENCH_SOURCE_DIR

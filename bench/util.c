@@ -521,3 +521,102 @@ void bench_die(const char *fmt, ...)
 	va_end(ap);
 	exit(1);
 }
+
+/* ---- scenario fleets (--fleet scenario:FILE) ---------------------------------------------- */
+
+#ifdef TP_BENCH_SCENARIO
+#include "topoplace-scenario.h"
+
+/* The whole of a file into a malloc'ed buffer, or NULL with errno set. */
+static char *bench_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		n += fread(buf + n, 1, cap - n, f);
+		if (n < cap)
+			break;
+		char *bigger = realloc(buf, cap *= 2);
+		if (!bigger)
+			free(buf);
+		buf = bigger;
+	}
+	int saved = buf ? 0 : ENOMEM;
+	if (buf && ferror(f)) { /* a directory: fopen() succeeds, reading fails with EISDIR */
+		saved = errno ? errno : EIO;
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	errno = saved;
+	*len = n;
+	return buf;
+}
+
+/* A node's hwloc file, relative to the scenario's folder; kept until the import returns. */
+struct bench_files {
+	const char *dir;
+	char *bufs[64];
+	size_t n;
+};
+
+static int bench_read_hwloc(void *ud, const char *path, const void **data, size_t *len,
+                            char *why, size_t whylen)
+{
+	struct bench_files *fs = ud;
+	char full[4096];
+	snprintf(full, sizeof full, "%s%s%s", path[0] == '/' ? "" : fs->dir,
+	         path[0] == '/' ? "" : "/", path);
+	if (fs->n == sizeof fs->bufs / sizeof *fs->bufs) {
+		snprintf(why, whylen, "more than %zu hwloc files", fs->n);
+		return -1;
+	}
+	char *buf = bench_read_file(full, len);
+	if (!buf) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -1;
+	}
+	fs->bufs[fs->n++] = buf;
+	*data = buf;
+	return 0;
+}
+#endif
+
+tp_topology *bench_scenario_topology(const char *path, char *err, size_t errlen)
+{
+#ifdef TP_BENCH_SCENARIO
+	size_t len;
+	char *text = bench_read_file(path, &len);
+	if (!text) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir] = '\0'; /* "/x.json" keeps "/" */
+	else
+		snprintf(dir, sizeof dir, ".");
+	struct bench_files fs = {.dir = dir};
+	tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT;
+	o.read_file = bench_read_hwloc;
+	o.ud = &fs;
+	tp_scenario *s = NULL;
+	tp_topology *t = NULL;
+	if (tp_scenario_from_json(&s, text, len, &o, err, errlen) == 0)
+		tp_scenario_topology_take(s, &t);
+	tp_scenario_destroy(s);
+	for (size_t i = 0; i < fs.n; i++)
+		free(fs.bufs[i]);
+	free(text);
+	return t;
+#else
+	(void)path;
+	snprintf(err, errlen, "this build has no scenario importer (jansson was not found)");
+	return NULL;
+#endif
+}

@@ -188,3 +188,91 @@ def test_gpu_nic_pairs_extension(tp, tmp_path):
     d["request"]["x_gpu_nic_pairs"] = "yes"
     rc, out = run_json(tmp_path, "place", d)
     assert rc == 2 and out["message"].startswith("request.x_gpu_nic_pairs")
+
+
+# Bounds on the input (issue 19 item 7): none of these may end as exit 3 or hang.
+
+def run_in_process(tmp_path, command, document, *extra):
+    """cli.main() in this process (no interpreter start-up): the exit status and the answer."""
+    import io
+    from topoplace import cli
+    path = tmp_path / "scenario.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    out = io.StringIO()
+    rc = cli.main([command, str(path)] + list(extra), stdout=out)
+    return rc, json.loads(out.getvalue())
+
+
+def test_input_larger_than_the_limit_is_refused(tp):
+    p = subprocess.run([python(), "-m", "topoplace", "place", "/dev/zero",
+                        "--max-input-bytes", "4096"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and out["status"] == "invalid"
+    assert out["message"] == ("/dev/zero is larger than 4096 bytes, the most a scenario may "
+                              "have (--max-input-bytes sets it)")
+
+
+def test_input_limit_applies_to_stdin_and_is_a_bound_not_a_target(tp, tmp_path):
+    text = json.dumps(doc())
+    p = run(tmp_path, "frag", None, "--max-input-bytes", str(len(text) - 1), stdin=text)
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and out["message"].startswith("standard input is larger than")
+    rc, out = run_json(tmp_path, "frag", None, "--max-input-bytes", str(len(text)), stdin=text)
+    assert rc == 0 and out["status"] == "ok"
+
+
+@pytest.mark.parametrize("flag,value", [("--max-input-bytes", "0"), ("--max-input-bytes", "x"),
+                                        ("--timeout", "0"), ("--timeout", "nan"),
+                                        ("--timeout", "-1")])
+def test_bad_bounds_are_usage_errors(tp, tmp_path, flag, value):
+    rc, out = run_in_process(tmp_path, "frag", doc(), flag, value)
+    assert rc == 2 and out["status"] == "invalid"
+    assert out["message"].startswith("usage: argument %s: %s: %r" % (flag, flag, value))
+
+
+def test_timeout_ends_a_read_that_never_finishes(tp, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))                 # no writer: open() blocks for ever
+    p = subprocess.run([python(), "-m", "topoplace", "place", str(fifo), "--timeout", "0.5"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and out == {
+        "status": "invalid",
+        "message": "timeout: the command did not finish within 0.5 s (--timeout)"}
+
+
+def test_timeout_does_not_touch_a_command_that_finishes(tp, tmp_path):
+    rc, out = run_in_process(tmp_path, "frag", doc(), "--timeout", "60")
+    assert rc == 0 and out["status"] == "ok"
+
+
+@pytest.mark.parametrize("change,cmd,message", [
+    ({"topology__nodes__1__name": "x\udc80"}, "frag",
+     'topology.nodes[1].name: a node name "x\\udc80" holds a lone surrogate (\\udc80), '
+     'which is not a character'),
+    ({"request__id": "\udc80"}, "place",
+     'request.id: a job id "\\udc80" holds a lone surrogate (\\udc80), which is not a '
+     'character'),
+    ({"policy__min_priority_gap": 2 ** 31}, "defrag",
+     "policy.min_priority_gap: 2147483648 is above the limit 2147483647"),
+])
+def test_values_the_library_cannot_take_are_invalid_input_not_internal_errors(
+        tp, tmp_path, change, cmd, message):
+    rc, out = run_in_process(tmp_path, cmd, json.dumps(doc(**change)))
+    assert (rc, out) == (2, {"status": "invalid", "message": message})
+
+
+def test_a_build_without_the_importer_says_so(tp, monkeypatch, tmp_path):
+    import io
+    from topoplace import _native, cli
+    real = _native.has
+    monkeypatch.setattr(_native, "has", lambda n: n != "tp_scenario_from_json" and real(n))
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(doc()))
+    out = io.StringIO()
+    assert cli.main(["frag", str(p)], stdout=out) == 3
+    answer = json.loads(out.getvalue())
+    assert answer["status"] == "unsupported" and "scenario importer" in answer["message"]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The scenario parser and validator (pure Python: no library needed)."""
+"""The scenario reader: topoplace.scenario on the library's importer (tp_scenario_from_json)."""
 
 import copy
 import json
@@ -59,29 +59,42 @@ def doc(**changes):
     return d
 
 
+def devices(sc, job):
+    return [sc.topology.device_name(d) for d in sc.cluster.job_devices(job)]
+
+
 def test_base_document_is_valid_for_every_command():
     for cmd in scenario.COMMANDS:
         sc = scenario.parse(doc(), cmd, strict=True)
         assert sc.levels == ["block", "rack", "node"]
     sc = scenario.parse(doc(), "place")
-    assert sc.request["count"] == 8 and sc.request["slices"] == [("rack", 8)]
-    assert sc.request["max_per_domain"] == [("power", 8, 0)]
+    assert sc.request.count == 8 and [(x.level, x.size) for x in sc.request.slices] == \
+        [("rack", 8)]
+    assert [(c.level, c.devices, c.groups) for c in sc.request.max_per_domain] == \
+        [("power", 8, 0)]
+    assert sc.policy is None and sc.replace is None
+    sc = scenario.parse(doc(), "defrag")
+    assert (sc.policy.max_moves, sc.policy.migrate, sc.policy.allow_less_local) == \
+        (2, False, True)
+    sc = scenario.parse(doc(), "replace")
+    assert sc.replace == {"job": "a", "failed": [sc.topology.device("x1/1")]}
 
 
 def test_job_devices_lists_first_then_counts_in_job_order():
     sc = scenario.parse(doc(), "frag")
-    a, b = sc.jobs
+    assert sc.jobs == ["a", "b"]
     # b's list takes x1/0 first; a's count then takes the lowest indices not held
-    assert b.devices == [("x1", 0), ("x3", 0), ("x3", 1)]
-    assert a.devices == [("x1", 1), ("x1", 2)]
-    assert b.request["count"] == 3 and b.request["id"] == "b"
-    assert a.request is None
+    assert devices(sc, "b") == ["x1/0", "x3/0", "x3/1"]
+    assert devices(sc, "a") == ["x1/1", "x1/2"]
+    shape = sc.cluster.job_info("b").shape
+    assert shape.count == 3 and shape.id == "b"
+    assert sc.cluster.job_info("a").shape is None
 
 
 def test_job_request_count_defaults_to_devices_held():
     d = doc(state__jobs__1__request={"required": "rack"})
     sc = scenario.parse(d, "frag")
-    assert sc.jobs[1].request["count"] == 3
+    assert sc.cluster.job_info("b").shape.count == 3
 
 
 def test_generated_nodes_are_recognised_without_listing_them():
@@ -90,12 +103,13 @@ def test_generated_nodes_are_recognised_without_listing_them():
          "state": {"jobs": [{"id": "j", "devices": {"block1-rack7-node17": 4}}],
                    "down": ["block0-rack0-node0/3"]}}
     sc = scenario.parse(d, "frag")
-    assert sc.node_count() == 288 and sc.device_count() == 1152
-    assert sc.has_node("block1-rack7-node17")
-    assert not sc.has_node("block1-rack8-node0")      # rack index out of range
-    assert not sc.has_node("block01-rack0-node0")     # not the generated spelling
+    assert sc.topology.node_count == 288 and sc.topology.device_count == 1152
+    assert devices(sc, "j")[0] == "block1-rack7-node17/0"
     d["state"]["jobs"][0]["devices"] = {"block2-rack0-node0": 1}
     with pytest.raises(InvalidInput, match=r"state\.jobs\[0\]\.devices\.block2-rack0-node0"):
+        scenario.parse(d, "frag")
+    d["state"]["jobs"][0]["devices"] = {"block01-rack0-node0": 1}   # not the generated spelling
+    with pytest.raises(InvalidInput, match=r"unknown node \"block01-rack0-node0\""):
         scenario.parse(d, "frag")
 
 
@@ -214,6 +228,9 @@ INVALID = [
     (doc(replace__job="zz"), "replace", "replace.job"),
     (doc(replace__failed=[]), "replace", "replace.failed"),
     (doc(replace__failed=["x1/0", "x1/8"]), "replace", "replace.failed[1]"),
+    (doc(topology__nodes__1__name="x\udc80"), "frag", "topology.nodes[1].name"),
+    (doc(state__jobs__0__tenant="\udc80"), "frag", "state.jobs[0].tenant"),
+    (doc(policy__min_priority_gap=2 ** 31), "defrag", "policy.min_priority_gap"),
 ]
 
 
@@ -262,16 +279,17 @@ def test_unused_sections_are_ignored_unless_strict():
 
 
 def test_json_level_problems():
+    def imp(text):
+        return scenario.import_text(text.encode("utf-8"), "frag")
     with pytest.raises(InvalidInput, match="not a valid JSON document"):
-        scenario.parse_json("{")
-    with pytest.raises(InvalidInput, match="NaN"):
-        scenario.parse_json('{"a": NaN}')
-    d = scenario.parse_json('{"version": 1, "version": 1, "topology": {}}')
-    with pytest.raises(InvalidInput, match="version: given twice"):
-        scenario.parse(d, "frag")
-    d = scenario.parse_json(json.dumps(doc())[:-1] + ', "request": {"count": 4}}')
-    with pytest.raises(InvalidInput, match="request: given twice"):
-        scenario.parse(d, "place")
+        imp("{")
+    with pytest.raises(InvalidInput, match="not a valid JSON document"):
+        imp('{"a": NaN}')
+    with pytest.raises(InvalidInput, match="not a valid JSON document: duplicate object key "
+                                           "near '\"version\"'"):
+        imp('{"version": 1, "version": 1, "topology": {}}')
+    with pytest.raises(InvalidInput, match="duplicate object key near '\"request\"'"):
+        imp(json.dumps(doc())[:-1] + ', "request": {"count": 4}}')
 
 
 def test_top_level_must_be_an_object():
@@ -295,25 +313,13 @@ def test_load_reads_files_and_reports_unreadable_ones(tmp_path):
         scenario.load(str(p), "frag")
 
 
-def test_hwloc_nodes_need_an_importer(tmp_path):
+def test_hwloc_files_are_read_beside_the_scenario(tmp_path):
     d = doc(topology__nodes__0__hwloc="dgx.xml")
     with pytest.raises(InvalidInput, match=r"topology\.nodes\[0\]\.hwloc: not supported"):
+        scenario.parse(d, "frag", base_dir=str(tmp_path), files=False)
+    with pytest.raises(InvalidInput, match=r"topology\.nodes\[0\]\.hwloc: cannot read "
+                                           r"\"dgx.xml\" \(No such file or directory\)"):
         scenario.parse(d, "frag", base_dir=str(tmp_path))
     (tmp_path / "dgx.xml").write_text("<topology/>")
-    seen = []
-
-    def loader(data, rel):
-        seen.append((data, rel))
-        return 4, "nodetype"
-    sc = scenario.parse(d, "frag", base_dir=str(tmp_path), hwloc=loader)
-    assert sc.nodes[0].gpus == 4 and sc.nodes[0].node_type == "nodetype"
-    assert seen == [(b"<topology/>", "dgx.xml")]
-    d["topology"]["nodes"][0]["gpus"] = 8
-    with pytest.raises(InvalidInput, match=r"topology\.nodes\[0\]\.gpus: 8, but"):
-        scenario.parse(d, "frag", base_dir=str(tmp_path), hwloc=loader)
-
-    def bad(data, rel):
-        raise ValueError("no NVIDIA GPU in it")
-    with pytest.raises(InvalidInput, match=r"nodes\[0\]\.hwloc: \"dgx.xml\": no NVIDIA GPU"):
-        scenario.parse(doc(topology__nodes__0__hwloc="dgx.xml"), "frag",
-                       base_dir=str(tmp_path), hwloc=bad)
+    with pytest.raises(InvalidInput, match=r"topology\.nodes\[0\]\.hwloc: \"dgx.xml\": "):
+        scenario.parse(d, "frag", base_dir=str(tmp_path))

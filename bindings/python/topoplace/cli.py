@@ -9,19 +9,24 @@ output. Exit status:
 0       placed / replaced / plan found / frag report
 1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no defrag plan (``none``)
 2       invalid input: ``{"status": "invalid", "message": "request.slices[1].size: ..."}``
-3       this build cannot answer (``unsupported``: defrag before the library has it), or an
-        internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
+3       this build cannot answer (``unsupported``: defrag before the library has it, or a
+        library built without its scenario importer), or an internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
         standard error)
 ======  ======================================================================================
 
 ``--format text`` renders the same answer for a person; ``--strict`` also validates the
-sections the command does not use (by default they are allowed and ignored).
+sections the command does not use (by default they are allowed and ignored). Two bounds keep a
+hostile input from holding the machine: ``--max-input-bytes N`` (default 256 MB) refuses a
+larger document, and ``--timeout SECONDS`` (default: none) answers exit 2 when the command,
+reading its input included (a FIFO without a writer blocks), has not finished in time.
 """
 
 import argparse
 import json
+import math
 import os
 import sys
+import threading
 
 from . import scenario as sc_mod
 from .scenario import InvalidInput
@@ -63,7 +68,73 @@ def _parser():
                    help="json (default): one JSON document; text: a picture for a person")
     p.add_argument("--strict", action="store_true",
                    help="also validate the sections the command does not use")
+    p.add_argument("--max-input-bytes", type=_max_bytes, default=sc_mod.MAX_INPUT_BYTES,
+                   metavar="N", help="refuse a document larger than N bytes (default %d)"
+                   % sc_mod.MAX_INPUT_BYTES)
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="give up (exit 2) when the command takes longer (default: no limit)")
     return p
+
+
+def _max_bytes(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise argparse.ArgumentTypeError("--max-input-bytes: %r is not a positive integer"
+                                         % text)
+    return n
+
+
+def _seconds(text):
+    try:
+        s = float(text)
+    except ValueError:
+        s = math.nan
+    if not (math.isfinite(s) and s > 0):
+        raise argparse.ArgumentTypeError("--timeout: %r is not a positive number of seconds"
+                                         % text)
+    return s
+
+
+class _Watchdog:
+    """Answers exit 2 and ends the process when the command outlives --timeout.
+
+    A blocked open() of a FIFO or a long library call cannot be interrupted from Python, so a
+    timer thread writes the answer and leaves with os._exit. The lock keeps it from writing
+    while the command writes its own answer."""
+
+    def __init__(self, seconds, out):
+        self.lock = threading.Lock()
+        self.seconds = seconds
+        self.out = out
+        self.timer = None
+        if seconds is not None:
+            self.timer = threading.Timer(seconds, self._expire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _expire(self):
+        if not self.lock.acquire(blocking=False):
+            return                      # the answer is being written: let it finish
+        doc = {"status": "invalid",
+               "message": "timeout: the command did not finish within %g s (--timeout)"
+                          % self.seconds}
+        try:
+            self.out.write(json.dumps(doc, separators=(", ", ": ")) + "\n")
+            self.out.flush()
+        finally:
+            os._exit(EXIT_INVALID)
+
+    def __enter__(self):
+        self.lock.acquire()
+        if self.timer is not None:
+            self.timer.cancel()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
 
 
 def main(argv=None, stdin=None, stdout=None):
@@ -71,17 +142,27 @@ def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
+    watchdog = _Watchdog(None, out)
     try:
         args = _parser().parse_args(argv)
         fmt = args.format
-        answer = run(args.command, args.file, strict=args.strict, stdin=stdin)
+        watchdog = _Watchdog(args.timeout, out)
+        answer = run(args.command, args.file, strict=args.strict, stdin=stdin,
+                     max_bytes=args.max_input_bytes)
     except _UsageError as e:
-        answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text])"
+        answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
+                          "[--strict] [--max-input-bytes N] [--timeout SECONDS])"
                           % (e, "|".join(sc_mod.COMMANDS)))
     except SystemExit as e:          # --help
         return e.code if isinstance(e.code, int) else 0
     except Exception as e:           # a bug: say so in JSON, never as a traceback
         answer = _internal_error(e)
+    with watchdog:
+        answer = _write(answer, fmt, out)
+    return answer.code
+
+
+def _write(answer, fmt, out):
     try:
         if fmt == "text":
             from .text import render
@@ -96,7 +177,7 @@ def main(argv=None, stdin=None, stdout=None):
         out.flush()
     except BrokenPipeError:
         pass
-    return answer.code
+    return answer
 
 
 def _pair(argv, flag, value):
@@ -115,21 +196,24 @@ def _internal_error(e):
                    "(TOPOPLACE_DEBUG=1 prints the traceback)" % (type(e).__name__, where, e)})
 
 
-def run(command, path, strict=False, stdin=None):
-    """Answer ``command`` for the scenario in ``path`` (``-``: standard input)."""
+def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
+    """Answer ``command`` for the scenario in ``path`` (``-``: standard input), which may hold
+    at most ``max_bytes`` bytes."""
     try:
         from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
     except ImportError as e:
         return _Answer(EXIT_UNSUPPORTED, {"status": "error", "message": str(e)})
-    try:
-        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, hwloc=_hwloc_loader())
-    except InvalidInput as e:
-        return _invalid(str(e))
-    try:
-        topo, cluster = build(sc)
-    except InvalidInput as e:
-        return _invalid(str(e))
     from . import _native
+    if not _native.has("tp_scenario_from_json"):
+        return _Answer(EXIT_UNSUPPORTED, {
+            "status": "unsupported",
+            "message": "this build cannot read scenarios: libtopoplace was built without its "
+                       "scenario importer (jansson was not found)"}, command=command)
+    try:
+        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
+    except InvalidInput as e:
+        return _invalid(str(e))
+    topo, cluster = sc.topology, sc.cluster
     lacking = [f for f in NEEDS[command] if not _native.has(f)]
     if lacking:
         return _Answer(EXIT_UNSUPPORTED, {
@@ -139,30 +223,8 @@ def run(command, path, strict=False, stdin=None):
     return COMMANDS[command](sc, topo, cluster)
 
 
-# --------------------------------------------------------------------------------------------
-# scenario -> C objects
-# --------------------------------------------------------------------------------------------
-
-def _hwloc_loader():
-    """The loader of nodes' hwloc files for the scenario parser, or None when the library has
-    no hwloc importer (such nodes are then invalid input, "not supported by this build")."""
-    from . import _native, api, errors
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        return None
-
-    def load(data, rel):
-        try:
-            nt = api.NodeType.from_hwloc_xml(data)
-        except errors.NotFound as e:
-            raise ValueError("no NVIDIA GPU in it (%s)" % e)
-        except (errors.ParseError, errors.LimitExceeded, errors.InvalidArgument) as e:
-            raise ValueError(str(e))
-        return nt.gpu_count, nt
-    return load
-
-
 def _lib_error(where, e):
-    """An error the library found in an item the validator let through, as invalid input."""
+    """An error the library found in an item the importer let through, as invalid input."""
     from . import errors
     if isinstance(e, (errors.OutOfMemory, errors.Corrupt)):
         raise e
@@ -170,102 +232,6 @@ def _lib_error(where, e):
     if where and not msg.startswith(where):
         msg = "%s: %s" % (where, msg)
     raise InvalidInput("", msg)
-
-
-def build(sc):
-    """The :class:`~topoplace.api.Topology` and :class:`~topoplace.api.Cluster` of a
-    validated scenario, with its jobs, down and cordoned devices."""
-    from . import api, errors
-    try:
-        b = api.TopologyBuilder(sc.levels)
-    except errors.TopoplaceError as e:
-        _lib_error("topology.levels", e)
-    with b:
-        for lv, (kind, gbps, lat) in sc.fabric.items():
-            try:
-                b.set_fabric(lv, kind, gbps, lat)
-            except errors.TopoplaceError as e:
-                _lib_error("topology.fabric." + lv, e)
-        if sc.generate:
-            g = sc.generate
-            try:
-                b.generate(g["counts"], g["gpus_per_node"], g["model"], g["memory_gb"],
-                           g["perf"])
-            except errors.TopoplaceError as e:
-                _lib_error("topology.generate", e)
-        for n in sc.nodes:
-            try:
-                b.add_node(n.name, n.path, n.gpus, n.model, n.memory_gb, n.perf, n.node_type)
-            except errors.TopoplaceError as e:
-                _lib_error(n.where, e)
-        for kind, dom, node, dev in sc.failure_domains:
-            try:
-                b.add_failure_domain(kind, dom, node, None if dev < 0 else dev)
-            except errors.TopoplaceError as e:
-                _lib_error("topology.failure_domains.%s.%s" % (kind, dom), e)
-        try:
-            topo = b.build()
-        except errors.TopoplaceError as e:
-            _lib_error("topology", e)
-    cluster = api.Cluster(topo)
-    ids = _DeviceIds(topo)
-    for job in sc.jobs:
-        shape = to_request(job.request) if job.request else None
-        try:
-            cluster.assign(job.id, [ids(n, i) for n, i in job.devices], job.job_class,
-                           job.priority, job.tenant, job.preemptible, job.migratable,
-                           job.checkpoint_s, shape)
-        except errors.TopoplaceError as e:
-            msg = str(e)
-            if msg.startswith("request") and job.request:
-                raise InvalidInput("", "%s.%s" % (job.where, msg))
-            _lib_error(job.where, e)
-    for key, setter in (("down", cluster.set_down), ("cordoned", cluster.set_cordoned)):
-        refs = getattr(sc, key)
-        if refs:
-            devs = []
-            for node, idx in refs:
-                devs.extend(ids.node(node) if idx is None else [ids(node, idx)])
-            try:
-                setter(devs)
-            except errors.TopoplaceError as e:
-                _lib_error("state." + key, e)
-    return topo, cluster
-
-
-class _DeviceIds:
-    """(node name, index) -> device id, one name lookup per node."""
-
-    def __init__(self, topo):
-        self.topo = topo
-        self.first = {}
-
-    def node(self, name):
-        r = self.first.get(name)
-        if r is None:
-            r = self.first[name] = self.topo.node_devices(name)
-        return r
-
-    def __call__(self, name, idx):
-        return self.node(name)[idx]
-
-
-def to_request(d):
-    """A scenario request (normalised by :mod:`topoplace.scenario`) as an api.Request."""
-    from . import api
-    sel = d["select"]
-    return api.Request(
-        count=d["count"], id=d["id"], job_class=d["class"], priority=d["priority"],
-        tenant=d["tenant"], group_size=d["group_size"], group_level=d["group_level"],
-        required=d["required"], preferred=d["preferred"],
-        slices=[api.Slice(lv, n) for lv, n in d["slices"]], balanced=d["balanced"],
-        max_per_domain=[api.DomainCap(lv, dv, gr) for lv, dv, gr in d["max_per_domain"]],
-        spread=api.Spread(*d["spread"]) if d["spread"] else None,
-        colocate=api.Colocate(*d["colocate"]) if d["colocate"] else None,
-        exclusive=d["exclusive"],
-        select=api.Select(sel["model"], sel["min_perf"], sel["min_memory_gb"], sel["nodes"])
-        if sel else None,
-        gpu_nic_pairs=d.get("x_gpu_nic_pairs", False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,7 +264,7 @@ def not_placed_json(pl):
 
 def _place(sc, topo, cluster):
     from . import errors
-    req = to_request(sc.request)
+    req = sc.request
     try:
         pl = cluster.place(req)
     except (errors.InvalidArgument, errors.NotFound) as e:
@@ -314,12 +280,9 @@ def _place(sc, topo, cluster):
 def _replace(sc, topo, cluster):
     from . import api, errors
     rep = sc.replace
-    job = sc.job(rep["job"])
-    ids = _DeviceIds(topo)
-    failed = set()
-    for node, idx in rep["failed"]:
-        failed.update(ids.node(node) if idx is None else [ids(node, idx)])
-    held = [ids(n, i) for n, i in job.devices]
+    job = _Job(rep["job"])
+    failed = set(rep["failed"])
+    held = list(cluster.job_devices(job.id))
     job_failed = [d for d in held if d in failed]
     # Every failed device is treated as down, so that no replacement lands on one.
     try:
@@ -349,6 +312,11 @@ def _replace(sc, topo, cluster):
                    job=job.id)
 
 
+class _Job:
+    def __init__(self, jid):
+        self.id = jid
+
+
 def _domains_of(topo, devices):
     """Level name -> domain path -> devices, in first-rank order."""
     out = {lv: {} for lv in topo.levels}
@@ -371,14 +339,12 @@ def _frag(sc, topo, cluster):
 
 
 def _defrag(sc, topo, cluster):
-    from . import api, errors
-    req = to_request(sc.request)
-    pol = sc.policy or sc_mod.POLICY_DEFAULTS
+    from . import errors
+    req = sc.request
     # scenario-v1 plans predate the library's locality rule: its contract lets a job without a
-    # request restart on any free devices (spec/examples slurm-s01 expects exactly that)
-    policy = api.DefragPolicy(pol["migrate"], pol["preempt"], pol["allow_interactive"],
-                              pol["max_moves"], pol["max_cost_s"], pol["min_priority_gap"],
-                              allow_less_local=True)
+    # request restart on any free devices (spec/examples slurm-s01 expects exactly that); the
+    # importer's policy says so (allow_less_local)
+    policy = sc.policy
     try:
         plan = cluster.defrag_plan(req, policy)
     except (errors.InvalidArgument, errors.NotFound) as e:

@@ -121,6 +121,16 @@ class Cluster(_Owned):
         # when the caller closes its Topology object while the cluster lives.
         self._topo = Topology._wrap(tptr)
 
+    @classmethod
+    def _wrap(cls, ptr, topology):
+        """A Cluster over a ``tp_cluster *`` someone else owns (the scenario importer's):
+        ``ptr`` must keep its owner alive (an ``ffi.gc`` pointer)."""
+        self = object.__new__(cls)
+        self._ptr = ptr
+        self._topology = topology
+        self._topo = Topology._wrap(topology._p)
+        return self
+
     @property
     def topology(self):
         """The :class:`Topology` the cluster was made from."""
