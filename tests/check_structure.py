@@ -155,7 +155,7 @@ def check(info):
             elif ii > li:
                 errors.append(f"{f} ({lname}) includes {inc} ({iname}): a lower layer may not "
                               f"include a higher one")
-            elif ii == li and lname == "importer" and inc.split(".")[0] != f.split(".")[0]:
+            elif ii == li and lname == "importer" and module_of(inc) != module_of(f):
                 errors.append(f"{f} includes {inc}: importers may not include each other")
     cyc = find_cycle({f: v[1] for f, v in info.items()})
     if cyc:
