@@ -129,7 +129,8 @@ static void random_fabric(struct fz_in *in, tp_topology_builder *b, unsigned nle
 	static const double lat[] = {3.4, 0, -1, NAN};
 	int level = (int)fz_below(in, nlevels + 3) - 2;
 	int kind = (int)fz_below(in, 5);
-	double g = gbps[fz_u8(in) % 6], l = lat[fz_u8(in) % 4];
+	double g = gbps[fz_u8(in) % 6];
+	double l = lat[fz_u8(in) % 4];
 	int rc = tp_topology_builder_set_fabric(b, level, (tp_link_kind)kind, g, l);
 	check_code(rc, B(EINVAL), "set_fabric", tp_topology_builder_errmsg(b));
 	bool bad = level < -1 || level >= (int)nlevels || kind > 3 || !(g > 0) || isinf(g) ||
@@ -188,7 +189,8 @@ static tp_nodetype *random_nodetype(struct fz_in *in, unsigned gpus)
 			           tp_nodetype_errmsg(nt));
 			break;
 		default: {
-			unsigned a = fz_below(in, gpus + 1), c = fz_below(in, gpus + 1);
+			unsigned a = fz_below(in, gpus + 1);
+			unsigned c = fz_below(in, gpus + 1);
 			double g = fz_u8(in) & 1 ? 450.0 : -1.0;
 			rc = tp_nodetype_set_nvlink(nt, a, c, g);
 			check_code(rc, B(EINVAL) | B(ENOMEM), "set_nvlink", tp_nodetype_errmsg(nt));
@@ -260,7 +262,8 @@ static void random_failure_domain(struct fz_in *in, tp_topology_builder *b)
 {
 	static const char *const kinds[] = {"power", "tray", "node", ""};
 	static const char *const doms[] = {"p0", "p1", "", "p/2"};
-	const char *kind = kinds[fz_u8(in) % 4], *dom = doms[fz_u8(in) % 4];
+	const char *kind = kinds[fz_u8(in) % 4];
+	const char *dom = doms[fz_u8(in) % 4];
 	uint8_t v = fz_u8(in);
 	const char *node = v == 255 ? "nosuch" : node_pool[v % 8];
 	int dev = (int)fz_below(in, 10) - 1;
@@ -273,7 +276,10 @@ static void random_failure_domain(struct fz_in *in, tp_topology_builder *b)
 
 static void random_nvswitch(struct fz_in *in, tp_topology_builder *b, unsigned nlevels)
 {
-	const char *path[3] = {dom_pool[fz_u8(in) % 3], dom_pool[fz_u8(in) % 3], NULL};
+	/* One read per statement: C leaves the order of an initializer list's reads open. */
+	const char *path[3] = {NULL, NULL, NULL};
+	path[0] = dom_pool[fz_u8(in) % 3];
+	path[1] = dom_pool[fz_u8(in) % 3];
 	unsigned level = fz_below(in, nlevels + 1);
 	int rc = tp_topology_builder_add_nvswitch(b, level, path, fz_u8(in) & 1 ? "tray0" : "");
 	check_code(rc, B(EINVAL) | B(ENOTFOUND) | B(EEXIST) | B(ENOMEM), "add_nvswitch",
@@ -317,8 +323,11 @@ static tp_topology *random_topology(struct fz_in *in)
 	uint8_t mode = fz_u8(in);
 	tp_topology *t = NULL;
 	if (mode < 16) {
-		int rc = tp_topology_generate_hgx(&t, 1 + fz_below(in, 2), 1 + fz_below(in, 3),
-		                                  &fz_allocator);
+		/* Read in source order (clang's order of the arguments this once was, so inputs
+		 * libFuzzer found keep their meaning; gcc read them the other way round). */
+		unsigned sus = 1 + fz_below(in, 2);
+		unsigned nodes = 1 + fz_below(in, 3);
+		int rc = tp_topology_generate_hgx(&t, sus, nodes, &fz_allocator);
 		FZ_CHECK(rc == 0, "generate_hgx: %s", tp_err_name(rc));
 		return t;
 	}
@@ -343,7 +352,8 @@ static tp_topology *random_topology(struct fz_in *in)
 		unsigned counts[3], total = 1;
 		bool bad = false;
 		for (unsigned i = 0; i < nlevels; i++) {
-			counts[i] = fz_below(in, 4) + (fz_u8(in) != 255);
+			counts[i] = fz_below(in, 4);
+			counts[i] += fz_u8(in) != 255;
 			bad |= counts[i] == 0;
 			total *= counts[i];
 		}
@@ -687,6 +697,7 @@ static void check_result(struct st *s, int rc, const tp_placement *p, const tp_r
                          uint32_t needed, uint32_t free_match)
 {
 	FZ_CHECK(fz_code_defined(rc), "undefined code %d", rc);
+	FZ_TRACE_LINE("  placement: %s for %u\n", tp_err_name(rc), needed);
 	FZ_CHECK(fz_big_alloc == 0, "a request for %u asked for %zu bytes at once (%s)", needed,
 	         fz_big_alloc, tp_err_name(rc));
 	if (rc == TP_ENOMEM) {
@@ -1133,6 +1144,7 @@ static void apply_plan(struct st *s, struct fz_in *in, const tp_plan *plan, cons
 		arm_on(&s->arm);
 		int rc = tp_plan_apply_step(s->c, plan, i, NULL);
 		arm_off(&s->arm);
+		FZ_TRACE_LINE("  apply_step %zu (action %d): %s\n", i, (int)a, tp_err_name(rc));
 		if (rc) {
 			/* the place step commits the request's id, which may already be running */
 			failed_unchanged(s, rc, B(ENOMEM) | (a == TP_STEP_PLACE ? B(EEXIST) : 0), fp,
@@ -1173,6 +1185,7 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 	         tp_err_name(rc));
 	ref_compare(&s->m, s->c);
 	FZ_CHECK(fz_code_defined(rc), "%s: undefined code %d", what, rc);
+	FZ_TRACE_LINE("  %s: %s (count %u)\n", what, tp_err_name(rc), q.r.count);
 	FZ_CHECK(fz_big_alloc == 0, "%s (count %u) asked for %zu bytes at once (%s)", what,
 	         q.r.count, fz_big_alloc, tp_err_name(rc));
 	if (rc == TP_ENOMEM) {
@@ -1261,6 +1274,8 @@ static void run(struct fz_in *in, const tp_topology *t)
 		default: op_commit_pending(&s); break;
 		}
 		ref_compare(&s.m, s.c);
+		FZ_TRACE_LINE("op %u: fingerprint %016llx, %zu job(s)\n", op,
+		              (unsigned long long)tp_cluster_fingerprint(s.c), s.m.njobs);
 	}
 	pending_drop(&s);
 	close_savepoints(&s, 0);
@@ -1275,6 +1290,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_in in = {data, size};
 	tp_topology *t = random_topology(&in);
 	if (t) {
+		FZ_TRACE_LINE("topology: %u level(s), %u node(s), %u device(s)\n",
+		              tp_topology_level_count(t), tp_topology_node_count(t),
+		              tp_topology_device_count(t));
 		FZ_CHECK(tp_topology_device_count(t) <= 4096, "topology too large for the model");
 		run(&in, t);
 		tp_topology_destroy(t);

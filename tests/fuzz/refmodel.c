@@ -526,7 +526,10 @@ static uint32_t pick_count(struct fz_in *in, const tp_topology *t)
 	case 3: return 4 * (1 + fz_below(in, 8));
 	case 4: return ndev;
 	case 5: return ndev + 1;
-	case 6: return fz_u8(in) & 1 ? 0 : UINT32_MAX - fz_u8(in);
+	case 6:
+		if (fz_u8(in) & 1)
+			return 0;
+		return UINT32_MAX - fz_u8(in);
 	default: return 2 * (1 + fz_below(in, 16));
 	}
 }

@@ -45,6 +45,24 @@ extern size_t fz_big_alloc;
 
 /* ---- reading decisions from the input -------------------------------------------------------- */
 
+/*
+ * Decoders read the input one byte at a time, and at most one read happens in an expression
+ * whose evaluation order C leaves open (function arguments, the operands of + or |, an
+ * initializer list): there gcc and clang differ, and an input found with one would mean
+ * something else to the other. Several reads are fine where C sequences them (&&, ||, ?:, one
+ * declarator after another, one statement after another).
+ *
+ * With -DFZ_TRACE the targets print what they decoded and what the library answered, one line
+ * per step, to stderr (the replay driver prints "== FILE" before each input): the traces of a
+ * gcc and a clang build must be identical (tests/fuzz/check-order.sh).
+ */
+#ifdef FZ_TRACE
+#include <stdio.h>
+#define FZ_TRACE_LINE(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define FZ_TRACE_LINE(...) ((void)0)
+#endif
+
 struct fz_in {
 	const uint8_t *p;
 	size_t n;
