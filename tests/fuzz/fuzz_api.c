@@ -14,6 +14,7 @@
  * Placement and defrag calls are made only when the library has them: they are declared weak
  * here, so the target builds (and says so) while those modules are absent.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define have_defrag() (tp_defrag_plan != NULL && tp_plan_apply_step != NULL)
 
 #define MAX_OPS 48
+/* The largest topology an input builds (the model recounts everything after every step). */
+#define FZ_MAX_DEVICES 4096
 #define MAX_SP 12
 
 /* ---- allocation failures ------------------------------------------------------------------- */
@@ -258,14 +261,30 @@ static bool random_node(struct fz_in *in, tp_topology_builder *b, unsigned nleve
 	return rc == 0;
 }
 
-static void random_failure_domain(struct fz_in *in, tp_topology_builder *b)
+/* The name tp_topology_builder_generate() gives its node k0-0-...-0 ("rack3-node0"). */
+static const char *generated_name(char *buf, size_t size, unsigned nlevels, unsigned k0)
+{
+	size_t len = 0;
+	for (unsigned l = 0; l < nlevels; l++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%u", l ? "-" : "",
+		                        level_pool[3 - nlevels + l], l ? 0 : k0);
+	return buf;
+}
+
+static void random_failure_domain(struct fz_in *in, tp_topology_builder *b, unsigned nlevels)
 {
 	static const char *const kinds[] = {"power", "tray", "node", ""};
 	static const char *const doms[] = {"p0", "p1", "", "p/2"};
 	const char *kind = kinds[fz_u8(in) % 4];
 	const char *dom = doms[fz_u8(in) % 4];
 	uint8_t v = fz_u8(in);
-	const char *node = v == 255 ? "nosuch" : node_pool[v % 8];
+	char gen[64];
+	if (v >= FZ_ESCAPE && v < 255)
+		FZ_TRACE_ESCAPE(in, v, 8);
+	/* a node the builder added by name, a generated one, or none */
+	const char *node = v == 255         ? "nosuch"
+	                   : v >= FZ_ESCAPE ? generated_name(gen, sizeof gen, nlevels, v - FZ_ESCAPE)
+	                                    : node_pool[v % 8];
 	int dev = (int)fz_below(in, 10) - 1;
 	int rc = tp_topology_builder_add_failure_domain(b, kind, dom, node, dev);
 	check_code(rc, B(EINVAL) | B(ENOTFOUND) | B(EEXIST) | B(ENOMEM), "add_failure_domain",
@@ -349,27 +368,47 @@ static tp_topology *random_topology(struct fz_in *in)
 	for (unsigned i = 0; i < nfab; i++)
 		random_fabric(in, b, nlevels);
 	if (mode & 1) {
-		unsigned counts[3], total = 1;
+		unsigned counts[3];
 		bool bad = false;
 		for (unsigned i = 0; i < nlevels; i++) {
-			counts[i] = fz_below(in, 4);
-			counts[i] += fz_u8(in) != 255;
+			/* 1..4 mostly; an escape gives a count over the whole range */
+			uint8_t v = fz_u8(in);
+			if (v >= FZ_ESCAPE) {
+				FZ_TRACE_ESCAPE(in, v, 4);
+				counts[i] = fz_wide_escape(in, v);
+			} else {
+				counts[i] = v % 4;
+				counts[i] += fz_u8(in) != 255;
+			}
 			bad |= counts[i] == 0;
-			total *= counts[i];
 		}
 		unsigned gpus = 1 + fz_below(in, 4);
-		int rc = tp_topology_builder_generate(b, counts, gpus, NULL);
-		check_code(rc, B(EINVAL) | B(EEXIST) | B(ELIMIT) | B(ENOMEM), "generate",
-		           tp_topology_builder_errmsg(b));
-		FZ_CHECK(bad ? rc == TP_EINVAL : rc == 0, "generate: %s", tp_err_name(rc));
-		nodes += rc == 0 ? total : 0;
+		uint64_t devices = gpus; /* saturates past 2^31 */
+		for (unsigned i = 0; i < nlevels && devices <= INT32_MAX; i++)
+			devices *= counts[i];
+		bool huge = !bad && devices > INT32_MAX;
+		/* Between what the model holds and the documented 2^31 devices, a generator builds
+		 * what it is asked for (millions of nodes): not tried until builders have budgets
+		 * (#19 item 9). */
+		if (bad || huge || devices <= FZ_MAX_DEVICES - 64) {
+			int rc = tp_topology_builder_generate(b, counts, gpus, NULL);
+			check_code(rc, B(EINVAL) | B(EEXIST) | B(ELIMIT) | B(ENOMEM), "generate",
+			           tp_topology_builder_errmsg(b));
+			if (bad)
+				FZ_CHECK(rc == TP_EINVAL || rc == TP_ELIMIT, "generate with a 0 count: %s",
+				         tp_err_name(rc));
+			else
+				FZ_CHECK(huge ? rc == TP_ELIMIT : rc == 0, "generate of %llu devices: %s",
+				         (unsigned long long)devices, tp_err_name(rc));
+			nodes += rc == 0 ? (uint32_t)(devices / gpus) : 0;
+		}
 	}
 	unsigned nn = fz_below(in, 9);
 	for (unsigned i = 0; i < nn; i++)
 		nodes += random_node(in, b, nlevels);
 	unsigned nfd = fz_below(in, 4);
 	for (unsigned i = 0; i < nfd; i++)
-		random_failure_domain(in, b);
+		random_failure_domain(in, b, nlevels);
 	if (fz_u8(in) & 1)
 		random_nvswitch(in, b, nlevels);
 	t = build(in, b, nodes);
@@ -461,11 +500,14 @@ static const tp_job_options *pick_options(struct fz_in *in, tp_job_options *o,
 	if (v < 64)
 		return NULL;
 	o->job_class = (tp_job_class)(fz_u8(in) % 3);
-	o->priority = (int)(int8_t)fz_u8(in);
+	static const double checkpoints[] = {0.0, 60.0, 120.0, 180.0};
+	o->priority = fz_wide_int(in);
 	o->tenant = tenants[fz_u8(in) % 4];
 	o->preemptible = fz_u8(in) & 1;
 	o->migratable = fz_u8(in) & 1;
-	o->checkpoint_s = (double)(fz_u8(in) % 4) * 60.0;
+	o->checkpoint_s = fz_wide_double(in, checkpoints, 4);
+	if (o->checkpoint_s > 1e12)
+		o->checkpoint_s = 1e12; /* a plan's cost sums them: keep the sum finite */
 	if (v & 1)
 		o->shape = (fz_decode_request(in, t, m->njobs ? m->jobs[0].id : NULL, shape), &shape->r);
 	switch (v >= 248 ? v % 6 : 6) {
@@ -793,6 +835,7 @@ static void op_place(struct st *s, struct fz_in *in)
 	                                        : NULL,
 	                  &q);
 	const tp_request *r = &q.r;
+	fz_trace_request("place", r);
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_placement *p = NULL;
 	arm_on(&s->arm);
@@ -996,7 +1039,7 @@ static void op_frag(struct st *s, struct fz_in *in)
 	unsigned nl = tp_topology_level_count(s->t);
 	for (size_t i = 0; i < nmix; i++) {
 		uint8_t v = fz_u8(in);
-		mix[i].devices = v < 250 ? 1 + fz_below(in, 16) : 0;
+		mix[i].devices = v < 250 ? 1 + fz_wide(in, 16) : 0;
 		mix[i].level = v == 251 ? "nosuch" : v == 252 ? NULL : tp_topology_level_name(s->t,
 		                                                                             v % nl);
 		mix[i].weight = weights[v > 200 ? v % 6 : v % 3];
@@ -1041,9 +1084,12 @@ static const tp_defrag_policy *pick_policy(struct fz_in *in, tp_defrag_policy *p
 	pol->migrate = v & 1;
 	pol->preempt = (v >> 1) & 1;
 	pol->allow_interactive = (v >> 2) & 1;
-	pol->max_moves = moves[fz_u8(in) % 5];
-	pol->max_cost_s = costs[fz_u8(in) % 4];
-	pol->min_priority_gap = (int)fz_below(in, 4) - 1;
+	pol->max_moves = fz_wide_pick(in, moves, 5);
+	pol->max_cost_s = fz_wide_double(in, costs, 4);
+	uint8_t g = fz_u8(in);
+	if (g >= 254)
+		FZ_TRACE_ESCAPE(in, g, 4);
+	pol->min_priority_gap = g == 255 ? INT_MAX : g == 254 ? INT_MIN : (int)(g % 4) - 1;
 	if (v >= 250)
 		pol->version = 0;
 	return pol;
@@ -1168,12 +1214,13 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 		return;
 	struct fz_request q;
 	fz_decode_request(in, s->t, s->m.njobs ? s->m.jobs[0].id : NULL, &q);
+	fz_trace_request(compact ? "compact" : "defrag", &q.r);
 	tp_defrag_policy polbuf;
 	const tp_defrag_policy *pol = pick_policy(in, &polbuf);
 	unsigned nl = tp_topology_level_count(s->t);
 	uint8_t v = fz_u8(in);
 	const char *level = v == 255 ? "nosuch" : tp_topology_level_name(s->t, v % nl);
-	uint32_t ndom = fz_below(in, 4);
+	uint32_t ndom = fz_wide(in, 4);
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_plan *plan = NULL;
 	arm_on(&s->arm);
@@ -1293,7 +1340,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_TRACE_LINE("topology: %u level(s), %u node(s), %u device(s)\n",
 		              tp_topology_level_count(t), tp_topology_node_count(t),
 		              tp_topology_device_count(t));
-		FZ_CHECK(tp_topology_device_count(t) <= 4096, "topology too large for the model");
+		FZ_CHECK(tp_topology_device_count(t) <= FZ_MAX_DEVICES, "topology too large for the model");
 		run(&in, t);
 		tp_topology_destroy(t);
 	}

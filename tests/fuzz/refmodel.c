@@ -7,6 +7,8 @@
 
 #include "testutil.h"
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -498,6 +500,44 @@ void ref_compare_frag(const struct ref_model *m, const tp_cluster *c, const tp_f
 	         got, w);
 }
 
+/* ---- wide numbers ---------------------------------------------------------------------------- */
+
+uint32_t fz_wide_escape(struct fz_in *in, uint8_t v)
+{
+	uint32_t x = 0;
+	switch (v - FZ_ESCAPE) {
+	case 0: return 0;
+	case 1: return 1;
+	case 2: return UINT32_MAX;
+	case 3: return UINT32_MAX - 1;
+	case 4: return INT32_MAX;
+	case 5: return (uint32_t)INT32_MAX + 1;
+	case 6: return (uint32_t)1 << (8 + fz_u8(in) % 24);
+	default:
+		for (unsigned i = 0; i < 4; i++)
+			x |= (uint32_t)fz_u8(in) << (8 * i);
+		return x;
+	}
+}
+
+int fz_wide_int(struct fz_in *in)
+{
+	int v = (int)(int8_t)fz_u8(in);
+	if (v == 127 || v == -128)
+		FZ_TRACE_ESCAPE(in, (uint8_t)v, 0);
+	return v == 127 ? INT_MAX : v == -128 ? INT_MIN : v;
+}
+
+double fz_wide_double(struct fz_in *in, const double *table, uint32_t n)
+{
+	static const double ends[] = {0.0, -0.0, DBL_MIN, 1e12, 1e300, DBL_MAX, 1.0, 2.0};
+	uint8_t v = fz_u8(in);
+	if (v < FZ_ESCAPE)
+		return table[v % n];
+	FZ_TRACE_ESCAPE(in, v, n);
+	return ends[v - FZ_ESCAPE];
+}
+
 /* ---- requests -------------------------------------------------------------------------------- */
 
 static const char *const bad_names[] = {"nosuch", "", "cluster", "a/b"};
@@ -521,7 +561,7 @@ static uint32_t pick_count(struct fz_in *in, const tp_topology *t)
 	uint32_t ndev = tp_topology_device_count(t);
 	switch (fz_u8(in) % 8) {
 	case 0: return 1;
-	case 1: return 1 + fz_below(in, 8);
+	case 1: return 1 + fz_wide(in, 8); /* the escapes: 1, 2, 0 (wrapped), ... */
 	case 2: return 1 + fz_below(in, ndev + 1);
 	case 3: return 4 * (1 + fz_below(in, 8));
 	case 4: return ndev;
@@ -569,8 +609,8 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 	if (flags & 0x2)
 		r->tenant = pick_string(in, tenants, 4, out->longname);
 	if (flags & 0x4) {
-		uint32_t gs[] = {0, 1, 2, 4, 8, 3};
-		r->group_size = gs[fz_u8(in) % 6];
+		static const uint32_t gs[] = {0, 1, 2, 4, 8, 3};
+		r->group_size = fz_wide_pick(in, gs, 6);
 		if (fz_u8(in) & 1)
 			r->group_level = pick_level(in, t, false);
 	}
@@ -581,9 +621,9 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 	if (flags & 0x20) {
 		r->nslices = 1 + fz_below(in, 3);
 		for (size_t i = 0; i < r->nslices; i++) {
-			uint32_t sizes[] = {1, 2, 4, 8, 16, 0, 3, 72};
+			static const uint32_t sizes[] = {1, 2, 4, 8, 16, 0, 3, 72};
 			out->slices[i].level = pick_level(in, t, false);
-			out->slices[i].size = sizes[fz_u8(in) % 8];
+			out->slices[i].size = fz_wide_pick(in, sizes, 8);
 		}
 		r->slices = fz_u8(in) == 255 ? NULL : out->slices;
 	}
@@ -596,12 +636,22 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 			out->caps[i].level = pick_level(in, t, true);
 			out->caps[i].devices = v & 1 ? 1 + (uint32_t)(v >> 4) : 0;
 			out->caps[i].groups = v & 2 ? 1 + (uint32_t)(v >> 5) : 0;
+			/* the largest of each stands for a value over the whole range */
+			if (out->caps[i].devices == 16)
+				FZ_TRACE_LINE("  escape %zu from the end: insert 16\n", in->n + 1);
+			if (out->caps[i].groups == 8)
+				FZ_TRACE_LINE("  escape %zu from the end: insert 8%s\n", in->n + 1,
+				              out->caps[i].devices == 16 ? " after" : "");
+			if (out->caps[i].devices == 16)
+				out->caps[i].devices = fz_wide(in, 256);
+			if (out->caps[i].groups == 8)
+				out->caps[i].groups = fz_wide(in, 256);
 		}
 		r->caps = out->caps;
 	}
 	if (flags & 0x100) {
 		r->spread_level = pick_level(in, t, true);
-		r->spread_min_domains = fz_below(in, 5);
+		r->spread_min_domains = fz_wide(in, 5);
 	}
 	if (flags & 0x200) {
 		uint8_t v = fz_u8(in);
@@ -615,9 +665,9 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 		if (v & 1)
 			r->select_model = models[(v >> 1) % 3];
 		if (v & 8)
-			r->select_min_perf = perfs[fz_u8(in) % 6];
+			r->select_min_perf = fz_wide_double(in, perfs, 6);
 		if (v & 16)
-			r->select_min_memory_gb = mems[fz_u8(in) % 6];
+			r->select_min_memory_gb = fz_wide_double(in, mems, 6);
 		if (v & 32) {
 			uint32_t nn = tp_topology_node_count(t);
 			r->nselect_nodes = 1 + fz_below(in, 4);
@@ -629,17 +679,49 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 			r->select_nodes = fz_u8(in) == 255 ? NULL : out->nodes;
 		}
 	}
-	if (flags & 0x1000)
-		r->job_class = (tp_job_class)(fz_u8(in) % 4); /* 3 is not a class */
+	if (flags & 0x1000) {
+		uint8_t v = fz_u8(in);
+		/* 3 and INT_MAX are not classes */
+		if (v == 255)
+			FZ_TRACE_ESCAPE(in, v, 4);
+		r->job_class = v == 255 ? (tp_job_class)INT_MAX : (tp_job_class)(v % 4);
+	}
 	if (flags & 0x2000)
-		r->priority = (int)(int8_t)fz_u8(in);
+		r->priority = fz_wide_int(in);
 	if (flags & 0x4000) {
 		/* the same byte: version 0..2, and from bit 6 gpu_nic_pairs 1 or (invalid) 2 */
 		uint8_t v = fz_u8(in);
 		r->version = v % 3;
 		if (v & 0x40)
 			r->gpu_nic_pairs = 1 + (v >> 7);
+		if ((v & 0x3f) == 0x3f) { /* a version over the whole range */
+			FZ_TRACE_LINE("  escape %zu from the end: insert %u\n", in->n + 1, v % 3);
+			r->version = fz_wide(in, 3);
+		}
 	}
+}
+
+void fz_trace_request(const char *what, const tp_request *r)
+{
+#ifdef FZ_TRACE
+#define S(x) ((x) ? (x) : "-")
+	fprintf(stderr, "  %s: v%u count %u group %u/%s required %s preferred %s spread %s/%u "
+	        "colocate %s/%s exclusive %s class %d priority %d pairs %d perf %g memory %g",
+	        what, r->version, r->count, r->group_size, S(r->group_level), S(r->required),
+	        S(r->preferred), S(r->spread_level), r->spread_min_domains, S(r->colocate_job),
+	        S(r->colocate_level), S(r->exclusive), (int)r->job_class, r->priority,
+	        r->gpu_nic_pairs, r->select_min_perf, r->select_min_memory_gb);
+	for (size_t i = 0; r->slices && i < r->nslices; i++)
+		fprintf(stderr, " slice %s/%u", S(r->slices[i].level), r->slices[i].size);
+	for (size_t i = 0; r->caps && i < r->ncaps; i++)
+		fprintf(stderr, " cap %s/%u/%u", S(r->caps[i].level), r->caps[i].devices,
+		        r->caps[i].groups);
+	fputc('\n', stderr);
+#undef S
+#else
+	(void)what;
+	(void)r;
+#endif
 }
 
 bool fz_request_pairs(const tp_request *r)

@@ -93,6 +93,50 @@ static inline uint32_t fz_below(struct fz_in *in, uint32_t n)
 
 static inline bool fz_more(const struct fz_in *in) { return in->n > 0; }
 
+/*
+ * Numbers over a type's whole range. The byte values 0..247 keep the meaning a decoder gave
+ * them before these helpers existed (v % n, or the table entry v % n), so saved inputs keep
+ * theirs; 248..255 escape to the ends of the range: 0, 1, the maximum, the maximum - 1, the
+ * int maximum and one past it, a power of two from 2^8 to 2^31, or any value (four more
+ * bytes).
+ */
+uint32_t fz_wide_escape(struct fz_in *in, uint8_t v);
+#define FZ_ESCAPE 248
+
+/* With FZ_TRACE: note a byte that now means something it did not mean before the wide ranges
+ * (n: the byte meant v % n then; 0: no byte value means the same), with its place counted from
+ * the end of the input, so that an old input can be re-encoded to keep its meaning. */
+#define FZ_TRACE_ESCAPE(IN, V, MOD)                                                            \
+	FZ_TRACE_LINE("  escape %zu from the end: byte %u, was %% %u\n", (IN)->n + 1, (unsigned)(V), \
+	              (unsigned)(MOD))
+
+/* 0 .. n-1 (n <= 256) for most bytes, or an escape value. */
+static inline uint32_t fz_wide(struct fz_in *in, uint32_t n)
+{
+	uint8_t v = fz_u8(in);
+	if (v < FZ_ESCAPE)
+		return v % (n ? n : 1);
+	FZ_TRACE_ESCAPE(in, v, n);
+	return fz_wide_escape(in, v);
+}
+
+/* One of table[0..n-1] for most bytes, or an escape value. */
+static inline uint32_t fz_wide_pick(struct fz_in *in, const uint32_t *table, uint32_t n)
+{
+	uint8_t v = fz_u8(in);
+	if (v < FZ_ESCAPE)
+		return table[v % n];
+	FZ_TRACE_ESCAPE(in, v, n);
+	return fz_wide_escape(in, v);
+}
+
+/* An int from one byte as (int8_t), with -128 and 127 standing for INT_MIN and INT_MAX. */
+int fz_wide_int(struct fz_in *in);
+
+/* One of table[0..n-1] for most bytes, or a double at the ends of the range (0, -0, the
+ * smallest normal, a huge finite value, the largest finite value). */
+double fz_wide_double(struct fz_in *in, const double *table, uint32_t n);
+
 /* ---- the reference model --------------------------------------------------------------------- */
 
 #define REF_MAX_ID 300
@@ -163,6 +207,9 @@ struct fz_request {
  * running job for colocate (may be NULL). */
 void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *running,
                        struct fz_request *out);
+
+/* With FZ_TRACE: print a decoded request's fields (one line) to stderr; otherwise nothing. */
+void fz_trace_request(const char *what, const tp_request *r);
 
 /* Whether the request carries no constraint beyond count and select (so that success is
  * predictable from free counts). */
