@@ -430,6 +430,7 @@ struct pending {
 	unsigned long writes;     /* st.writes when it was made */
 	char id[REF_MAX_ID + 1];
 	char tenant[REF_MAX_ID + 1];
+	bool pairs;               /* its request asked for GPU+NIC pairs */
 };
 
 struct st {
@@ -547,6 +548,8 @@ static void op_assign(struct st *s, struct fz_in *in)
 		FZ_CHECK(errs == 0, "assign('%s', %zu devices) succeeded, model expected %#x",
 		         id ? id : "(null)", n, errs);
 		ref_assign(&s->m, id, opts_tenant(op), devs, n);
+		if (op && ref_shape_pairs(op->shape)) /* it holds NICs the model cannot name */
+			ref_set_nics(&s->m, (int)s->m.njobs - 1, NULL);
 		s->writes++;
 		return;
 	}
@@ -800,10 +803,11 @@ static void pending_drop(struct st *s)
 	}
 }
 
-/* Commit a successful tp_place result and mirror it in the model. */
+/* Commit a successful tp_place result and mirror it in the model (with the NICs it paired
+ * when its request asked for pairs: the commit records the request as the job's shape). */
 static void commit_place(struct st *s, const tp_placement *p, const char *id,
-                         const char *tenant, const tp_job_options *opts, bool stale,
-                         bool may_be_stale)
+                         const char *tenant, const tp_job_options *opts, bool pairs,
+                         bool stale, bool may_be_stale)
 {
 	size_t n;
 	const uint32_t *devs = tp_placement_devices(p, &n);
@@ -818,6 +822,8 @@ static void commit_place(struct st *s, const tp_placement *p, const char *id,
 		for (size_t i = 0; i < n; i++)
 			FZ_CHECK(ref_dev_free(&s->m, devs[i]), "commit took device %u, not free", devs[i]);
 		ref_assign(&s->m, id, opts ? opts_tenant(opts) : tenant, devs, n);
+		if (pairs)
+			ref_set_nics(&s->m, (int)s->m.njobs - 1, p);
 		s->writes++;
 		return;
 	}
@@ -875,6 +881,8 @@ static void op_place(struct st *s, struct fz_in *in)
 		if (fz_request_pairs(r)) {
 			why = ref_pairs_problem(s->t, p);
 			FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
+			why = ref_nics_problem(&s->m, s->t, p, -1);
+			FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
 		} else {
 			FZ_CHECK(tp_placement_nic(p, 0) == TP_ENOTFOUND, "a NIC without pairs asked");
 		}
@@ -887,7 +895,7 @@ static void op_place(struct st *s, struct fz_in *in)
 			if (!bad && !(op && op->shape)) {
 				if (fz_u8(in) & 1)
 					s->arm.at = fz_below(in, 8);
-				commit_place(s, p, id, tenant, op, false, false);
+				commit_place(s, p, id, tenant, op, fz_request_pairs(r), false, false);
 			}
 		} else if (v < 220) {
 			pending_drop(s);
@@ -896,6 +904,7 @@ static void op_place(struct st *s, struct fz_in *in)
 			s->pend.writes = s->writes;
 			snprintf(s->pend.id, sizeof s->pend.id, "%s", id);
 			snprintf(s->pend.tenant, sizeof s->pend.tenant, "%s", tenant);
+			s->pend.pairs = fz_request_pairs(r);
 			return;
 		}
 	}
@@ -909,7 +918,7 @@ static void op_commit_pending(struct st *s)
 	/* A different state must be refused; a state reached again after writes may be (the
 	 * change counter moved on). */
 	bool stale = !ref_equal(&s->pend.m, &s->m);
-	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, stale,
+	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, s->pend.pairs, stale,
 	             s->writes != s->pend.writes);
 	pending_drop(s);
 }
@@ -1009,6 +1018,10 @@ static void op_replace(struct st *s, struct fz_in *in)
 	check_result(s, rc, p, NULL, need, 0);
 	if (rc == 0) {
 		check_replacement(s, p, j, failed, nf);
+		if (s->m.jobs[j].nic) {
+			const char *why = ref_nics_problem(&s->m, s->t, p, j);
+			FZ_CHECK(!why, "replacement of pairs job '%s': %s", s->m.jobs[j].id, why);
+		}
 		if (fz_u8(in) < 192) {
 			size_t n;
 			const uint32_t *devs = tp_placement_devices(p, &n);
@@ -1016,7 +1029,10 @@ static void op_replace(struct st *s, struct fz_in *in)
 			int crc = tp_commit(s->c, p, NULL);
 			arm_off(&s->arm);
 			if (crc == 0) {
+				bool pairs = s->m.jobs[j].nic != NULL;
 				ref_rebind(&s->m, j, devs, n);
+				if (pairs) /* tp_commit() records the NICs the replacement reported */
+					ref_set_nics(&s->m, j, p);
 				s->writes++;
 			} else {
 				failed_unchanged(s, crc, B(ENOMEM), fp, "commit of a replacement");
@@ -1202,8 +1218,11 @@ static void apply_plan(struct st *s, struct fz_in *in, const tp_plan *plan, cons
 			ref_rebind(&s->m, j, to, nto);
 		else if (a == TP_STEP_PREEMPT)
 			ref_release(&s->m, j);
-		else
+		else {
 			ref_assign(&s->m, r->id ? r->id : "new", r->tenant, to, nto);
+			if (fz_request_pairs(r))
+				ref_set_nics(&s->m, (int)s->m.njobs - 1, NULL);
+		}
 		ref_compare(&s->m, s->c);
 	}
 }

@@ -90,8 +90,10 @@ void ref_init(struct ref_model *m, uint32_t ndev)
 
 void ref_free(struct ref_model *m)
 {
-	for (size_t j = 0; j < m->njobs; j++)
+	for (size_t j = 0; j < m->njobs; j++) {
 		free(m->jobs[j].devs);
+		free(m->jobs[j].nic);
+	}
 	free(m->jobs);
 	free(m->down);
 	free(m->cordoned);
@@ -111,6 +113,10 @@ void ref_copy(struct ref_model *dst, const struct ref_model *src)
 		dst->jobs[j] = src->jobs[j];
 		dst->jobs[j].devs = xcalloc(src->jobs[j].ndev, sizeof(uint32_t));
 		memcpy(dst->jobs[j].devs, src->jobs[j].devs, src->jobs[j].ndev * sizeof(uint32_t));
+		if (src->jobs[j].nic) {
+			dst->jobs[j].nic = xcalloc(src->jobs[j].ndev, sizeof(int16_t));
+			memcpy(dst->jobs[j].nic, src->jobs[j].nic, src->jobs[j].ndev * sizeof(int16_t));
+		}
 	}
 }
 
@@ -125,7 +131,8 @@ bool ref_equal(const struct ref_model *a, const struct ref_model *b)
 	for (size_t j = 0; j < a->njobs; j++) {
 		const struct ref_job *x = &a->jobs[j], *y = &b->jobs[j];
 		if (strcmp(x->id, y->id) || strcmp(x->tenant, y->tenant) || x->ndev != y->ndev ||
-		    memcmp(x->devs, y->devs, x->ndev * sizeof(uint32_t)))
+		    memcmp(x->devs, y->devs, x->ndev * sizeof(uint32_t)) || !x->nic != !y->nic ||
+		    (x->nic && memcmp(x->nic, y->nic, x->ndev * sizeof(int16_t))))
 			return false;
 	}
 	return true;
@@ -204,6 +211,7 @@ void ref_release(struct ref_model *m, int j)
 	for (uint32_t i = 0; i < job->ndev; i++)
 		m->holder[job->devs[i]] = -1;
 	free(job->devs);
+	free(job->nic);
 	size_t last = m->njobs - 1;
 	if ((size_t)j != last) {
 		m->jobs[j] = m->jobs[last];
@@ -224,6 +232,54 @@ void ref_rebind(struct ref_model *m, int j, const uint32_t *devs, size_t n)
 	job->ndev = (uint32_t)n;
 	for (size_t i = 0; i < n; i++)
 		m->holder[devs[i]] = j;
+	if (job->nic) /* until the caller knows better */
+		ref_set_nics(m, j, NULL);
+}
+
+void ref_set_nics(struct ref_model *m, int j, const tp_placement *p)
+{
+	struct ref_job *job = &m->jobs[j];
+	free(job->nic);
+	job->nic = xcalloc(job->ndev, sizeof(int16_t));
+	for (uint32_t i = 0; i < job->ndev; i++) {
+		int k = p ? tp_placement_nic(p, i) : REF_NIC_UNKNOWN;
+		job->nic[i] = (int16_t)(k >= 0 || k == REF_NIC_UNKNOWN ? k : -1);
+	}
+}
+
+bool ref_shape_pairs(const tp_request *shape)
+{
+	return shape && shape->version >= 2 && shape->gpu_nic_pairs != 0;
+}
+
+const char *ref_nics_problem(const struct ref_model *m, const tp_topology *t,
+                             const tp_placement *p, int self)
+{
+	static char why[256];
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	for (size_t i = 0; i < n; i++) {
+		int k = tp_placement_nic(p, i);
+		uint32_t node = tp_topology_device_node(t, devs[i]);
+		if (self >= 0 && m->jobs[self].nic && i < m->jobs[self].ndev &&
+		    m->jobs[self].devs[i] == devs[i] && m->jobs[self].nic[i] >= 0 &&
+		    m->jobs[self].nic[i] != k) {
+			snprintf(why, sizeof why, "rank %zu keeps device %u but NIC %d became %d", i,
+			         devs[i], m->jobs[self].nic[i], k);
+			return why;
+		}
+		for (size_t j = 0; k >= 0 && j < m->njobs; j++) {
+			const struct ref_job *o = &m->jobs[j];
+			for (uint32_t r = 0; (int)j != self && o->nic && r < o->ndev; r++)
+				if (o->nic[r] == k && tp_topology_device_node(t, o->devs[r]) == node) {
+					snprintf(why, sizeof why, "rank %zu (device %u) gets NIC %d of node %u, "
+					         "which job '%.64s' holds (its rank %u)", i, devs[i], k, node, o->id,
+					         r);
+					return why;
+				}
+		}
+	}
+	return NULL;
 }
 
 void ref_set_health(struct ref_model *m, const uint32_t *devs, size_t n, bool cordon, bool on)

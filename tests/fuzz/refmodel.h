@@ -141,11 +141,17 @@ double fz_wide_double(struct fz_in *in, const double *table, uint32_t n);
 
 #define REF_MAX_ID 300
 
+/* A rank's NIC that a pairs job holds, but which one the model does not know: the library
+ * picks it by a matching it does not expose (tp_cluster_assign() with a pairs shape, a
+ * migration's rebind). */
+#define REF_NIC_UNKNOWN (-2)
+
 struct ref_job {
 	char id[REF_MAX_ID + 1];
 	char tenant[REF_MAX_ID + 1];
 	uint32_t *devs;
 	uint32_t ndev;
+	int16_t *nic; /* a GPU+NIC pairs job: per rank its NIC (-1: none), else NULL */
 };
 
 struct ref_model {
@@ -181,6 +187,20 @@ void ref_release(struct ref_model *m, int j);
 /* Give job j a new device list (replacement, migration). */
 void ref_rebind(struct ref_model *m, int j, const uint32_t *devs, size_t n);
 void ref_set_health(struct ref_model *m, const uint32_t *devs, size_t n, bool cordon, bool on);
+
+/* The NICs job j holds (it is a GPU+NIC pairs job from now on): those p paired its ranks with
+ * (tp_placement_nic(); tp_commit() records exactly those), or, with p NULL, unknown ones. */
+void ref_set_nics(struct ref_model *m, int j, const tp_placement *p);
+
+/* Whether a job's recorded shape makes it hold NICs (as the library reads a shape). */
+bool ref_shape_pairs(const tp_request *shape);
+
+/* For a successful placement with GPU+NIC pairs, against the NICs running jobs hold: no rank
+ * gets a NIC another job holds on that node, and for a replacement of job `self` (-1 for a
+ * new placement) a rank whose device stays keeps the NIC it held. NULL or the first violation
+ * (a static buffer). */
+const char *ref_nics_problem(const struct ref_model *m, const tp_topology *t,
+                             const tp_placement *p, int self);
 
 /* Compare every public query of the cluster with a recount of the model; abort on a
  * difference. Also runs tp_cluster_check(). */
