@@ -14,6 +14,7 @@
  * Placement and defrag calls are made only when the library has them: they are declared weak
  * here, so the target builds (and says so) while those modules are absent.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define have_defrag() (tp_defrag_plan != NULL && tp_plan_apply_step != NULL)
 
 #define MAX_OPS 48
+/* The largest topology an input builds (the model recounts everything after every step). */
+#define FZ_MAX_DEVICES 4096
 #define MAX_SP 12
 
 /* ---- allocation failures ------------------------------------------------------------------- */
@@ -129,7 +132,8 @@ static void random_fabric(struct fz_in *in, tp_topology_builder *b, unsigned nle
 	static const double lat[] = {3.4, 0, -1, NAN};
 	int level = (int)fz_below(in, nlevels + 3) - 2;
 	int kind = (int)fz_below(in, 5);
-	double g = gbps[fz_u8(in) % 6], l = lat[fz_u8(in) % 4];
+	double g = gbps[fz_u8(in) % 6];
+	double l = lat[fz_u8(in) % 4];
 	int rc = tp_topology_builder_set_fabric(b, level, (tp_link_kind)kind, g, l);
 	check_code(rc, B(EINVAL), "set_fabric", tp_topology_builder_errmsg(b));
 	bool bad = level < -1 || level >= (int)nlevels || kind > 3 || !(g > 0) || isinf(g) ||
@@ -188,7 +192,8 @@ static tp_nodetype *random_nodetype(struct fz_in *in, unsigned gpus)
 			           tp_nodetype_errmsg(nt));
 			break;
 		default: {
-			unsigned a = fz_below(in, gpus + 1), c = fz_below(in, gpus + 1);
+			unsigned a = fz_below(in, gpus + 1);
+			unsigned c = fz_below(in, gpus + 1);
 			double g = fz_u8(in) & 1 ? 450.0 : -1.0;
 			rc = tp_nodetype_set_nvlink(nt, a, c, g);
 			check_code(rc, B(EINVAL) | B(ENOMEM), "set_nvlink", tp_nodetype_errmsg(nt));
@@ -256,13 +261,30 @@ static bool random_node(struct fz_in *in, tp_topology_builder *b, unsigned nleve
 	return rc == 0;
 }
 
-static void random_failure_domain(struct fz_in *in, tp_topology_builder *b)
+/* The name tp_topology_builder_generate() gives its node k0-0-...-0 ("rack3-node0"). */
+static const char *generated_name(char *buf, size_t size, unsigned nlevels, unsigned k0)
+{
+	size_t len = 0;
+	for (unsigned l = 0; l < nlevels; l++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%u", l ? "-" : "",
+		                        level_pool[3 - nlevels + l], l ? 0 : k0);
+	return buf;
+}
+
+static void random_failure_domain(struct fz_in *in, tp_topology_builder *b, unsigned nlevels)
 {
 	static const char *const kinds[] = {"power", "tray", "node", ""};
 	static const char *const doms[] = {"p0", "p1", "", "p/2"};
-	const char *kind = kinds[fz_u8(in) % 4], *dom = doms[fz_u8(in) % 4];
+	const char *kind = kinds[fz_u8(in) % 4];
+	const char *dom = doms[fz_u8(in) % 4];
 	uint8_t v = fz_u8(in);
-	const char *node = v == 255 ? "nosuch" : node_pool[v % 8];
+	char gen[64];
+	if (v >= FZ_ESCAPE && v < 255)
+		FZ_TRACE_ESCAPE(in, v, 8);
+	/* a node the builder added by name, a generated one, or none */
+	const char *node = v == 255         ? "nosuch"
+	                   : v >= FZ_ESCAPE ? generated_name(gen, sizeof gen, nlevels, v - FZ_ESCAPE)
+	                                    : node_pool[v % 8];
 	int dev = (int)fz_below(in, 10) - 1;
 	int rc = tp_topology_builder_add_failure_domain(b, kind, dom, node, dev);
 	check_code(rc, B(EINVAL) | B(ENOTFOUND) | B(EEXIST) | B(ENOMEM), "add_failure_domain",
@@ -273,7 +295,10 @@ static void random_failure_domain(struct fz_in *in, tp_topology_builder *b)
 
 static void random_nvswitch(struct fz_in *in, tp_topology_builder *b, unsigned nlevels)
 {
-	const char *path[3] = {dom_pool[fz_u8(in) % 3], dom_pool[fz_u8(in) % 3], NULL};
+	/* One read per statement: C leaves the order of an initializer list's reads open. */
+	const char *path[3] = {NULL, NULL, NULL};
+	path[0] = dom_pool[fz_u8(in) % 3];
+	path[1] = dom_pool[fz_u8(in) % 3];
 	unsigned level = fz_below(in, nlevels + 1);
 	int rc = tp_topology_builder_add_nvswitch(b, level, path, fz_u8(in) & 1 ? "tray0" : "");
 	check_code(rc, B(EINVAL) | B(ENOTFOUND) | B(EEXIST) | B(ENOMEM), "add_nvswitch",
@@ -317,8 +342,11 @@ static tp_topology *random_topology(struct fz_in *in)
 	uint8_t mode = fz_u8(in);
 	tp_topology *t = NULL;
 	if (mode < 16) {
-		int rc = tp_topology_generate_hgx(&t, 1 + fz_below(in, 2), 1 + fz_below(in, 3),
-		                                  &fz_allocator);
+		/* Read in source order (clang's order of the arguments this once was, so inputs
+		 * libFuzzer found keep their meaning; gcc read them the other way round). */
+		unsigned sus = 1 + fz_below(in, 2);
+		unsigned nodes = 1 + fz_below(in, 3);
+		int rc = tp_topology_generate_hgx(&t, sus, nodes, &fz_allocator);
 		FZ_CHECK(rc == 0, "generate_hgx: %s", tp_err_name(rc));
 		return t;
 	}
@@ -340,26 +368,47 @@ static tp_topology *random_topology(struct fz_in *in)
 	for (unsigned i = 0; i < nfab; i++)
 		random_fabric(in, b, nlevels);
 	if (mode & 1) {
-		unsigned counts[3], total = 1;
+		unsigned counts[3];
 		bool bad = false;
 		for (unsigned i = 0; i < nlevels; i++) {
-			counts[i] = fz_below(in, 4) + (fz_u8(in) != 255);
+			/* 1..4 mostly; an escape gives a count over the whole range */
+			uint8_t v = fz_u8(in);
+			if (v >= FZ_ESCAPE) {
+				FZ_TRACE_ESCAPE(in, v, 4);
+				counts[i] = fz_wide_escape(in, v);
+			} else {
+				counts[i] = v % 4;
+				counts[i] += fz_u8(in) != 255;
+			}
 			bad |= counts[i] == 0;
-			total *= counts[i];
 		}
 		unsigned gpus = 1 + fz_below(in, 4);
-		int rc = tp_topology_builder_generate(b, counts, gpus, NULL);
-		check_code(rc, B(EINVAL) | B(EEXIST) | B(ELIMIT) | B(ENOMEM), "generate",
-		           tp_topology_builder_errmsg(b));
-		FZ_CHECK(bad ? rc == TP_EINVAL : rc == 0, "generate: %s", tp_err_name(rc));
-		nodes += rc == 0 ? total : 0;
+		uint64_t devices = gpus; /* saturates past 2^31 */
+		for (unsigned i = 0; i < nlevels && devices <= INT32_MAX; i++)
+			devices *= counts[i];
+		bool huge = !bad && devices > INT32_MAX;
+		/* Between what the model holds and the documented 2^31 devices, a generator builds
+		 * what it is asked for (millions of nodes): not tried until builders have budgets
+		 * (#19 item 9). */
+		if (bad || huge || devices <= FZ_MAX_DEVICES - 64) {
+			int rc = tp_topology_builder_generate(b, counts, gpus, NULL);
+			check_code(rc, B(EINVAL) | B(EEXIST) | B(ELIMIT) | B(ENOMEM), "generate",
+			           tp_topology_builder_errmsg(b));
+			if (bad)
+				FZ_CHECK(rc == TP_EINVAL || rc == TP_ELIMIT, "generate with a 0 count: %s",
+				         tp_err_name(rc));
+			else
+				FZ_CHECK(huge ? rc == TP_ELIMIT : rc == 0, "generate of %llu devices: %s",
+				         (unsigned long long)devices, tp_err_name(rc));
+			nodes += rc == 0 ? (uint32_t)(devices / gpus) : 0;
+		}
 	}
 	unsigned nn = fz_below(in, 9);
 	for (unsigned i = 0; i < nn; i++)
 		nodes += random_node(in, b, nlevels);
 	unsigned nfd = fz_below(in, 4);
 	for (unsigned i = 0; i < nfd; i++)
-		random_failure_domain(in, b);
+		random_failure_domain(in, b, nlevels);
 	if (fz_u8(in) & 1)
 		random_nvswitch(in, b, nlevels);
 	t = build(in, b, nodes);
@@ -381,6 +430,7 @@ struct pending {
 	unsigned long writes;     /* st.writes when it was made */
 	char id[REF_MAX_ID + 1];
 	char tenant[REF_MAX_ID + 1];
+	bool pairs;               /* its request asked for GPU+NIC pairs */
 };
 
 struct st {
@@ -451,11 +501,14 @@ static const tp_job_options *pick_options(struct fz_in *in, tp_job_options *o,
 	if (v < 64)
 		return NULL;
 	o->job_class = (tp_job_class)(fz_u8(in) % 3);
-	o->priority = (int)(int8_t)fz_u8(in);
+	static const double checkpoints[] = {0.0, 60.0, 120.0, 180.0};
+	o->priority = fz_wide_int(in);
 	o->tenant = tenants[fz_u8(in) % 4];
 	o->preemptible = fz_u8(in) & 1;
 	o->migratable = fz_u8(in) & 1;
-	o->checkpoint_s = (double)(fz_u8(in) % 4) * 60.0;
+	o->checkpoint_s = fz_wide_double(in, checkpoints, 4);
+	if (o->checkpoint_s > 1e12)
+		o->checkpoint_s = 1e12; /* a plan's cost sums them: keep the sum finite */
 	if (v & 1)
 		o->shape = (fz_decode_request(in, t, m->njobs ? m->jobs[0].id : NULL, shape), &shape->r);
 	switch (v >= 248 ? v % 6 : 6) {
@@ -495,6 +548,8 @@ static void op_assign(struct st *s, struct fz_in *in)
 		FZ_CHECK(errs == 0, "assign('%s', %zu devices) succeeded, model expected %#x",
 		         id ? id : "(null)", n, errs);
 		ref_assign(&s->m, id, opts_tenant(op), devs, n);
+		if (op && ref_shape_pairs(op->shape)) /* it holds NICs the model cannot name */
+			ref_set_nics(&s->m, (int)s->m.njobs - 1, NULL);
 		s->writes++;
 		return;
 	}
@@ -687,6 +742,7 @@ static void check_result(struct st *s, int rc, const tp_placement *p, const tp_r
                          uint32_t needed, uint32_t free_match)
 {
 	FZ_CHECK(fz_code_defined(rc), "undefined code %d", rc);
+	FZ_TRACE_LINE("  placement: %s for %u\n", tp_err_name(rc), needed);
 	FZ_CHECK(fz_big_alloc == 0, "a request for %u asked for %zu bytes at once (%s)", needed,
 	         fz_big_alloc, tp_err_name(rc));
 	if (rc == TP_ENOMEM) {
@@ -747,10 +803,11 @@ static void pending_drop(struct st *s)
 	}
 }
 
-/* Commit a successful tp_place result and mirror it in the model. */
+/* Commit a successful tp_place result and mirror it in the model (with the NICs it paired
+ * when its request asked for pairs: the commit records the request as the job's shape). */
 static void commit_place(struct st *s, const tp_placement *p, const char *id,
-                         const char *tenant, const tp_job_options *opts, bool stale,
-                         bool may_be_stale)
+                         const char *tenant, const tp_job_options *opts, bool pairs,
+                         bool stale, bool may_be_stale)
 {
 	size_t n;
 	const uint32_t *devs = tp_placement_devices(p, &n);
@@ -765,6 +822,8 @@ static void commit_place(struct st *s, const tp_placement *p, const char *id,
 		for (size_t i = 0; i < n; i++)
 			FZ_CHECK(ref_dev_free(&s->m, devs[i]), "commit took device %u, not free", devs[i]);
 		ref_assign(&s->m, id, opts ? opts_tenant(opts) : tenant, devs, n);
+		if (pairs)
+			ref_set_nics(&s->m, (int)s->m.njobs - 1, p);
 		s->writes++;
 		return;
 	}
@@ -782,6 +841,9 @@ static void op_place(struct st *s, struct fz_in *in)
 	                                        : NULL,
 	                  &q);
 	const tp_request *r = &q.r;
+	fz_trace_request("place", r);
+	if (fz_known_open(r))
+		return;
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_placement *p = NULL;
 	arm_on(&s->arm);
@@ -821,6 +883,8 @@ static void op_place(struct st *s, struct fz_in *in)
 		if (fz_request_pairs(r)) {
 			why = ref_pairs_problem(s->t, p);
 			FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
+			why = ref_nics_problem(&s->m, s->t, p, -1);
+			FZ_CHECK(!why, "GPU+NIC pairs: %s", why);
 		} else {
 			FZ_CHECK(tp_placement_nic(p, 0) == TP_ENOTFOUND, "a NIC without pairs asked");
 		}
@@ -833,7 +897,7 @@ static void op_place(struct st *s, struct fz_in *in)
 			if (!bad && !(op && op->shape)) {
 				if (fz_u8(in) & 1)
 					s->arm.at = fz_below(in, 8);
-				commit_place(s, p, id, tenant, op, false, false);
+				commit_place(s, p, id, tenant, op, fz_request_pairs(r), false, false);
 			}
 		} else if (v < 220) {
 			pending_drop(s);
@@ -842,6 +906,7 @@ static void op_place(struct st *s, struct fz_in *in)
 			s->pend.writes = s->writes;
 			snprintf(s->pend.id, sizeof s->pend.id, "%s", id);
 			snprintf(s->pend.tenant, sizeof s->pend.tenant, "%s", tenant);
+			s->pend.pairs = fz_request_pairs(r);
 			return;
 		}
 	}
@@ -855,7 +920,7 @@ static void op_commit_pending(struct st *s)
 	/* A different state must be refused; a state reached again after writes may be (the
 	 * change counter moved on). */
 	bool stale = !ref_equal(&s->pend.m, &s->m);
-	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, stale,
+	commit_place(s, s->pend.p, s->pend.id, s->pend.tenant, NULL, s->pend.pairs, stale,
 	             s->writes != s->pend.writes);
 	pending_drop(s);
 }
@@ -928,6 +993,12 @@ static void op_replace(struct st *s, struct fz_in *in)
 			bad |= j < 0 || failed[i] >= s->m.ndev || s->m.holder[failed[i]] != j;
 		}
 	}
+	if (j >= 0) {
+		tp_job_options o = {.version = TP_JOB_OPTIONS_VERSION};
+		tp_cluster_job_options(s->c, id, &o);
+		if (fz_known_open(o.shape))
+			return;
+	}
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_placement *p = NULL;
 	arm_on(&s->arm);
@@ -955,6 +1026,10 @@ static void op_replace(struct st *s, struct fz_in *in)
 	check_result(s, rc, p, NULL, need, 0);
 	if (rc == 0) {
 		check_replacement(s, p, j, failed, nf);
+		if (s->m.jobs[j].nic) {
+			const char *why = ref_nics_problem(&s->m, s->t, p, j);
+			FZ_CHECK(!why, "replacement of pairs job '%s': %s", s->m.jobs[j].id, why);
+		}
 		if (fz_u8(in) < 192) {
 			size_t n;
 			const uint32_t *devs = tp_placement_devices(p, &n);
@@ -962,7 +1037,10 @@ static void op_replace(struct st *s, struct fz_in *in)
 			int crc = tp_commit(s->c, p, NULL);
 			arm_off(&s->arm);
 			if (crc == 0) {
+				bool pairs = s->m.jobs[j].nic != NULL;
 				ref_rebind(&s->m, j, devs, n);
+				if (pairs) /* tp_commit() records the NICs the replacement reported */
+					ref_set_nics(&s->m, j, p);
 				s->writes++;
 			} else {
 				failed_unchanged(s, crc, B(ENOMEM), fp, "commit of a replacement");
@@ -985,7 +1063,7 @@ static void op_frag(struct st *s, struct fz_in *in)
 	unsigned nl = tp_topology_level_count(s->t);
 	for (size_t i = 0; i < nmix; i++) {
 		uint8_t v = fz_u8(in);
-		mix[i].devices = v < 250 ? 1 + fz_below(in, 16) : 0;
+		mix[i].devices = v < 250 ? 1 + fz_wide(in, 16) : 0;
 		mix[i].level = v == 251 ? "nosuch" : v == 252 ? NULL : tp_topology_level_name(s->t,
 		                                                                             v % nl);
 		mix[i].weight = weights[v > 200 ? v % 6 : v % 3];
@@ -1030,9 +1108,12 @@ static const tp_defrag_policy *pick_policy(struct fz_in *in, tp_defrag_policy *p
 	pol->migrate = v & 1;
 	pol->preempt = (v >> 1) & 1;
 	pol->allow_interactive = (v >> 2) & 1;
-	pol->max_moves = moves[fz_u8(in) % 5];
-	pol->max_cost_s = costs[fz_u8(in) % 4];
-	pol->min_priority_gap = (int)fz_below(in, 4) - 1;
+	pol->max_moves = fz_wide_pick(in, moves, 5);
+	pol->max_cost_s = fz_wide_double(in, costs, 4);
+	uint8_t g = fz_u8(in);
+	if (g >= 254)
+		FZ_TRACE_ESCAPE(in, g, 4);
+	pol->min_priority_gap = g == 255 ? INT_MAX : g == 254 ? INT_MIN : (int)(g % 4) - 1;
 	if (v >= 250)
 		pol->version = 0;
 	return pol;
@@ -1133,6 +1214,7 @@ static void apply_plan(struct st *s, struct fz_in *in, const tp_plan *plan, cons
 		arm_on(&s->arm);
 		int rc = tp_plan_apply_step(s->c, plan, i, NULL);
 		arm_off(&s->arm);
+		FZ_TRACE_LINE("  apply_step %zu (action %d): %s\n", i, (int)a, tp_err_name(rc));
 		if (rc) {
 			/* the place step commits the request's id, which may already be running */
 			failed_unchanged(s, rc, B(ENOMEM) | (a == TP_STEP_PLACE ? B(EEXIST) : 0), fp,
@@ -1144,8 +1226,11 @@ static void apply_plan(struct st *s, struct fz_in *in, const tp_plan *plan, cons
 			ref_rebind(&s->m, j, to, nto);
 		else if (a == TP_STEP_PREEMPT)
 			ref_release(&s->m, j);
-		else
+		else {
 			ref_assign(&s->m, r->id ? r->id : "new", r->tenant, to, nto);
+			if (fz_request_pairs(r))
+				ref_set_nics(&s->m, (int)s->m.njobs - 1, NULL);
+		}
 		ref_compare(&s->m, s->c);
 	}
 }
@@ -1156,12 +1241,15 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 		return;
 	struct fz_request q;
 	fz_decode_request(in, s->t, s->m.njobs ? s->m.jobs[0].id : NULL, &q);
+	fz_trace_request(compact ? "compact" : "defrag", &q.r);
 	tp_defrag_policy polbuf;
 	const tp_defrag_policy *pol = pick_policy(in, &polbuf);
 	unsigned nl = tp_topology_level_count(s->t);
 	uint8_t v = fz_u8(in);
 	const char *level = v == 255 ? "nosuch" : tp_topology_level_name(s->t, v % nl);
-	uint32_t ndom = fz_below(in, 4);
+	uint32_t ndom = fz_wide(in, 4);
+	if (!compact && fz_known_open(&q.r))
+		return;
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_plan *plan = NULL;
 	arm_on(&s->arm);
@@ -1173,6 +1261,7 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 	         tp_err_name(rc));
 	ref_compare(&s->m, s->c);
 	FZ_CHECK(fz_code_defined(rc), "%s: undefined code %d", what, rc);
+	FZ_TRACE_LINE("  %s: %s (count %u)\n", what, tp_err_name(rc), q.r.count);
 	FZ_CHECK(fz_big_alloc == 0, "%s (count %u) asked for %zu bytes at once (%s)", what,
 	         q.r.count, fz_big_alloc, tp_err_name(rc));
 	if (rc == TP_ENOMEM) {
@@ -1261,6 +1350,8 @@ static void run(struct fz_in *in, const tp_topology *t)
 		default: op_commit_pending(&s); break;
 		}
 		ref_compare(&s.m, s.c);
+		FZ_TRACE_LINE("op %u: fingerprint %016llx, %zu job(s)\n", op,
+		              (unsigned long long)tp_cluster_fingerprint(s.c), s.m.njobs);
 	}
 	pending_drop(&s);
 	close_savepoints(&s, 0);
@@ -1275,7 +1366,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_in in = {data, size};
 	tp_topology *t = random_topology(&in);
 	if (t) {
-		FZ_CHECK(tp_topology_device_count(t) <= 4096, "topology too large for the model");
+		FZ_TRACE_LINE("topology: %u level(s), %u node(s), %u device(s)\n",
+		              tp_topology_level_count(t), tp_topology_node_count(t),
+		              tp_topology_device_count(t));
+		FZ_CHECK(tp_topology_device_count(t) <= FZ_MAX_DEVICES, "topology too large for the model");
 		run(&in, t);
 		tp_topology_destroy(t);
 	}
