@@ -842,8 +842,6 @@ static void op_place(struct st *s, struct fz_in *in)
 	                  &q);
 	const tp_request *r = &q.r;
 	fz_trace_request("place", r);
-	if (fz_known_open(r))
-		return;
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_placement *p = NULL;
 	arm_on(&s->arm);
@@ -992,12 +990,6 @@ static void op_replace(struct st *s, struct fz_in *in)
 			failed[i] = fz_below(in, s->m.ndev + 2);
 			bad |= j < 0 || failed[i] >= s->m.ndev || s->m.holder[failed[i]] != j;
 		}
-	}
-	if (j >= 0) {
-		tp_job_options o = {.version = TP_JOB_OPTIONS_VERSION};
-		tp_cluster_job_options(s->c, id, &o);
-		if (fz_known_open(o.shape))
-			return;
 	}
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_placement *p = NULL;
@@ -1248,8 +1240,6 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 	uint8_t v = fz_u8(in);
 	const char *level = v == 255 ? "nosuch" : tp_topology_level_name(s->t, v % nl);
 	uint32_t ndom = fz_wide(in, 4);
-	if (!compact && fz_known_open(&q.r))
-		return;
 	uint64_t fp = tp_cluster_fingerprint(s->c);
 	tp_plan *plan = NULL;
 	arm_on(&s->arm);

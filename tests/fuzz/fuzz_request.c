@@ -92,8 +92,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_decode_request(&in, t, fz_u8(&in) & 1 ? "j1" : "j2", &q);
 		tp_placement *p = NULL;
 		fz_trace_request("request", &q.r);
-		if (fz_known_open(&q.r))
-			continue;
 		int rc = tp_place(c, &q.r, &p);
 		FZ_TRACE_LINE("round %u: %s for %u\n", round, tp_err_name(rc), q.r.count);
 		FZ_CHECK(fz_big_alloc == 0, "tp_place(count %u) asked for %zu bytes at once (%s)",

@@ -780,29 +780,6 @@ void fz_trace_request(const char *what, const tp_request *r)
 #endif
 }
 
-static unsigned long fz_skipped;
-
-static void report_skipped(void)
-{
-	fprintf(stderr, "fuzz: %lu request(s) not sent, known open bugs (#19 items 1, 2)\n",
-	        fz_skipped);
-}
-
-bool fz_known_open(const tp_request *r)
-{
-	static int skip = -1;
-	if (skip < 0) {
-		const char *e = getenv("FZ_SKIP_KNOWN");
-		skip = e && strcmp(e, "1") == 0;
-		if (skip)
-			atexit(report_skipped);
-	}
-	if (!skip || !r || !r->spread_level || r->spread_min_domains <= r->count)
-		return false;
-	fz_skipped++;
-	return true;
-}
-
 bool fz_request_pairs(const tp_request *r)
 {
 	return r->version >= 2 && r->gpu_nic_pairs == 1;

@@ -231,17 +231,6 @@ void fz_decode_request(struct fz_in *in, const tp_topology *t, const char *runni
 /* With FZ_TRACE: print a decoded request's fields (one line) to stderr; otherwise nothing. */
 void fz_trace_request(const char *what, const tp_request *r);
 
-/*
- * Open bugs that fuzzing reaches within seconds: #19 items 1 and 2, a spread over more domains
- * than the request's count (tp_place crashes, or allocates gigabytes, before it finds the
- * request infeasible). With FZ_SKIP_KNOWN=1 in the environment (tests/fuzz/smoke.sh sets it)
- * the targets do not send such a request (nor replace a job whose shape is one), so that the
- * CI smoke run tests everything else; each one skipped is counted and the count printed at
- * exit. Campaigns and the corpus replay send them. Delete the predicate once they are fixed
- * (corpus/README.md).
- */
-bool fz_known_open(const tp_request *r);
-
 /* Whether the request carries no constraint beyond count and select (so that success is
  * predictable from free counts). */
 bool fz_request_plain(const tp_request *r);

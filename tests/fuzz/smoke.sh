@@ -4,8 +4,7 @@
 #   smoke.sh FUZZ_EXE CORPUS_DIR RUNS LSAN_SUPPRESSIONS
 # runs FUZZ_EXE on a scratch copy of CORPUS_DIR (its known-* reproducers left out, see
 # corpus/README.md) for the corpus plus RUNS mutated inputs, with a fixed seed, so that the
-# same binary runs the same inputs every time. Requests that hit the open bugs the fuzzers
-# reach at once are not sent (FZ_SKIP_KNOWN, refmodel.h), and how many is printed. Any crash,
+# same binary runs the same inputs every time. Any crash,
 # failed check, leak, timeout or out-of-memory fails the test; the input that did it is kept in
 # the build directory (smoke-artifacts/) and its path printed. The saved corpus is never
 # written to.
@@ -38,7 +37,6 @@ if setarch "$(uname -m)" -R true 2>/dev/null; then
 	norandom="setarch $(uname -m) -R"
 fi
 status=0
-FZ_SKIP_KNOWN=1 \
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
 LSAN_OPTIONS=suppressions="$supp":print_suppressions=0 \
