@@ -720,14 +720,14 @@ static const char *looks_like(const char *buf)
 	if (*p == '<')
 		return "XML whose root element is not <topology>: not hwloc XML";
 	if (*p == '{' || *p == '[')
-		return "it looks like JSON, not hwloc XML (lstopo writes hwloc XML with `lstopo "
-		       "file.xml`)";
+		return "it looks like JSON, not hwloc XML (lstopo writes hwloc XML: "
+		       "lstopo file.xml)";
 	if (!strncmp(p, "---", 3) || strstr(p, ":\n") || strstr(p, ": "))
 		if (!strstr(p, "GPU0") && !strstr(p, "SwitchName") && !strstr(p, "BlockName"))
-			return "it looks like YAML, not hwloc XML (lstopo writes hwloc XML with `lstopo "
-			       "file.xml`)";
+			return "it looks like YAML, not hwloc XML (lstopo writes hwloc XML: lstopo "
+			       "file.xml)";
 	if (strstr(p, "GPU0") && (strstr(p, "Legend") || strstr(p, " X ")))
-		return "it looks like `nvidia-smi topo -m` output, not hwloc XML (read it with "
+		return "it looks like nvidia-smi topo -m output, not hwloc XML (read it with "
 		       "tp_nodetype_from_nvsmi_topo())";
 	if (strstr(p, "SwitchName=") || strstr(p, "BlockName="))
 		return "it looks like a Slurm topology.conf, not hwloc XML (read it with "
