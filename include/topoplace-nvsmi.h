@@ -57,8 +57,9 @@ typedef struct tp_nvsmi_options {
  *   them; a device in a `PXB` group without a `PIX` partner sits on that upper switch; devices
  *   with neither sit on the host bridge (-1).
  * - **Locality**: `PHB` (and closer) groups are host bridges, `NODE` (and closer) groups NUMA
- *   nodes (tp_nodetype_set_gpu_locality()); packages are unknown.
- * - **NVLink**: `NV#` gives # times @p opts->nvlink_link_gbps between the two GPUs.
+ *   nodes, numbered by a GPU's `NUMA Affinity` when the group has a GPU with one number there.
+ * - **NVLink**: `NV#` gives # times @p opts->nvlink_link_gbps between the two GPUs (refused
+ *   above 10000 GB/s, as the hwloc importer does).
  *
  * Strict: the header must come first (blank lines aside), every row must name its device in
  * column order, every entry must be one of `X` (the diagonal only), `NV#` (# 1 to 64, GPU pairs
@@ -79,7 +80,7 @@ typedef struct tp_nvsmi_options {
  * @return 0; ::TP_EINVAL (NULL @p out or @p text, an invalid allocator, @p opts of another
  *         version or with a link bandwidth that is not a number > 0 and up to 10000 / 64);
  *         ::TP_EPARSE (the text is empty or not as above); ::TP_ELIMIT (more than
- *         ::TP_MAX_NODE_DEVICES GPUs, more than 4096 NICs, @p len above 2^20); ::TP_ENOMEM.
+ *         ::TP_MAX_NODE_DEVICES GPUs, more than 256 NICs, @p len above 2^20); ::TP_ENOMEM.
  * @note Thread-safe: no state is shared between calls.
  * @since 0.2.0
  */

@@ -208,7 +208,7 @@ static int parse_header(struct parse *ps, const struct line *l)
 		return TP_EPARSE;
 	if (n == 0 || !is_gpu_label(&toks[0], 0))
 		return fail(ps->errbuf, ps->errlen, TP_EPARSE,
-		            "line %u, column %zu: expected the header of `nvidia-smi topo -m` "
+		            "line %u, column %zu: expected the header of nvidia-smi topo -m "
 		            "(GPU0 GPU1 ... CPU Affinity), got '%.*s'",
 		            l->no, n ? toks[0].col : 1, n ? (int)(toks[0].len > 40 ? 40 : toks[0].len) : 0,
 		            n ? toks[0].s : "");
@@ -347,7 +347,7 @@ static int parse_row(struct parse *ps, const struct line *l, unsigned d)
 		ps->lv[at] = (unsigned char)lv;
 		ps->nv[at] = (unsigned char)links;
 	}
-	/* GPU rows end with the affinity columns; their values are not read */
+	/* GPU rows end with the affinity columns; only a NUMA Affinity of one number is read */
 	unsigned extra = 0;
 	if (d < ps->ngpu)
 		ps->gpu_numa[d] = -1;

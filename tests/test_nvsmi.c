@@ -188,7 +188,7 @@ Test(nvsmi, bad_inputs_name_line_column_and_why)
 		const char *from, *to, *message;
 	} cases[] = {
 		{"\x1b[4m\tGPU0", "$ nvidia-smi topo -m\n\tGPU0",
-		 "line 1, column 1: expected the header of `nvidia-smi topo -m` (GPU0 GPU1 ... CPU "
+		 "line 1, column 1: expected the header of nvidia-smi topo -m (GPU0 GPU1 ... CPU "
 		 "Affinity), got '$'"},
 		{"GPU0     X      NV4     PXB", "GPU0     X      NVX     PXB",
 		 "line 2, column 17: 'NVX' is not a topology entry (X, NV#, PIX, PXB, PHB, NODE, SYS)"},
