@@ -260,3 +260,20 @@ Test(hwloc_sites, nodetype_kind_locality_bus_id_setters)
 	tp_nodetype_destroy(nt);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* Cut short anywhere (sampled every 251 bytes), a 1.x file is a parse error with a message, never
+ * a crash or a node type. */
+Test(hwloc_sites, v1_truncations_are_parse_errors)
+{
+	size_t len = 0;
+	char *xml = read_data("hwloc/lassen-v1.xml", &len);
+	for (size_t cut = 1; cut < len - 2; cut += 251) {
+		tp_nodetype *nt = NULL;
+		char err[256];
+		int rc = tp_nodetype_from_hwloc_xml(&nt, xml, cut, NULL, err, sizeof err);
+		cr_assert_eq(rc, TP_EPARSE, "prefix of %zu bytes: %s (%s)", cut, tp_err_name(rc), err);
+		cr_assert(strstr(err, "bytes"), "prefix of %zu bytes: '%s'", cut, err);
+		cr_assert_null(nt);
+	}
+	free(xml);
+}
