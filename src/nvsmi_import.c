@@ -288,6 +288,20 @@ static int entry_level(const struct tok *t, unsigned *links)
 	return -1;
 }
 
+/* A token of 1 to 6 decimal digits as a number, else -1 (the text is not NUL-terminated). */
+static int small_number(const struct tok *t)
+{
+	if (t->len < 1 || t->len > 6)
+		return -1;
+	int v = 0;
+	for (size_t k = 0; k < t->len; k++) {
+		if (t->s[k] < '0' || t->s[k] > '9')
+			return -1;
+		v = v * 10 + (t->s[k] - '0');
+	}
+	return v;
+}
+
 static int parse_row(struct parse *ps, const struct line *l, unsigned d)
 {
 	const char *p = l->b;
@@ -356,9 +370,8 @@ static int parse_row(struct parse *ps, const struct line *l, unsigned d)
 			return fail(ps->errbuf, ps->errlen, TP_EPARSE,
 			            "line %u, column %zu: '%.*s' after the last column of the header", l->no,
 			            t.col, (int)(t.len > 40 ? 40 : t.len), t.s);
-		if (ps->extra_kind[extra++] == 1 && t.len <= 6 &&
-		    strspn(t.s, "0123456789") >= t.len)
-			ps->gpu_numa[d] = atoi(t.s);
+		if (ps->extra_kind[extra++] == 1)
+			ps->gpu_numa[d] = small_number(&t);
 	}
 	return r < 0 ? TP_EPARSE : 0;
 }

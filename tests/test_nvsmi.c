@@ -321,3 +321,23 @@ Test(nvsmi, allocation_failures)
 		TP_ASSERT_NO_LEAKS();
 	}
 }
+
+/* Found by fuzz_nvsmi: a NUMA Affinity that ends the buffer (no newline, no NUL after it) was
+ * read past the end. The copy is exactly the text's size, so ASan sees any byte beyond. */
+Test(nvsmi, numa_affinity_at_the_end_of_the_buffer)
+{
+	static const char text[] = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+	                           "GPU0\t X \tPHB\t0-63\t1\n"
+	                           "GPU1\tPHB\t X \t0-63\t1";
+	size_t len = sizeof text - 1;
+	char *copy = malloc(len);
+	cr_assert_not_null(copy);
+	memcpy(copy, text, len);
+	tp_nodetype *nt = NULL;
+	char err[256];
+	cr_assert_eq(tp_nodetype_from_nvsmi_topo(&nt, copy, len, NULL, NULL, err, sizeof err), 0,
+	             "%s", err);
+	free(copy);
+	cr_assert_eq(nt->gpu_x[1].loc.numa, 1);
+	tp_nodetype_destroy(nt);
+}
