@@ -277,3 +277,17 @@ Test(hwloc_sites, v1_truncations_are_parse_errors)
 	}
 	free(xml);
 }
+
+/* hwloc's own test file of a 1.x topology without any nodeset (8em64t-2p2ca2co-nonodesets.v1.xml,
+ * hwloc 2.9.3): accepted by the screen and loaded by hwloc; it has NICs but no GPU. */
+Test(hwloc_sites, v1_without_nodesets_loads)
+{
+	size_t len = 0;
+	char *xml = read_data("hwloc/8em64t-2p2ca2co-nonodesets.v1.xml", &len);
+	cr_assert_null(strstr(xml, "nodeset"));
+	tp_nodetype *nt = NULL;
+	char err[256];
+	TP_ASSERT_ERR(tp_nodetype_from_hwloc_xml(&nt, xml, len, NULL, err, sizeof err), TP_ENOTFOUND,
+	              err, "no GPU, NVIDIA or AMD (5 PCI devices, 3 NICs;");
+	free(xml);
+}
