@@ -441,9 +441,12 @@ static int parse_tail(struct parse *ps, struct line *l, const char **p, const ch
 			sec = SEC_LEGEND;
 			continue;
 		}
-		if (tok_is(&t, "NIC") && l->e - q >= 8) {
+		if (tok_is(&t, "NIC")) {
 			struct tok t2;
-			if (next_tok(ps, l, &q, &t2) == 1 && tok_is(&t2, "Legend:") && q == l->e) {
+			int r = next_tok(ps, l, &q, &t2);
+			if (r < 0)
+				return TP_EPARSE;
+			if (r == 1 && tok_is(&t2, "Legend:") && q == l->e) {
 				sec = SEC_NICS;
 				continue;
 			}

@@ -341,3 +341,16 @@ Test(nvsmi, numa_affinity_at_the_end_of_the_buffer)
 	cr_assert_eq(nt->gpu_x[1].loc.numa, 1);
 	tp_nodetype_destroy(nt);
 }
+
+/* Found by fuzz_nvsmi: a control character after "NIC" in the legends set a message but the
+ * call succeeded. */
+Test(nvsmi, control_character_in_the_legends)
+{
+	tp_nodetype *nt = NULL;
+	char err[256];
+	static char buf[4096];
+	const char *text = edited(buf, sizeof buf, "NIC Legend:\n", "NIC \x1f Legend:\n");
+	TP_ASSERT_ERR(load(text, &nt, err), TP_EPARSE, err,
+	              "line 14, column 5: a control character (0x1f)");
+	cr_assert_null(nt);
+}
