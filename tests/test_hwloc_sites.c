@@ -36,9 +36,10 @@ static char *read_data(const char *name, size_t *len)
 	long n = ftell(f);
 	cr_assert(n > 0);
 	rewind(f);
-	char *buf = malloc((size_t)n);
+	char *buf = malloc((size_t)n + 1); /* NUL-terminated for strstr(); len leaves it out */
 	cr_assert_not_null(buf);
 	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
 	fclose(f);
 	*len = (size_t)n;
 	return buf;
