@@ -296,11 +296,21 @@ TP_API const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic);
  */
 TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic);
 /**
- * @brief The NIC closest to a GPU: the one behind the lowest common PCIe switch, lowest index
- * on ties.
+ * @brief The NIC closest to a GPU, by the rule GPU+NIC pairs follow.
+ *
+ * NICs are ranked for a GPU by, in this order: (1) kind: when the node has an RDMA NIC
+ * (tp_nodetype_set_nic_kind()), every NIC that is not RDMA ranks behind every RDMA NIC, so a
+ * plain Ethernet port is never chosen while an RDMA NIC is there; (2) PCIe: the fewer switch
+ * hops from the GPU up to the lowest switch that has the NIC below it, the closer; (3) for NICs
+ * reached only through the host bridges, what the GPU and the NIC share
+ * (tp_nodetype_set_gpu_locality()): the same host bridge, else the same NUMA node, else the same
+ * package, else nothing. The closest NIC is the one of best rank, the lowest index on ties.
+ * A pairs request pairs each GPU with one of the NICs of its best rank (docs/concepts.md,
+ * "GPU+NIC pairs"). Without kinds and localities this is the NIC behind the lowest common
+ * switch, as before 0.2.
  * @param nt The node type. @param gpu GPU index.
  * @return The NIC index, ::TP_ENOTFOUND when the node has no NIC, ::TP_EINVAL for an unknown GPU.
- * @since 0.1.0
+ * @note Read-only. @since 0.1.0
  */
 TP_API int tp_nodetype_gpu_nearest_nic(const tp_nodetype *nt, unsigned gpu);
 /** @brief Number of NVSwitches. @param nt The node type. @return The count. @since 0.1.0 */
@@ -319,6 +329,67 @@ TP_API double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigne
  * @return The distance, or ::TP_EINVAL for an unknown GPU. @since 0.1.0
  */
 TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned b);
+
+/** @brief What a NIC is, for GPU+NIC pairing (tp_nodetype_gpu_nearest_nic()). @since 0.2.0 */
+typedef enum tp_nic_kind {
+	TP_NIC_UNKNOWN = 0,  /**< not said (NICs added by hand start so) */
+	TP_NIC_RDMA = 1,     /**< an RDMA NIC: InfiniBand, RoCE (an OpenFabrics device in hwloc) */
+	TP_NIC_ETHERNET = 2  /**< plain Ethernet without RDMA (a 1 GbE management port) */
+} tp_nic_kind;
+
+/**
+ * @brief Set the kind of a NIC (read by the pairing rule, tp_nodetype_gpu_nearest_nic()).
+ * @param nt The node type. @param nic NIC index. @param kind Its kind.
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value not in ::tp_nic_kind).
+ * @since 0.2.0
+ */
+TP_API int tp_nodetype_set_nic_kind(tp_nodetype *nt, unsigned nic, tp_nic_kind kind);
+/**
+ * @brief The kind of a NIC.
+ * @param nt The node type. @param nic NIC index.
+ * @return A ::tp_nic_kind value, or ::TP_ENOTFOUND (-3) for an unknown NIC.
+ * @note Read-only. @since 0.2.0
+ */
+TP_API int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic);
+/**
+ * @brief Say where a GPU sits outside the PCIe switches: its package (socket), NUMA node and
+ * host bridge, as identifiers compared for equality only (any values >= 0), -1 for unknown.
+ * Read by the pairing rule for NICs that are reached only through the host bridges.
+ * @param nt The node type. @param gpu GPU index.
+ * @param package Package id or -1. @param numa NUMA node id or -1.
+ * @param host_bridge Host bridge id or -1.
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a value below -1).
+ * @since 0.2.0
+ */
+TP_API int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int package, int numa,
+                                        int host_bridge);
+/**
+ * @brief Say where a NIC sits outside the PCIe switches, as tp_nodetype_set_gpu_locality().
+ * @param nt The node type. @param nic NIC index.
+ * @param package Package id or -1. @param numa NUMA node id or -1.
+ * @param host_bridge Host bridge id or -1.
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value below -1).
+ * @since 0.2.0
+ */
+TP_API int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int package, int numa,
+                                        int host_bridge);
+/**
+ * @brief Record the PCI bus id of a GPU ("0000:3b:00.0"), as the importers do.
+ * @param nt The node type. @param gpu GPU index.
+ * @param bus_id The bus id, copied: 1 to 31 bytes, printable, no '/'.
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a bad bus id).
+ * @since 0.2.0
+ */
+TP_API int tp_nodetype_set_gpu_bus_id(tp_nodetype *nt, unsigned gpu, const char *bus_id);
+/**
+ * @brief The PCI bus id of a GPU. The importers number GPUs in bus-id order (the order CUDA,
+ * NVML and Slurm's GRES use), so GPU `i` is CUDA device `i` of the machine.
+ * @param nt The node type. @param gpu GPU index.
+ * @return The bus id (owned by @p nt, lower-case hex, `dddd:bb:dd.f` from the importers), or
+ *         NULL when unknown or for an unknown GPU.
+ * @note Read-only. @since 0.2.0
+ */
+TP_API const char *tp_nodetype_gpu_bus_id(const tp_nodetype *nt, unsigned gpu);
 
 /** @} */
 

@@ -288,24 +288,16 @@ const struct tp_nodetype *tp_pairable_type(const struct tp_topology *t, uint32_t
 	return nt && nt->nnic > 0 && nt->ngpus == tp_node_ndev(t, node) ? nt : NULL;
 }
 
-static bool nic_below(const struct tp_nodetype *nt, unsigned nic, int sw)
-{
-	if (sw < 0)
-		return true;
-	for (int s = nt->nic_sw[nic]; s >= 0; s = nt->sw_parent[s])
-		if (s == sw)
-			return true;
-	return false;
-}
-
-/* The lowest switch above GPU g with a NIC below it, -1: none (every NIC is nearest). */
+/* The best rank of a NIC for GPU g (tp_nodetype_nic_rank): the GPU may pair with the NICs of
+ * that rank only. */
 static int gpu_anchor(const struct tp_nodetype *nt, unsigned g)
 {
-	for (int s = nt->gpu_sw[g]; s >= 0; s = nt->sw_parent[s])
-		for (unsigned n = 0; n < nt->nnic; n++)
-			if (nic_below(nt, n, s))
-				return s;
-	return -1;
+	unsigned best = UINT32_MAX;
+	for (unsigned n = 0; n < nt->nnic; n++) {
+		unsigned r = tp_nodetype_nic_rank(nt, g, n);
+		best = r < best ? r : best;
+	}
+	return (int)best;
 }
 
 void tp_pairing_init(struct tp_pairing *pr, const struct tp_nodetype *nt, int *gpu_of,
@@ -327,7 +319,7 @@ static bool pair_augment(struct tp_pairing *pr, unsigned g)
 	const struct tp_nodetype *nt = pr->nt;
 	for (unsigned n = 0; n < nt->nnic; n++) {
 		if (pr->seen[n] || pr->gpu_of[n] == TP_NIC_BLOCKED ||
-		    !nic_below(nt, n, pr->anchor[g]))
+		    tp_nodetype_nic_rank(nt, g, n) != (unsigned)pr->anchor[g])
 			continue;
 		pr->seen[n] = 1;
 		if (pr->gpu_of[n] < 0 || pair_augment(pr, (unsigned)pr->gpu_of[n])) {

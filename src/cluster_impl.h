@@ -154,7 +154,7 @@ struct tp_cluster {
 
 struct tp_pairing {
 	const struct tp_nodetype *nt;
-	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: lowest switch with a NIC below, -1: root */
+	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: best NIC rank (tp_nodetype_nic_rank) */
 	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
 	int *gpu_of;                      /* [nnic] paired GPU, -1, or TP_NIC_BLOCKED */
 	unsigned char *seen;              /* [nnic] visited by the current augmentation */

@@ -11,6 +11,7 @@
 #include "topoplace-hwloc.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,9 +22,21 @@
 #include "common.h"
 
 #define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_VENDOR_AMD 0x1002
 #define PCI_CLASS_DISPLAY 0x03      /* base class: display / 3D controllers */
+#define PCI_CLASS_DISPLAY_OTHER 0x0380 /* AMD Instinct accelerators (MI50 ... MI250) */
+#define PCI_CLASS_ACCEL 0x12        /* base class: processing accelerators (MI300) */
 #define PCI_CLASS_NETWORK 0x02      /* base class: network (0x0207 InfiniBand included) */
+#define PCI_CLASS_ETHERNET 0x0200
+#define PCI_CLASS_INFINIBAND 0x0207
 #define PCI_CLASS_BRIDGE_OTHER 0x0680
+/*
+ * The largest NVLink figure believed, in GB/s one direction between two GPUs (direct links plus
+ * the NVSwitch share). NVLink 5 (GB200, 2024) gives a GPU 900 GB/s one direction in all; 10 TB/s
+ * leaves ten times that for later generations. A larger figure is a corrupt or mis-scaled
+ * matrix (a u64 of 2^64 - 1 MB/s is 1.8e16 GB/s), not a machine: refused.
+ */
+#define NVLINK_MAX_GBPS 10000.0
 #define BUSID_LEN 16                /* "dddd:bb:dd.f" and its NUL */
 #define XML_MAX_BYTES (1 << 26)     /* 64 MiB: lstopo writes a few MB for the largest machines */
 
@@ -105,6 +118,14 @@ static bool osdev_is_nvidia_gpu(hwloc_obj_t os)
 	       is_numbered(os->name, "nvml") || is_numbered(os->name, "cuda");
 }
 
+/* An OS device that hwloc's RSMI backend made for an AMD GPU. */
+static bool osdev_is_amd_gpu(hwloc_obj_t os)
+{
+	const char *backend = hwloc_obj_get_info_by_name(os, "Backend");
+	return is_word(os->subtype, "RSMI") || is_word(backend, "RSMI") ||
+	       is_numbered(os->name, "rsmi");
+}
+
 static bool osdev_is_network(hwloc_obj_t os)
 {
 	return os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK ||
@@ -115,21 +136,66 @@ static enum role pci_role(hwloc_obj_t pci)
 {
 	unsigned cls = pci->attr->pcidev.class_id;
 	bool nvidia = pci->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA;
+	bool amd = pci->attr->pcidev.vendor_id == PCI_VENDOR_AMD;
 	bool net_os = false;
 	for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
 		if (c->type != HWLOC_OBJ_OS_DEVICE)
 			continue;
-		if (osdev_is_nvidia_gpu(c))
+		if (osdev_is_nvidia_gpu(c) || osdev_is_amd_gpu(c))
 			return ROLE_GPU;
 		net_os = net_os || osdev_is_network(c);
 	}
 	if (nvidia && (cls >> 8) == PCI_CLASS_DISPLAY)
+		return ROLE_GPU;
+	/* AMD's VGA parts (0x0300, such as the ES1000 of many server boards) are not GPUs here. */
+	if (amd && (cls == PCI_CLASS_DISPLAY_OTHER || (cls >> 8) == PCI_CLASS_ACCEL))
 		return ROLE_GPU;
 	if (is_word(pci->subtype, "NVSwitch") || (nvidia && cls == PCI_CLASS_BRIDGE_OTHER))
 		return ROLE_NVSWITCH;
 	if ((cls >> 8) == PCI_CLASS_NETWORK || net_os)
 		return ROLE_NIC;
 	return ROLE_NONE;
+}
+
+/* RDMA when it has an OpenFabrics OS device (InfiniBand, RoCE, Omni-Path) or is an InfiniBand
+ * controller; plain Ethernet when it is an Ethernet controller or has a network interface only. */
+static tp_nic_kind nic_kind(hwloc_obj_t pci)
+{
+	unsigned cls = pci->attr->pcidev.class_id;
+	bool net = false;
+	for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+		if (c->type != HWLOC_OBJ_OS_DEVICE)
+			continue;
+		if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+			return TP_NIC_RDMA;
+		net = net || c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK;
+	}
+	if (cls == PCI_CLASS_INFINIBAND)
+		return TP_NIC_RDMA;
+	return cls == PCI_CLASS_ETHERNET || net ? TP_NIC_ETHERNET : TP_NIC_UNKNOWN;
+}
+
+/* Package, NUMA node (when the device's CPU-side ancestor covers exactly one) and host bridge of
+ * an I/O object, as logical indexes / the NUMA os_index; -1 where there is none. */
+static void io_locality(hwloc_topology_t topo, hwloc_obj_t o, int loc[3])
+{
+	loc[0] = loc[1] = loc[2] = -1;
+	hwloc_obj_t cpu = hwloc_get_non_io_ancestor_obj(topo, o);
+	for (hwloc_obj_t a = cpu; a; a = a->parent)
+		if (a->type == HWLOC_OBJ_PACKAGE && a->logical_index <= INT_MAX) {
+			loc[0] = (int)a->logical_index;
+			break;
+		}
+	if (cpu && cpu->nodeset && hwloc_bitmap_weight(cpu->nodeset) == 1) {
+		int first = hwloc_bitmap_first(cpu->nodeset);
+		loc[1] = first >= 0 ? first : -1;
+	}
+	hwloc_obj_t host = NULL;
+	for (hwloc_obj_t a = o->parent; a && a->type == HWLOC_OBJ_BRIDGE; a = a->parent)
+		host = a;
+	if (host && host->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST &&
+	    host->logical_index <= INT_MAX)
+		loc[2] = (int)host->logical_index;
 }
 
 /* The name a NIC is known by: OpenFabrics device, else network interface, else bus id. */
@@ -281,6 +347,31 @@ static void scan_free(struct scan *s)
 	tp_free(s->a, s->sw_parent);
 }
 
+/* PCI bus-id order (domain, bus, device, function), the order CUDA, NVML and Slurm number GPUs
+ * in; hwloc writes the PCI tree by NUMA node, which can differ. */
+static int cmp_busid(const void *x, const void *y)
+{
+	const struct hwloc_pcidev_attr_s *a = &(*(const hwloc_obj_t *)x)->attr->pcidev;
+	const struct hwloc_pcidev_attr_s *b = &(*(const hwloc_obj_t *)y)->attr->pcidev;
+	uint64_t ka = (uint64_t)a->domain << 24 | (uint64_t)a->bus << 16 | (uint64_t)a->dev << 8 |
+	              a->func;
+	uint64_t kb = (uint64_t)b->domain << 24 | (uint64_t)b->bus << 16 | (uint64_t)b->dev << 8 |
+	              b->func;
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	unsigned la = (*(const hwloc_obj_t *)x)->logical_index;
+	unsigned lb = (*(const hwloc_obj_t *)y)->logical_index;
+	return (la > lb) - (la < lb);
+}
+
+static void sort_gpus(struct scan *s)
+{
+	if (s->ngpu > 1)
+		qsort(s->gpu, s->ngpu, sizeof *s->gpu, cmp_busid);
+	for (unsigned i = 0; i < s->ngpu; i++)
+		s->pci_gpu[s->gpu[i]->logical_index] = (int)i;
+}
+
 static int scan_run(struct scan *s)
 {
 	int np = hwloc_get_nbobjs_by_type(s->topo, HWLOC_OBJ_PCI_DEVICE);
@@ -296,8 +387,11 @@ static int scan_run(struct scan *s)
 		s->pci_gpu[i] = -1;
 	hwloc_obj_t root = hwloc_get_root_obj(s->topo);
 	int rc = scan_devices(s, root);
+	if (rc)
+		return rc;
+	sort_gpus(s);
 	size_t cap = 0;
-	return rc ? rc : scan_switches(s, root, &cap);
+	return scan_switches(s, root, &cap);
 }
 
 /* ---- NVLink ----------------------------------------------------------------------------- */
@@ -318,9 +412,24 @@ static bool matrix_nvswitch(const struct scan *s, hwloc_obj_t o)
 	       s->pci_role[o->logical_index] == ROLE_NVSWITCH;
 }
 
+/* How an object of the NVLink matrix is named in a message. */
+static void matrix_obj_name(hwloc_obj_t o, char *buf, size_t len)
+{
+	if (o->type == HWLOC_OBJ_PCI_DEVICE) {
+		char id[BUSID_LEN];
+		busid(o, id);
+		snprintf(buf, len, "PCI %s", id);
+	} else {
+		snprintf(buf, len, "%s %s", hwloc_obj_type_string(o->type),
+		         o->name ? o->name : "(unnamed)");
+	}
+}
+
 /* GB/s between GPU pairs from the "NVLinkBandwidth" matrix (MB/s) into bw[ngpu * ngpu];
- * *found is false when the topology has no such matrix. */
-static int nvlink_matrix(const struct scan *s, double *bw, bool *found)
+ * *found is false when the topology has no such matrix. A value above NVLINK_MAX_GBPS is
+ * TP_EPARSE with the message in errbuf. */
+static int nvlink_matrix(const struct scan *s, double *bw, bool *found, char *errbuf,
+                         size_t errlen)
 {
 	unsigned nr = 1;
 	struct hwloc_distances_s *d = NULL;
@@ -348,6 +457,19 @@ static int nvlink_matrix(const struct scan *s, double *bw, bool *found)
 		for (unsigned j = 0; j < n; j++) {
 			double v = (double)d->values[(size_t)i * n + j] / 1000.0;
 			int y = gpu_of[j];
+			if (v > NVLINK_MAX_GBPS) {
+				char from[64], to[64];
+				matrix_obj_name(d->objs[i], from, sizeof from);
+				matrix_obj_name(d->objs[j], to, sizeof to);
+				fail(errbuf, errlen, TP_EPARSE,
+				     "the NVLinkBandwidth matrix gives %s -> %s %" PRIu64 " MB/s, above "
+				     "the %.0f GB/s believed (ten times NVLink 5's 900 GB/s per GPU)",
+				     from, to, d->values[(size_t)i * n + j], NVLINK_MAX_GBPS);
+				tp_free(s->a, gpu_of);
+				tp_free(s->a, to_sw);
+				hwloc_distances_release(s->topo, d);
+				return TP_EPARSE;
+			}
 			if (matrix_nvswitch(s, d->objs[j])) {
 				to_sw[x] += v;
 			} else if (y >= 0 && y != x) {
@@ -390,7 +512,14 @@ static int build_pcie(const struct scan *s, tp_nodetype *nt, char *errbuf, size_
 		}
 	}
 	for (unsigned i = 0; i < s->ngpu; i++) {
+		int loc[3];
+		io_locality(s->topo, s->gpu[i], loc);
+		busid(s->gpu[i], id);
 		int rc = tp_nodetype_set_gpu_switch(nt, i, device_switch(s, s->gpu[i]));
+		if (!rc)
+			rc = tp_nodetype_set_gpu_bus_id(nt, i, id);
+		if (!rc)
+			rc = tp_nodetype_set_gpu_locality(nt, i, loc[0], loc[1], loc[2]);
 		if (rc) {
 			busid(s->gpu[i], id);
 			snprintf(what, sizeof what, "GPU %u (%s)", i, id);
@@ -405,7 +534,13 @@ static int build_devices(const struct scan *s, tp_nodetype *nt, char *errbuf, si
 	char name[TP_MAX_NAME + 1], what[TP_MAX_NAME + 32];
 	for (unsigned i = 0; i < s->nnic; i++) {
 		nic_name(s->nic[i], name, sizeof name);
+		int loc[3];
+		io_locality(s->topo, s->nic[i], loc);
 		int rc = tp_nodetype_add_nic(nt, name, device_switch(s, s->nic[i]), 0.0, NULL);
+		if (!rc)
+			rc = tp_nodetype_set_nic_kind(nt, i, nic_kind(s->nic[i]));
+		if (!rc)
+			rc = tp_nodetype_set_nic_locality(nt, i, loc[0], loc[1], loc[2]);
 		if (rc) {
 			snprintf(what, sizeof what, "NIC %s", name);
 			return build_fail(nt, rc, what, errbuf, errlen);
@@ -429,14 +564,23 @@ static int build_nvlink(const struct scan *s, tp_nodetype *nt, char *errbuf, siz
 	if (!bw)
 		return fail(errbuf, errlen, TP_ENOMEM, "out of memory reading the NVLink matrix");
 	bool found = false;
-	int rc = nvlink_matrix(s, bw, &found);
+	int rc = nvlink_matrix(s, bw, &found, errbuf, errlen);
 	if (rc) {
 		tp_free(s->a, bw);
-		return fail(errbuf, errlen, rc, "out of memory reading the NVLink matrix");
+		return rc == TP_EPARSE
+		               ? rc
+		               : fail(errbuf, errlen, rc, "out of memory reading the NVLink matrix");
 	}
 	for (unsigned x = 0; x < g && !rc; x++) {
 		for (unsigned y = x + 1; y < g && !rc; y++) {
 			double v = bw[(size_t)x * g + y];
+			if (v > NVLINK_MAX_GBPS) {
+				tp_free(s->a, bw);
+				return fail(errbuf, errlen, TP_EPARSE,
+				            "the NVLinkBandwidth matrix gives GPUs %u and %u %.0f GB/s "
+				            "(direct links plus NVSwitches), above the %.0f GB/s believed",
+				            x, y, v, NVLINK_MAX_GBPS);
+			}
 			if (v > 0)
 				rc = tp_nodetype_set_nvlink(nt, x, y, v);
 		}
@@ -488,8 +632,8 @@ int tp_nodetype_from_hwloc(tp_nodetype **out, hwloc_topology_t topo, const tp_al
 	}
 	if (s.ngpu == 0) {
 		rc = fail(errbuf, errlen, TP_ENOTFOUND,
-		          "the hwloc topology has no NVIDIA GPU (%u PCI devices, %u NICs; was it "
-		          "loaded with I/O objects kept?)",
+		          "the hwloc topology has no GPU, NVIDIA or AMD (%u PCI devices, %u NICs; "
+		          "was it loaded with I/O objects kept?)",
 		          s.npci, s.nnic);
 	} else if (s.ngpu > TP_MAX_NODE_DEVICES) {
 		rc = fail(errbuf, errlen, TP_ELIMIT, "the hwloc topology has %u GPUs (at most %d)",
@@ -512,16 +656,83 @@ int tp_nodetype_from_hwloc(tp_nodetype **out, hwloc_topology_t topo, const tp_al
  * turn those inputs away first. The buffer they get is NUL-terminated.
  */
 
-/* Skip the "<?xml" and "<!DOCTYPE" lines as hwloc does; NULL when a line does not end. */
-static const char *skip_headers(const char *p)
+/* Whether the line at p is exactly `line` (then LF or CR-LF); *next is the line after. */
+static bool is_line(const char *p, const char *line, const char **next)
 {
-	while (!strncmp(p, "<?xml ", 6) || !strncmp(p, "<!DOCTYPE ", 10)) {
+	size_t n = strlen(line);
+	if (strncmp(p, line, n))
+		return false;
+	p += n;
+	p += *p == '\r';
+	if (*p != '\n')
+		return false;
+	*next = p + 1;
+	return true;
+}
+
+/*
+ * Skip the "<?xml" and "<!DOCTYPE" lines as hwloc does; NULL when a line does not end. hwloc
+ * passes any DOCTYPE line on (to libxml2 when it is built with it, which may then read an
+ * internal subset or fetch a SYSTEM id): only the two hwloc writes are accepted, else *why.
+ */
+static const char *skip_headers(const char *p, const char **why)
+{
+	while (!strncmp(p, "<?xml ", 6) || !strncmp(p, "<!DOCTYPE", 9)) {
+		if (p[2] == 'D') {
+			const char *next;
+			if (!is_line(p, "<!DOCTYPE topology SYSTEM \"hwloc.dtd\">", &next) &&
+			    !is_line(p, "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">", &next)) {
+				*why = "a DOCTYPE other than the one hwloc writes (<!DOCTYPE topology SYSTEM "
+				       "\"hwloc.dtd\"> or \"hwloc2.dtd\">, alone on its line)";
+				return NULL;
+			}
+			p = next;
+			continue;
+		}
 		p = strchr(p, '\n');
 		if (!p)
 			return NULL;
 		p++;
 	}
 	return p;
+}
+
+/* What a buffer that is not hwloc XML looks like, for the message; NULL: nothing known. */
+static const char *looks_like(const char *buf)
+{
+	const char *p = buf;
+	if (!strncmp(p, "\xef\xbb\xbf", 3))
+		p += 3; /* a UTF-8 byte-order mark */
+	p += strspn(p, " \t\r\n");
+	if (!strncmp(p, "<?xml ", 6) && strchr(p, '\n'))
+		p = strchr(p, '\n') + strspn(strchr(p, '\n'), " \t\r\n");
+	if (!strncmp(p, "<system", 7) && (p[7] == ' ' || p[7] == '>'))
+		return "it looks like NCCL's topology XML (a <system> root, as NCCL_TOPO_DUMP_FILE "
+		       "writes), not hwloc XML (a <topology> root, as lstopo writes)";
+	if (!strncmp(p, "<topology version=\"", 19))
+		return "a <topology version=...> other than hwloc writes (1.x writes <topology>, 2.x "
+		       "<topology version=\"2.0\">; hwloc 2.9 reads no later version)";
+	if (!strncmp(p, "<root>", 6))
+		return "hwloc 0.9 XML (a <root> root), which is not read: export it again with "
+		       "lstopo 1.x or later";
+	if (!strncmp(p, "<!DOCTYPE", 9))
+		return NULL;
+	if (*p == '<')
+		return "XML whose root element is not <topology>: not hwloc XML";
+	if (*p == '{' || *p == '[')
+		return "it looks like JSON, not hwloc XML (lstopo writes hwloc XML: "
+		       "lstopo file.xml)";
+	if (!strncmp(p, "---", 3) || strstr(p, ":\n") || strstr(p, ": "))
+		if (!strstr(p, "GPU0") && !strstr(p, "SwitchName") && !strstr(p, "BlockName"))
+			return "it looks like YAML, not hwloc XML (lstopo writes hwloc XML: lstopo "
+			       "file.xml)";
+	if (strstr(p, "GPU0") && (strstr(p, "Legend") || strstr(p, " X ")))
+		return "it looks like nvidia-smi topo -m output, not hwloc XML (read it with "
+		       "tp_nodetype_from_nvsmi_topo())";
+	if (strstr(p, "SwitchName=") || strstr(p, "BlockName="))
+		return "it looks like a Slurm topology.conf, not hwloc XML (read it with "
+		       "tp_topology_builder_from_slurm())";
+	return NULL;
 }
 
 /* One word of an hwloc set: empty, or "0x" and 1 to 8 hex digits; returns its end or NULL. */
@@ -627,7 +838,10 @@ static bool type_has_sets(const char *v, const char *vend)
 	       !is_type(v, vend, "OSDev") && !is_type(v, vend, "Misc");
 }
 
-static const char *check_object_tag(const char *tag, const char *end, bool root)
+/* hwloc 1.0 wrote no nodesets (hwloc 2 adds them to such a 1.x topology): no_nodesets (a 1.x
+ * root without one) lets every object go without; every set given must be well-formed. */
+static const char *check_object_tag(const char *tag, const char *end, bool root,
+                                    bool no_nodesets)
 {
 	static const char *const sets[] = {"cpuset", "complete_cpuset", "nodeset",
 	                                   "complete_nodeset", "allowed_cpuset", "allowed_nodeset"};
@@ -653,8 +867,12 @@ static const char *check_object_tag(const char *tag, const char *end, bool root)
 		vend = tend;
 	}
 	for (size_t i = 0; i < (root ? 6u : 4u); i++) {
-		if (!tag_attr(tag, end, sets[i], &v, &vend))
+		bool nodeset = strstr(sets[i], "nodeset") != NULL;
+		if (!tag_attr(tag, end, sets[i], &v, &vend)) {
+			if (no_nodesets && nodeset)
+				continue;
 			return "an object without one of its cpusets or nodesets";
+		}
 		if (!set_valid(v, vend))
 			return "a malformed cpuset or nodeset";
 	}
@@ -768,16 +986,41 @@ static const char *xml_not_well_formed(const char *p)
 	return root_done ? NULL : "no root element";
 }
 
-/* NULL when hwloc may be given the buffer, else what is wrong with it. */
-static const char *xml_problem(const char *buf)
+/* v1 `<distances nbobjs="N">`: hwloc allocates N * N floats unchecked (the product can wrap);
+ * NULL when every N is a decimal up to 4096, else why not. */
+static const char *v1_distances_problem(const char *p)
 {
-	const char *p = skip_headers(buf);
-	if (!p || strncmp(p, "<topology version=\"2.", 21))
-		return "not an hwloc XML topology of version 2 (as hwloc >= 2.0 writes)";
-	const char *why = xml_not_well_formed(p);
+	for (p = strstr(p, "<distances "); p; p = strstr(p + 1, "<distances ")) {
+		const char *end = strchr(p, '>'), *v, *vend;
+		if (!tag_attr(p + 10, end, "nbobjs", &v, &vend))
+			continue;
+		if (vend == v || vend - v > 4 || strspn(v, "0123456789") < (size_t)(vend - v) ||
+		    strtoul(v, NULL, 10) > 4096)
+			return "a 1.x <distances> matrix with nbobjs not a number up to 4096";
+	}
+	return NULL;
+}
+
+/* NULL when hwloc may be given the buffer, else what is wrong with it; *v1 tells the version. */
+static const char *xml_problem(const char *buf, bool *v1)
+{
+	const char *why = NULL;
+	const char *p = skip_headers(buf, &why);
 	if (why)
 		return why;
-	bool pu = false, numa = false;
+	*v1 = p && !strncmp(p, "<topology>", 10);
+	if (!p || (!*v1 && strncmp(p, "<topology version=\"2.", 21))) {
+		why = looks_like(p ? p : buf);
+		return why ? why
+		           : "not an hwloc XML topology (<topology> of hwloc 1.x or <topology "
+		             "version=\"2.x\"> of hwloc 2.x, as lstopo writes)";
+	}
+	why = xml_not_well_formed(p);
+	if (!why && *v1)
+		why = v1_distances_problem(p);
+	if (why)
+		return why;
+	bool pu = false, numa = false, nodesets = true;
 	unsigned roots = 0;
 	long depth = 0; /* <object> nesting */
 	for (p = strchr(p, '<'); p; p = strchr(p + 1, '<')) {
@@ -788,7 +1031,11 @@ static const char *xml_problem(const char *buf)
 			continue;
 		if (depth == 0 && ++roots > 1)
 			return "more than one top-level object";
-		why = check_object_tag(p + 7, end, depth == 0);
+		if (depth == 0) {
+			const char *v, *vend;
+			nodesets = !*v1 || tag_attr(p + 7, end, "nodeset", &v, &vend);
+		}
+		why = check_object_tag(p + 7, end, depth == 0, !nodesets);
 		if (why)
 			return why;
 		depth += end[-1] != '/';
@@ -799,13 +1046,15 @@ static const char *xml_problem(const char *buf)
 	}
 	if (!pu)
 		return "no PU object";
-	return numa ? NULL : "no NUMANode object";
+	/* hwloc 1.x writes no NUMANode on a machine with one (hwloc 2 then adds it). */
+	return numa || *v1 ? NULL : "no NUMANode object";
 }
 
 static int load_xml(hwloc_topology_t topo, const char *copy, size_t len, char *errbuf,
                     size_t errlen)
 {
-	const char *why = xml_problem(copy);
+	bool v1 = false;
+	const char *why = xml_problem(copy, &v1);
 	if (why)
 		return fail(errbuf, errlen, TP_EPARSE, "the XML buffer (%zu bytes) is refused: %s", len,
 		            why);

@@ -36,12 +36,17 @@ int tp_nodetype_create(tp_nodetype **out, unsigned gpus, const tp_allocator *all
 	nt->alloc = a;
 	nt->ngpus = gpus;
 	nt->gpu_sw = tp_mallocn(&a, gpus, sizeof *nt->gpu_sw);
-	if (!nt->gpu_sw) {
+	nt->gpu_x = tp_calloc(&a, gpus, sizeof *nt->gpu_x);
+	if (!nt->gpu_sw || !nt->gpu_x) {
+		tp_free(&a, nt->gpu_sw);
+		tp_free(&a, nt->gpu_x);
 		tp_free(&a, nt);
 		return TP_ENOMEM;
 	}
-	for (unsigned i = 0; i < gpus; i++)
+	for (unsigned i = 0; i < gpus; i++) {
 		nt->gpu_sw[i] = -1;
+		nt->gpu_x[i].loc = (struct tp_locality){-1, -1, -1};
+	}
 	*out = nt;
 	return 0;
 }
@@ -62,6 +67,8 @@ void tp_nodetype_destroy(tp_nodetype *nt)
 	tp_free(&a, nt->nic_gbps);
 	tp_free(&a, nt->nvs_name);
 	tp_free(&a, nt->nvlink);
+	tp_free(&a, nt->gpu_x);
+	tp_free(&a, nt->nic_x);
 	tp_free(&a, nt);
 }
 
@@ -134,7 +141,9 @@ int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double gbps, 
 		return tp_seterr(nt->errmsg, TP_ELIMIT, "more than %d NICs", TP_NODETYPE_MAX_ITEMS);
 	size_t cap_sw = nt->cap_nic, cap_g = nt->cap_nic;
 	if (tp_grow(&nt->alloc, (void **)&nt->nic_sw, &cap_sw, nt->nnic + 1, sizeof *nt->nic_sw) ||
-	    tp_grow(&nt->alloc, (void **)&nt->nic_gbps, &cap_g, nt->nnic + 1, sizeof(double)))
+	    tp_grow(&nt->alloc, (void **)&nt->nic_gbps, &cap_g, nt->nnic + 1, sizeof(double)) ||
+	    tp_grow(&nt->alloc, (void **)&nt->nic_x, &nt->cap_nicx, nt->nnic + 1,
+	            sizeof *nt->nic_x))
 		return tp_seterr(nt->errmsg, TP_ENOMEM, "out of memory adding NIC %s", name);
 	size_t cap_n = nt->cap_nic;
 	if (push_name(nt, &nt->nic_name, nt->nnic, &cap_n, name))
@@ -143,6 +152,7 @@ int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double gbps, 
 	nt->cap_nic = cap_n < cap_sw ? (cap_n < cap_g ? cap_n : cap_g) : (cap_sw < cap_g ? cap_sw : cap_g);
 	nt->nic_sw[nt->nnic] = sw;
 	nt->nic_gbps[nt->nnic] = gbps;
+	nt->nic_x[nt->nnic] = (struct tp_nic_extra){TP_NIC_UNKNOWN, {-1, -1, -1}};
 	if (id)
 		*id = nt->nnic;
 	nt->nnic++;
@@ -273,13 +283,124 @@ int tp_nodetype_gpu_nearest_nic(const tp_nodetype *nt, unsigned gpu)
 		return TP_ENOTFOUND;
 	unsigned best = 0, best_d = UINT32_MAX;
 	for (unsigned i = 0; i < nt->nnic; i++) {
-		unsigned d = switch_distance(nt, nt->gpu_sw[gpu], nt->nic_sw[i]);
+		unsigned d = tp_nodetype_nic_rank(nt, gpu, i);
 		if (d < best_d) {
 			best_d = d;
 			best = i;
 		}
 	}
 	return (int)best;
+}
+
+static bool nic_below_switch(const tp_nodetype *nt, unsigned n, int sw)
+{
+	for (int s = nt->nic_sw[n]; s >= 0; s = nt->sw_parent[s])
+		if (s == sw)
+			return true;
+	return false;
+}
+
+/* 3: same host bridge, 2: same NUMA node, 1: same package, 0: none known in common. */
+static unsigned locality_shared(const struct tp_locality *x, const struct tp_locality *y)
+{
+	if (x->host_bridge >= 0 && x->host_bridge == y->host_bridge)
+		return 3;
+	if (x->numa >= 0 && x->numa == y->numa)
+		return 2;
+	return x->package >= 0 && x->package == y->package;
+}
+
+/* Kind first (a NIC that is not RDMA ranks behind every RDMA NIC, when the node has one), then
+ * the switch hops from the GPU up to the lowest switch with the NIC below it, then, for NICs
+ * reached only through the host bridges, what GPU and NIC share: host bridge, NUMA node,
+ * package. */
+unsigned tp_nodetype_nic_rank(const tp_nodetype *nt, unsigned g, unsigned n)
+{
+	unsigned kind = nt->has_rdma && nt->nic_x[n].kind != TP_NIC_RDMA;
+	unsigned hops = 0;
+	int s = nt->gpu_sw[g];
+	while (s >= 0 && !nic_below_switch(nt, n, s) && hops <= nt->nsw) {
+		s = nt->sw_parent[s];
+		hops++;
+	}
+	unsigned far = s < 0 ? 3 - locality_shared(&nt->gpu_x[g].loc, &nt->nic_x[n].loc) : 0;
+	return kind << 20 | hops << 2 | far;
+}
+
+int tp_nodetype_set_gpu_bus_id(tp_nodetype *nt, unsigned gpu, const char *bus_id)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (gpu >= nt->ngpus)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "GPU %u does not exist (%u GPUs)", gpu,
+		                 nt->ngpus);
+	const char *why = tp_name_problem(bus_id, true);
+	if (!why && strlen(bus_id) >= TP_BUSID_LEN)
+		why = "is longer than 31 bytes";
+	if (why)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "GPU %u: bus id %s", gpu, why);
+	memcpy(nt->gpu_x[gpu].bus_id, bus_id, strlen(bus_id) + 1);
+	return 0;
+}
+
+const char *tp_nodetype_gpu_bus_id(const tp_nodetype *nt, unsigned gpu)
+{
+	return nt && gpu < nt->ngpus && nt->gpu_x[gpu].bus_id[0] ? nt->gpu_x[gpu].bus_id : NULL;
+}
+
+int tp_nodetype_set_nic_kind(tp_nodetype *nt, unsigned nic, tp_nic_kind kind)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (nic >= nt->nnic)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "NIC %u does not exist (%u NICs)", nic,
+		                 nt->nnic);
+	if (kind != TP_NIC_UNKNOWN && kind != TP_NIC_RDMA && kind != TP_NIC_ETHERNET)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "NIC %u: kind %d is not a tp_nic_kind", nic,
+		                 (int)kind);
+	nt->nic_x[nic].kind = (unsigned char)kind;
+	nt->has_rdma = false;
+	for (unsigned i = 0; i < nt->nnic; i++)
+		nt->has_rdma = nt->has_rdma || nt->nic_x[i].kind == TP_NIC_RDMA;
+	return 0;
+}
+
+int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic)
+{
+	return nt && nic < nt->nnic ? nt->nic_x[nic].kind : TP_ENOTFOUND;
+}
+
+static int set_locality(tp_nodetype *nt, struct tp_locality *loc, const char *what,
+                        unsigned i, int package, int numa, int host_bridge)
+{
+	if (package < -1 || numa < -1 || host_bridge < -1)
+		return tp_seterr(nt->errmsg, TP_EINVAL,
+		                 "%s %u: locality (%d, %d, %d) has a value below -1", what, i, package,
+		                 numa, host_bridge);
+	*loc = (struct tp_locality){package, numa, host_bridge};
+	return 0;
+}
+
+int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int package, int numa,
+                                 int host_bridge)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (gpu >= nt->ngpus)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "GPU %u does not exist (%u GPUs)", gpu,
+		                 nt->ngpus);
+	return set_locality(nt, &nt->gpu_x[gpu].loc, "GPU", gpu, package, numa, host_bridge);
+}
+
+int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int package, int numa,
+                                 int host_bridge)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (nic >= nt->nnic)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "NIC %u does not exist (%u NICs)", nic,
+		                 nt->nnic);
+	return set_locality(nt, &nt->nic_x[nic].loc, "NIC", nic, package, numa, host_bridge);
 }
 
 static bool nodetype_has_nvlink(const tp_nodetype *nt)
@@ -298,12 +419,16 @@ static tp_nodetype *nodetype_clone(const tp_nodetype *src, const tp_allocator *a
 	if (tp_nodetype_create(&nt, src->ngpus, a))
 		return NULL;
 	memcpy(nt->gpu_sw, src->gpu_sw, src->ngpus * sizeof *nt->gpu_sw);
+	memcpy(nt->gpu_x, src->gpu_x, src->ngpus * sizeof *nt->gpu_x);
 	for (unsigned i = 0; i < src->nsw; i++)
 		if (tp_nodetype_add_pcie_switch(nt, src->sw_parent[i], NULL))
 			goto fail;
 	for (unsigned i = 0; i < src->nnic; i++)
 		if (tp_nodetype_add_nic(nt, src->nic_name[i], src->nic_sw[i], src->nic_gbps[i], NULL))
 			goto fail;
+	if (src->nnic)
+		memcpy(nt->nic_x, src->nic_x, src->nnic * sizeof *nt->nic_x);
+	nt->has_rdma = src->has_rdma;
 	for (unsigned i = 0; i < src->nnvs; i++)
 		if (tp_nodetype_add_nvswitch(nt, src->nvs_name[i], NULL))
 			goto fail;
@@ -320,6 +445,11 @@ fail:
 	return NULL;
 }
 
+static bool loc_equal(const struct tp_locality *x, const struct tp_locality *y)
+{
+	return x->package == y->package && x->numa == y->numa && x->host_bridge == y->host_bridge;
+}
+
 /* Whether two node types describe the same insides (so nodes can share one copy). */
 static bool nodetype_equal(const tp_nodetype *x, const tp_nodetype *y)
 {
@@ -331,7 +461,12 @@ static bool nodetype_equal(const tp_nodetype *x, const tp_nodetype *y)
 		return false;
 	for (unsigned i = 0; i < x->nnic; i++)
 		if (x->nic_sw[i] != y->nic_sw[i] || x->nic_gbps[i] != y->nic_gbps[i] ||
-		    strcmp(x->nic_name[i], y->nic_name[i]))
+		    strcmp(x->nic_name[i], y->nic_name[i]) ||
+		    x->nic_x[i].kind != y->nic_x[i].kind || !loc_equal(&x->nic_x[i].loc, &y->nic_x[i].loc))
+			return false;
+	for (unsigned i = 0; i < x->ngpus; i++)
+		if (strcmp(x->gpu_x[i].bus_id, y->gpu_x[i].bus_id) ||
+		    !loc_equal(&x->gpu_x[i].loc, &y->gpu_x[i].loc))
 			return false;
 	for (unsigned i = 0; i < x->nnvs; i++)
 		if (strcmp(x->nvs_name[i], y->nvs_name[i]))

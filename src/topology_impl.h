@@ -34,7 +34,34 @@ struct tp_nodetype {
 	char **nvs_name;   /* [nnvs] */
 	double *nvlink;    /* [ngpus * ngpus] GB/s, or NULL when none was set */
 	size_t cap_sw, cap_nic, cap_nvs;
+	/* Where GPUs and NICs sit outside the PCIe switches, and what kind each NIC is: read by
+	 * the GPU-NIC rule (tp_nodetype_nic_rank). */
+	struct tp_gpu_extra *gpu_x; /* [ngpus] */
+	struct tp_nic_extra *nic_x; /* [nnic] */
+	size_t cap_nicx;
+	bool has_rdma;              /* some NIC is TP_NIC_RDMA */
 };
+
+#define TP_BUSID_LEN 32 /* a PCI bus id ("0000:3b:00.0") and its NUL, with room to spare */
+
+/* Package, NUMA node and host bridge of a device: ids compared for equality, -1 unknown. */
+struct tp_locality {
+	int package, numa, host_bridge;
+};
+
+struct tp_gpu_extra {
+	char bus_id[TP_BUSID_LEN]; /* "" when unknown */
+	struct tp_locality loc;
+};
+
+struct tp_nic_extra {
+	unsigned char kind; /* tp_nic_kind */
+	struct tp_locality loc;
+};
+
+/* How far NIC n is from GPU g for pairing (smaller is closer; equal ranks tie): see
+ * tp_nodetype_gpu_nearest_nic() in topoplace.h for the rule. */
+unsigned tp_nodetype_nic_rank(const struct tp_nodetype *nt, unsigned g, unsigned n);
 
 struct tp_fabric_impl {
 	tp_link_kind kind;

@@ -302,7 +302,7 @@ Test(hwloc, machine_without_nvidia_gpu_is_not_found)
 	tp_test_alloc_reset();
 	tp_nodetype *nt = (tp_nodetype *)1;
 	char err[256];
-	TP_ASSERT_ERR(load(nic_only_xml, &nt, err), TP_ENOTFOUND, err, "no NVIDIA GPU");
+	TP_ASSERT_ERR(load(nic_only_xml, &nt, err), TP_ENOTFOUND, err, "no GPU, NVIDIA or AMD");
 	cr_assert(strstr(err, "1 NICs"), "%s", err);
 	cr_assert_null(nt);
 	TP_ASSERT_NO_LEAKS();
@@ -322,7 +322,7 @@ Test(hwloc, malformed_xml_is_a_parse_error)
 	static const struct {
 		const char *from, *to, *fragment;
 	} cases[] = {
-		{"<topology version=\"2.0\">", "<topology version=\"1.0\">", "version 2"},
+		{"<topology version=\"2.0\">", "<topology version=\"1.0\">", "other than hwloc writes"},
 		{"<topology version=\"2.0\">", "<topology version=\"2.0\"", "without its '>'"},
 		{" complete_nodeset=\"0x1\" allowed_nodeset", " allowed_nodeset", "cpusets or nodesets"},
 		{"cpuset=\"0x1\" complete_cpuset", "cpuset=\"0xf...f,\" complete_cpuset", "malformed"},
@@ -542,4 +542,133 @@ Test(hwloc, node_type_goes_into_a_topology)
 	tp_topology_builder_destroy(b);
 	tp_nodetype_destroy(nt);
 	TP_ASSERT_NO_LEAKS();
+}
+
+/* Only the DOCTYPE lines hwloc writes pass (#19 item 12): an internal subset or another SYSTEM
+ * id would reach an hwloc built on libxml2. */
+Test(hwloc, only_hwlocs_doctype_passes)
+{
+	static const char *const bad[] = {
+		"<!DOCTYPE topology SYSTEM \"http://example.com/x.dtd\">\n",
+		"<!DOCTYPE topology [<!ENTITY x \"y\">]>\n",
+		"<!DOCTYPE topology SYSTEM \"hwloc2.dtd\" [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>\n",
+		"<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">  \n",
+		"<!DOCTYPE\ttopology SYSTEM \"hwloc2.dtd\">\n",
+	};
+	static char buf[8192];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		tp_test_alloc_reset();
+		tp_nodetype *nt = (tp_nodetype *)1;
+		char err[256];
+		const char *xml =
+			edited(buf, sizeof buf, "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n", bad[i]);
+		TP_ASSERT_ERR(load(xml, &nt, err), TP_EPARSE, err,
+		              "a DOCTYPE other than the one hwloc writes");
+		cr_assert_null(nt);
+		TP_ASSERT_NO_LEAKS();
+	}
+	/* both of hwloc's, and CR-LF line ends */
+	static const char *const good[] = {"<!DOCTYPE topology SYSTEM \"hwloc.dtd\">\n",
+	                                   "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\r\n"};
+	for (size_t i = 0; i < 2; i++) {
+		tp_nodetype *nt = NULL;
+		char err[256];
+		const char *xml =
+			edited(buf, sizeof buf, "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n", good[i]);
+		cr_assert_eq(load(xml, &nt, err), 0, "%s", err);
+		tp_nodetype_destroy(nt);
+	}
+}
+
+/* A file of another format is named as what it looks like. */
+Test(hwloc, other_formats_are_named)
+{
+	static const struct {
+		const char *text, *fragment;
+	} cases[] = {
+		{"<?xml version=\"1.0\"?>\n<system version=\"1\">\n <cpu numaid=\"0\"/>\n</system>\n",
+		 "NCCL's topology XML"},
+		{"---\nswitches:\n  - switch: s0\n", "looks like YAML"},
+		{"topology:\n  block: {}\n", "looks like YAML"},
+		{"{\"version\": 1}", "looks like JSON"},
+		{"\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV4\t0-7\n\nLegend:\n", "nvidia-smi topo -m"},
+		{"SwitchName=s0 Nodes=n[1-4]\n", "Slurm topology.conf"},
+		{"<root>\n</root>\n", "hwloc 0.9 XML"},
+		{"<?xml version=\"1.0\"?>\n<svg width=\"1\"/>\n", "root element is not <topology>"},
+		{"<topology version=\"3.0\">\n</topology>\n", "other than hwloc writes"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_nodetype *nt = (tp_nodetype *)1;
+		char err[256];
+		TP_ASSERT_ERR(load(cases[i].text, &nt, err), TP_EPARSE, err, cases[i].fragment);
+		cr_assert_null(nt);
+	}
+}
+
+/* NVLink figures above 10 TB/s are refused, naming the pair and the value. */
+Test(hwloc, implausible_nvlink_figures_are_refused)
+{
+	static char buf[8192];
+	tp_test_alloc_reset();
+	tp_nodetype *nt = (tp_nodetype *)1;
+	char err[256];
+	const char *xml = edited(buf, sizeof buf, "<u64values length=\"81\">0 50000 ",
+	                         "<u64values length=\"96\">0 18446744073709551615 ");
+	TP_ASSERT_ERR(load(xml, &nt, err), TP_EPARSE, err,
+	              "the NVLinkBandwidth matrix gives OSDev nvml0 -> OSDev nvml1 "
+	              "18446744073709551615 MB/s, above the 10000 GB/s believed");
+	cr_assert_null(nt);
+	TP_ASSERT_NO_LEAKS();
+	/* 10 TB/s itself is believed */
+	xml = edited(buf, sizeof buf, "<u64values length=\"81\">0 50000 ",
+	             "<u64values length=\"84\">0 10000000 ");
+	cr_assert_eq(load(xml, &nt, err), 0, "%s", err);
+	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 0, 1), 10000.0, 1e-9);
+	tp_nodetype_destroy(nt);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* GPUs are numbered in bus-id order, not the file's: moving the first GPU to bus 0d makes it
+ * GPU 3 (its NVLink figures move with it). */
+Test(hwloc, gpus_in_bus_id_order)
+{
+	static char buf[8192];
+	tp_test_alloc_reset();
+	tp_nodetype *nt = NULL;
+	char err[256];
+	cr_assert_eq(load(mini_xml, &nt, err), 0, "%s", err);
+	cr_assert_str_eq(tp_nodetype_gpu_bus_id(nt, 0), "0000:03:00.0");
+	cr_assert_str_eq(tp_nodetype_gpu_bus_id(nt, 3), "0000:0b:00.0");
+	tp_nodetype_destroy(nt);
+	const char *xml = edited(buf, sizeof buf, "pci_busid=\"0000:03:00.0\"",
+	                         "pci_busid=\"0000:0d:00.0\"");
+	cr_assert_eq(load(xml, &nt, err), 0, "%s", err);
+	static const char *const order[] = {"0000:04:00.0", "0000:0a:00.0", "0000:0b:00.0",
+	                                    "0000:0d:00.0"};
+	for (unsigned g = 0; g < 4; g++)
+		cr_assert_str_eq(tp_nodetype_gpu_bus_id(nt, g), order[g]);
+	/* nvml0 (now GPU 3) - nvml1 (now GPU 0): 50 GB/s direct plus 25 via the NVSwitch for nvml0
+	 * only (nvml1 has no NVSwitch link) */
+	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 3, 0), 50.0, 1e-9);
+	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 3, 1), 25.0, 1e-9);
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), tp_nodetype_gpu_switch(nt, 0));
+	tp_nodetype_destroy(nt);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The kinds the importer gives: mlx5_0 (class 0207 with an OpenFabrics device) is RDMA, eth0
+ * (class 0200, a Net device) plain Ethernet. */
+Test(hwloc, nic_kinds)
+{
+	tp_nodetype *nt = NULL;
+	char err[256];
+	cr_assert_eq(load(mini_xml, &nt, err), 0, "%s", err);
+	cr_assert_str_eq(tp_nodetype_nic_name(nt, 0), "mlx5_0");
+	cr_assert_eq(tp_nodetype_nic_kind(nt, 0), TP_NIC_RDMA);
+	cr_assert_str_eq(tp_nodetype_nic_name(nt, 1), "eth0");
+	cr_assert_eq(tp_nodetype_nic_kind(nt, 1), TP_NIC_ETHERNET);
+	/* GPUs 2 and 3 are behind the second switch, which has no NIC: the RDMA NIC, not eth0 */
+	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 2), 0);
+	cr_assert_eq(tp_nodetype_nic_kind(nt, 2), TP_ENOTFOUND);
+	tp_nodetype_destroy(nt);
 }

@@ -161,8 +161,8 @@ def test_hwloc_nodes(tp, tmp_path):
 
 def test_gpu_nic_pairs_extension(tp, tmp_path):
     """x_gpu_nic_pairs (a CLI extension of scenario-v1): on tests/data/two-switch-nics.xml,
-    GPUs 0 and 1 share the NIC mlx5_0 of their switch, GPUs 2 and 3 (a switch without a NIC)
-    share eth0 on the host bridge: two GPUs of the node can be paired."""
+    every GPU pairs with the RDMA NIC mlx5_0 (a plain Ethernet port such as eth0 is never
+    paired while the node has an RDMA NIC): one GPU per node, so two nodes."""
     from topoplace import _native
     if not _native.has("tp_nodetype_from_hwloc_xml"):
         pytest.skip("this build has no hwloc importer")
@@ -173,11 +173,11 @@ def test_gpu_nic_pairs_extension(tp, tmp_path):
          "topology": {"levels": ["rack", "node"],
                       "nodes": [{"name": "n0", "path": ["r0"], "hwloc": "n.xml"},
                                 {"name": "n1", "path": ["r0"], "hwloc": "n.xml"}]},
-         "request": {"count": 2, "required": "node", "x_gpu_nic_pairs": True}}
+         "request": {"count": 2, "x_gpu_nic_pairs": True}}
     rc, out = run_json(tmp_path, "place", d)
     assert rc == 0, out
-    assert out["placement"]["devices"] == ["n0/0", "n0/2"]
-    assert out["placement"]["x_nics"] == ["mlx5_0", "eth0"]
+    assert out["placement"]["devices"] == ["n0/0", "n1/0"]
+    assert out["placement"]["x_nics"] == ["mlx5_0", "mlx5_0"]
     d["request"]["count"] = 3
     rc, out = run_json(tmp_path, "place", d)
     assert rc == 1 and out["status"] == "infeasible"
