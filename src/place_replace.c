@@ -408,18 +408,18 @@ static int replace_check_whole(tp_placement *pl, struct pctx *p, const struct rs
 	return rc;
 }
 
-/* Place each class in turn; the last one's context is kept for the result (*p). */
+/* Place each class in turn; the last one's context is kept for the result (*p, which then
+ * points to *sub: the caller keeps it until the context is released). */
 static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate *rs,
                                  const struct tp_rq *shape, const struct tp_rq_unit *ly,
                                  const struct rclass *cls, uint32_t ncls, const uint32_t *orig,
-                                 uint32_t nbad)
+                                 uint32_t nbad, struct tp_rq *sub)
 {
 	int rc = 0;
-	struct tp_rq sub;
 	for (uint32_t i = 0; i < ncls && !rc; i++) {
 		uint32_t need;
 		int ideal_ok = -1;
-		int r = replace_class(p, rs, shape, ly, &cls[i], &sub, &need, &ideal_ok);
+		int r = replace_class(p, rs, shape, ly, &cls[i], sub, &need, &ideal_ok);
 		if (r == 0)
 			rc = tp_pl_explain_failure(pl, p, need, nbad, shape->required, ideal_ok);
 		else if (r < 0)
@@ -483,7 +483,8 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 	unsigned nly = tp_rq_units(&shape, c->t->nlevels - 1, ly);
 	nest_levels(ly, nly);
 	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
-	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad);
+	struct tp_rq sub;
+	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad, &sub);
 	if (!rc) {
 		rc = replace_record(pl, &p, &rs, orig, nbad);
 		tp_pl_ctx_fini(&p);
