@@ -96,6 +96,16 @@ struct sim_policy {
 };
 
 extern const struct sim_policy sim_policies[];
+
+/* The Slurm baselines (sim_slurm.c). */
+void *sim_slurm_create(struct sim_ctx *ctx);
+void sim_slurm_destroy(void *st);
+int sim_slurm_block_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                          uint32_t *devs);
+int sim_slurm_tree_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                         uint32_t *devs);
+/* NVIDIA's segment advice in nodes where it divides the job's node count; 0: no segment. */
+uint32_t sim_slurm_segment(const struct sim_fleet *f, const struct sim_job *j);
 extern const size_t sim_npolicies;
 
 /* The locality stand-in (--efficiency standin): 1.0 inside the job's ideal domain, a penalty by
