@@ -312,8 +312,10 @@ static void sim_advance(struct sim_run *r, double t)
 	r->busy_all += r->busy * dt;
 	r->busy_win += r->busy * ov;
 	r->eff_win += r->eff_busy * ov;
-	if (r->qlen == 0)
+	if (r->qlen == 0 && ov > 0) {
 		r->res->queue_empty_s += ov;
+		r->res->last_empty_s = hi;
+	}
 	r->now = t;
 }
 
@@ -559,6 +561,8 @@ static void sim_schedule(struct sim_run *r)
 		r->oldest = out == 0;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
+		if (may_try && reserved && r->now + j->duration_s > shadow && j->gpus > extra)
+			may_try = false; /* EASY: it would delay the top job wherever it went */
 		if (may_try) {
 			scanned++;
 			int rc = sim_try(r, jid);
@@ -679,6 +683,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.pool_free = f->gpus;
 	r.nodefrag_job = UINT32_MAX;
 	r.ctx.f = f;
+	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
 	r.queue = malloc(n * sizeof *r.queue);

@@ -140,6 +140,7 @@ struct sim_result {
 	double wait_pct[101]; /* queueing delay at percentile 0, 1, ..., 100 (s) */
 	double makespan_s;
 	double queue_empty_s;
+	double last_empty_s; /* the last time inside the window with an empty queue (or -inf) */
 	double frag_nv_mean, frag_node_mean;
 	double mean_eff;
 	long place_calls;
