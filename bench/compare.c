@@ -247,14 +247,17 @@ static double cmp_kept(const struct cmp_opts *o, const struct cmp_workload *cw,
  * (the highest when none is: its cells are then flagged where a queue empties). One intensity
  * per workload and fleet keeps the seeds and the queue disciplines comparable. */
 static double cmp_pick_intensity(const struct cmp_opts *o, const struct cmp_workload *cw,
-                                 const struct sim_fleet *f)
+                                 const struct sim_fleet *f, const char *fname)
 {
 	const double *ladder = cw->trace ? cmp_compress_ladder : cmp_load_ladder;
 	size_t n = cw->trace ? sizeof cmp_compress_ladder / sizeof *ladder
 	                     : sizeof cmp_load_ladder / sizeof *ladder;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		bench_progress(true, "compare: %s on %s: trying %s %g with the ideal bound", cw->name,
+		               fname, cw->trace ? "compression" : "load", ladder[i]);
 		if (cmp_kept(o, cw, f, ladder[i]) >= 0.5)
 			return ladder[i];
+	}
 	return ladder[n - 1];
 }
 
@@ -566,9 +569,10 @@ static void cmp_usage(FILE *f)
 	        "  traces of SHARED/traces; SHARED defaults to the directory beside the repository),\n"
 	        "  trace:FILE. Fleets: nvl72:GPUS, hgx:GPUS, l4:GPUS, scenario:FILE.\n"
 	        "  --quick: philly (or philly-like without SHARED), openb-like, llm on nvl72:864,\n"
-	        "  hgx:512, l4:576, every queue discipline, seeds 1-3. Without --quick: those\n"
+	        "  hgx:512, l4:576, queues besteffort and easy, seeds 1-3. Without --quick: those\n"
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
-	        "  hgx:4096, l4:2304 and each trace's own size. --trace and --fleet add cells.\n");
+	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
+	        "  --trace and --fleet add cells.\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -686,6 +690,10 @@ int bench_compare_main(int argc, char **argv)
 		for (int i = 0; i < o.nq; i++)
 			if (!sim_queue_parse(names[i], &o.queue[i]))
 				bench_die("--queues: '%s' is not besteffort, strict or easy", names[i]);
+	} else if (o.quick) { /* the peers' defaults: Kueue's BestEffortFIFO, Slurm's EASY */
+		o.nq = 2;
+		o.queue[0] = SIM_QUEUE_BESTEFFORT;
+		o.queue[1] = SIM_QUEUE_EASY;
 	} else {
 		o.nq = 3;
 		o.queue[0] = SIM_QUEUE_BESTEFFORT;
@@ -732,7 +740,7 @@ int bench_compare_main(int argc, char **argv)
 		struct sim_fleet f;
 		sim_fleet_build(&f, o.fleet[fl]);
 		for (int wl = 0; wl < o.nwl; wl++) {
-			double x = cmp_pick_intensity(&o, &o.wl[wl], &f);
+			double x = cmp_pick_intensity(&o, &o.wl[wl], &f, o.fleet[fl]);
 			for (int s = 0; s < o.nseed; s++) {
 				for (int q = 0; q < o.nq; q++) {
 					struct cmp_cell *cell =
