@@ -160,8 +160,9 @@ static void cmp_add_workload(struct cmp_opts *o, const char *name, const char *s
 	          "trace:FILE", name);
 }
 
-/* Build the workload of one cell. A trace's seed picks its slice: rows from (seed - 1) x
- * rows / 2 on (0 rows: the whole trace, the same for every seed). */
+/* Build the workload of one cell. A trace's seed picks its slice: `rows` rows from seed x rows
+ * on, so that seeds replay disjoint slices and the first slice (the trace's start-up, when the
+ * recorded cluster was filling) is left out; 0 rows: the whole trace, the same for every seed. */
 static void cmp_workload_build(const struct cmp_workload *cw, const struct sim_fleet *f,
                                uint64_t seed, double intensity, struct sim_workload *w)
 {
@@ -170,7 +171,7 @@ static void cmp_workload_build(const struct cmp_workload *cw, const struct sim_f
 			bench_die("out of memory");
 		return;
 	}
-	size_t skip = cw->jobs ? (size_t)(seed - 1) * (cw->jobs / 2) : 0;
+	size_t skip = cw->jobs ? (size_t)seed * cw->jobs : 0;
 	struct sim_workload all;
 	sim_workload_read_csv(&all, f, cw->path, cw->jobs ? skip + cw->jobs : 0);
 	if (skip >= all.n)

@@ -69,7 +69,8 @@ static uint32_t job_nodes(const struct sim_fleet *f, const struct sim_job *j)
 
 /*
  * One node or less: the base block with the fewest nodes able to host the job (ties: the
- * first), then its first such node in bitmap order; the node's lowest free devices.
+ * last, as the block choice of eval_nodes_block() with level 0), then its first such node in
+ * bitmap order; the node's lowest free devices.
  */
 static int slurm_one_node(struct slurm_st *s, struct sim_ctx *ctx, const struct sim_job *j,
                           uint32_t *devs)
@@ -86,7 +87,7 @@ static int slurm_one_node(struct slurm_st *s, struct sim_ctx *ctx, const struct 
 					first = node;
 				cnt++;
 			}
-		if (cnt && cnt < best_cnt) {
+		if (cnt && cnt <= best_cnt) { /* ties: the last, as eval_nodes_block()'s "<=" */
 			best = b;
 			best_cnt = cnt;
 			best_node = first;
