@@ -9,13 +9,15 @@
  *   with the trace's counts (1: 76,627, 2: 1,818, 4: 1,870, 8: 1,643, 12: 7, 16: 199, 24: 7,
  *   32: 67, 64: 6, 128: 3); all training; running time log-normal with the trace's median
  *   (1,144 s) and a sigma of 1.78 (its p90 of 11,266 s), clamped to [60 s, 2 days], times
- *   1 + log2(GPUs / 8) above 8 GPUs (larger jobs run longer, so that jobs of at most 8 GPUs
- *   hold ~86% of the GPU-hours, as in the trace).
+ *   3.7 for 2 GPUs, 9.4 for 4, 15.6 for 8 and 12 above (the trace's GPU-hours per GPU by size
+ *   against 1-GPU jobs': multi-GPU jobs run longer, and jobs of at most 8 GPUs hold ~86% of
+ *   the GPU-hours, 1-GPU jobs ~18%, as in the trace).
  * openb: after Alibaba's openb 2023 pod list (7,064 GPU pods): GPUs 1 (6,989), 2 (16), 4 (15),
  *   8 (44), whole GPUs (fractional requests count as one GPU); 1-GPU pods are inference
  *   (latency-sensitive, 57% of the pods) or training (best effort), larger ones training;
  *   running time log-normal, median 492 s, sigma 1.97 (the trace's p90 of 6,131 s), clamped to
- *   [30 s, 2 days], times 1 + log2(GPUs) / 2 (1-GPU pods then hold ~87% of the GPU-hours).
+ *   [30 s, 2 days], times 2.5 for 2 GPUs, 0.3 for 4 and 4.8 for 8 (from the trace likewise:
+ *   1-GPU pods hold ~87% of the GPU-hours).
  * llm (the default): an LLM-heavy NVL72 mix of today, per job:
  *   class:       training 75%, inference 15%, interactive 10%;
  *   training:    GPUs 1 (18%), 2 (5%), 4 (14%), 8 (14%), 16 (10%), 32 (10%), 64 (10%),
@@ -184,25 +186,29 @@ static void gen_one(struct bench_rng *r, const struct sim_fleet *f, struct sim_j
 
 static const uint32_t philly_sizes[] = {1, 2, 4, 8, 12, 16, 24, 32, 64, 128};
 static const double philly_w[] = {76627, 1818, 1870, 1643, 7, 199, 7, 67, 6, 3};
+/* Running time against a 1-GPU job's, from the trace's GPU-hours per GPU by size. */
+static const double philly_scale[] = {1, 3.7, 9.4, 15.6, 12, 12, 12, 12, 12, 12};
 
 static void gen_philly(struct bench_rng *r, struct sim_job *j)
 {
 	memset(j, 0, sizeof *j);
 	j->cls = TP_CLASS_TRAINING;
-	j->gpus = philly_sizes[bench_rng_weighted(r, philly_w, NELEM(philly_w))];
-	double scale = j->gpus > 8 ? 1 + log2(j->gpus / 8.0) : 1;
-	j->duration_s = lognormal(r, 1144, 1.78, 60, 2 * 86400) * scale;
+	size_t k = bench_rng_weighted(r, philly_w, NELEM(philly_w));
+	j->gpus = philly_sizes[k];
+	j->duration_s = lognormal(r, 1144, 1.78, 60, 2 * 86400) * philly_scale[k];
 }
 
 static const uint32_t openb_sizes[] = {1, 2, 4, 8};
 static const double openb_w[] = {6989, 16, 15, 44};
+static const double openb_scale[] = {1, 2.5, 0.3, 4.8}; /* as philly_scale, from openb */
 
 static void gen_openb(struct bench_rng *r, struct sim_job *j)
 {
 	memset(j, 0, sizeof *j);
-	j->gpus = openb_sizes[bench_rng_weighted(r, openb_w, NELEM(openb_w))];
+	size_t k = bench_rng_weighted(r, openb_w, NELEM(openb_w));
+	j->gpus = openb_sizes[k];
 	j->cls = j->gpus == 1 && bench_rng_unit(r) < 0.57 ? TP_CLASS_INFERENCE : TP_CLASS_TRAINING;
-	j->duration_s = lognormal(r, 492, 1.97, 30, 2 * 86400) * (1 + log2(j->gpus) / 2);
+	j->duration_s = lognormal(r, 492, 1.97, 30, 2 * 86400) * openb_scale[k];
 }
 
 static void gen_job(struct bench_rng *r, const struct sim_fleet *f, enum sim_mix mix,
