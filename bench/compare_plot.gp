@@ -13,6 +13,7 @@ set key outside right top
 set xtics rotate by -35 left
 set grid ytics
 set ylabel '%'
+set offsets graph 0, 0, 0.08, 0.08
 
 set output out.'-gain.png'
 set title 'Effective GPU-hours: gain over the best peer (kueue-like, slurm-block-like, slurm-tree-like), %'

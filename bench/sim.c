@@ -3,12 +3,10 @@
  * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator.
  *
  * One workload (the bundled generator or a CSV trace) is replayed on one fleet under every
- * policy of sim_policy.c, each on a fresh tp_cluster. The scheduler is the same for all: a
- * queue in submission order scanned at every event time, each job tried in turn (backfill)
- * up to --backfill jobs per pass; a job whose shape already failed in this pass is skipped
- * (starting jobs only take capacity away, so it would fail again); once the oldest waiting job
- * has waited --starve-h hours, nothing may pass it (strict FIFO until it starts), so large jobs
- * cannot starve. A started job runs for its duration divided by its placement's efficiency.
+ * policy of sim_policy.c, each on a fresh tp_cluster, all under one queue discipline
+ * (sim_schedule: Kueue's BestEffortFIFO or StrictFIFO, or Slurm's EASY backfill; the
+ * starvation rule --starve-h is off by default). A started job runs for its duration divided
+ * by its placement's efficiency; a migrated job does no useful work while it restarts.
  *
  * Metrics: over a fixed window of simulated time in which the queue should never be empty
  * (default: from 15% of the arrival span to the last arrival; the time the queue was empty
