@@ -86,12 +86,17 @@ static bool cmp_policy_selected(const char *list, const char *name)
 	return false;
 }
 
-/* Split a comma list into up to max pieces (pointers into a copy that is never freed). */
+/* The copies cmp_split cuts up, freed when the command ends. */
+static char *cmp_copies[8];
+static int cmp_ncopies;
+
+/* Split a comma list into up to max pieces (pointers into a copy kept until the end). */
 static int cmp_split(const char *opt, const char *s, const char **out, int max)
 {
 	char *copy = strdup(s);
-	if (!copy)
+	if (!copy || cmp_ncopies == (int)(sizeof cmp_copies / sizeof *cmp_copies))
 		bench_die("out of memory");
+	cmp_copies[cmp_ncopies++] = copy;
 	int n = 0;
 	for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
 		if (n == max)
@@ -830,5 +835,7 @@ int bench_compare_main(int argc, char **argv)
 		cmp_plot(&o, groups, ngroups, pols, npol);
 	free(groups);
 	free(cells);
+	while (cmp_ncopies > 0)
+		free(cmp_copies[--cmp_ncopies]);
 	return 0;
 }
