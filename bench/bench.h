@@ -126,6 +126,9 @@ unsigned bench_node_free_devices(const tp_cluster *c, uint32_t node, uint32_t *o
  * tail latencies, so every JSON records it. */
 double bench_loadavg(void);
 
+/* Whether stderr is a terminal (progress lines are redrawn there, else printed whole). */
+bool bench_stderr_tty(void);
+
 /* Progress line on stderr (overwritten in place; a final newline with done = true). */
 void bench_progress(bool done, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -153,5 +156,6 @@ int bench_place_main(int argc, char **argv);
 int bench_sim_main(int argc, char **argv);
 int bench_defrag_main(int argc, char **argv);
 int bench_layout_main(int argc, char **argv);
+int bench_compare_main(int argc, char **argv);
 
 #endif

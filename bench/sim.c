@@ -3,12 +3,10 @@
  * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator.
  *
  * One workload (the bundled generator or a CSV trace) is replayed on one fleet under every
- * policy of sim_policy.c, each on a fresh tp_cluster. The scheduler is the same for all: a
- * queue in submission order scanned at every event time, each job tried in turn (backfill)
- * up to --backfill jobs per pass; a job whose shape already failed in this pass is skipped
- * (starting jobs only take capacity away, so it would fail again); once the oldest waiting job
- * has waited --starve-h hours, nothing may pass it (strict FIFO until it starts), so large jobs
- * cannot starve. A started job runs for its duration divided by its placement's efficiency.
+ * policy of sim_policy.c, each on a fresh tp_cluster, all under one queue discipline
+ * (sim_schedule: Kueue's BestEffortFIFO or StrictFIFO, or Slurm's EASY backfill; the
+ * starvation rule --starve-h is off by default). A started job runs for its duration divided
+ * by its placement's efficiency; a migrated job does no useful work while it restarts.
  *
  * Metrics: over a fixed window of simulated time in which the queue should never be empty
  * (default: from 15% of the arrival span to the last arrival; the time the queue was empty
@@ -28,55 +26,6 @@
 #ifndef TP_BENCH_SOURCE_DIR
 #define TP_BENCH_SOURCE_DIR "bench"
 #endif
-
-struct sim_opts {
-	const char *fleet;
-	const char *trace;
-	size_t limit;
-	double compress;
-	size_t jobs;
-	double load;
-	uint64_t seed;
-	const char *policies;
-	double win0_h, win1_h; /* < 0: automatic */
-	double sample_s;
-	size_t backfill;
-	double starve_h;
-	double defrag_every_s;
-	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
-	bool use_cost;
-	const char *json;
-	const char *csv;
-	const char *plot;
-};
-
-/* One sample of the time series. */
-struct sim_sample {
-	double t;
-	uint32_t busy, queued, running;
-	double eff_busy;
-	double frag_nv, frag_node;
-};
-
-struct sim_result {
-	const struct sim_policy *pol;
-	double wall_s;
-	size_t started, rejected, unfinished;
-	double occupancy, occupancy_all, eff_gpu_h, eff_share;
-	double full_locality_share, full_locality_gpu_share;
-	double mean_wait_s, p95_wait_s, max_wait_s;
-	double wait_pct[101]; /* queueing delay at percentile 0, 1, ..., 100 (s) */
-	double makespan_s;
-	double queue_empty_s;
-	double frag_nv_mean, frag_node_mean;
-	double mean_eff;
-	long place_calls;
-	double place_us_mean;
-	long defrag_moves, defrag_calls, defrag_refused;
-	double defrag_cost_s, defrag_us_mean;
-	struct sim_sample *samples;
-	size_t nsamples;
-};
 
 /* A completion event. */
 struct sim_ev {
@@ -107,6 +56,10 @@ struct sim_run {
 	double *eff;   /* [jobs] */
 	double *start; /* [jobs] */
 	double *end;   /* [jobs] current end (a heap entry with another time is stale) */
+	double *contrib;     /* [jobs] GPUs x efficiency the job adds to eff_busy now */
+	double *restart_end; /* [jobs] end of a moved job's checkpoint and restart (no work) */
+	double *running_end; /* scratch of the EASY reservation */
+	uint32_t *running_gpus;
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
 	uint64_t releases;  /* jobs finished so far */
@@ -177,7 +130,42 @@ static void sim_fleet_derive(struct sim_fleet *f, const char *spec)
 	}
 }
 
-static void sim_fleet_build(struct sim_fleet *f, const char *spec)
+/*
+ * The 4-level fleet l4:GPUS: NVL72 racks (18 nodes of 4 GPUs, NVLink inside the rack) in
+ * blocks of 4 racks (InfiniBand 50 GB/s), 2 blocks per pod (37.5 GB/s: a 4:3 tapered spine),
+ * pods joined at 25 GB/s; the whole number of pods closest to GPUS / 576 (at least one).
+ */
+static int sim_fleet_l4(struct sim_fleet *f, uint64_t gpus)
+{
+	static const char *const levels[] = {"pod", "block", "rack", "node"};
+	unsigned pods = (unsigned)((gpus + 288) / 576);
+	pods = pods ? pods : 1;
+	tp_topology_builder *b;
+	int rc = tp_topology_builder_create(&b, levels, 4, NULL);
+	if (rc < 0)
+		return rc;
+	tp_node_options no = TP_NODE_OPTIONS_INIT;
+	no.model = "GB200";
+	no.memory_gb = 186;
+	unsigned counts[4] = {pods, 2, 4, NVL72_RACK_NODES};
+	if ((rc = tp_topology_builder_set_fabric(b, 3, TP_LINK_NVLINK, 900, 3.4)) < 0 ||
+	    (rc = tp_topology_builder_set_fabric(b, 2, TP_LINK_NVLINK, 900, 3.4)) < 0 ||
+	    (rc = tp_topology_builder_set_fabric(b, 1, TP_LINK_IB, 50, 14)) < 0 ||
+	    (rc = tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 37.5, 17)) < 0 ||
+	    (rc = tp_topology_builder_set_fabric(b, TP_LEVEL_CLUSTER, TP_LINK_IB, 25,
+	                                         20)) < 0 ||
+	    (rc = tp_topology_builder_generate(b, counts, NVL72_NODE_GPUS, &no)) < 0 ||
+	    (rc = tp_topology_build(b, &f->t)) < 0) {
+		tp_topology_builder_destroy(b);
+		return rc;
+	}
+	tp_topology_builder_destroy(b);
+	f->top = pods;
+	f->per_top = 8;
+	return 0;
+}
+
+void sim_fleet_build(struct sim_fleet *f, const char *spec)
 {
 	memset(f, 0, sizeof *f);
 	if (!strncmp(spec, "scenario:", 9)) {
@@ -192,7 +180,7 @@ static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 	}
 	const char *colon = strchr(spec, ':');
 	if (!colon)
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS or scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS or scenario:FILE", spec);
 	uint64_t want[1];
 	if (bench_parse_sizes(colon + 1, want, 1) != 1)
 		bench_die("--fleet %s: bad GPU count", spec);
@@ -201,17 +189,23 @@ static void sim_fleet_build(struct sim_fleet *f, const char *spec)
 		f->kind = FLEET_NVL72;
 		bench_nvl72_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_nvl72(&f->t, f->top, f->per_top, NULL);
+	} else if (!strncmp(spec, "l4:", 3)) {
+		f->kind = FLEET_L4;
+		rc = sim_fleet_l4(f, want[0]);
 	} else if (!strncmp(spec, "hgx:", 4)) {
 		f->kind = FLEET_HGX;
 		bench_hgx_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_hgx(&f->t, f->top, f->per_top, NULL);
 	} else {
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS or scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS or scenario:FILE", spec);
 	}
 	if (rc < 0)
 		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
 	sim_fleet_derive(f, spec);
 }
+
+/* A heap entry whose job has this bit ends a moved job's restart, not the job. */
+#define SIM_EV_RESTART 0x80000000u
 
 /* ---- event heap --------------------------------------------------------------------------- */
 
@@ -315,12 +309,25 @@ static void sim_advance(struct sim_run *r, double t)
 	r->busy_all += r->busy * dt;
 	r->busy_win += r->busy * ov;
 	r->eff_win += r->eff_busy * ov;
-	if (r->qlen == 0)
+	if (r->qlen == 0 && ov > 0) {
 		r->res->queue_empty_s += ov;
+		r->res->last_empty_s = hi;
+	}
 	r->now = t;
 }
 
 /* ---- scheduling --------------------------------------------------------------------------- */
+
+static void sim_planner_time(struct sim_result *res, uint64_t ns)
+{
+	if (res->nplanner == res->cap_planner) {
+		res->cap_planner = res->cap_planner ? 2 * res->cap_planner : 4096;
+		res->planner_ms = realloc(res->planner_ms, res->cap_planner * sizeof *res->planner_ms);
+		if (!res->planner_ms)
+			bench_die("out of memory");
+	}
+	res->planner_ms[res->nplanner++] = (double)ns * 1e-6;
+}
 
 static uint32_t sim_free(const struct sim_run *r)
 {
@@ -349,27 +356,42 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 	r->eff[jid] = eff;
 	r->start[jid] = r->now;
 	r->busy += j->gpus;
-	r->eff_busy += j->gpus * eff;
+	r->contrib[jid] = j->gpus * eff;
+	r->eff_busy += r->contrib[jid];
 	r->running++;
 	r->res->started++;
 	r->end[jid] = r->now + j->duration_s / eff;
 	heap_push(r, r->end[jid], jid);
 }
 
-/* A defrag plan moved running job jid: it loses its checkpoint time and continues its
- * remaining work at the new placement's efficiency. */
+/* A defrag plan moved running job jid: for its checkpoint and restart time (which grows with
+ * its size, sim_checkpoint_s) it holds its new GPUs and does no useful work; then it continues
+ * its remaining work at the new placement's efficiency. */
 static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
 {
 	struct sim_run *r = ud;
 	const struct sim_job *j = &r->w->jobs[jid];
 	if (n != j->gpus)
 		bench_die("defrag moved job %u to %u devices, not %u", jid, n, j->gpus);
-	double work = (r->end[jid] - r->now) * r->eff[jid]; /* seconds at full locality */
+	double from = r->restart_end[jid] > r->now ? r->restart_end[jid] : r->now;
+	double work = (r->end[jid] - from) * r->eff[jid]; /* seconds at full locality */
 	double eff = sim_efficiency(r->f, j, devs, r->o->use_cost);
-	r->eff_busy += j->gpus * (eff - r->eff[jid]);
+	r->eff_busy -= r->contrib[jid];
+	r->contrib[jid] = 0;
 	r->eff[jid] = eff;
-	r->end[jid] = r->now + j->checkpoint_s + (work > 0 ? work : 0) / eff;
+	r->restart_end[jid] = r->now + j->checkpoint_s;
+	r->end[jid] = r->restart_end[jid] + (work > 0 ? work : 0) / eff;
+	heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
 	heap_push(r, r->end[jid], jid);
+}
+
+/* A moved job's restart is over: it does useful work again. */
+static void sim_restarted(struct sim_run *r, uint32_t jid, double t)
+{
+	if (t != r->restart_end[jid] || r->end[jid] < t)
+		return; /* stale: moved again since */
+	r->contrib[jid] = r->w->jobs[jid].gpus * r->eff[jid];
+	r->eff_busy += r->contrib[jid];
 }
 
 /* Whether a defrag plan may move running job jid to devs: not if it would run less
@@ -394,7 +416,8 @@ static void sim_finish(struct sim_run *r, uint32_t jid)
 		r->pool_free += j->gpus;
 	}
 	r->busy -= j->gpus;
-	r->eff_busy -= j->gpus * r->eff[jid];
+	r->eff_busy -= r->contrib[jid];
+	r->contrib[jid] = 0;
 	if (r->running == 1)
 		r->eff_busy = 0; /* no drift from the additions */
 	r->running--;
@@ -410,8 +433,10 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		return 0;
 	uint64_t t0 = bench_now_ns();
 	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
-	r->res->place_us_mean += (double)(bench_now_ns() - t0) * 1e-3;
+	uint64_t dt = bench_now_ns() - t0;
+	r->res->place_us_mean += (double)dt * 1e-3;
 	r->res->place_calls++;
+	sim_planner_time(r->res, dt);
 	/* The planner is costly: as a periodic defrag cycle, it runs at most once per
 	 * --defrag-every-s of simulated time, for the oldest waiting job only, and not again for a
 	 * job it found no plan for until some job has finished. */
@@ -427,36 +452,129 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
 		r->res->defrag_calls++;
 		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
+		sim_planner_time(r->res, bench_now_ns() - d0);
 		if (moves <= 0) {
 			r->nodefrag_job = jid;
 			r->nodefrag_releases = r->releases;
 		} else {
 			r->res->defrag_moves += moves;
 			r->res->defrag_cost_s += cost;
+			d0 = bench_now_ns();
 			rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
+			sim_planner_time(r->res, bench_now_ns() - d0);
+			r->res->place_calls++;
 		}
 	}
 	return rc;
 }
 
-/* One pass over the queue at the current time (see the file comment). */
+const char *const sim_queue_names[3] = {"besteffort", "strict", "easy"};
+
+bool sim_queue_parse(const char *name, enum sim_queue *q)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, sim_queue_names[i])) {
+			*q = (enum sim_queue)i;
+			return true;
+		}
+	return false;
+}
+
+static void sim_memo_set(struct sim_run *r, uint16_t key)
+{
+	r->memo[key] = 1;
+	r->memo_set[r->nmemo++] = key;
+}
+
+struct sim_endgpus {
+	double t;
+	uint32_t gpus;
+};
+
+static int cmp_endgpus(const void *a, const void *b)
+{
+	const struct sim_endgpus *x = a, *y = b;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * The EASY reservation of the top job (Slurm's sched/backfill): the earliest time at which
+ * enough GPUs will be free for it if the running jobs end when they are due (the simulator
+ * knows each running job's end: estimates are exact), and the GPUs free at that time that the
+ * top job does not need. The reservation is a GPU count, not a set of nodes.
+ */
+static void sim_reservation(struct sim_run *r, uint32_t need, double *shadow, uint64_t *extra)
+{
+	struct sim_endgpus *ev = (struct sim_endgpus *)r->running_end;
+	size_t n = 0;
+	for (size_t i = 0; i < r->nheap; i++) {
+		uint32_t jid = r->heap[i].job;
+		if (jid & SIM_EV_RESTART || r->heap[i].t != r->end[jid])
+			continue;
+		ev[n++] = (struct sim_endgpus){r->heap[i].t, r->w->jobs[jid].gpus};
+	}
+	qsort(ev, n, sizeof *ev, cmp_endgpus);
+	uint64_t fr = sim_free(r);
+	*shadow = INFINITY;
+	*extra = 0;
+	for (size_t i = 0; i < n && fr < need; i++) {
+		fr += ev[i].gpus;
+		*shadow = ev[i].t;
+	}
+	if (fr >= need) {
+		if (*shadow == INFINITY)
+			*shadow = r->now;
+		*extra = fr - need;
+	}
+}
+
+/*
+ * One pass over the queue at the current time, in submission order (every job has the same
+ * priority, so Slurm's priority order is the age order too). Each job is tried in turn, at most
+ * --backfill jobs per pass; a job whose shape already failed in this pass is skipped (starting
+ * jobs only take capacity away, so it would fail again).
+ *   besteffort (Kueue BestEffortFIFO): a job that cannot start is set aside, the next is tried;
+ *   strict (Kueue StrictFIFO): the first job that cannot start ends the pass;
+ *   easy (Slurm main scheduler + EASY backfill): jobs start in order up to the first that
+ *     cannot (the top job); it gets a reservation (sim_reservation), and a later job starts
+ *     only if it fits now and either ends before the reservation or uses only GPUs the top
+ *     job will not need.
+ * With --starve-h H > 0, once the oldest waiting job has waited H hours nothing may pass it.
+ */
 static void sim_schedule(struct sim_run *r)
 {
 	size_t scanned = 0, out = 0;
-	bool strict = false;
+	bool strict = false, blocked = false, reserved = false;
+	double shadow = INFINITY;
+	uint64_t extra = 0;
+	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
 	for (size_t i = 0; i < r->qlen; i++) {
 		uint32_t jid = r->queue[i];
 		const struct sim_job *j = &r->w->jobs[jid];
 		bool keep = true;
-		if (out == 0) /* j is the oldest job still waiting: has it waited too long? */
+		if (out == 0 && r->o->starve_h > 0) /* j is the oldest job still waiting */
 			strict = r->now - j->submit_s > r->o->starve_h * 3600;
 		r->oldest = out == 0;
-		bool may_try = scanned < r->o->backfill && (!strict || out == 0) &&
+		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
+		if (may_try && reserved && r->now + j->duration_s > shadow && j->gpus > extra)
+			may_try = false; /* EASY: it would delay the top job wherever it went */
 		if (may_try) {
 			scanned++;
 			int rc = sim_try(r, jid);
+			if (rc == 0 && reserved) { /* EASY: does it delay the top job? */
+				double end = r->now + j->duration_s / (r->pol->uses_cluster ?
+				             sim_efficiency(r->f, j, r->devs, r->o->use_cost) : 1.0);
+				if (end <= shadow)
+					;
+				else if (j->gpus <= extra)
+					extra -= j->gpus;
+				else
+					rc = TP_EBUSY; /* not a shape failure: no memo */
+				if (rc != 0)
+					goto kept;
+			}
 			if (rc == 0) {
 				sim_start(r, jid);
 				keep = false;
@@ -464,10 +582,16 @@ static void sim_schedule(struct sim_run *r)
 				r->res->rejected++;
 				keep = false;
 			} else {
-				r->memo[j->shape_key] = 1;
-				r->memo_set[r->nmemo++] = j->shape_key;
+				sim_memo_set(r, j->shape_key);
+				if (q == SIM_QUEUE_STRICT) {
+					blocked = true;
+				} else if (q == SIM_QUEUE_EASY && !reserved) {
+					reserved = true;
+					sim_reservation(r, j->gpus, &shadow, &extra);
+				}
 			}
 		}
+	kept:
 		if (keep)
 			r->queue[out++] = jid;
 	}
@@ -505,6 +629,7 @@ static void sim_summarise(struct sim_run *r)
 	res->mean_wait_s = bench_mean(waits, nw);
 	qsort(waits, nw, sizeof *waits, cmp_double);
 	res->p95_wait_s = bench_quantile(waits, nw, 0.95);
+	res->wait_p50_s = bench_quantile(waits, nw, 0.50);
 	res->max_wait_s = nw ? waits[nw - 1] : 0;
 	for (int q = 0; q <= 100; q++)
 		res->wait_pct[q] = bench_quantile(waits, nw, q / 100.0);
@@ -521,6 +646,10 @@ static void sim_summarise(struct sim_run *r)
 	res->unfinished = w->n - res->started - res->rejected;
 	if (res->place_calls)
 		res->place_us_mean /= (double)res->place_calls;
+	res->planner_total_s = 0;
+	for (size_t i = 0; i < res->nplanner; i++)
+		res->planner_total_s += res->planner_ms[i] * 1e-3;
+	res->planner_p99_ms = bench_quantile(res->planner_ms, res->nplanner, 0.99);
 	if (res->defrag_calls)
 		res->defrag_us_mean /= (double)res->defrag_calls;
 	double fn = 0, fd = 0;
@@ -536,9 +665,8 @@ static void sim_summarise(struct sim_run *r)
 	res->frag_node_mean = ns ? fd / (double)ns : 0;
 }
 
-static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
-                           const struct sim_workload *w, double w0, double w1,
-                           struct sim_result *res)
+void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
+                    const struct sim_workload *w, double w0, double w1, struct sim_result *res)
 {
 	struct sim_run r;
 	memset(&r, 0, sizeof r);
@@ -552,21 +680,27 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.pool_free = f->gpus;
 	r.nodefrag_job = UINT32_MAX;
 	r.ctx.f = f;
+	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
 	r.queue = malloc(n * sizeof *r.queue);
 	r.eff = malloc(n * sizeof *r.eff);
 	r.start = malloc(n * sizeof *r.start);
 	r.end = malloc(n * sizeof *r.end);
+	r.contrib = calloc(n, sizeof *r.contrib);
+	r.restart_end = calloc(n, sizeof *r.restart_end);
+	r.running_end = malloc(n * sizeof(struct sim_endgpus));
 	r.devs = malloc(f->gpus * sizeof *r.devs);
 	r.memo = calloc(65536, 1);
 	r.memo_set = malloc(65536 * sizeof *r.memo_set);
 	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
 	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
-	    !r.ctx.scratch)
+	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end)
 		bench_die("out of memory");
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
 		r.start[i] = -1;
+		r.restart_end[i] = -INFINITY;
+	}
 	if (r.pol->uses_cluster)
 		BENCH_CHECK(tp_cluster_create(&r.ctx.c, f->t, NULL), "tp_cluster_create");
 	r.st = r.pol->create(&r.ctx);
@@ -582,7 +716,9 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		sim_advance(&r, t);
 		while (r.nheap && r.heap[0].t <= t) {
 			struct sim_ev ev = heap_pop(&r);
-			if (ev.t == r.end[ev.job]) /* else a stale entry of a moved job */
+			if (ev.job & SIM_EV_RESTART)
+				sim_restarted(&r, ev.job & ~SIM_EV_RESTART, ev.t);
+			else if (ev.t == r.end[ev.job]) /* else a stale entry of a moved job */
 				sim_finish(&r, ev.job);
 		}
 		while (next < w->n && w->jobs[next].submit_s <= t)
@@ -599,10 +735,14 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			r.qlen = 0;
 		}
 		uint64_t now = bench_now_ns();
-		if (now - last > 250000000u) {
-			bench_progress(false, "sim: %s: %.1f of %.1f days simulated, %zu queued",
-			               r.pol->name, r.now / 86400, w->n ? w->jobs[w->n - 1].submit_s / 86400 : 0,
-			               r.qlen);
+		/* a terminal gets a line redrawn 4 times a second, a log file one line per 10 s */
+		bool tty = bench_stderr_tty();
+		if (now - last > (tty ? 250000000u : 10000000000u)) {
+			bench_progress(!tty, "sim: %s: %.1f of %.1f days simulated, %llu of %zu jobs done, "
+			               "%zu queued, %.0f s", r.pol->name, r.now / 86400,
+			               w->n ? w->jobs[w->n - 1].submit_s / 86400 : 0,
+			               (unsigned long long)r.releases, w->n, r.qlen,
+			               (double)(now - t0) * 1e-9);
 			last = now;
 		}
 	}
@@ -621,19 +761,40 @@ static void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	free(r.eff);
 	free(r.start);
 	free(r.end);
+	free(r.contrib);
+	free(r.restart_end);
+	free(r.running_end);
 	free(r.devs);
 	free(r.memo);
 	free(r.memo_set);
 	free(r.ctx.scratch);
-	bench_progress(true, "sim: %s: %zu jobs in %.1f s of wall time", r.pol->name, res->started,
-	               res->wall_s);
+	if (!o->quiet)
+		bench_progress(true, "sim: %s: %zu jobs in %.1f s of wall time; planner %ld calls, "
+		               "p99 %.3f ms, %.2f s in all", r.pol->name, res->started, res->wall_s,
+		               (long)res->nplanner, res->planner_p99_ms, res->planner_total_s);
+}
+
+void sim_window(const struct sim_workload *w, double *w0, double *w1)
+{
+	double span = w->n ? w->jobs[w->n - 1].submit_s - w->jobs[0].submit_s : 0;
+	*w0 = w->n ? w->jobs[0].submit_s + 0.15 * span : 0;
+	*w1 = w->n ? w->jobs[w->n - 1].submit_s : 0;
+}
+
+void sim_result_free(struct sim_result *res)
+{
+	free(res->samples);
+	free(res->planner_ms);
+	res->samples = NULL;
+	res->planner_ms = NULL;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
 
 static const char *sim_fleet_kind_name(const struct sim_fleet *f)
 {
-	return f->kind == FLEET_NVL72 ? "nvl72" : f->kind == FLEET_HGX ? "hgx" : "scenario";
+	return f->kind == FLEET_NVL72 ? "nvl72" : f->kind == FLEET_HGX ? "hgx"
+	       : f->kind == FLEET_L4 ? "l4" : "scenario";
 }
 
 static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
@@ -644,7 +805,8 @@ static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
 	       f->gpus, f->top, f->per_top,
 	       o->use_cost ? "cost model (tp_cost_efficiency)" : "stand-in (sim_policy.c)");
 	printf("workload: %s\n", w->source);
-	printf("window: %.1f h to %.1f h\n\n", w0 / 3600, w1 / 3600);
+	printf("queue: %s%s; window: %.1f h to %.1f h\n\n", sim_queue_names[o->queue],
+	       o->starve_h > 0 ? " with the starvation rule" : "", w0 / 3600, w1 / 3600);
 	printf("%-17s %6s %9s %6s %6s %6s %8s %8s %8s %6s %6s %6s\n", "policy", "occup", "eff_GPU_h",
 	       "effic", "full%", "fullG%", "wait_m", "p95w_m", "mkspan_h", "fragNV", "qempt%",
 	       "wall_s");
@@ -701,6 +863,7 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 	bench_json_num(&j, "window_start_s", w0);
 	bench_json_num(&j, "window_end_s", w1);
 	bench_json_str(&j, "efficiency_model", o->use_cost ? "cost" : "standin");
+	bench_json_str(&j, "queue", sim_queue_names[o->queue]);
 	bench_json_int(&j, "backfill", (long long)o->backfill);
 	bench_json_num(&j, "starve_h", o->starve_h);
 	bench_json_num(&j, "defrag_every_s", o->defrag_every_s);
@@ -718,6 +881,10 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 		bench_json_num(&j, "mean_efficiency", r->mean_eff);
 		bench_json_num(&j, "mean_wait_s", r->mean_wait_s);
 		bench_json_num(&j, "p95_wait_s", r->p95_wait_s);
+		bench_json_num(&j, "p50_wait_s", r->wait_p50_s);
+		bench_json_num(&j, "queue_empty_share", w1 > w0 ? r->queue_empty_s / (w1 - w0) : 0);
+		bench_json_int(&j, "planner_calls", (long long)r->nplanner);
+		bench_json_num(&j, "planner_p99_ms", r->planner_p99_ms);
 		bench_json_num(&j, "max_wait_s", r->max_wait_s);
 		bench_json_num(&j, "makespan_s", r->makespan_s);
 		bench_json_num(&j, "frag_nvlink_mean", r->frag_nv_mean);
@@ -822,12 +989,18 @@ static void sim_usage(FILE *f)
 	        "                    [--trace FILE [--limit N]] [--compress X]\n"
 	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
-	        "                    [--starve-h H] [--defrag-every-s S] [--defrag-max-cost X]\n"
+	        "                    [--queue besteffort|strict|easy] [--starve-h H]\n"
+	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
-	        "  kueue-like, slurm-block-like, topoplace, topoplace-defrag, ideal.\n"
+	        "  kueue-like, slurm-block-like, slurm-tree-like, topoplace, topoplace-defrag,\n"
+	        "  ideal, all under one queue discipline: besteffort (Kueue BestEffortFIFO, the\n"
+	        "  default), strict (Kueue StrictFIFO) or easy (Slurm: priority order and EASY\n"
+	        "  backfill). --starve-h H > 0: nothing passes a job that has waited H hours (off).\n"
+	        "  --mix llm|philly|openb picks the generator's job mix (llm).\n"
+	        "  --fleet l4:GPUS is a 4-level NVL72 fleet (pod, block, rack, node).\n"
 	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
 	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
@@ -856,7 +1029,7 @@ int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
-	                     .starve_h = 12, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
 	                     .use_cost = true};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
@@ -868,6 +1041,7 @@ int bench_sim_main(int argc, char **argv)
 		{"json", required_argument, NULL, 'j'},     {"csv", required_argument, NULL, 'c'},
 		{"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
 		{"compress", required_argument, NULL, 'C'},
+		{"queue", required_argument, NULL, 'Q'},    {"mix", required_argument, NULL, 'X'},
 		{"defrag-every-s", required_argument, NULL, 'D'},
 		{"defrag-max-cost", required_argument, NULL, 'M'},
 		{NULL, 0, NULL, 0}};
@@ -891,6 +1065,14 @@ int bench_sim_main(int argc, char **argv)
 		case 's': o.sample_s = bench_arg_num("--sample-s", optarg); break;
 		case 'b': o.backfill = bench_arg_uint("--backfill", optarg); break;
 		case 'x': o.starve_h = bench_arg_num("--starve-h", optarg); break;
+		case 'Q':
+			if (!sim_queue_parse(optarg, &o.queue))
+				bench_die("--queue: 'besteffort', 'strict' or 'easy', not '%s'", optarg);
+			break;
+		case 'X':
+			if (!sim_mix_parse(optarg, &o.mix))
+				bench_die("--mix: 'llm', 'philly' or 'openb', not '%s'", optarg);
+			break;
 		case 'e':
 			if (!strcmp(optarg, "standin"))
 				o.use_cost = false;
@@ -917,7 +1099,7 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_workload w;
 	if (o.trace)
 		sim_workload_read_csv(&w, &f, o.trace, o.limit);
-	else if (sim_workload_generate(&w, &f, o.jobs, o.load, o.seed) < 0)
+	else if (sim_workload_generate(&w, &f, o.mix, o.jobs, o.load, o.seed) < 0)
 		bench_die("out of memory");
 	if (w.n == 0)
 		bench_die("the workload has no job");
@@ -927,9 +1109,13 @@ int bench_sim_main(int argc, char **argv)
 		size_t len = strlen(w.source);
 		snprintf(w.source + len, sizeof w.source - len, ", arrivals compressed %gx", o.compress);
 	}
-	double span = w.jobs[w.n - 1].submit_s - w.jobs[0].submit_s;
-	double w0 = o.win0_h >= 0 ? o.win0_h * 3600 : w.jobs[0].submit_s + 0.15 * span;
-	double w1 = o.win1_h >= 0 ? o.win1_h * 3600 : w.jobs[w.n - 1].submit_s;
+	double w0, w1;
+	sim_window(&w, &w0, &w1);
+	if (o.win0_h >= 0) {
+		w0 = o.win0_h * 3600;
+		w1 = o.win1_h * 3600;
+	}
+	sim_print_mix(stdout, &w);
 
 	struct sim_result *res = calloc(sim_npolicies, sizeof *res);
 	size_t n = 0;
@@ -949,7 +1135,7 @@ int bench_sim_main(int argc, char **argv)
 	if (o.plot)
 		sim_plot(&o, res, n);
 	for (size_t i = 0; i < n; i++)
-		free(res[i].samples);
+		sim_result_free(&res[i]);
 	free(res);
 	sim_workload_free(&w);
 	tp_topology_destroy(f.t);

@@ -14,7 +14,7 @@
 
 /* ---- fleet ------------------------------------------------------------------------------ */
 
-enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_SCENARIO };
+enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_L4, FLEET_SCENARIO };
 
 struct sim_fleet {
 	enum sim_fleet_kind kind;
@@ -62,15 +62,111 @@ struct sim_workload {
 	char source[256];
 };
 
-/* The bundled generator (documented in sim_workload.c and docs/benchmarks.md). */
-int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, size_t njobs,
-                          double load, uint64_t seed);
+/* The generator's job mixes (documented in sim_workload.c and docs/benchmarks.md). */
+enum sim_mix { SIM_MIX_LLM, SIM_MIX_PHILLY, SIM_MIX_OPENB };
+extern const char *const sim_mix_names[3];
+bool sim_mix_parse(const char *name, enum sim_mix *m);
+/* The bundled generator: njobs jobs of one mix, Poisson arrivals offering `load` times the
+ * fleet's GPU-hours. */
+int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, enum sim_mix mix,
+                          size_t njobs, double load, uint64_t seed);
+/* The job-size distribution of a workload (share of jobs and of GPU-hours by size class). */
+void sim_print_mix(FILE *out, const struct sim_workload *w);
+/* Shares of jobs and GPU-hours in the size classes 1, 2, 3-4, 5-8, 9-72, 73-127, 128-1023,
+ * 1024+ GPUs, into jobs[8] and gpuh[8]. */
+#define SIM_SIZE_CLASSES 8
+extern const char *const sim_size_class_names[SIM_SIZE_CLASSES];
+void sim_size_shares(const struct sim_workload *w, double *jobs, double *gpuh);
 /* A CSV trace: submit_s,duration_s,num_gpus[,kind,...]; rows past `limit` (0: all) ignored. */
 int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, const char *path,
                           size_t limit);
 void sim_workload_free(struct sim_workload *w);
 /* Fill in a job's shape from its size and class. */
 void sim_job_shape(const struct sim_fleet *f, struct sim_job *j);
+
+/* ---- runs ------------------------------------------------------------------------------- */
+
+/* Queue disciplines; every policy of a run is scheduled by the same one. */
+enum sim_queue {
+	SIM_QUEUE_BESTEFFORT, /* Kueue BestEffortFIFO: an inadmissible head is set aside */
+	SIM_QUEUE_STRICT,     /* Kueue StrictFIFO: the head blocks the queue */
+	SIM_QUEUE_EASY,       /* Slurm: priority order, EASY backfill behind the top job */
+};
+extern const char *const sim_queue_names[3];
+/* "besteffort", "strict" or "easy" into *q; false for another name. */
+bool sim_queue_parse(const char *name, enum sim_queue *q);
+
+struct sim_policy;
+
+struct sim_opts {
+	const char *fleet;
+	const char *trace;
+	size_t limit;
+	double compress;
+	size_t jobs;
+	double load;
+	uint64_t seed;
+	const char *policies;
+	double win0_h, win1_h; /* < 0: automatic */
+	double sample_s;
+	size_t backfill;
+	double starve_h;       /* 0: no starvation rule (the default) */
+	enum sim_queue queue;
+	enum sim_mix mix;
+	bool quiet;            /* no per-policy line on stderr (tp-bench compare prints its own) */
+	double defrag_every_s;
+	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
+	bool use_cost;
+	const char *json;
+	const char *csv;
+	const char *plot;
+};
+
+/* One sample of the time series. */
+struct sim_sample {
+	double t;
+	uint32_t busy, queued, running;
+	double eff_busy;
+	double frag_nv, frag_node;
+};
+
+struct sim_result {
+	const struct sim_policy *pol;
+	double wall_s;
+	size_t started, rejected, unfinished;
+	double occupancy, occupancy_all, eff_gpu_h, eff_share;
+	double full_locality_share, full_locality_gpu_share;
+	double mean_wait_s, p95_wait_s, max_wait_s;
+	double wait_pct[101]; /* queueing delay at percentile 0, 1, ..., 100 (s) */
+	double makespan_s;
+	double queue_empty_s;
+	double last_empty_s; /* the last time inside the window with an empty queue (or -inf) */
+	double frag_nv_mean, frag_node_mean;
+	double mean_eff;
+	long place_calls;
+	double place_us_mean;
+	double *planner_ms;    /* every placement and planner call's wall time */
+	size_t nplanner, cap_planner;
+	double planner_p99_ms, planner_total_s, wait_p50_s;
+	long defrag_moves, defrag_calls, defrag_refused;
+	double defrag_cost_s, defrag_us_mean;
+	struct sim_sample *samples;
+	size_t nsamples;
+};
+
+
+struct sim_fleet;
+/* Build a fleet from its spec (nvl72:GPUS, hgx:GPUS, l4:GPUS, scenario:FILE); dies naming the
+ * spec on error. */
+void sim_fleet_build(struct sim_fleet *f, const char *spec);
+/* Run one policy on a workload; res->pol names the policy. Prints progress on stderr. */
+void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
+                    const struct sim_workload *w, double w0, double w1, struct sim_result *res);
+void sim_result_free(struct sim_result *res);
+/* The automatic measurement window: from 15% of the arrival span to the last arrival. */
+void sim_window(const struct sim_workload *w, double *w0, double *w1);
+/* Migration cost (checkpoint + restart, seconds) of a job of n GPUs (sim_workload.c). */
+double sim_checkpoint_s(uint32_t gpus, tp_job_class cls);
 
 /* ---- policies --------------------------------------------------------------------------- */
 
@@ -96,6 +192,16 @@ struct sim_policy {
 };
 
 extern const struct sim_policy sim_policies[];
+
+/* The Slurm baselines (sim_slurm.c). */
+void *sim_slurm_create(struct sim_ctx *ctx);
+void sim_slurm_destroy(void *st);
+int sim_slurm_block_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                          uint32_t *devs);
+int sim_slurm_tree_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                         uint32_t *devs);
+/* NVIDIA's segment advice in nodes where it divides the job's node count; 0: no segment. */
+uint32_t sim_slurm_segment(const struct sim_fleet *f, const struct sim_job *j);
 extern const size_t sim_npolicies;
 
 /* The locality stand-in (--efficiency standin): 1.0 inside the job's ideal domain, a penalty by

@@ -6,14 +6,16 @@
  * simulator assigns them. The baselines imitate peers (shared/PEERS.md) and live here, never in
  * the library; each says where it simplifies the peer:
  *
- *   random            any free devices, uniformly at random (topology ignored entirely);
- *   first-fit         the lowest-numbered free devices (tree order; topology ignored);
+ *   random            free group slots (each group inside one node) uniformly at random;
+ *   first-fit         the lowest-numbered free group slots (tree order above the node);
  *   kueue-like        kueue.c: required rack for jobs up to a rack, preferred rack for one-node
  *                     jobs, 64-GPU-ish rack slices with a preferred block for larger jobs, and
  *                     LeastFreeCapacity for inference replicas (Kueue has no spread); BestFit;
- *   slurm-block-like  Slurm's topology/block: whole nodes, segments per base block (rack),
- *                     smallest aggregated block level that holds the job (1, 2, 4, ... racks),
- *                     then the fewest base blocks; one-node jobs take the tightest node;
+ *   slurm-block-like  Slurm's topology/block (sim_slurm.c): the block level fixed by the job's
+ *                     or segment's node count, the job waits when no block of that level
+ *                     fits, segments one by one, Slurm's one-node rule;
+ *   slurm-tree-like   Slurm's topology/tree (sim_slurm.c): the lowest switch that holds the
+ *                     job, best fit over its leaf switches, best effort;
  *   topoplace         tp_place with the job's shape (sim_job_shape);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
@@ -151,7 +153,42 @@ static void *no_state(struct sim_ctx *ctx)
 
 static void no_destroy(void *st) { (void)st; }
 
-/* Reservoir sampling of n free devices, node by node (full nodes skipped). */
+/*
+ * random and first-fit keep each group of the job's shape (j->shape.group devices: the whole
+ * job up to a node, whole nodes' worth for larger training jobs, a replica for inference)
+ * inside one node, as every real scheduler does for a pod; the topology above the node is
+ * ignored. A node offers floor(free / group) group slots.
+ */
+static uint32_t node_slots(const struct sim_ctx *ctx, uint32_t node, uint32_t group)
+{
+	return tp_cluster_free(ctx->c, ctx->f->node_level, node) / group;
+}
+
+/* Fill devs from the chosen slots: slot_node[0..k) lists one node per slot taken. */
+static void slots_to_devices(struct sim_ctx *ctx, const uint32_t *slot_node, uint32_t k,
+                             uint32_t group, uint32_t *devs)
+{
+	uint32_t buf[TP_MAX_NODE_DEVICES], got = 0;
+	for (uint32_t i = 0; i < k;) {
+		uint32_t node = slot_node[i], m = 0;
+		while (i + m < k && slot_node[i + m] == node)
+			m++;
+		unsigned nf = bench_node_free_devices(ctx->c, node, buf, TP_MAX_NODE_DEVICES);
+		if (nf < m * group)
+			bench_die("random/first-fit: node %u lost its free devices", node);
+		memcpy(devs + got, buf, m * group * sizeof *devs);
+		got += m * group;
+		i += m;
+	}
+}
+
+static int cmp_u32_asc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Group slots drawn uniformly at random among every free slot (reservoir sampling). */
 static int random_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                         uint32_t *devs)
 {
@@ -160,30 +197,37 @@ static int random_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, 
 	if (tp_cluster_free_total(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	const struct sim_fleet *f = ctx->f;
-	uint32_t nn = tp_topology_node_count(f->t), seen = 0, buf[TP_MAX_NODE_DEVICES];
+	uint32_t g = j->shape.group, want = j->gpus / g, seen = 0;
+	uint32_t *pick = ctx->scratch; /* [want] the node of each chosen slot */
+	uint32_t nn = tp_topology_node_count(f->t);
 	for (uint32_t node = 0; node < nn; node++) {
-		if (!tp_cluster_free(ctx->c, f->node_level, node))
-			continue;
-		unsigned k = bench_node_free_devices(ctx->c, node, buf, TP_MAX_NODE_DEVICES);
-		for (unsigned i = 0; i < k; i++, seen++) {
-			if (seen < j->gpus) {
-				devs[seen] = buf[i];
+		uint32_t k = node_slots(ctx, node, g);
+		for (uint32_t i = 0; i < k; i++, seen++) {
+			if (seen < want) {
+				pick[seen] = node;
 				continue;
 			}
 			uint64_t r = bench_rng_below(&ctx->rng, (uint64_t)seen + 1);
-			if (r < j->gpus)
-				devs[r] = buf[i];
+			if (r < want)
+				pick[r] = node;
 		}
 	}
-	for (uint32_t i = j->gpus; i > 1; i--) { /* a random rank order too */
+	if (seen < want)
+		return TP_EFRAGMENTED;
+	qsort(pick, want, sizeof *pick, cmp_u32_asc);
+	slots_to_devices(ctx, pick, want, g, devs);
+	for (uint32_t i = want; i > 1; i--) { /* a random rank order of the groups */
 		uint32_t r = (uint32_t)bench_rng_below(&ctx->rng, i);
-		uint32_t tmp = devs[i - 1];
-		devs[i - 1] = devs[r];
-		devs[r] = tmp;
+		for (uint32_t d = 0; d < g; d++) {
+			uint32_t tmp = devs[(i - 1) * g + d];
+			devs[(i - 1) * g + d] = devs[r * g + d];
+			devs[r * g + d] = tmp;
+		}
 	}
 	return 0;
 }
 
+/* The lowest-numbered group slots (tree order). */
 static int first_fit_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                            uint32_t *devs)
 {
@@ -192,11 +236,16 @@ static int first_fit_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	if (tp_cluster_free_total(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	const struct sim_fleet *f = ctx->f;
-	uint32_t nn = tp_topology_node_count(f->t), got = 0;
-	for (uint32_t node = 0; node < nn && got < j->gpus; node++)
-		if (tp_cluster_free(ctx->c, f->node_level, node))
-			got += bench_node_free_devices(ctx->c, node, devs + got, j->gpus - got);
-	return got == j->gpus ? 0 : TP_EBUSY;
+	uint32_t g = j->shape.group, want = j->gpus / g, got = 0;
+	uint32_t *pick = ctx->scratch;
+	uint32_t nn = tp_topology_node_count(f->t);
+	for (uint32_t node = 0; node < nn && got < want; node++)
+		for (uint32_t k = node_slots(ctx, node, g); k > 0 && got < want; k--)
+			pick[got++] = node;
+	if (got < want)
+		return TP_EFRAGMENTED;
+	slots_to_devices(ctx, pick, want, g, devs);
+	return 0;
 }
 
 /* ---- kueue-like --------------------------------------------------------------------------- */
@@ -231,202 +280,6 @@ static int kueue_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, u
 		r.preferred = s->preferred;
 	}
 	return kq_place(st, ctx->c, &r, devs, NULL);
-}
-
-/* ---- slurm-block-like --------------------------------------------------------------------- */
-
-/*
- * Slurm's topology/block, simplified: base blocks are the domains just above the node (racks;
- * scalable units on HGX), aggregated in power-of-two runs of base blocks inside each top-level
- * domain, then the whole top-level domain, then the cluster. A multi-node job takes whole
- * nodes, in segments of `seg` nodes that each sit in one base block (NVIDIA's advice: 16 for
- * 128+ GPUs, 4 for 32-64 GPUs, else 1; reduced to a divisor of the node count). It goes to the
- * smallest aggregation level with a block that holds all its segments (the one with the fewest
- * free nodes), then takes base blocks: one that holds the whole remainder (fewest free nodes)
- * if any, else the one with the most segments; inside a base block, the lowest-numbered free
- * nodes. A job of one node or less takes the tightest node (fewest free devices). Not
- * modelled: --switches, reservations, node weights, the 16-of-18 rule, shared nodes for
- * multi-node jobs.
- */
-struct slurm_st {
-	uint32_t nbase;
-	uint32_t *cap;  /* [nbase] segments per base block (per call) */
-	uint32_t *fn;   /* [nbase] free whole nodes per base block (per call) */
-	bool *used;     /* [nbase] */
-	uint32_t ntop;
-	uint32_t *top_first, *top_n; /* base blocks of each top-level domain */
-};
-
-static void *slurm_create(struct sim_ctx *ctx)
-{
-	const struct sim_fleet *f = ctx->f;
-	struct slurm_st *s = calloc(1, sizeof *s);
-	if (!s)
-		bench_die("out of memory");
-	s->nbase = tp_topology_domain_count(f->t, f->base_level);
-	s->ntop = tp_topology_domain_count(f->t, 0);
-	s->cap = calloc(s->nbase, sizeof *s->cap);
-	s->fn = calloc(s->nbase, sizeof *s->fn);
-	s->used = calloc(s->nbase, sizeof *s->used);
-	s->top_first = calloc(s->ntop, sizeof *s->top_first);
-	s->top_n = calloc(s->ntop, sizeof *s->top_n);
-	if (!s->cap || !s->fn || !s->used || !s->top_first || !s->top_n)
-		bench_die("out of memory");
-	/* The base blocks under each top-level domain: a contiguous range of ids, as every
-	 * domain's descendants are (on HGX the scalable unit is both base and top). */
-	for (uint32_t b = s->nbase; b-- > 0;) {
-		uint32_t top = b;
-		for (unsigned l = f->base_level; l > 0; l--)
-			top = tp_topology_domain_parent(f->t, l, top);
-		s->top_first[top] = b;
-		s->top_n[top]++;
-	}
-	return s;
-}
-
-static void slurm_destroy(void *st)
-{
-	struct slurm_st *s = st;
-	free(s->cap);
-	free(s->fn);
-	free(s->used);
-	free(s->top_first);
-	free(s->top_n);
-	free(s);
-}
-
-static uint32_t slurm_segment(const struct sim_fleet *f, uint32_t gpus, uint32_t nodes)
-{
-	uint32_t seg = 1;
-	if (f->nv_level < f->node_level) /* NVLink domains above the node, as NVL72 racks */
-		seg = gpus >= 128 ? 16 : gpus >= 32 ? 4 : 1;
-	while (nodes % seg)
-		seg--;
-	return seg;
-}
-
-/* The tightest node with at least k free devices (fewest free, lowest index). */
-static int slurm_one_node(struct sim_ctx *ctx, const struct sim_job *j, uint32_t *devs)
-{
-	const struct sim_fleet *f = ctx->f;
-	uint32_t nn = tp_topology_node_count(f->t), best = TP_NONE, best_free = UINT32_MAX;
-	for (uint32_t node = 0; node < nn; node++) {
-		uint32_t fr = tp_cluster_free(ctx->c, f->node_level, node);
-		if (fr >= j->gpus && fr < best_free) {
-			best = node;
-			best_free = fr;
-		}
-	}
-	if (best == TP_NONE)
-		return TP_EFRAGMENTED;
-	bench_node_free_devices(ctx->c, best, devs, j->gpus);
-	return 0;
-}
-
-/* Take `segs` segments of base block b: its lowest-numbered wholly free nodes. */
-static uint32_t slurm_take(struct sim_ctx *ctx, uint32_t b, uint32_t nodes, uint32_t gpus,
-                           uint32_t *devs, uint32_t got)
-{
-	const struct sim_fleet *f = ctx->f;
-	uint32_t first, n;
-	tp_topology_domain_nodes(f->t, f->base_level, b, &first, &n);
-	for (uint32_t node = first; node < first + n && nodes > 0; node++) {
-		if (tp_cluster_free(ctx->c, f->node_level, node) != f->node_gpus)
-			continue;
-		uint32_t want = gpus - got < f->node_gpus ? gpus - got : f->node_gpus;
-		got += bench_node_free_devices(ctx->c, node, devs + got, want);
-		nodes--;
-	}
-	return got;
-}
-
-/* Best block of `size` consecutive base blocks inside each top domain (size 0: the whole top
- * domain; size UINT32_MAX: the cluster): the one with the fewest free nodes that holds `need`
- * segments. Returns 0 and the run [*lo, *hi), or TP_ENOTFOUND. */
-static int slurm_find_block(const struct slurm_st *s, uint32_t size, uint32_t need,
-                            uint32_t *lo, uint32_t *hi)
-{
-	if (size == UINT32_MAX) {
-		uint64_t segs = 0;
-		for (uint32_t b = 0; b < s->nbase; b++)
-			segs += s->cap[b];
-		if (segs < need)
-			return TP_ENOTFOUND;
-		*lo = 0;
-		*hi = s->nbase;
-		return 0;
-	}
-	uint64_t best_free = UINT64_MAX;
-	for (uint32_t t = 0; t < s->ntop; t++) {
-		uint32_t step = size ? size : s->top_n[t];
-		for (uint32_t a = 0; a < s->top_n[t]; a += step) {
-			uint32_t from = s->top_first[t] + a;
-			uint32_t to = from + (step < s->top_n[t] - a ? step : s->top_n[t] - a);
-			uint64_t segs = 0, fnodes = 0;
-			for (uint32_t b = from; b < to; b++) {
-				segs += s->cap[b];
-				fnodes += s->fn[b];
-			}
-			if (segs >= need && fnodes < best_free) {
-				best_free = fnodes;
-				*lo = from;
-				*hi = to;
-			}
-		}
-	}
-	return best_free == UINT64_MAX ? TP_ENOTFOUND : 0;
-}
-
-static int slurm_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
-                       uint32_t *devs)
-{
-	(void)jid;
-	struct slurm_st *s = st;
-	const struct sim_fleet *f = ctx->f;
-	if (tp_cluster_free_total(ctx->c) < j->gpus)
-		return TP_EBUSY;
-	if (j->gpus <= f->node_gpus)
-		return slurm_one_node(ctx, j, devs);
-	uint32_t nodes = (j->gpus + f->node_gpus - 1) / f->node_gpus;
-	uint32_t seg = slurm_segment(f, j->gpus, nodes), need = nodes / seg;
-	for (uint32_t b = 0; b < s->nbase; b++) {
-		s->fn[b] = tp_cluster_free_nodes(ctx->c, f->base_level, b);
-		s->cap[b] = s->fn[b] / seg;
-		s->used[b] = false;
-	}
-	uint32_t lo = 0, hi = 0;
-	int rc = TP_ENOTFOUND;
-	uint32_t max_per_top = 0;
-	for (uint32_t t = 0; t < s->ntop; t++)
-		max_per_top = s->top_n[t] > max_per_top ? s->top_n[t] : max_per_top;
-	for (uint32_t size = 1; size < max_per_top && rc < 0; size *= 2)
-		rc = slurm_find_block(s, size, need, &lo, &hi);
-	if (rc < 0)
-		rc = slurm_find_block(s, 0, need, &lo, &hi);
-	if (rc < 0)
-		rc = slurm_find_block(s, UINT32_MAX, need, &lo, &hi);
-	if (rc < 0)
-		return TP_EFRAGMENTED;
-	uint32_t got = 0;
-	while (need > 0) {
-		uint32_t whole = TP_NONE, most = TP_NONE;
-		for (uint32_t b = lo; b < hi; b++) {
-			if (s->used[b] || !s->cap[b])
-				continue;
-			if (s->cap[b] >= need && (whole == TP_NONE || s->fn[b] < s->fn[whole]))
-				whole = b;
-			if (most == TP_NONE || s->cap[b] > s->cap[most])
-				most = b;
-		}
-		uint32_t b = whole != TP_NONE ? whole : most;
-		if (b == TP_NONE)
-			return TP_EFRAGMENTED; /* cannot happen: the block held `need` segments */
-		uint32_t take = s->cap[b] < need ? s->cap[b] : need;
-		got = slurm_take(ctx, b, take * seg, j->gpus, devs, got);
-		s->used[b] = true;
-		need -= take;
-	}
-	return got == j->gpus ? 0 : TP_EFRAGMENTED;
 }
 
 /* ---- topoplace ---------------------------------------------------------------------------- */
@@ -551,8 +404,10 @@ const struct sim_policy sim_policies[] = {
 	 false},
 	{"kueue-like", "Kueue TAS: required/preferred rack, slices, BestFit", true, kueue_create,
 	 kueue_place, kueue_destroy, false},
-	{"slurm-block-like", "Slurm topology/block: segments per rack", true, slurm_create,
-	 slurm_place, slurm_destroy, false},
+	{"slurm-block-like", "Slurm topology/block: block level by size, waits, segments", true,
+	 sim_slurm_create, sim_slurm_block_place, sim_slurm_destroy, false},
+	{"slurm-tree-like", "Slurm topology/tree: lowest switch, best fit, best effort", true,
+	 sim_slurm_create, sim_slurm_tree_place, sim_slurm_destroy, false},
 	{"topoplace", "tp_place with the job's shape", true, no_state, topoplace_place, no_destroy,
 	 false},
 	{"topoplace-defrag", "tp_place + defrag planner", true, no_state, topoplace_place,

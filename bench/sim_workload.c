@@ -3,19 +3,34 @@
  * Workloads of the simulator: the bundled generator, the CSV trace reader, and the shape every
  * job asks for.
  *
- * The bundled generator (needs nothing outside the repository), per job:
+ * The generator needs nothing outside the repository. It has three job mixes (--mix):
+ *
+ * philly: after the Philly trace (../shared/traces/philly_pollux.csv, 82,247 jobs): GPUs drawn
+ *   with the trace's counts (1: 76,627, 2: 1,818, 4: 1,870, 8: 1,643, 12: 7, 16: 199, 24: 7,
+ *   32: 67, 64: 6, 128: 3); all training; running time log-normal with the trace's median
+ *   (1,144 s) and a sigma of 1.78 (its p90 of 11,266 s), clamped to [60 s, 2 days], times
+ *   3.7 for 2 GPUs, 9.4 for 4, 15.6 for 8 and 12 above (the trace's GPU-hours per GPU by size
+ *   against 1-GPU jobs': multi-GPU jobs run longer, and jobs of at most 8 GPUs hold ~86% of
+ *   the GPU-hours, 1-GPU jobs ~18%, as in the trace).
+ * openb: after Alibaba's openb 2023 pod list (7,064 GPU pods): GPUs 1 (6,989), 2 (16), 4 (15),
+ *   8 (44), whole GPUs (fractional requests count as one GPU); 1-GPU pods are inference
+ *   (latency-sensitive, 57% of the pods) or training (best effort), larger ones training;
+ *   running time log-normal, median 492 s, sigma 1.97 (the trace's p90 of 6,131 s), clamped to
+ *   [30 s, 2 days], times 2.5 for 2 GPUs, 0.3 for 4 and 4.8 for 8 (from the trace likewise:
+ *   1-GPU pods hold ~87% of the GPU-hours).
+ * llm (the default): an LLM-heavy NVL72 mix of today, per job:
  *   class:       training 75%, inference 15%, interactive 10%;
  *   training:    GPUs 1 (18%), 2 (5%), 4 (14%), 8 (14%), 16 (10%), 32 (10%), 64 (10%),
  *                72 (6%), 128 (5%), 256 (4%), 512 (3%), 1024 (1%); running time log-normal,
- *                median 1.5 h, sigma 1.0, clamped to [5 min, 48 h]; checkpoint 60 s, 120 s
- *                from 64 GPUs up;
+ *                median 1.5 h, sigma 1.0, clamped to [5 min, 48 h] (independent of size);
  *   inference:   replicas of 1 (30%), 2 (20%) or 4 (50%) GPUs, 1 (30%), 2 (30%), 4 (25%) or
- *                8 (15%) replicas; median 4 h, sigma 0.8; checkpoint 30 s;
+ *                8 (15%) replicas; median 4 h, sigma 0.8;
  *   interactive: GPUs 1 (40%), 2 (20%), 4 (30%), 8 (10%); median 30 min, sigma 0.7;
  *   sizes above the fleet are capped to the largest power of two that fits;
- *   arrivals:    Poisson, at a rate that offers `load` (default 1.15) times the fleet's GPU
- *                hours: rate = load x GPUs / mean(GPUs x running time) of the generated jobs,
- *                so the queue stays non-empty and the fleet saturated.
+ * Every mix: sizes above the fleet are capped to the largest power of two that fits; arrivals
+ * are Poisson, at a rate that offers `load` (default 1.15) times the fleet's GPU hours: rate =
+ * load x GPUs / mean(GPUs x running time) of the generated jobs, so the queue stays non-empty
+ * and the fleet saturated. Checkpoint and restart cost: sim_checkpoint_s.
  */
 #include <errno.h>
 #include <math.h>
@@ -90,6 +105,35 @@ void sim_job_shape(const struct sim_fleet *f, struct sim_job *j)
 	j->shape_key = (uint16_t)(kind * 4096 + (n < 4096 ? n : 4095));
 }
 
+/*
+ * What moving a running job costs (seconds during which it holds GPUs and does no useful
+ * work): a restart of 60 s (stop, reschedule, start the processes, join the collectives) plus
+ * writing and reading back its state, 16 GB per GPU (weights, optimizer shards) at the 100 GB/s
+ * a job gets from shared storage, 0.32 s per GPU: 60 s for 1 GPU, 83 s for 72, 388 s for 1,024.
+ * Inference replicas restart in 30 s and reload 16 GB of weights per GPU (0.16 s per GPU).
+ * Interactive jobs are never moved (0).
+ */
+double sim_checkpoint_s(uint32_t gpus, tp_job_class cls)
+{
+	if (cls == TP_CLASS_INTERACTIVE)
+		return 0;
+	if (cls == TP_CLASS_INFERENCE)
+		return 30 + 0.16 * gpus;
+	return 60 + 0.32 * gpus;
+}
+
+const char *const sim_mix_names[3] = {"llm", "philly", "openb"};
+
+bool sim_mix_parse(const char *name, enum sim_mix *m)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, sim_mix_names[i])) {
+			*m = (enum sim_mix)i;
+			return true;
+		}
+	return false;
+}
+
 static double lognormal(struct bench_rng *r, double median, double sigma, double lo, double hi)
 {
 	double v = median * exp(sigma * bench_rng_normal(r));
@@ -126,7 +170,6 @@ static void gen_one(struct bench_rng *r, const struct sim_fleet *f, struct sim_j
 		j->cls = TP_CLASS_TRAINING;
 		j->gpus = gen_train_sizes[bench_rng_weighted(r, gen_train_w, NELEM(gen_train_w))];
 		j->duration_s = lognormal(r, 5400, 1.0, 300, 48 * 3600);
-		j->checkpoint_s = j->gpus >= 64 ? 120 : 60;
 	} else if (cls == 1) {
 		j->cls = TP_CLASS_INFERENCE;
 		uint32_t rs = gen_rep_sizes[bench_rng_weighted(r, gen_rep_w, NELEM(gen_rep_w))];
@@ -134,19 +177,56 @@ static void gen_one(struct bench_rng *r, const struct sim_fleet *f, struct sim_j
 		                                                NELEM(gen_rep_count_w))];
 		j->gpus = rs * rc;
 		j->duration_s = lognormal(r, 4 * 3600, 0.8, 300, 48 * 3600);
-		j->checkpoint_s = 30;
 	} else {
 		j->cls = TP_CLASS_INTERACTIVE;
 		j->gpus = gen_inter_sizes[bench_rng_weighted(r, gen_inter_w, NELEM(gen_inter_w))];
 		j->duration_s = lognormal(r, 1800, 0.7, 120, 8 * 3600);
-		j->checkpoint_s = 0;
 	}
+}
+
+static const uint32_t philly_sizes[] = {1, 2, 4, 8, 12, 16, 24, 32, 64, 128};
+static const double philly_w[] = {76627, 1818, 1870, 1643, 7, 199, 7, 67, 6, 3};
+/* Running time against a 1-GPU job's, from the trace's GPU-hours per GPU by size. */
+static const double philly_scale[] = {1, 3.7, 9.4, 15.6, 12, 12, 12, 12, 12, 12};
+
+static void gen_philly(struct bench_rng *r, struct sim_job *j)
+{
+	memset(j, 0, sizeof *j);
+	j->cls = TP_CLASS_TRAINING;
+	size_t k = bench_rng_weighted(r, philly_w, NELEM(philly_w));
+	j->gpus = philly_sizes[k];
+	j->duration_s = lognormal(r, 1144, 1.78, 60, 2 * 86400) * philly_scale[k];
+}
+
+static const uint32_t openb_sizes[] = {1, 2, 4, 8};
+static const double openb_w[] = {6989, 16, 15, 44};
+static const double openb_scale[] = {1, 2.5, 0.3, 4.8}; /* as philly_scale, from openb */
+
+static void gen_openb(struct bench_rng *r, struct sim_job *j)
+{
+	memset(j, 0, sizeof *j);
+	size_t k = bench_rng_weighted(r, openb_w, NELEM(openb_w));
+	j->gpus = openb_sizes[k];
+	j->cls = j->gpus == 1 && bench_rng_unit(r) < 0.57 ? TP_CLASS_INFERENCE : TP_CLASS_TRAINING;
+	j->duration_s = lognormal(r, 492, 1.97, 30, 2 * 86400) * openb_scale[k];
+}
+
+static void gen_job(struct bench_rng *r, const struct sim_fleet *f, enum sim_mix mix,
+                    struct sim_job *j)
+{
+	if (mix == SIM_MIX_PHILLY)
+		gen_philly(r, j);
+	else if (mix == SIM_MIX_OPENB)
+		gen_openb(r, j);
+	else
+		gen_one(r, f, j);
 	j->gpus = cap_pow2(j->gpus, f->gpus);
+	j->checkpoint_s = sim_checkpoint_s(j->gpus, j->cls);
 	sim_job_shape(f, j);
 }
 
-int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, size_t njobs,
-                          double load, uint64_t seed)
+int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, enum sim_mix mix,
+                          size_t njobs, double load, uint64_t seed)
 {
 	memset(w, 0, sizeof *w);
 	w->jobs = calloc(njobs ? njobs : 1, sizeof *w->jobs);
@@ -156,7 +236,7 @@ int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, siz
 	bench_rng_seed(&r, seed);
 	double work = 0;
 	for (size_t i = 0; i < njobs; i++) {
-		gen_one(&r, f, &w->jobs[i]);
+		gen_job(&r, f, mix, &w->jobs[i]);
 		work += w->jobs[i].gpus * w->jobs[i].duration_s;
 	}
 	double rate = load * f->gpus / (work / (double)njobs); /* jobs per second */
@@ -167,7 +247,8 @@ int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, siz
 	}
 	w->n = njobs;
 	snprintf(w->source, sizeof w->source,
-	         "generator: %zu jobs, load %.2f, seed %llu, one arrival per %.1f s", njobs, load,
+	         "generator (%s mix): %zu jobs, load %.2f, seed %llu, one arrival per %.1f s",
+	         sim_mix_names[mix], njobs, load,
 	         (unsigned long long)seed, 1.0 / rate);
 	return 0;
 }
@@ -265,7 +346,7 @@ int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, con
 			j.duration_s = 1; /* a zero-length job still passes through the scheduler */
 		j.cls = col_kind >= 0 && nf > col_kind ? kind_class(fields[col_kind])
 		                                       : TP_CLASS_TRAINING;
-		j.checkpoint_s = j.cls == TP_CLASS_INTERACTIVE ? 0 : j.gpus >= 64 ? 120 : 60;
+		j.checkpoint_s = sim_checkpoint_s(j.gpus, j.cls);
 		if (j.gpus > f->gpus) {
 			w->dropped++;
 			continue;
@@ -284,6 +365,46 @@ int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, con
 	snprintf(w->source, sizeof w->source, "trace %s: %zu jobs (%zu larger than the fleet "
 	         "skipped)", base ? base + 1 : path, w->n, w->dropped);
 	return 0;
+}
+
+const char *const sim_size_class_names[SIM_SIZE_CLASSES] = {
+	"1", "2", "3-4", "5-8", "9-72", "73-127", "128-1023", "1024+"};
+
+static int size_class(uint32_t g)
+{
+	return g <= 1 ? 0 : g == 2 ? 1 : g <= 4 ? 2 : g <= 8 ? 3 : g <= 72 ? 4 : g <= 127 ? 5
+	       : g <= 1023 ? 6 : 7;
+}
+
+void sim_size_shares(const struct sim_workload *w, double *jobs, double *gpuh)
+{
+	double tj = 0, tg = 0;
+	for (int k = 0; k < SIM_SIZE_CLASSES; k++)
+		jobs[k] = gpuh[k] = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		int k = size_class(w->jobs[i].gpus);
+		double g = (double)w->jobs[i].gpus * w->jobs[i].duration_s;
+		jobs[k] += 1;
+		gpuh[k] += g;
+		tj += 1;
+		tg += g;
+	}
+	for (int k = 0; k < SIM_SIZE_CLASSES; k++) {
+		jobs[k] = tj > 0 ? jobs[k] / tj : 0;
+		gpuh[k] = tg > 0 ? gpuh[k] / tg : 0;
+	}
+}
+
+void sim_print_mix(FILE *out, const struct sim_workload *w)
+{
+	double jobs[SIM_SIZE_CLASSES], gpuh[SIM_SIZE_CLASSES];
+	sim_size_shares(w, jobs, gpuh);
+	fprintf(out, "job sizes (GPUs: share of jobs / of GPU-hours):");
+	for (int k = 0; k < SIM_SIZE_CLASSES; k++)
+		if (jobs[k] > 0)
+			fprintf(out, " %s: %.1f%% / %.1f%%;", sim_size_class_names[k], jobs[k] * 100,
+			        gpuh[k] * 100);
+	fputc('\n', out);
 }
 
 void sim_workload_free(struct sim_workload *w)

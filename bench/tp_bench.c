@@ -7,6 +7,7 @@
  *   tp-bench sim    trace-driven cluster simulator comparing placement policies
  *   tp-bench defrag latency of tp_defrag_plan on fragmented fleets
  *   tp-bench layout the published 512-GPU comparison: packed into 8 racks vs scattered
+ *   tp-bench compare the whole comparison: workload x fleet x queue x seed x policy
  *
  * Every subcommand prints a table on stdout, progress on stderr, and with --json FILE writes its
  * figures as JSON. docs/benchmarks.md describes each one and the figures measured.
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 	        "  sim     trace-driven simulator comparing placement policies\n"
 	        "  defrag  tp_defrag_plan latency on fragmented fleets\n"
 	        "  layout  512 GPUs in exactly 8 NVL72 racks vs scattered: modelled step times\n"
+	        "  compare the grid workload x fleet x queue x seed x policy, tables and plots\n"
 	        "\n"
 	        "Run 'tp-bench <subcommand> --help' for its options. libtopoplace %s.\n",
 	        tp_version_string());
@@ -47,6 +49,8 @@ int main(int argc, char **argv)
 		return bench_sim_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "defrag"))
 		return bench_defrag_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "compare"))
+		return bench_compare_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "layout"))
 		return bench_layout_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

@@ -495,6 +495,11 @@ double bench_loadavg(void)
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
+bool bench_stderr_tty(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
 void bench_progress(bool done, const char *fmt, ...)
 {
 	bool tty = isatty(STDERR_FILENO);

@@ -11,7 +11,16 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
   with one seed agree on every figure but wall time; a CSV trace (with a kind column) replays;
   a scenario document's topology is a fleet;
   bad options fail with a message and exit status 1; --plot writes the delay distribution and
-  the gains per policy beside the plots (and the plots, when gnuplot is installed).
+  the gains per policy beside the plots (and the plots, when gnuplot is installed); progress
+  and each policy's planner time are printed on stderr; every queue discipline runs.
+- The Slurm wait rule: four 68-GPU jobs leave one free node in each of 4 racks; an 8-GPU
+  (2-node) job then waits under slurm-block-like (its block level, one rack, is full; Slurm does
+  not start it on a larger level) and starts at once under the best-effort slurm-tree-like.
+- first-fit and random keep a group (here a whole job of up to a node) inside one node.
+- `tp-bench compare` on a tiny grid: every policy in every cell with exactly the keys of the
+  JSON schema, one summary per workload, fleet and queue with an unflagged cell (its mean is the
+  mean of the unflagged cells), no unflagged cell with an empty queue, two runs agree on every
+  figure but wall times, progress on stderr, CSV rows for every cell and policy.
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
 """
 import json
@@ -21,11 +30,15 @@ import subprocess
 import sys
 import tempfile
 
-POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "topoplace",
-            "topoplace-defrag", "ideal"]
+POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree-like",
+            "topoplace", "topoplace-defrag", "ideal"]
+CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
+POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
+               "planner_p99_ms"}
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
-WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end"}
+WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end",
+             "planner_p99_ms"}
 
 failures = []
 
@@ -36,13 +49,14 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(args, tmp, name):
+def run(args, tmp, name, stderr=False):
     out = os.path.join(tmp, name)
     p = subprocess.run([TP_BENCH] + args + ["--json", out], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"tp-bench {' '.join(args)} exited {p.returncode}: {p.stderr}")
     with open(out) as f:
-        return json.load(f), p.stdout
+        d = json.load(f)
+    return (d, p.stdout, p.stderr) if stderr else (d, p.stdout)
 
 
 def strip_wall(d):
@@ -72,7 +86,13 @@ def check_layout(tmp):
 
 def check_sim(tmp):
     args = ["sim", "--fleet", "nvl72:1000", "--jobs", "400", "--seed", "7"]
-    a, text = run(args, tmp, "sim-a.json")
+    a, text, err = run(args, tmp, "sim-a.json", stderr=True)
+    for name in POLICIES:
+        check(f"sim: {name}: 400 jobs" in err and "planner" in err,
+              f"sim: no final progress line with the planner time for {name}: {err!r}")
+    check(a["queue"] == "besteffort" and a["starve_h"] == 0,
+          f"sim: default queue {a['queue']}, starvation rule {a['starve_h']}")
+    check("job sizes" in text, "sim: the job-size distribution is not printed")
     b, _ = run(args, tmp, "sim-b.json")
     check(strip_wall(a) == strip_wall(b), "sim: two runs with one seed differ")
     check(a["bench"] == "sim", "sim: bench name")
@@ -95,6 +115,110 @@ def check_sim(tmp):
     check(pol["topoplace"]["full_locality_share"] == 1, "sim: topoplace lost locality")
     check(pol["topoplace-defrag"]["defrag_moves"] > 0, "sim: the defrag policy never moved")
     check(pol["first-fit"]["full_locality_share"] < 1, "sim: first-fit never lost locality")
+
+
+def check_queues(tmp):
+    for q in ("strict", "easy"):
+        d, text = run(["sim", "--fleet", "nvl72:1000", "--jobs", "200", "--queue", q], tmp,
+                      f"q-{q}.json")
+        check(d["queue"] == q and f"queue: {q}" in text, f"sim --queue {q}: not reported")
+        check(sorted(d["policies"]) == sorted(POLICIES), f"sim --queue {q}: policies")
+        for name in POLICIES:
+            check(d["policies"][name]["jobs_started"] == 200,
+                  f"sim --queue {q}: {name} left jobs unstarted")
+
+
+def write_csv(path, rows):
+    with open(path, "w") as f:
+        f.write("submit_s,duration_s,num_gpus,kind\n")
+        for r in rows:
+            f.write(",".join(str(x) for x in r) + "\n")
+
+
+def check_slurm_wait(tmp):
+    trace = os.path.join(tmp, "slurm-wait.csv")
+    write_csv(trace, [(0, 10000, 68, "train")] * 4 + [(1, 600, 8, "train")])
+    d, _ = run(["sim", "--fleet", "nvl72:288", "--trace", trace, "--policies",
+                "slurm-block-like,slurm-tree-like"], tmp, "slurm-wait.json")
+    check(d["fleet"]["gpus"] == 288, f"slurm wait: fleet of {d['fleet']['gpus']} GPUs")
+    blk, tree = d["policies"]["slurm-block-like"], d["policies"]["slurm-tree-like"]
+    check(blk["max_wait_s"] >= 9999,
+          f"slurm wait: slurm-block-like started the 2-node job after {blk['max_wait_s']} s "
+          f"(on a larger block level)")
+    check(tree["max_wait_s"] == 0,
+          f"slurm wait: slurm-tree-like (best effort) made a job wait {tree['max_wait_s']} s")
+    for name in ("slurm-block-like", "slurm-tree-like"):
+        check(d["policies"][name]["jobs_started"] == 5, f"slurm wait: {name} lost a job")
+
+
+def check_node_groups(tmp):
+    # 3-GPU jobs on 4-GPU nodes: once a node has 1 free GPU, a split job would use it.
+    trace = os.path.join(tmp, "groups.csv")
+    write_csv(trace, [(i, 5000 + 100 * i, 3, "train") for i in range(40)])
+    d, _ = run(["sim", "--fleet", "nvl72:288", "--trace", trace, "--policies",
+                "first-fit,random"], tmp, "groups.json")
+    for name in ("first-fit", "random"):
+        m = d["policies"][name]
+        check(m["full_locality_share"] == 1 and m["jobs_started"] == 40,
+              f"groups: {name} split a 3-GPU job across nodes "
+              f"(full locality {m['full_locality_share']})")
+
+
+def strip_compare(d):
+    return {"cells": [{k: (v if k != "policies" else
+                           {p: {x: y for x, y in m.items() if x != "planner_p99_ms"}
+                            for p, m in v.items()})
+                       for k, v in c.items()} for c in d["cells"]],
+            "summary": d["summary"]}
+
+
+def check_compare(tmp):
+    args = ["compare", "--workloads", "llm,philly-like", "--fleets", "nvl72:576,hgx:256",
+            "--queues", "besteffort,easy", "--seeds", "3", "--jobs", "120",
+            "--csv", os.path.join(tmp, "cmp.csv")]
+    a, text, err = run(args, tmp, "cmp-a.json", stderr=True)
+    b, _ = run(args, tmp, "cmp-b.json")
+    check(strip_compare(a) == strip_compare(b), "compare: two runs differ")
+    check(a["bench"] == "compare", "compare: bench name")
+    check(len(a["cells"]) == 2 * 2 * 2 * 3, f"compare: {len(a['cells'])} cells, not 24")
+    check("cells done" in err and "elapsed" in err and "left" in err,
+          f"compare: no progress on stderr: {err!r}")
+    groups = {}
+    for c in a["cells"]:
+        check(set(c) == CELL_KEYS, f"compare: cell keys {sorted(c)}")
+        check(sorted(c["policies"]) == sorted(POLICIES),
+              f"compare: cell policies {sorted(c['policies'])}")
+        for name, m in c["policies"].items():
+            check(set(m) == POLICY_KEYS, f"compare: {name} keys {sorted(m)}")
+            check(all(isinstance(v, (int, float)) for v in m.values()),
+                  f"compare: {name} has a value that is not a number")
+        check(isinstance(c["flagged"], bool), "compare: flagged is not a bool")
+        if not c["flagged"]:
+            check(c["queue_empty_share"] == 0,
+                  f"compare: unflagged cell with an empty queue {c['queue_empty_share']}")
+        key = (c["workload"], c["fleet"], c["queue"])
+        groups.setdefault(key, []).append(c)
+    summ = {(s["workload"], s["fleet"], s["queue"]): s for s in a["summary"]}
+    for key, cells in groups.items():
+        used = [c for c in cells if not c["flagged"]]
+        check(bool(used) == (key in summ), f"compare: summary of {key} with {len(used)} "
+              "unflagged cells")
+        if key not in summ:
+            continue
+        s = summ[key]
+        check(sorted(s["policies"]) == sorted(POLICIES), f"compare: summary policies {key}")
+        for name in POLICIES:
+            mean = sum(c["policies"][name]["effective_gpu_hours"] for c in used) / len(used)
+            got = s["policies"][name]["mean"]
+            check(abs(got - mean) <= 1e-4 * max(1, abs(mean)),
+                  f"compare: {key} {name} mean {got}, not the unflagged cells' {mean}")
+            check(s["policies"][name]["spread"] >= 0, f"compare: {key} {name} spread")
+    for key in groups:
+        check(f"== {key[0]} on {key[1]}, queue {key[2]}" in text,
+              f"compare: no table for {key}")
+    with open(os.path.join(tmp, "cmp.csv")) as f:
+        rows = f.read().splitlines()
+    check(len(rows) == 1 + 24 * len(POLICIES), f"compare: {len(rows)} CSV lines")
 
 
 def check_plots(tmp):
@@ -158,6 +282,11 @@ def check_errors(tmp):
                          (["layout", "--tp", "3"], "--tp"),
                          (["sim", "--jobs", "12x"], "--jobs: '12x'"),
                          (["sim", "--load", "fast"], "--load: 'fast'"),
+                         (["sim", "--queue", "fifo"], "--queue: "),
+                         (["sim", "--mix", "hpc"], "--mix: "),
+                         (["compare", "--queues", "fifo"], "--queues: 'fifo'"),
+                         (["compare", "--workloads", "nosuch"], "--workloads: 'nosuch'"),
+                         (["compare", "--seeds", "0"], "--seeds: "),
                          (["nosuch"], "unknown subcommand")]:
         p = subprocess.run([TP_BENCH] + args, capture_output=True, text=True)
         check(p.returncode != 0 and needle in p.stderr,
@@ -169,6 +298,10 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         check_layout(tmp)
         check_sim(tmp)
+        check_queues(tmp)
+        check_slurm_wait(tmp)
+        check_node_groups(tmp)
+        check_compare(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
