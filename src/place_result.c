@@ -288,9 +288,11 @@ int tp_placement_nic(const tp_placement *p, size_t i)
 
 int tp_placement_fit(const tp_placement *p, tp_fit *fit)
 {
-	if (!p || !fit || !p->has_fit)
+	if (!p || !fit || !p->has_fit || fit->version < 1 || fit->version > TP_FIT_VERSION)
 		return TP_EINVAL;
+	unsigned version = fit->version; /* the caller's: a later header's fields stay untouched */
 	*fit = p->fit;
+	fit->version = version;
 	return 0;
 }
 
@@ -312,8 +314,10 @@ int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
 
 int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 {
-	if (!c || !p)
+	if (!c)
 		return TP_EINVAL;
+	if (!p)
+		return tp_seterr(c->errmsg, TP_EINVAL, "tp_commit: placement is NULL");
 	if (p->status != 0 || !p->devs)
 		return tp_seterr(c->errmsg, TP_EINVAL,
 		                 "tp_commit: the result is not a placement (its status is %s)",

@@ -5,6 +5,7 @@
  * their fit figures, replace, commit and its checks, rank order, read-only-ness, and
  * allocation-failure loops over tp_place, tp_replace and tp_commit.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,7 +255,7 @@ Test(place, invalid_requests_name_the_field)
 		size_t n = 1;
 		cr_assert_null(tp_placement_devices(p, &n));
 		cr_assert_eq(n, 0);
-		tp_fit fit;
+		tp_fit fit = TP_FIT_INIT;
 		cr_assert_eq(tp_placement_fit(p, &fit), TP_EINVAL, "%s: an invalid request has no fit",
 		             bads[i].what);
 		tp_placement_destroy(p);
@@ -375,12 +376,20 @@ Test(place, example_slurm_s01_fragmented_with_fit)
 	tp_placement *p = NULL;
 	int rc = tp_place(c, &r, &p);
 	TP_ASSERT_ERR(rc, TP_EFRAGMENTED, tp_placement_errmsg(p), "best block (a1/b1) can take 8");
-	tp_fit fit;
+	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.needed, 12);
 	cr_assert_eq(fit.free_total, 12);
 	cr_assert_eq(fit.level, 1);
 	cr_assert_eq(fit.best, 8);
+	cr_assert_eq(fit.version, TP_FIT_VERSION, "the caller's version is kept");
+	/* #19 item 10: a version this library does not know is refused, the struct untouched */
+	const unsigned bad[] = {0, TP_FIT_VERSION + 1, UINT_MAX};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		tp_fit f = {.version = bad[i], .needed = 77};
+		cr_assert_eq(tp_placement_fit(p, &f), TP_EINVAL, "version %u", bad[i]);
+		cr_assert_eq(f.needed, 77, "version %u: nothing written", bad[i]);
+	}
 	cr_assert_str_eq(tp_placement_job(p), "J3");
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
@@ -553,7 +562,7 @@ Test(place, infeasible_busy_fragmented_with_fit)
 	tp_cluster *c = tp_test_cluster(t);
 	tp_request r = TP_REQUEST_INIT;
 	tp_placement *p = NULL;
-	tp_fit fit;
+	tp_fit fit = TP_FIT_INIT;
 
 	/* more than any rack could ever hold */
 	r.count = 12;
@@ -899,7 +908,7 @@ Test(place, select_down_and_cordoned)
 	tp_placement_destroy(p);
 	m.count = 12; /* 4 + 3 + 3 matching and healthy: 10 */
 	TP_ASSERT_ERR(tp_place(c, &m, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
-	tp_fit fit;
+	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.free_total, 10);
 	tp_placement_destroy(p);
@@ -1051,7 +1060,7 @@ Test(place, replace_not_possible_reports_fit)
 	/* the group of x2 keeps 3 healthy devices on x2: the replacement must be on x2 */
 	TP_ASSERT_ERR(tp_replace(c, "j", failed, 1, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
 	              "infeasible");
-	tp_fit fit;
+	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.needed, 1);
 	cr_assert_eq(fit.level, 1);
@@ -1111,6 +1120,9 @@ Test(place, commit_checks_and_records_the_shape)
 	cr_assert_not_null(o.shape, "the request is recorded as the shape");
 	tp_placement_destroy(p);
 	cr_assert_eq(tp_commit(NULL, NULL, NULL), TP_EINVAL);
+	/* #19 item 10: a NULL placement gets its own message, not the previous failure's */
+	TP_ASSERT_ERR(tp_commit(c, NULL, NULL), TP_EINVAL, tp_cluster_errmsg(c),
+	              "tp_commit: placement is NULL");
 	tp_cluster_destroy(c);
 	tp_cluster_destroy(c2);
 	tp_topology_destroy(t);

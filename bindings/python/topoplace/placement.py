@@ -6,6 +6,7 @@
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from . import _defaults
 from ._core import _STATUS, _own, _Owned, _s, ffi, lib
 from .errors import check, error_class
 
@@ -135,7 +136,7 @@ def _read_placement(cluster, ptr, borrowed_from=None):
             pl.replaced[t.device_name(failed[0])] = t.device_name(repl[0])
             i += 1
     else:
-        fit = ffi.new("tp_fit *")
+        fit = _defaults.c_init("fit")
         if lib.tp_placement_fit(p, fit) == 0:
             lvl = fit.level
             pl.fit = Fit(fit.needed, fit.free_total,
