@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "defrag_impl.h"
+#include "defrag_internal.h"
 
 #define DEFRAG_MAX_SIZES 8
 

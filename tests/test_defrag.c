@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "cluster_impl.h"
-#include "defrag_impl.h"
+#include "defrag_internal.h"
 #include "testutil.h"
 
 static void setup(void)
