@@ -673,6 +673,128 @@ static int hold_devices(struct planner *P, const char *id, const uint32_t *devs,
 	return tp_cluster_assign_impl(P->c, id, devs, n, &o);
 }
 
+/* Once the set has left: take the devices the request gets in the candidate (compaction: the
+ * whole domain, or the ranges held for a set of domains; else tp_place's answer, kept in *pl)
+ * and hold them for the request. *held is false when the request does not fit there. */
+static int hold_request(struct planner *P, tp_placement **pl, bool *held)
+{
+	struct tp_cluster *c = P->c;
+	const struct cscan *s = &P->scan;
+	const uint32_t *X;
+	size_t nX;
+	int rc;
+	*held = false;
+	if (P->compact) {
+		uint32_t one[2] = {s->dev0, s->dev1};
+		const uint32_t *cr = P->ncr ? P->cr : one;
+		uint32_t ncr = P->ncr ? P->ncr : 1;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			nX += cr[2 * r + 1] - cr[2 * r];
+		if ((rc = defrag_grow_u32(P->a, &P->holdbuf, &P->cap_hold, nX)))
+			return rc;
+		nX = 0;
+		for (uint32_t r = 0; r < ncr; r++)
+			for (uint32_t dev = cr[2 * r]; dev < cr[2 * r + 1]; dev++)
+				P->holdbuf[nX++] = dev;
+		X = P->holdbuf;
+		for (size_t i = 0; i < nX; i++)
+			if (!tp_dev_free(c, X[i]))
+				return 0; /* cannot happen: the scan saw every holder */
+	} else {
+		rc = tp_place(c, P->rreq, pl);
+		if (rc == TP_ENOMEM)
+			return rc;
+		if (rc)
+			return 0;
+		X = tp_placement_devices(*pl, &nX);
+	}
+	if ((rc = hold_devices(P, HOLD_REQUEST, X, nX)))
+		return rc;
+	*held = true;
+	return 0;
+}
+
+/* New homes for the set's migrants (m->k, in migrant order; *ord: the order of their steps,
+ * both allocated here and freed by the caller). *ordered false: none found, *bad then names
+ * the migrant with no home (UINT32_MAX: their homes formed a cycle). The homes stay held. */
+static int home_migrants(struct planner *P, const uint32_t *S, uint32_t n, struct migs *m,
+                         uint32_t **ord, bool *ordered, uint32_t *bad)
+{
+	struct tp_cluster *c = P->c;
+	const struct cscan *s = &P->scan;
+	int rc;
+	uint32_t nm = 0;
+	for (uint32_t i = 0; i < n; i++)
+		nm += migrates(&s->jobs[S[i]]);
+	if ((rc = migs_new(P, m, nm)))
+		return rc;
+	*ord = tp_mallocn(P->a, nm ? nm : 1, sizeof **ord);
+	if (!*ord)
+		return TP_ENOMEM;
+	nm = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (migrates(&s->jobs[S[i]]))
+			m->k[nm++] = S[i];
+	defrag_sort_jobs(P, m->k, nm, by_migrant_order);
+	size_t sp2;
+	if ((rc = tp_cluster_savepoint(c, &sp2)))
+		return rc;
+	/* attempt 0: every migrant in turn; 1 (their new homes formed a cycle): again, each one
+	 * kept off the devices later migrants still hold; 2 (that left one with no home, or a
+	 * cycle): the migrants that may be preempted are, at the same cost, and the others
+	 * placed as in 1 */
+	*ordered = false;
+	*bad = UINT32_MAX;
+	for (int attempt = 0; attempt < 3 && !*ordered; attempt++) {
+		if (attempt == 2) {
+			bool any = false;
+			for (uint32_t i = 0; i < m->n; i++)
+				if (!m->preempt[i] && (s->jobs[m->k[i]].can & CAN_PREEMPT))
+					any = m->preempt[i] = true;
+			if (!any)
+				break;
+		}
+		if (attempt && (rc = tp_cluster_rollback(c, sp2)) == 0)
+			rc = tp_cluster_savepoint(c, &sp2);
+		if (rc || (rc = place_migrants(P, m, attempt >= 1, bad)))
+			return rc;
+		if (*bad != UINT32_MAX) {
+			if (attempt == 1)
+				continue;
+			break;
+		}
+		if ((rc = order_migrants(P, m, *ord, ordered)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The draft of a set whose migrants have homes: the domains every step touches (for the
+ * fragmentation gain, *tch) and the steps. */
+static int draft_steps(struct planner *P, const uint32_t *S, uint32_t n, const struct migs *m,
+                       const uint32_t *ord, const tp_placement *final, struct draft *d,
+                       struct touched **tch, size_t *ntch)
+{
+	const struct cscan *s = &P->scan;
+	size_t cap_tch = 0;
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		const struct tp_job_impl *j = s->jobs[S[i]].j;
+		rc = touch_devs(P, tch, ntch, &cap_tch, j->devs, j->ndev);
+	}
+	if (!rc)
+		rc = touch_devs(P, tch, ntch, &cap_tch, P->tobuf, m->off[m->n]);
+	size_t nfin = 0;
+	const uint32_t *fin = final ? tp_placement_devices(final, &nfin) : NULL;
+	if (!rc)
+		rc = touch_devs(P, tch, ntch, &cap_tch, fin, nfin);
+	if (rc)
+		return rc;
+	frag_after(P, *tch, ntch, fin, nfin);
+	return build_steps(P, S, n, m, ord, final, d);
+}
+
 /*
  * Try one set of jobs S (indices into the scan) on the candidate: release them, place the
  * request inside the candidate (compaction: take the whole domain), find the migrants new homes,
@@ -687,7 +809,7 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	struct migs m = {0};
 	tp_placement *pl = NULL, *final = NULL;
 	struct touched *tch = NULL;
-	size_t ntch = 0, cap_tch = 0;
+	size_t ntch = 0;
 	uint32_t *ord = NULL;
 	size_t sp;
 	int rc;
@@ -699,82 +821,12 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	for (uint32_t i = 0; i < n; i++)
 		if ((rc = tp_cluster_release(c, s->jobs[S[i]].j->id)))
 			goto out;
-	const uint32_t *X;
-	size_t nX;
-	if (P->compact) {
-		uint32_t one[2] = {s->dev0, s->dev1};
-		const uint32_t *cr = P->ncr ? P->cr : one;
-		uint32_t ncr = P->ncr ? P->ncr : 1;
-		nX = 0;
-		for (uint32_t r = 0; r < ncr; r++)
-			nX += cr[2 * r + 1] - cr[2 * r];
-		if ((rc = defrag_grow_u32(P->a, &P->holdbuf, &P->cap_hold, nX)))
-			goto out;
-		nX = 0;
-		for (uint32_t r = 0; r < ncr; r++)
-			for (uint32_t dev = cr[2 * r]; dev < cr[2 * r + 1]; dev++)
-				P->holdbuf[nX++] = dev;
-		X = P->holdbuf;
-		for (size_t i = 0; i < nX; i++)
-			if (!tp_dev_free(c, X[i]))
-				goto out; /* cannot happen: the scan saw every holder */
-	} else {
-		rc = tp_place(c, P->rreq, &pl);
-		if (rc == TP_ENOMEM)
-			goto out;
-		if (rc) {
-			rc = 0;
-			goto out;
-		}
-		X = tp_placement_devices(pl, &nX);
-	}
-	if ((rc = hold_devices(P, HOLD_REQUEST, X, nX)))
+	bool held, ordered;
+	uint32_t bad;
+	if ((rc = hold_request(P, &pl, &held)) || !held)
 		goto out;
-	uint32_t nm = 0;
-	for (uint32_t i = 0; i < n; i++)
-		nm += migrates(&s->jobs[S[i]]);
-	if ((rc = migs_new(P, &m, nm)))
+	if ((rc = home_migrants(P, S, n, &m, &ord, &ordered, &bad)))
 		goto out;
-	ord = tp_mallocn(P->a, nm ? nm : 1, sizeof *ord);
-	if (!ord) {
-		rc = TP_ENOMEM;
-		goto out;
-	}
-	nm = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (migrates(&s->jobs[S[i]]))
-			m.k[nm++] = S[i];
-	defrag_sort_jobs(P, m.k, nm, by_migrant_order);
-	size_t sp2;
-	if ((rc = tp_cluster_savepoint(c, &sp2)))
-		goto out;
-	/* attempt 0: every migrant in turn; 1 (their new homes formed a cycle): again, each one
-	 * kept off the devices later migrants still hold; 2 (that left one with no home, or a
-	 * cycle): the migrants that may be preempted are, at the same cost, and the others
-	 * placed as in 1 */
-	bool ordered = false;
-	uint32_t bad = UINT32_MAX;
-	for (int attempt = 0; attempt < 3 && !ordered; attempt++) {
-		if (attempt == 2) {
-			bool any = false;
-			for (uint32_t i = 0; i < m.n; i++)
-				if (!m.preempt[i] && (s->jobs[m.k[i]].can & CAN_PREEMPT))
-					any = m.preempt[i] = true;
-			if (!any)
-				break;
-		}
-		if (attempt && (rc = tp_cluster_rollback(c, sp2)) == 0)
-			rc = tp_cluster_savepoint(c, &sp2);
-		if (rc || (rc = place_migrants(P, &m, attempt >= 1, &bad)))
-			goto out;
-		if (bad != UINT32_MAX) {
-			if (attempt == 1)
-				continue;
-			break;
-		}
-		if ((rc = order_migrants(P, &m, ord, &ordered)))
-			goto out;
-	}
 	if (!ordered) {
 		*out = bad != UINT32_MAX ? OUT_NOHOME : OUT_CYCLE;
 		if (bad != UINT32_MAX)
@@ -792,21 +844,7 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 			goto out; /* cannot happen: the held devices were a placement */
 		}
 	}
-	/* fragmentation: the domains every step touches */
-	for (uint32_t i = 0; i < n && !rc; i++) {
-		const struct tp_job_impl *j = s->jobs[S[i]].j;
-		rc = touch_devs(P, &tch, &ntch, &cap_tch, j->devs, j->ndev);
-	}
-	if (!rc)
-		rc = touch_devs(P, &tch, &ntch, &cap_tch, P->tobuf, m.off[m.n]);
-	size_t nfin = 0;
-	const uint32_t *fin = final ? tp_placement_devices(final, &nfin) : NULL;
-	if (!rc)
-		rc = touch_devs(P, &tch, &ntch, &cap_tch, fin, nfin);
-	if (rc)
-		goto out;
-	frag_after(P, tch, &ntch, fin, nfin);
-	if ((rc = build_steps(P, S, n, &m, ord, final, d)))
+	if ((rc = draft_steps(P, S, n, &m, ord, final, d, &tch, &ntch)))
 		goto out;
 	*out = OUT_OK;
 out:

@@ -412,6 +412,148 @@ static int add_room_makers(struct planner *P, const struct tp_job_impl *nh, uint
 	return 0;
 }
 
+/* The greedy search's state: the set S being built and which jobs are in it or banned (a job
+ * with no home stays in place on the next attempt). */
+struct greedy {
+	bool *inS, *banned;
+	uint32_t *S;
+	struct by_dom bd;
+	const struct layer *nodely; /* the node-level layer of the request, or NULL */
+	unsigned nodeli;
+	bool fewest; /* fill by usable devices (fewest jobs) instead of cost per device */
+	uint32_t n;  /* jobs on the candidate when the search began (room makers come later) */
+};
+
+/* Fill S until the tallies say the request could fit and fit_check agrees: for requests of
+ * whole-node groups the node that gains a group cheapest, else the next job by cost per
+ * device (or by size: fewest). *fits false: every movable job taken and still no fit. */
+static int greedy_fill(struct planner *P, struct greedy *g, uint32_t *nS, bool *fits)
+{
+	struct cscan *s = &P->scan;
+	uint32_t n = g->n;
+	uint32_t *ord = P->u32a, nord = 0, pos = 0;
+	*nS = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		g->inS[k] = false;
+		if (s->jobs[k].can && !g->banned[k])
+			ord[nord++] = k;
+	}
+	defrag_sort_jobs(P, ord, nord, g->fewest ? defrag_by_size : defrag_by_rate);
+	uint32_t amax = 0;
+	for (uint32_t x = 0; x < nord; x++)
+		if (s->jobs[ord[x]].a > amax)
+			amax = s->jobs[ord[x]].a;
+	defrag_tally_reset(P);
+	*fits = false;
+	for (;;) {
+		if (defrag_tally_enough(P)) {
+			int rc = defrag_fit_check(P, g->S, *nS, fits);
+			if (rc)
+				return rc;
+			if (*fits)
+				return 0;
+		}
+		uint32_t before = *nS;
+		if (g->nodely && g->nodely->units < g->nodely->need && !g->fewest)
+			pick_node(P, g->nodeli, &g->bd, g->inS, g->banned, g->S, nS);
+		if (*nS == before) {
+			while (pos < nord && g->inS[ord[pos]])
+				pos++;
+			if (pos == nord)
+				return 0;
+			uint32_t k = g->fewest ? ord[pos] : pick_covering(P, ord, pos, nord, g->inS, amax);
+			g->S[(*nS)++] = k;
+			if (k == ord[pos])
+				pos++;
+		}
+		for (uint32_t x = before; x < *nS; x++) {
+			g->inS[g->S[x]] = true;
+			defrag_tally_job(P, g->S[x], +1);
+		}
+	}
+}
+
+/* Reverse deletion over S[0 .. nS), the most expensive job first: drop every job the request
+ * fits without. S keeps the rest (*m of them, in fill order) and *cost their cost. */
+static int greedy_prune(struct planner *P, struct greedy *g, uint32_t nS, uint32_t *m,
+                        int64_t *cost)
+{
+	struct cscan *s = &P->scan;
+	uint32_t *S = g->S, *rev = P->u32b;
+	memcpy(rev, S, nS * sizeof *S);
+	for (uint32_t i = 1; i < nS; i++) /* insertion sort by cost descending, then id */
+		for (uint32_t x = i; x > 0; x--) {
+			const struct cjob *a = &s->jobs[rev[x - 1]], *b = &s->jobs[rev[x]];
+			if (a->w > b->w || (a->w == b->w && rev[x - 1] > rev[x]))
+				break;
+			uint32_t tmpk = rev[x - 1];
+			rev[x - 1] = rev[x];
+			rev[x] = tmpk;
+		}
+	for (uint32_t i = 0; i < nS; i++) {
+		uint32_t k = rev[i];
+		defrag_tally_job(P, k, -1);
+		g->inS[k] = false;
+		bool still = false;
+		if (defrag_tally_enough(P)) {
+			uint32_t left = 0;
+			for (uint32_t x = 0; x < nS; x++)
+				if (g->inS[S[x]])
+					P->u32c[left++] = S[x];
+			int rc = defrag_fit_check(P, P->u32c, left, &still);
+			if (rc)
+				return rc;
+		}
+		if (!still) {
+			defrag_tally_job(P, k, +1);
+			g->inS[k] = true;
+		}
+	}
+	*m = 0;
+	*cost = 0;
+	for (uint32_t x = 0; x < nS; x++)
+		if (g->inS[S[x]]) {
+			S[(*m)++] = S[x];
+			*cost = defrag_cost_add(*cost, s->jobs[S[x]].w);
+		}
+	return 0;
+}
+
+/* Simulate S[0 .. m); when a migrant has no home, add room makers for it (a few times) while
+ * that stays in bounds. *done: a plan was offered, or nothing more can help; else *nh is the
+ * job with no home, to keep in place on the next attempt. */
+static int greedy_verify(struct planner *P, struct greedy *g, uint32_t m, bool *done,
+                         const struct tp_job_impl **nh)
+{
+	struct cscan *s = &P->scan;
+	int rc;
+	*done = true;
+	*nh = NULL;
+	for (int fix = 0; fix < 4; fix++) {
+		struct draft d = {0};
+		int res;
+		if ((rc = defrag_try_subset(P, g->S, m, &d, &res, nh)))
+			return rc;
+		if (res == OUT_OK) {
+			offer(P, &d);
+			return 0;
+		}
+		if (res != OUT_NOHOME)
+			return 0;
+		/* make room elsewhere for the job with no home, if that stays in bounds */
+		uint32_t before = m;
+		if ((rc = add_room_makers(P, *nh, g->S, &m)))
+			return rc;
+		int64_t cost = 0;
+		for (uint32_t x = 0; x < m; x++)
+			cost = defrag_cost_add(cost, s->jobs[g->S[x]].w);
+		if (m == before || m > P->max_moves || cost > defrag_cost_bound(P))
+			break;
+	}
+	*done = false;
+	return 0;
+}
+
 /* Greedy fill, then reverse deletion, then the simulation; a job with no home is kept in place
  * and the fill starts again (a few times). */
 static int greedy_search(struct planner *P)
@@ -419,110 +561,36 @@ static int greedy_search(struct planner *P)
 	struct cscan *s = &P->scan;
 	uint32_t n = s->njobs;
 	size_t all = n + P->c->njobs + 1; /* room for the jobs elsewhere, once appended */
-	bool *inS = tp_calloc(P->a, all, sizeof *inS);
-	bool *banned = tp_calloc(P->a, all, sizeof *banned);
-	struct by_dom bd = {0};
-	uint32_t *S = tp_mallocn(P->a, all, sizeof *S);
+	struct greedy g = {.n = n};
+	g.inS = tp_calloc(P->a, all, sizeof *g.inS);
+	g.banned = tp_calloc(P->a, all, sizeof *g.banned);
+	g.S = tp_mallocn(P->a, all, sizeof *g.S);
 	int rc = 0;
-	if (!inS || !banned || !S || defrag_grow_u32(P->a, &P->u32a, &P->cap_a, n) ||
+	if (!g.inS || !g.banned || !g.S || defrag_grow_u32(P->a, &P->u32a, &P->cap_a, n) ||
 	    defrag_grow_u32(P->a, &P->u32b, &P->cap_b, n)) {
 		rc = TP_ENOMEM;
 		goto out;
 	}
-	const struct layer *nodely = NULL;
-	unsigned nodeli = 0;
 	for (unsigned i = 0; i < s->nlayers; i++)
 		if (s->ly[i].level == tp_node_level(P->t)) {
-			nodely = &s->ly[i];
-			nodeli = i;
+			g.nodely = &s->ly[i];
+			g.nodeli = i;
 		}
-	if (nodely && (rc = by_dom_build(P, nodeli, &bd)))
+	if (g.nodely && (rc = by_dom_build(P, g.nodeli, &g.bd)))
 		goto out;
-	bool fewest = false; /* fill by usable devices (fewest jobs) instead of cost per device */
 	for (int attempt = 0; attempt < 5; attempt++) {
-		uint32_t *ord = P->u32a, nord = 0, pos = 0, nS = 0;
-		for (uint32_t k = 0; k < n; k++) {
-			inS[k] = false;
-			if (s->jobs[k].can && !banned[k])
-				ord[nord++] = k;
-		}
-		defrag_sort_jobs(P, ord, nord, fewest ? defrag_by_size : defrag_by_rate);
-		uint32_t amax = 0;
-		for (uint32_t x = 0; x < nord; x++)
-			if (s->jobs[ord[x]].a > amax)
-				amax = s->jobs[ord[x]].a;
-		defrag_tally_reset(P);
-		bool fits = false;
-		for (;;) {
-			if (defrag_tally_enough(P)) {
-				if ((rc = defrag_fit_check(P, S, nS, &fits)))
-					goto out;
-				if (fits)
-					break;
-			}
-			uint32_t before = nS;
-			if (nodely && nodely->units < nodely->need && !fewest)
-				pick_node(P, nodeli, &bd, inS, banned, S, &nS);
-			if (nS == before) {
-				while (pos < nord && inS[ord[pos]])
-					pos++;
-				if (pos == nord)
-					break;
-				uint32_t k = fewest ? ord[pos]
-				                    : pick_covering(P, ord, pos, nord, inS, amax);
-				S[nS++] = k;
-				if (k == ord[pos])
-					pos++;
-			}
-			for (uint32_t x = before; x < nS; x++) {
-				inS[S[x]] = true;
-				defrag_tally_job(P, S[x], +1);
-			}
-		}
-		if (!fits)
+		uint32_t nS, m;
+		int64_t cost;
+		bool fits, done;
+		if ((rc = greedy_fill(P, &g, &nS, &fits)) || !fits)
 			goto out;
-		/* reverse deletion: the most expensive first */
-		uint32_t *rev = P->u32b;
-		memcpy(rev, S, nS * sizeof *S);
-		for (uint32_t i = 1; i < nS; i++) /* insertion sort by cost descending, then id */
-			for (uint32_t x = i; x > 0; x--) {
-				const struct cjob *a = &s->jobs[rev[x - 1]], *b = &s->jobs[rev[x]];
-				if (a->w > b->w || (a->w == b->w && rev[x - 1] > rev[x]))
-					break;
-				uint32_t tmpk = rev[x - 1];
-				rev[x - 1] = rev[x];
-				rev[x] = tmpk;
-			}
-		for (uint32_t i = 0; i < nS; i++) {
-			uint32_t k = rev[i];
-			defrag_tally_job(P, k, -1);
-			inS[k] = false;
-			bool still = false;
-			if (defrag_tally_enough(P)) {
-				uint32_t m = 0;
-				for (uint32_t x = 0; x < nS; x++)
-					if (inS[S[x]])
-						P->u32c[m++] = S[x];
-				if ((rc = defrag_fit_check(P, P->u32c, m, &still)))
-					goto out;
-			}
-			if (!still) {
-				defrag_tally_job(P, k, +1);
-				inS[k] = true;
-			}
-		}
-		uint32_t m = 0;
-		int64_t cost = 0;
-		for (uint32_t x = 0; x < nS; x++)
-			if (inS[S[x]]) {
-				S[m++] = S[x];
-				cost = defrag_cost_add(cost, s->jobs[S[x]].w);
-			}
+		if ((rc = greedy_prune(P, &g, nS, &m, &cost)))
+			goto out;
 		if (m > P->max_moves) {
 			defrag_note_moves(P, m);
-			if (fewest)
+			if (g.fewest)
 				goto out;
-			fewest = true; /* once more, taking the biggest jobs first */
+			g.fewest = true; /* once more, taking the biggest jobs first */
 			continue;
 		}
 		if (cost > defrag_cost_bound(P)) {
@@ -530,40 +598,21 @@ static int greedy_search(struct planner *P)
 				P->diag.cost = true;
 			goto out;
 		}
-		const struct tp_job_impl *nh = NULL;
-		for (int fix = 0; fix < 4; fix++) {
-			struct draft d = {0};
-			int res;
-			if ((rc = defrag_try_subset(P, S, m, &d, &res, &nh)))
-				goto out;
-			if (res == OUT_OK) {
-				offer(P, &d);
-				goto out;
-			}
-			if (res != OUT_NOHOME)
-				goto out;
-			/* make room elsewhere for the job with no home, if that stays in bounds */
-			uint32_t before = m;
-			if ((rc = add_room_makers(P, nh, S, &m)))
-				goto out;
-			cost = 0;
-			for (uint32_t x = 0; x < m; x++)
-				cost = defrag_cost_add(cost, s->jobs[S[x]].w);
-			if (m == before || m > P->max_moves || cost > defrag_cost_bound(P))
-				break;
-		}
+		const struct tp_job_impl *nh;
+		if ((rc = greedy_verify(P, &g, m, &done, &nh)) || done)
+			goto out;
 		defrag_note_nohome(P, nh);
 		for (uint32_t k = 0; k < s->njobs; k++) {
 			s->jobs[k].force_preempt = false;
 			if (s->jobs[k].j == nh)
-				banned[k] = true;
+				g.banned[k] = true;
 		}
 	}
 out:
-	by_dom_free(P, &bd);
-	tp_free(P->a, inS);
-	tp_free(P->a, banned);
-	tp_free(P->a, S);
+	by_dom_free(P, &g.bd);
+	tp_free(P->a, g.inS);
+	tp_free(P->a, g.banned);
+	tp_free(P->a, g.S);
 	return rc;
 }
 
