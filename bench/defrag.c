@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include "bench.h"
-#include "defrag_internal.h"
 
 #define DEFRAG_MAX_SIZES 8
 
@@ -147,10 +146,12 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	double scanned = 0, evaluated = 0, tried = 0;
 	for (long i = 0; i < o->reps; i++) {
 		tp_plan *p = NULL;
-		struct tp_defrag_stats st;
+		tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
 		uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
-		int rc = tp_defrag_plan_ex(c, &r, NULL, NULL, &st, &p);
+		int rc = tp_defrag_plan(c, &r, NULL, &p);
 		uint64_t t1 = bench_now_ns(), c1 = thread_cpu_ns();
+		if (p)
+			BENCH_CHECK(tp_plan_stats(p, &st), "tp_plan_stats");
 		cpu[i] = (double)(c1 - c0) / 1e6;
 		if (rc == TP_ENOMEM || rc == TP_EINVAL)
 			bench_die("tp_defrag_plan: %s (%s)", tp_err_name(rc), tp_plan_errmsg(p));
@@ -163,7 +164,7 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 		}
 		scanned += (double)st.scanned;
 		evaluated += (double)st.evaluated;
-		tried += (double)st.tried;
+		tried += (double)st.simulated;
 		tp_plan_destroy(p);
 		churn(c, t, &rng, &next, o->occupancy);
 		bench_progress(false, "defrag %llu GPUs: %ld/%ld", (unsigned long long)res->gpus,

@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the planner's state ------------------------------------------------------------------- */
 
@@ -105,15 +106,29 @@ int defrag_policy_check(const tp_defrag_policy *p, char *msg)
 }
 
 /* The caller's policy as the current version: a version 1 struct ends before
- * allow_less_local (reading past it would overrun the caller's object). */
+ * allow_less_local, a version 2 one before the work budget (reading past either would overrun
+ * the caller's object); what they lack takes its default. */
 static tp_defrag_policy policy_copy(const tp_defrag_policy *p)
 {
 	tp_defrag_policy v = TP_DEFRAG_POLICY_INIT;
-	if (p->version >= 2)
+	if (p->version >= 3)
 		return *p;
-	memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
-	v.allow_less_local = 0;
+	if (p->version == 2) {
+		memcpy(&v, p, offsetof(tp_defrag_policy, max_candidates));
+	} else {
+		memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
+		v.allow_less_local = 0;
+	}
+	v.version = TP_DEFRAG_POLICY_VERSION;
 	return v;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void policy_limits(struct planner *P)
@@ -121,6 +136,58 @@ static void policy_limits(struct planner *P)
 	double mc = P->pol.max_cost_s;
 	P->max_cost = mc < 0 || isinf(mc) ? COST_NONE : defrag_cost_of(mc, 1);
 	P->max_moves = P->pol.max_moves;
+	P->max_cands = P->pol.max_candidates ? P->pol.max_candidates : TP_DEFRAG_MAX_CANDIDATES;
+	P->max_sims = P->pol.max_simulations ? P->pol.max_simulations : TP_DEFRAG_MAX_SIMULATIONS;
+	uint64_t us = P->pol.max_time_us;
+	if (us) {
+		uint64_t now = monotonic_ns();
+		uint64_t ns = us > (UINT64_MAX - now) / 1000u ? UINT64_MAX - now : us * 1000u;
+		P->deadline_ns = now + ns;
+	}
+}
+
+/* ---- the work budget ---------------------------------------------------------------------- */
+
+/* DEFRAG_STOP once the search may not start one more unit of `what` (a candidate search or a
+ * simulation), or the deadline has passed; P->stop says which. UINT32_MAX is no limit. */
+int defrag_budget_check(struct planner *P, tp_defrag_budget what)
+{
+	if (P->stop != TP_BUDGET_NONE)
+		return DEFRAG_STOP;
+	if (what == TP_BUDGET_CANDIDATES && P->max_cands != UINT32_MAX &&
+	    P->stats.evaluated >= P->max_cands)
+		P->stop = TP_BUDGET_CANDIDATES;
+	else if (what == TP_BUDGET_SIMULATIONS && P->max_sims != UINT32_MAX &&
+	         P->stats.simulated >= P->max_sims)
+		P->stop = TP_BUDGET_SIMULATIONS;
+	else if (P->deadline_ns && monotonic_ns() >= P->deadline_ns)
+		P->stop = TP_BUDGET_TIME;
+	return P->stop != TP_BUDGET_NONE ? DEFRAG_STOP : 0;
+}
+
+/* The message of a search the budget stopped before it found a plan: which limit, and the
+ * field that raises it. Returns TP_ENOPLAN. */
+int defrag_budget_message(const struct planner *P, char *msg)
+{
+	const char *what = P->compact ? "a compaction" : "a plan";
+	switch (P->stop) {
+	case TP_BUDGET_CANDIDATES:
+		return tp_seterr(msg, TP_ENOPLAN,
+		                 "the work budget ran out before %s was found: policy.max_candidates "
+		                 "%u (candidate domains searched) is spent; raise it (UINT32_MAX: no "
+		                 "limit)",
+		                 what, P->max_cands);
+	case TP_BUDGET_SIMULATIONS:
+		return tp_seterr(msg, TP_ENOPLAN,
+		                 "the work budget ran out before %s was found: policy.max_simulations "
+		                 "%u (job sets simulated) is spent; raise it (UINT32_MAX: no limit)",
+		                 what, P->max_sims);
+	default:
+		return tp_seterr(msg, TP_ENOPLAN,
+		                 "the time limit ran out before %s was found (policy.max_time_us "
+		                 "%llu); raise it (0: no limit)",
+		                 what, (unsigned long long)P->pol.max_time_us);
+	}
 }
 
 /* What the policy lets the plan do with job j. */
@@ -647,12 +714,16 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 static int plan_or_explain(struct planner *P, tp_plan *p)
 {
 	int rc = defrag_search(P);
-	if (rc)
+	if (rc && rc != DEFRAG_STOP)
 		return rc;
 	if (P->have_best) {
 		defrag_plan_take(p, &P->best);
 		P->have_best = false;
-		return 0;
+		return 0; /* the best plan found (within the budget, if it stopped the search) */
+	}
+	if (P->stop != TP_BUDGET_NONE) {
+		p->status = defrag_budget_message(P, p->errmsg);
+		return p->status;
 	}
 	if (P->max_cost != COST_NONE || P->max_moves != UINT32_MAX) {
 		struct diag keep = P->diag;
@@ -663,8 +734,8 @@ static int plan_or_explain(struct planner *P, tp_plan *p)
 		rc = defrag_search(P);
 		P->max_cost = mc;
 		P->max_moves = mm;
-		if (rc)
-			return rc;
+		if (rc && rc != DEFRAG_STOP)
+			return rc; /* a budget that stops the explanation leaves what it found */
 		if (P->have_best) {
 			defrag_explain(P, p->errmsg, &P->best);
 			p->status = TP_ENOPLAN;
@@ -743,6 +814,8 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 	rc = planner_request(&P, p->errmsg);
 	if (!rc)
 		rc = plan_or_explain(&P, p);
+	P.stats.budget = P.stop;
+	p->stats = P.stats;
 	if (stats)
 		*stats = P.stats;
 	defrag_planner_fini(&P);

@@ -519,9 +519,13 @@ int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
 		P.diag = (struct diag){0};
 		rc = compact_rounds(&P, ndomains - have, &all, &got, why);
 	}
+	if (rc == DEFRAG_STOP)
+		rc = defrag_budget_message(&P, p->errmsg);
 	if (!rc && have + got < ndomains)
 		rc = tp_seterr(p->errmsg, TP_ENOPLAN, "only %u of %u %s domains can be freed: %s",
 		               have + got, ndomains, level, why);
+	P.stats.budget = P.stop;
+	p->stats = P.stats;
 	defrag_planner_fini(&P);
 	if (rc == TP_ENOMEM) {
 		defrag_draft_clear(&c->alloc, &all);

@@ -25,14 +25,7 @@ struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
 };
 
-/* What one planning call did (filled when a pointer is given). */
-struct tp_defrag_stats {
-	unsigned long scanned;   /* candidate domains whose devices were read */
-	unsigned long evaluated; /* candidate domains searched for a set of jobs */
-	unsigned long tried;     /* job sets simulated (release, place, new homes) */
-};
-
-/* tp_defrag_plan with knobs (NULL: the defaults) and optional figures. */
+/* tp_defrag_plan with knobs (NULL: the defaults) and optional figures (as tp_plan_stats). */
 int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
                       const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
                       tp_plan **out);
@@ -56,6 +49,10 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 #define COST_CAP INT64_C(4000000000000000000)
 
 #define COST_NONE INT64_MAX
+
+/* Returned (as a positive rc, never to a caller) once the work budget stops the search: it
+ * unwinds like an error, through every rollback, up to the entry point. */
+#define DEFRAG_STOP 1
 
 #define CAN_MIGRATE 0x1u
 
@@ -109,6 +106,7 @@ struct tp_plan {
 	tp_placement *placement;
 	tp_request *req; /* the request, for the place step */
 	size_t next;     /* the step tp_plan_apply_step accepts next */
+	tp_defrag_stats stats; /* the work the call did */
 };
 
 /* A job on a candidate. */
@@ -225,6 +223,10 @@ struct planner {
 	bool have_best;
 	struct diag diag;
 	struct tp_defrag_stats stats;
+	/* the work budget (policy version 3) */
+	uint32_t max_cands, max_sims;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC, 0: none */
+	tp_defrag_budget stop; /* what stopped the search, TP_BUDGET_NONE: nothing */
 	unsigned nholds; /* compaction: domains held so far */
 	/* compaction of a set of domains: the device ranges held for them (else the scan's) */
 	const uint32_t *cr; /* [2 * ncr]: first device, end */
@@ -243,6 +245,8 @@ unsigned defrag_job_can(const struct planner *P, const struct tp_job_impl *j);
 void defrag_job_blocker(const struct planner *P, const struct tp_job_impl *j, char *buf,
                         size_t len);
 int defrag_search(struct planner *P);
+int defrag_budget_check(struct planner *P, tp_defrag_budget what);
+int defrag_budget_message(const struct planner *P, char *msg);
 void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defrag_policy *pol,
                          const struct tp_defrag_knobs *k);
 

@@ -815,7 +815,9 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	int rc;
 	*out = OUT_NOFIT;
 	*nohome = NULL;
-	P->stats.tried++;
+	if ((rc = defrag_budget_check(P, TP_BUDGET_SIMULATIONS)))
+		return rc;
+	P->stats.simulated++;
 	if ((rc = tp_cluster_savepoint(c, &sp)))
 		return rc;
 	for (uint32_t i = 0; i < n; i++)

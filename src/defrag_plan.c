@@ -219,6 +219,15 @@ int tp_plan_step(const tp_plan *p, size_t i, tp_step_action *action, const char 
 	return 0;
 }
 
+int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out)
+{
+	if (!p || !out || out->version != TP_DEFRAG_STATS_VERSION)
+		return TP_EINVAL;
+	*out = p->stats;
+	out->version = TP_DEFRAG_STATS_VERSION;
+	return 0;
+}
+
 uint32_t tp_plan_moved_jobs(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->moved_jobs : 0;

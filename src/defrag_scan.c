@@ -125,6 +125,8 @@ static int cjob_cmp_id(const void *x, const void *y)
 
 int defrag_scan_candidate(struct planner *P, int level, uint32_t dom)
 {
+	if (P->deadline_ns && defrag_budget_check(P, TP_BUDGET_TIME))
+		return DEFRAG_STOP;
 	return defrag_scan_jobs(P, level, dom, true);
 }
 

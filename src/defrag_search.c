@@ -787,9 +787,12 @@ out:
 int defrag_evaluate_candidate(struct planner *P)
 {
 	struct cscan *s = &P->scan;
+	int rc = defrag_budget_check(P, TP_BUDGET_CANDIDATES);
+	if (rc)
+		return rc;
 	P->stats.evaluated++;
 	bool empty;
-	int rc = defrag_restrict_request(P, &empty);
+	rc = defrag_restrict_request(P, &empty);
 	if (rc || empty)
 		return rc;
 	if (defrag_grow_u32(P->a, &P->u32c, &P->cap_c, s->njobs))
