@@ -1367,8 +1367,12 @@ TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
 /**
  * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
  * preemption releases the job, the place step commits the request (with @p opts as
- * tp_commit()). Steps must be applied in order on the cluster the plan was made for.
- * @param c The cluster. @param p The plan. @param i The step.
+ * tp_commit()). Steps must be applied in order on the cluster the plan was made for (or a copy
+ * of its state); step 0 may always start over. The cluster keeps the cursor (the last plan
+ * applied to it, known by its steps, and the step it accepts next), so @p p is only read: one
+ * plan may be applied to several clusters at once, from several threads (a writing call on
+ * each cluster, read-only on the plan).
+ * @param c The cluster (written). @param p The plan (read-only). @param i The step.
  * @param opts The new job's attributes for the place step, or NULL.
  * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
  *         names the device or job), ::TP_EEXIST (the place step's job id is already running),

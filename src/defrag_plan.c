@@ -170,6 +170,29 @@ void tp_plan_destroy(tp_plan *p)
 }
 
 /* Move a draft's steps and placement into the plan. */
+/* FNV-1a over the bytes of v: the plan's key is a function of its steps alone (not its
+ * address), so plans with the same steps are the same plan to a cluster's cursor. */
+static uint64_t fnv(uint64_t h, const void *v, size_t n)
+{
+	const unsigned char *b = v;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+static uint64_t steps_key(const struct pstep *s, size_t n)
+{
+	uint64_t h = fnv(UINT64_C(0xcbf29ce484222325), &n, sizeof n);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t head[3] = {(uint32_t)s[i].action, s[i].nfrom, s[i].nto};
+		h = fnv(h, head, sizeof head);
+		h = fnv(h, s[i].job, strlen(s[i].job) + 1);
+		h = fnv(h, s[i].from, s[i].nfrom * sizeof *s[i].from);
+		h = fnv(h, s[i].to, s[i].nto * sizeof *s[i].to);
+	}
+	return h;
+}
+
 void defrag_plan_take(tp_plan *p, struct draft *d)
 {
 	p->steps = d->steps;
@@ -178,6 +201,7 @@ void defrag_plan_take(tp_plan *p, struct draft *d)
 	p->moved_devices = d->moved_devices;
 	p->cost_s = d->cost_s;
 	p->placement = d->final;
+	p->key = steps_key(p->steps, p->nsteps);
 	*d = (struct draft){0};
 }
 
@@ -338,9 +362,12 @@ int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_o
 	if (i >= p->nsteps)
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: the plan has %zu steps", i,
 		                 p->nsteps);
-	if (i != p->next && i != 0) /* step 0 starts over (a replay on a rolled-back cluster) */
+	/* the cluster keeps the cursor: the plan is read-only, and may be applied to copies of a
+	 * state from several threads. Step 0 starts over (a replay on a rolled-back cluster). */
+	size_t next = c->plan_key == p->key ? c->plan_next : 0;
+	if (i != next && i != 0)
 		return tp_seterr(c->errmsg, TP_EINVAL,
-		                 "step %zu applied out of order: step %zu is next", i, p->next);
+		                 "step %zu applied out of order: step %zu is next", i, next);
 	const struct pstep *s = &p->steps[i];
 	uint32_t slot = TP_NO_JOB;
 	int rc;
@@ -359,7 +386,9 @@ int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_o
 		rc = apply_place(c, p, s, i, opts);
 		break;
 	}
-	if (rc == 0)
-		((tp_plan *)p)->next = i + 1; /* the plan's cursor: not part of its meaning */
+	if (rc == 0) {
+		c->plan_key = p->key;
+		c->plan_next = i + 1;
+	}
 	return rc;
 }
