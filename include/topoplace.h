@@ -1395,7 +1395,8 @@ typedef enum tp_defrag_budget {
 /** @brief The work one planning call did (tp_plan_stats()). */
 typedef struct tp_defrag_stats {
 	unsigned version;        /**< ::TP_DEFRAG_STATS_VERSION, set by the caller */
-	uint64_t scanned;        /**< candidate domains whose devices were read */
+	uint64_t scanned;        /**< reads of a candidate domain's devices (a domain searched is
+	                              read twice: to bound it, then to search it) */
 	uint64_t evaluated;      /**< candidate domains searched for a set of jobs */
 	uint64_t simulated;      /**< job sets simulated (released, placed, given new homes) */
 	tp_defrag_budget budget; /**< what stopped the search early, ::TP_BUDGET_NONE if nothing */

@@ -788,8 +788,9 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 		const uint32_t *devs = tp_placement_devices(pl, &n);
 		struct draft d = {0};
 		if (defrag_draft_push(&c->alloc, &d, TP_STEP_PLACE, tp_placement_job(pl), NULL, 0, devs,
-		               n)) {
-			defrag_draft_clear(&c->alloc, &d); /* the step array may have grown before the failure */
+		                      n)) {
+			/* the step array may have grown before the failure */
+			defrag_draft_clear(&c->alloc, &d);
 			tp_placement_destroy(pl);
 			tp_plan_destroy(p);
 			return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");

@@ -616,14 +616,14 @@ static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 			continue;
 		const struct tp_job_impl *j = s->jobs[m->k[i]].j;
 		if ((rc = defrag_draft_push(P->a, d, TP_STEP_MIGRATE, j->id, j->devs, j->ndev,
-		                     P->tobuf + m->off[i], m->off[i + 1] - m->off[i])))
+		                            P->tobuf + m->off[i], m->off[i + 1] - m->off[i])))
 			return rc;
 	}
 	if (final) {
 		size_t nf;
 		const uint32_t *f = tp_placement_devices(final, &nf);
 		if ((rc = defrag_draft_push(P->a, d, TP_STEP_PLACE, tp_placement_job(final), NULL, 0, f,
-		                     nf)))
+		                            nf)))
 			return rc;
 	}
 	d->cost = 0;

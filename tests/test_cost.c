@@ -326,7 +326,8 @@ Test(cost, step_messages_name_the_field)
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
 	tp_step_model m = base_model(4, 2, 2), bad;
-	expect_bad(t, all16, 15, &m, NULL, "model.tp 4 x model.pp 2 x model.dp 2 is not the 15 devices");
+	expect_bad(t, all16, 15, &m, NULL,
+	           "model.tp 4 x model.pp 2 x model.dp 2 is not the 15 devices");
 	expect_bad(t, all16, 16, NULL, NULL, "model is NULL");
 	expect_bad(NULL, all16, 16, &m, NULL, "topology is NULL");
 	expect_bad(t, NULL, 16, &m, NULL, "devs is NULL with n 16");
