@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include "bench.h"
-#include "defrag_impl.h"
 
 #define DEFRAG_MAX_SIZES 8
 
@@ -31,6 +30,8 @@ struct defrag_opts {
 	long reps;
 	double occupancy;
 	const char *json;
+	unsigned rack_jobs; /* --rack-jobs BLOCKS: #19's fleet instead (0: no) */
+	bool unlimited;     /* --unlimited: no work budget */
 };
 
 struct defrag_result {
@@ -50,8 +51,11 @@ static void defrag_usage(FILE *f)
 {
 	fprintf(f, "usage: tp-bench defrag [--sizes 10000,100000] [--seed N] [--reps N]\n"
 	           "                       [--occupancy 0.85] [--json FILE]\n"
+	           "       tp-bench defrag --rack-jobs BLOCKS [--unlimited]\n"
 	           "  tp_defrag_plan latency for a 72-GPU rack-required request on NVL72 fleets\n"
-	           "  filled with small migratable jobs.\n");
+	           "  filled with small migratable jobs; or, with --rack-jobs, once on BLOCKS blocks\n"
+	           "  of 1823 racks with one 27-GPU migratable job per rack (issue #19), within\n"
+	           "  the default work budget or without one (--unlimited).\n");
 }
 
 /* One small job at a random position: 1, 2 or 4 GPUs inside a node, or 8 GPUs as two whole
@@ -147,10 +151,12 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	double scanned = 0, evaluated = 0, tried = 0;
 	for (long i = 0; i < o->reps; i++) {
 		tp_plan *p = NULL;
-		struct tp_defrag_stats st;
+		tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
 		uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
-		int rc = tp_defrag_plan_ex(c, &r, NULL, NULL, &st, &p);
+		int rc = tp_defrag_plan(c, &r, NULL, &p);
 		uint64_t t1 = bench_now_ns(), c1 = thread_cpu_ns();
+		if (p)
+			BENCH_CHECK(tp_plan_stats(p, &st), "tp_plan_stats");
 		cpu[i] = (double)(c1 - c0) / 1e6;
 		if (rc == TP_ENOMEM || rc == TP_EINVAL)
 			bench_die("tp_defrag_plan: %s (%s)", tp_err_name(rc), tp_plan_errmsg(p));
@@ -163,7 +169,7 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 		}
 		scanned += (double)st.scanned;
 		evaluated += (double)st.evaluated;
-		tried += (double)st.tried;
+		tried += (double)st.simulated;
 		tp_plan_destroy(p);
 		churn(c, t, &rng, &next, o->occupancy);
 		bench_progress(false, "defrag %llu GPUs: %ld/%ld", (unsigned long long)res->gpus,
@@ -192,6 +198,54 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	tp_topology_destroy(t);
 }
 
+/* Issue #19's long search: one 27-GPU migratable job (checkpoint 60 s) on every rack of
+ * `blocks` NVL72 blocks of 1823 racks (2.1M GPUs at 16 blocks), one 72-GPU one-rack request,
+ * planned once. */
+static int rack_jobs_run(const struct defrag_opts *o)
+{
+	tp_topology *t = NULL;
+	tp_cluster *c = NULL;
+	BENCH_CHECK(tp_topology_generate_nvl72(&t, o->rack_jobs, 1823, NULL), "");
+	BENCH_CHECK(tp_cluster_create(&c, t, NULL), "");
+	uint32_t racks = o->rack_jobs * 1823u, devs[27];
+	tp_job_options jo = TP_JOB_OPTIONS_INIT;
+	jo.migratable = 1;
+	jo.preemptible = 0;
+	for (uint32_t k = 0; k < racks; k++) {
+		char id[32];
+		for (uint32_t i = 0; i < 27; i++)
+			devs[i] = k * NVL72_RACK_GPUS + i;
+		snprintf(id, sizeof id, "j%u", k);
+		BENCH_CHECK(tp_cluster_assign(c, id, devs, 27, &jo), tp_cluster_errmsg(c));
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "rack-job";
+	r.count = NVL72_RACK_GPUS;
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	if (o->unlimited)
+		pol.max_candidates = pol.max_simulations = UINT32_MAX;
+	tp_plan *p = NULL;
+	uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
+	int rc = tp_defrag_plan(c, &r, &pol, &p);
+	uint64_t t1 = bench_now_ns(), c1 = thread_cpu_ns();
+	if (!p)
+		bench_die("tp_defrag_plan: %s", tp_err_name(rc));
+	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+	BENCH_CHECK(tp_plan_stats(p, &st), "tp_plan_stats");
+	printf("racks %u gpus %llu: %s in %.3f s wall, %.3f s CPU; %llu racks read, %llu searched, "
+	       "%llu sets simulated, budget %s, moved jobs %u%s%s\n",
+	       racks, (unsigned long long)tp_topology_device_count(t), tp_err_name(rc),
+	       (double)(t1 - t0) / 1e9, (double)(c1 - c0) / 1e9, (unsigned long long)st.scanned,
+	       (unsigned long long)st.evaluated, (unsigned long long)st.simulated,
+	       st.budget == TP_BUDGET_NONE ? "not reached" : "reached", tp_plan_moved_jobs(p),
+	       rc ? ": " : "", rc ? tp_plan_errmsg(p) : "");
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	return 0;
+}
+
 static int defrag_parse(int argc, char **argv, struct defrag_opts *o)
 {
 	*o = (struct defrag_opts){
@@ -201,6 +255,8 @@ static int defrag_parse(int argc, char **argv, struct defrag_opts *o)
 	                                   {"reps", required_argument, 0, 'r'},
 	                                   {"occupancy", required_argument, 0, 'o'},
 	                                   {"json", required_argument, 0, 'j'},
+	                                   {"rack-jobs", required_argument, 0, 'k'},
+	                                   {"unlimited", no_argument, 0, 'u'},
 	                                   {"help", no_argument, 0, 'h'},
 	                                   {0, 0, 0, 0}};
 	int ch;
@@ -228,6 +284,14 @@ static int defrag_parse(int argc, char **argv, struct defrag_opts *o)
 		case 'j':
 			o->json = optarg;
 			break;
+		case 'k':
+			o->rack_jobs = (unsigned)strtoul(optarg, NULL, 10);
+			if (o->rack_jobs < 1 || o->rack_jobs > 64)
+				return 2;
+			break;
+		case 'u':
+			o->unlimited = true;
+			break;
 		case 'h':
 			defrag_usage(stdout);
 			return 1;
@@ -248,6 +312,8 @@ int bench_defrag_main(int argc, char **argv)
 		defrag_usage(stderr);
 		return 2;
 	}
+	if (o.rack_jobs)
+		return rack_jobs_run(&o);
 	struct defrag_result res[DEFRAG_MAX_SIZES];
 	printf("%10s %7s %6s %8s %8s %8s %8s %5s %7s %8s %8s %7s %8s %6s\n", "gpus", "jobs", "occ",
 	       "p50_ms", "p99_ms", "cpu_p50", "cpu_p99", "ok", "moved_j", "moved_d", "cost_s",

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "cost.h"
 
 #define LAYOUT_GPUS 512u
 #define LAYOUT_NODES (LAYOUT_GPUS / 4u)
@@ -136,10 +135,13 @@ static void layout_measure(const tp_topology *t, struct layout *l, unsigned tp,
 				l->split_groups++;
 				break;
 			}
-	l->step_us = tp_cost_step_us(t, l->devs, LAYOUT_GPUS, m);
-	l->efficiency = tp_cost_efficiency(t, l->devs, LAYOUT_GPUS, m);
-	if (l->step_us < 0 || l->efficiency < 0)
-		bench_die("cost model on layout %s: %s", l->name, tp_err_name((int)l->step_us));
+	char err[256];
+	int rc = tp_cost_step_us(&l->step_us, t, l->devs, LAYOUT_GPUS, m, NULL, err, sizeof err);
+	if (!rc)
+		rc = tp_cost_efficiency(&l->efficiency, t, l->devs, LAYOUT_GPUS, m, NULL, err,
+		                        sizeof err);
+	if (rc)
+		bench_die("cost model on layout %s: %s: %s", l->name, tp_err_name(rc), err);
 }
 
 int bench_layout_main(int argc, char **argv)
@@ -179,9 +181,12 @@ int bench_layout_main(int argc, char **argv)
 	layouts_by_hand(l, o.seed);
 
 	/* The step model, calibrated on the 8-rack layout (see the file comment). */
-	struct tp_step_model m = {.tp = o.tp, .pp = o.pp, .dp = LAYOUT_GPUS / (o.tp * o.pp), .ep = 1,
+	struct tp_step_model m = {.version = TP_STEP_MODEL_VERSION, .tp = o.tp, .pp = o.pp,
+	                          .dp = LAYOUT_GPUS / (o.tp * o.pp), .ep = 1,
 	                          .tp_bytes = 32.0 * 1024 * 1024, .tp_msgs = 1000};
-	double comm = tp_cost_step_us(t, l[1].devs, LAYOUT_GPUS, &m);
+	double comm = 0;
+	BENCH_CHECK(tp_cost_step_us(&comm, t, l[1].devs, LAYOUT_GPUS, &m, NULL, NULL, 0),
+	            "tp_cost_step_us");
 	if (!(comm > 0))
 		bench_die("cost model: no tensor traffic to calibrate with (--tp 1?)");
 	m.compute_us = comm * (1 - 0.045) / 0.045;

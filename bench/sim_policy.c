@@ -29,7 +29,6 @@
 #include "kueue.h"
 #include "sim.h"
 
-#include "cost.h"
 
 /* ---- efficiency ------------------------------------------------------------------------- */
 
@@ -104,7 +103,7 @@ double sim_efficiency_standin(const struct sim_fleet *f, const struct sim_job *j
  */
 static struct tp_step_model sim_step_model(const struct sim_job *j)
 {
-	struct tp_step_model m = {0};
+	struct tp_step_model m = {.version = TP_STEP_MODEL_VERSION};
 	uint32_t n = j->gpus;
 	m.compute_us = 400000;
 	m.tp_bytes = 64.0 * 1024 * 1024;
@@ -134,10 +133,12 @@ double sim_efficiency(const struct sim_fleet *f, const struct sim_job *j, const 
 {
 	if (use_cost) {
 		struct tp_step_model m = sim_step_model(j);
-		double e = tp_cost_efficiency(f->t, devs, j->gpus, &m);
-		if (e < 0)
-			bench_die("tp_cost_efficiency(%u GPUs, tp %u pp %u dp %u): %s", j->gpus, m.tp, m.pp,
-			          m.dp, tp_err_name((int)e));
+		double e;
+		char err[256];
+		int rc = tp_cost_efficiency(&e, f->t, devs, j->gpus, &m, NULL, err, sizeof err);
+		if (rc)
+			bench_die("tp_cost_efficiency(%u GPUs, tp %u pp %u dp %u): %s: %s", j->gpus, m.tp,
+			          m.pp, m.dp, tp_err_name(rc), err);
 		return e;
 	}
 	return sim_efficiency_standin(f, j, devs);

@@ -1299,16 +1299,34 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  *  @{ */
 
 /** @brief Version of ::tp_defrag_policy this header describes. */
-#define TP_DEFRAG_POLICY_VERSION 2
+#define TP_DEFRAG_POLICY_VERSION 3
+
+/** @brief Default of tp_defrag_policy::max_candidates: candidate domains searched per call. */
+#define TP_DEFRAG_MAX_CANDIDATES 4096u
+/** @brief Default of tp_defrag_policy::max_simulations: job sets simulated per call. */
+#define TP_DEFRAG_MAX_SIMULATIONS 512u
 
 /**
- * @brief What a plan may do.
+ * @brief What a plan may do, and how much work the planner may spend finding it.
  *
- * Version 1 ends at @c min_priority_gap; a version 1 struct is still accepted and behaves as
- * version 2 with @c allow_less_local 0.
+ * Version 1 ends at @c min_priority_gap and behaves as version 3 with @c allow_less_local 0;
+ * version 2 ends at @c allow_less_local. Both are still accepted (read by their size) and get
+ * the default work budget.
+ *
+ * The work budget (version 3) bounds the search, where @c max_moves and @c max_cost_s bound
+ * the plan. It is counted in work, not time, by default, so the same input gives the same
+ * answer on every machine: at most @c max_candidates candidate domains are searched and at most
+ * @c max_simulations job sets are simulated (released, placed, given new homes) per call,
+ * counting the second search that explains a failure. With the defaults a call stays within
+ * a few seconds even on a fleet of 2.1 million GPUs (docs/defrag.md gives the figures). When
+ * the budget runs out the search stops: the best plan found so far is returned (status 0,
+ * flagged in tp_defrag_stats::budget), or, when none was found, ::TP_ENOPLAN with a message
+ * that names the limit and the field that raises it. An optional wall-clock limit
+ * (@c max_time_us) stops the search the same way; it makes answers depend on the machine and
+ * its load, so leave it 0 where answers must be reproducible.
  */
 typedef struct tp_defrag_policy {
-	unsigned version;       /**< ::TP_DEFRAG_POLICY_VERSION (1 is accepted too) */
+	unsigned version;       /**< ::TP_DEFRAG_POLICY_VERSION (1 and 2 are accepted too) */
 	int migrate;            /**< migratable jobs of priority <= the request's may move */
 	int preempt;            /**< preemptible jobs at least min_priority_gap below may stop */
 	int allow_interactive;  /**< interactive jobs may be touched (an administrator's choice) */
@@ -1321,11 +1339,23 @@ typedef struct tp_defrag_policy {
 	 *  still be preempted). Nonzero: a migrated job may land less local (a job without a
 	 *  shape anywhere its size fits, as before version 2). */
 	int allow_less_local;
+	/** Candidate domains the planner searches for a set of jobs, at most (0: the default,
+	 *  ::TP_DEFRAG_MAX_CANDIDATES; UINT32_MAX: no limit). Version 3. */
+	uint32_t max_candidates;
+	/** Job sets the planner simulates, at most (0: the default,
+	 *  ::TP_DEFRAG_MAX_SIMULATIONS; UINT32_MAX: no limit). Version 3. */
+	uint32_t max_simulations;
+	/** Wall-clock limit of the call in microseconds, 0: none (the default). Answers then
+	 *  depend on the machine. Version 3. */
+	uint64_t max_time_us;
 } tp_defrag_policy;
 
 /** @brief Initialiser for ::tp_defrag_policy: migrate and preempt allowed, interactive jobs
- *  untouched, no limits, priority gap 1, migrated jobs never less local. */
-#define TP_DEFRAG_POLICY_INIT {TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0}
+ *  untouched, no limits on the plan, priority gap 1, migrated jobs never less local, the
+ *  default work budget and no wall-clock limit. */
+#define TP_DEFRAG_POLICY_INIT                                                                  \
+	{TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0, TP_DEFRAG_MAX_CANDIDATES,       \
+	 TP_DEFRAG_MAX_SIMULATIONS, 0}
 
 /** @brief A defragmentation plan (opaque). */
 typedef struct tp_plan tp_plan;
@@ -1408,8 +1438,12 @@ TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
 /**
  * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
  * preemption releases the job, the place step commits the request (with @p opts as
- * tp_commit()). Steps must be applied in order on the cluster the plan was made for.
- * @param c The cluster. @param p The plan. @param i The step.
+ * tp_commit()). Steps must be applied in order on the cluster the plan was made for (or a copy
+ * of its state); step 0 may always start over. The cluster keeps the cursor (the last plan
+ * applied to it, known by its steps, and the step it accepts next), so @p p is only read: one
+ * plan may be applied to several clusters at once, from several threads (a writing call on
+ * each cluster, read-only on the plan).
+ * @param c The cluster (written). @param p The plan (read-only). @param i The step.
  * @param opts The new job's attributes for the place step, or NULL.
  * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
  *         names the device or job), ::TP_EEXIST (the place step's job id is already running),
@@ -1417,6 +1451,138 @@ TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
  */
 TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,
                               const tp_job_options *opts);
+
+/** @brief Version of ::tp_defrag_stats this header describes. */
+#define TP_DEFRAG_STATS_VERSION 1
+
+/** @brief Which part of the work budget stopped a search (tp_defrag_stats::budget). */
+typedef enum tp_defrag_budget {
+	TP_BUDGET_NONE = 0,        /**< the search ran to its end */
+	TP_BUDGET_CANDIDATES = 1,  /**< tp_defrag_policy::max_candidates */
+	TP_BUDGET_SIMULATIONS = 2, /**< tp_defrag_policy::max_simulations */
+	TP_BUDGET_TIME = 3         /**< tp_defrag_policy::max_time_us */
+} tp_defrag_budget;
+
+/** @brief The work one planning call did (tp_plan_stats()). */
+typedef struct tp_defrag_stats {
+	unsigned version;        /**< ::TP_DEFRAG_STATS_VERSION, set by the caller */
+	uint64_t scanned;        /**< reads of a candidate domain's devices (a domain searched is
+	                              read twice: to bound it, then to search it) */
+	uint64_t evaluated;      /**< candidate domains searched for a set of jobs */
+	uint64_t simulated;      /**< job sets simulated (released, placed, given new homes) */
+	tp_defrag_budget budget; /**< what stopped the search early, ::TP_BUDGET_NONE if nothing */
+} tp_defrag_stats;
+
+/** @brief Initialiser for ::tp_defrag_stats. */
+#define TP_DEFRAG_STATS_INIT {TP_DEFRAG_STATS_VERSION, 0, 0, 0, TP_BUDGET_NONE}
+
+/**
+ * @brief The work the call that made @p p did, whether it found a plan or not: how many
+ * candidate domains it read and searched, how many job sets it simulated, and whether the work
+ * budget (tp_defrag_policy::max_candidates and the fields after it) stopped it early. A plan
+ * that fits without moves, and a plan refused before any search, report zeros.
+ * @param p The plan (read-only). @param[in,out] out Receives the figures; set its @c version
+ *        first (::TP_DEFRAG_STATS_INIT).
+ * @return 0, or ::TP_EINVAL when @p p or @p out is NULL or @c out->version is not 1 (no
+ *         object carries a message for this call).
+ * @note Read-only: may run on one plan from several threads. @since 0.3.0
+ */
+TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Cost model
+ * The communication model behind scores and the simulator (docs/cost-model.md): the modelled
+ * time of a training step of a job laid out on given devices, and the placement efficiency of
+ * that layout against the best one the topology allows.
+ *  @{ */
+
+/** @brief Version of ::tp_step_model this header describes. */
+#define TP_STEP_MODEL_VERSION 1
+
+/**
+ * @brief A training step: parallel degrees and what each kind of group exchanges.
+ *
+ * The job's n devices are in rank order, tensor (@c tp), pipeline (@c pp) and data (@c dp)
+ * parallel degrees with tp x pp x dp = n, ranks ordered tensor fastest, then data, then
+ * pipeline (Megatron's order: rank = t + tp x (d + dp x p)). The step time is
+ * compute_us / (relative speed of the slowest device)
+ * + tp_msgs x the slowest tensor group's ring all-reduce of tp_bytes
+ * + (1 - dp_overlap) x the slowest data-parallel group's all-reduce of dp_bytes (the better of
+ *   ring and hierarchical)
+ * + pp_msgs x the slowest point-to-point transfer of pp_bytes between consecutive stages
+ * + ep_msgs x the slowest expert group's all-to-all of ep_bytes (@c ep consecutive
+ *   data-parallel ranks; ep 0 or 1: no expert parallelism).
+ * Sizes are in bytes, times in microseconds.
+ */
+typedef struct tp_step_model {
+	unsigned version;  /**< ::TP_STEP_MODEL_VERSION */
+	unsigned tp;       /**< tensor-parallel degree (>= 1) */
+	unsigned pp;       /**< pipeline-parallel degree (>= 1) */
+	unsigned dp;       /**< data-parallel degree (>= 1) */
+	unsigned ep;       /**< expert-parallel degree (0 or 1: none; else divides dp) */
+	double compute_us; /**< compute time of a step on a device of relative speed 1 (>= 0) */
+	double tp_bytes;   /**< bytes of one tensor-parallel all-reduce (>= 0) */
+	unsigned tp_msgs;  /**< tensor-parallel all-reduces per step */
+	double dp_bytes;   /**< bytes of the data-parallel gradient all-reduce (>= 0) */
+	double dp_overlap; /**< share of it hidden behind compute, 0 to 1 */
+	double pp_bytes;   /**< bytes of one pipeline transfer (>= 0) */
+	unsigned pp_msgs;  /**< pipeline transfers per step */
+	double ep_bytes;   /**< bytes each device sends in one all-to-all (>= 0) */
+	unsigned ep_msgs;  /**< expert all-to-alls per step */
+} tp_step_model;
+
+/** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0. */
+#define TP_STEP_MODEL_INIT                                                                     \
+	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0}
+
+/**
+ * @brief Initialise a step model to ::TP_STEP_MODEL_INIT (for bindings that cannot use the
+ * macro).
+ * @param[out] m The model. @param version ::TP_STEP_MODEL_VERSION.
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 (@p m is then unchanged;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.3.0
+ */
+TP_API int tp_step_model_init(tp_step_model *m, unsigned version);
+
+/**
+ * @brief The modelled time of one training step of @p m laid out on @p devs.
+ * @param[out] out_us Receives the time in microseconds (0 for one device and no compute).
+ * @param t The topology (read-only). @param devs The job's devices in rank order.
+ * @param n Their count (tp x pp x dp). @param m The step model.
+ * @param alloc Allocator for the call's scratch memory, or NULL for the C library's; never
+ *        the topology's, so that threads sharing @p t need no thread-safe allocator there.
+ * @param errbuf Receives the message of a failure (may be NULL): no object carries it.
+ * @param errlen Size of @p errbuf (0 when it is NULL).
+ * @return 0; ::TP_EINVAL (a NULL argument, @c m->version not 1, a degree 0, degrees that do
+ *         not multiply to @p n, @c ep that does not divide @c dp, a figure negative or not
+ *         finite, @c dp_overlap outside [0, 1], a device id out of range: the message names
+ *         the field and the value); ::TP_ENOMEM. @p *out_us is unchanged on failure.
+ * @note Read-only on @p t: may run concurrently on a shared topology. @since 0.3.0
+ */
+TP_API int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t *devs, size_t n,
+                           const tp_step_model *m, const tp_allocator *alloc, char *errbuf,
+                           size_t errlen);
+
+/**
+ * @brief The placement efficiency of @p devs for @p m, in (0, 1]: the step time on the best
+ * packed layout of the same job on an empty cluster of the topology, divided by the step time
+ * on @p devs (1 when @p devs is at least as good). In the packed layout a tensor group never
+ * straddles the boundary of a domain that could have held it whole. Both times use the speed
+ * of the slowest device of @p devs, so the figure measures locality only.
+ * @param[out] out Receives the efficiency.
+ * @param t The topology (read-only). @param devs The job's devices in rank order.
+ * @param n Their count. @param m The step model.
+ * @param alloc Allocator for scratch memory, or NULL, as for tp_cost_step_us().
+ * @param errbuf Receives the message of a failure (may be NULL).
+ * @param errlen Size of @p errbuf (0 when it is NULL).
+ * @return As tp_cost_step_us(). @note Read-only on @p t. @since 0.3.0
+ */
+TP_API int tp_cost_efficiency(double *out, const tp_topology *t, const uint32_t *devs, size_t n,
+                              const tp_step_model *m, const tp_allocator *alloc, char *errbuf,
+                              size_t errlen);
 
 /** @} */
 

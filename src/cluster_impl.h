@@ -145,6 +145,10 @@ struct tp_cluster {
 	                            * pairs job holding it, -1: none (see tp_job_impl.nic) */
 	uint32_t npairs;           /* running jobs with NICs (gpu_nic_pairs): placement blocks
 	                            * taken NICs only when there are any */
+	uint64_t plan_key;         /* tp_plan_apply_step's cursor: the key of the plan last
+	                            * applied here (defrag_plan.c), and its next step; on the
+	                            * cluster so that a plan stays read-only while applied */
+	size_t plan_next;
 };
 
 /* GPU+NIC matching on one node (Kuhn's augmenting paths, GPUs and NICs in index order, so

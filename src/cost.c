@@ -13,6 +13,8 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,10 +129,10 @@ struct scratch {
 
 #define ACC_STRIDE (PORT_CLASSES + 1)
 
-static int scratch_alloc(const struct tp_topology *t, size_t n, struct scratch *s)
+static int scratch_alloc(const tp_allocator *a, size_t n, struct scratch *s)
 {
 	size_t per = ACC_STRIDE * sizeof(double) + 3 * sizeof(uint32_t);
-	s->block = tp_mallocn(&t->alloc, n ? n : 1, per);
+	s->block = tp_mallocn(a, n ? n : 1, per);
 	if (!s->block)
 		return TP_ENOMEM;
 	s->acc = s->block;
@@ -140,9 +142,9 @@ static int scratch_alloc(const struct tp_topology *t, size_t n, struct scratch *
 	return 0;
 }
 
-static void scratch_free(const struct tp_topology *t, struct scratch *s)
+static void scratch_free(const tp_allocator *a, struct scratch *s)
 {
-	tp_free(&t->alloc, s->block);
+	tp_free(a, s->block);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -252,11 +254,11 @@ double tp_cost_hier_allreduce_us(const struct tp_topology *t, const uint32_t *de
 	if (n <= 1)
 		return 0.0;
 	struct scratch s;
-	if (scratch_alloc(t, n, &s))
+	if (scratch_alloc(&t->alloc, n, &s))
 		return TP_ENOMEM;
 	sort_devices(devs, n, s.ids);
 	double us = hier_sorted(t, s.ids, n, bytes);
-	scratch_free(t, &s);
+	scratch_free(&t->alloc, &s);
 	return us;
 }
 
@@ -277,10 +279,10 @@ double tp_cost_allreduce_us(const struct tp_topology *t, const uint32_t *devs, s
 	if (n <= 1)
 		return 0.0;
 	struct scratch s;
-	if (scratch_alloc(t, n, &s))
+	if (scratch_alloc(&t->alloc, n, &s))
 		return TP_ENOMEM;
 	double us = allreduce_with(t, devs, n, bytes, &s);
-	scratch_free(t, &s);
+	scratch_free(&t->alloc, &s);
 	return us;
 }
 
@@ -360,10 +362,10 @@ double tp_cost_alltoall_us(const struct tp_topology *t, const uint32_t *devs, si
 	if (n <= 1)
 		return 0.0;
 	struct scratch s;
-	if (scratch_alloc(t, n, &s))
+	if (scratch_alloc(&t->alloc, n, &s))
 		return TP_ENOMEM;
 	double us = alltoall_with(t, devs, n, bytes, &s);
-	scratch_free(t, &s);
+	scratch_free(&t->alloc, &s);
 	return us;
 }
 
@@ -374,24 +376,89 @@ static bool finite_nonneg(double x)
 	return isfinite(x) && x >= 0.0;
 }
 
-static int step_check(const struct tp_topology *t, const uint32_t *devs, size_t n,
-                      const struct tp_step_model *m)
+/* Write a failure's message into the caller's buffer (if any) and return code. */
+static int TP_PRINTF(4, 5) cost_err(char *buf, size_t len, int code, const char *fmt, ...)
 {
-	if (!t || !m || (n && !devs) || n > t->ndevices)
-		return TP_EINVAL;
+	if (buf && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf, len, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* The figures of a step model that must be finite and >= 0, by field name. */
+static const char *bad_figure(const struct tp_step_model *m, double *v)
+{
+	const struct {
+		const char *name;
+		double v;
+	} f[] = {{"compute_us", m->compute_us}, {"tp_bytes", m->tp_bytes},
+	         {"dp_bytes", m->dp_bytes},     {"pp_bytes", m->pp_bytes},
+	         {"ep_bytes", m->ep_bytes}};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (!finite_nonneg(f[i].v)) {
+			*v = f[i].v;
+			return f[i].name;
+		}
+	return NULL;
+}
+
+/* The model's own fields: version, degrees, figures. */
+static int model_check(const struct tp_step_model *m, size_t n, char *err, size_t len)
+{
+	if (m->version != TP_STEP_MODEL_VERSION)
+		return cost_err(err, len, TP_EINVAL, "model.version %u is not %d", m->version,
+		                TP_STEP_MODEL_VERSION);
+	if (m->tp == 0 || m->pp == 0 || m->dp == 0)
+		return cost_err(err, len, TP_EINVAL, "model.%s is 0: every degree is at least 1",
+		                m->tp == 0 ? "tp" : m->pp == 0 ? "pp" : "dp");
 	/* tp * pp * dp == n, by division so that no product can overflow */
-	if (m->tp == 0 || m->pp == 0 || m->dp == 0 || n % m->tp || n / m->tp % m->pp ||
-	    n / m->tp / m->pp != m->dp)
-		return TP_EINVAL;
+	if (n % m->tp || n / m->tp % m->pp || n / m->tp / m->pp != m->dp)
+		return cost_err(err, len, TP_EINVAL,
+		                "model.tp %u x model.pp %u x model.dp %u is not the %zu devices",
+		                m->tp, m->pp, m->dp, n);
 	if (m->ep > 1 && m->dp % m->ep != 0)
-		return TP_EINVAL;
-	if (!finite_nonneg(m->compute_us) || !finite_nonneg(m->tp_bytes) ||
-	    !finite_nonneg(m->dp_bytes) || !finite_nonneg(m->pp_bytes) ||
-	    !finite_nonneg(m->ep_bytes) || !(m->dp_overlap >= 0.0 && m->dp_overlap <= 1.0))
-		return TP_EINVAL;
+		return cost_err(err, len, TP_EINVAL, "model.ep %u does not divide model.dp %u",
+		                m->ep, m->dp);
+	double v;
+	const char *field = bad_figure(m, &v);
+	if (field)
+		return cost_err(err, len, TP_EINVAL, "model.%s %g is negative or not finite", field,
+		                v);
+	if (!(m->dp_overlap >= 0.0 && m->dp_overlap <= 1.0))
+		return cost_err(err, len, TP_EINVAL, "model.dp_overlap %g is outside [0, 1]",
+		                m->dp_overlap);
+	return 0;
+}
+
+/* The arguments of tp_cost_step_us and tp_cost_efficiency. */
+static int step_check(const void *out, const struct tp_topology *t, const uint32_t *devs,
+                      size_t n, const struct tp_step_model *m, const tp_allocator *alloc,
+                      char *err, size_t len)
+{
+	if (!out)
+		return cost_err(err, len, TP_EINVAL, "out is NULL");
+	if (!t)
+		return cost_err(err, len, TP_EINVAL, "topology is NULL");
+	if (!m)
+		return cost_err(err, len, TP_EINVAL, "model is NULL");
+	if (n && !devs)
+		return cost_err(err, len, TP_EINVAL, "devs is NULL with n %zu", n);
+	if (!tp_alloc_valid(alloc))
+		return cost_err(err, len, TP_EINVAL, "alloc has a NULL function");
+	if (n > t->ndevices)
+		return cost_err(err, len, TP_EINVAL, "n %zu is more than the topology's %u devices",
+		                n, t->ndevices);
+	int rc = model_check(m, n, err, len);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (devs[i] >= t->ndevices)
-			return TP_EINVAL;
+			return cost_err(err, len, TP_EINVAL,
+			                "devs[%zu] %u is out of range: the topology has %u devices", i,
+			                devs[i], t->ndevices);
 	return 0;
 }
 
@@ -487,18 +554,31 @@ static double step_at(const struct tp_topology *t, const uint32_t *devs, size_t 
 	       pp_term(t, devs, m) + ep_term(t, devs, m, s);
 }
 
-double tp_cost_step_us(const struct tp_topology *t, const uint32_t *devs, size_t n,
-                       const struct tp_step_model *m)
+int tp_step_model_init(tp_step_model *m, unsigned version)
 {
-	int rc = step_check(t, devs, n, m);
+	if (!m || version != TP_STEP_MODEL_VERSION)
+		return TP_EINVAL;
+	*m = (tp_step_model)TP_STEP_MODEL_INIT;
+	return 0;
+}
+
+int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t *devs, size_t n,
+                    const tp_step_model *m, const tp_allocator *alloc, char *errbuf,
+                    size_t errlen)
+{
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	int rc = step_check(out_us, t, devs, n, m, alloc, errbuf, errlen);
 	if (rc)
 		return rc;
+	tp_allocator a = tp_alloc_resolve(alloc);
 	struct scratch s;
-	if (scratch_alloc(t, m->dp, &s))
-		return TP_ENOMEM;
-	double us = step_at(t, devs, n, m, slowest_perf(t, devs, n), &s);
-	scratch_free(t, &s);
-	return us;
+	if (scratch_alloc(&a, m->dp, &s))
+		return cost_err(errbuf, errlen, TP_ENOMEM, "out of memory for %u devices' scratch",
+		                m->dp);
+	*out_us = step_at(t, devs, n, m, slowest_perf(t, devs, n), &s);
+	scratch_free(&a, &s);
+	return 0;
 }
 
 /* ---- efficiency -------------------------------------------------------------------------- */
@@ -597,26 +677,32 @@ static double ideal_step(const struct tp_topology *t, size_t n, const struct tp_
 	return best;
 }
 
-double tp_cost_efficiency(const struct tp_topology *t, const uint32_t *devs, size_t n,
-                          const struct tp_step_model *m)
+int tp_cost_efficiency(double *out, const tp_topology *t, const uint32_t *devs, size_t n,
+                       const tp_step_model *m, const tp_allocator *alloc, char *errbuf,
+                       size_t errlen)
 {
-	int rc = step_check(t, devs, n, m);
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	int rc = step_check(out, t, devs, n, m, alloc, errbuf, errlen);
 	if (rc)
 		return rc;
+	tp_allocator a = tp_alloc_resolve(alloc);
 	struct scratch s;
-	if (scratch_alloc(t, m->dp, &s))
-		return TP_ENOMEM;
-	uint32_t *ideal = tp_mallocn(&t->alloc, n ? n : 1, sizeof *ideal);
+	uint32_t *ideal = NULL;
+	if (scratch_alloc(&a, m->dp, &s))
+		return cost_err(errbuf, errlen, TP_ENOMEM, "out of memory for %u devices' scratch",
+		                m->dp);
+	ideal = tp_mallocn(&a, n ? n : 1, sizeof *ideal);
 	if (!ideal) {
-		scratch_free(t, &s);
-		return TP_ENOMEM;
+		scratch_free(&a, &s);
+		return cost_err(errbuf, errlen, TP_ENOMEM,
+		                "out of memory for the ideal layout of %zu devices", n);
 	}
 	double perf = slowest_perf(t, devs, n);
 	double actual = step_at(t, devs, n, m, perf, &s);
 	double best = ideal_step(t, n, m, perf, &s, ideal);
-	tp_free(&t->alloc, ideal);
-	scratch_free(t, &s);
-	if (!(actual > 0.0) || best >= actual)
-		return 1.0;
-	return best / actual;
+	tp_free(&a, ideal);
+	scratch_free(&a, &s);
+	*out = !(actual > 0.0) || best >= actual ? 1.0 : best / actual;
+	return 0;
 }

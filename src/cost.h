@@ -21,8 +21,8 @@ const struct tp_fabric_impl *tp_cost_link(const struct tp_topology *t, uint32_t 
 struct tp_fabric_impl tp_cost_pair(const struct tp_topology *t, uint32_t a, uint32_t b);
 
 /*
- * Every function below takes devices that are valid ids (asserted, not checked, except by
- * tp_cost_step_us and tp_cost_efficiency), returns a time in microseconds, and returns 0 for
+ * Every function below takes devices that are valid ids (asserted, not checked), returns a
+ * time in microseconds, and returns 0 for
  * n <= 1. Those that need scratch memory take it from the topology's allocator (so they may run
  * on a shared topology only when that allocator is thread-safe) and return TP_ENOMEM (a
  * negative value) when it fails. None keeps state.
@@ -63,48 +63,7 @@ double tp_cost_alltoall_us(const struct tp_topology *t, const uint32_t *devs, si
  * bytes / bandwidth of their link class; 0 when a == b. */
 double tp_cost_p2p_us(const struct tp_topology *t, uint32_t a, uint32_t b, double bytes);
 
-/* A training step of a job laid out in rank order with tensor (tp), pipeline (pp), data (dp)
- * and expert (ep) parallel degrees, tp * pp * dp == n, ranks ordered tp fastest, then dp, then
- * pp (Megatron's order: rank = t + tp * (d + dp * p)). The step time is
- *   compute_us / (relative speed of the slowest device)
- *   + tp_msgs  x the slowest tensor group's ring all-reduce of tp_bytes (tensor groups are the
- *                runs of tp consecutive ranks; their all-reduces are on the critical path and
- *                use few channels, hence the ring)
- *   + (1 - dp_overlap) x the slowest data-parallel group's all-reduce of dp_bytes (the ranks
- *                with the same t and p; the better of ring and hierarchical)
- *   + pp_msgs  x the slowest p2p of pp_bytes between rank r of a stage and rank r of the next
- *   + ep_msgs  x the slowest expert group's all-to-all of ep_bytes (ep consecutive data-parallel
- *                ranks of one t and p; ep 0 or 1 means no expert parallelism).
- * Groups of one kind run at the same time, so the slowest one counts. */
-struct tp_step_model {
-	unsigned tp, pp, dp, ep;
-	double compute_us;
-	double tp_bytes;
-	unsigned tp_msgs;
-	double dp_bytes;
-	double dp_overlap; /* 0..1 */
-	double pp_bytes;
-	unsigned pp_msgs;
-	double ep_bytes;
-	unsigned ep_msgs;
-};
-
-/* The modelled step time in microseconds; TP_EINVAL (negative) when a degree is 0, the degrees
- * do not multiply to n, ep > 1 does not divide dp, a figure is negative or not finite,
- * dp_overlap is outside [0, 1], or a device id is out of range; TP_ENOMEM. */
-double tp_cost_step_us(const struct tp_topology *t, const uint32_t *devs, size_t n,
-                       const struct tp_step_model *m);
-
-/* Placement efficiency in (0, 1]: the step time of `m` on an ideal placement divided by its
- * time on devs, 1 when devs is at least as good. The ideal is the packed placement of the same
- * job on an empty cluster of the same topology: devices taken in tree order from device 0,
- * except that a tensor group never straddles the boundary of a domain (at any level, the node
- * included) that could have held it whole: it moves to the next domain instead (so on NVL72
- * racks of 72, tensor groups of 16 fill 64 GPUs of each rack); when that runs out of devices,
- * the first n devices. Both times use the compute speed of devs' slowest device, so the figure
- * measures locality only. Same errors as tp_cost_step_us. Used by the simulator and the
- * scores. */
-double tp_cost_efficiency(const struct tp_topology *t, const uint32_t *devs, size_t n,
-                          const struct tp_step_model *m);
+/* The training step model (tp_step_model, tp_cost_step_us, tp_cost_efficiency) is public:
+ * include/topoplace.h. Its scratch comes from the caller's allocator, not the topology's. */
 
 #endif

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cost.h"
+#include "cost.h" /* the collectives; the step model is public */
 #include "testutil.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -193,9 +193,26 @@ Test(cost, alltoall_nvlink_levels_share_ports)
 
 /* ---- the training step ------------------------------------------------------------------- */
 
-static struct tp_step_model base_model(unsigned tp, unsigned pp, unsigned dp)
+/* The public calls as one figure: the time (or efficiency), or the error code. */
+static double step_us(const tp_topology *t, const uint32_t *devs, size_t n,
+                      const tp_step_model *m)
 {
-	struct tp_step_model m = {0};
+	double us = -1;
+	int rc = tp_cost_step_us(&us, t, devs, n, m, NULL, NULL, 0);
+	return rc ? rc : us;
+}
+
+static double efficiency(const tp_topology *t, const uint32_t *devs, size_t n,
+                         const tp_step_model *m)
+{
+	double e = -1;
+	int rc = tp_cost_efficiency(&e, t, devs, n, m, NULL, NULL, 0);
+	return rc ? rc : e;
+}
+
+static tp_step_model base_model(unsigned tp, unsigned pp, unsigned dp)
+{
+	tp_step_model m = TP_STEP_MODEL_INIT;
 	m.tp = tp;
 	m.pp = pp;
 	m.dp = dp;
@@ -208,7 +225,7 @@ Test(cost, step_formula)
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
 	/* tp 4 (a node), dp 2 (the two nodes of a rack), pp 2 (the two racks) */
-	struct tp_step_model m = base_model(4, 2, 2);
+	tp_step_model m = base_model(4, 2, 2);
 	m.compute_us = 1000;
 	m.tp_bytes = 1e6;
 	m.tp_msgs = 10;
@@ -226,14 +243,14 @@ Test(cost, step_formula)
 	double pp = 3 * msg_us(TOP_LAT, TOP_GBPS, 2e6);
 	/* expert groups are the dp pairs: each sends half its buffer over the rack NIC */
 	double ep = 5 * msg_us(RACK_LAT, RACK_GBPS, 4e6 / 2);
-	ASSERT_US(tp_cost_step_us(t, all16, 16, &m), 1000 + tp + dp + pp + ep);
+	ASSERT_US(step_us(t, all16, 16, &m), 1000 + tp + dp + pp + ep);
 	/* each term alone */
-	struct tp_step_model c = base_model(4, 2, 2);
+	tp_step_model c = base_model(4, 2, 2);
 	c.compute_us = 1000;
-	ASSERT_US(tp_cost_step_us(t, all16, 16, &c), 1000);
+	ASSERT_US(step_us(t, all16, 16, &c), 1000);
 	c.dp_bytes = 8e6;
 	c.dp_overlap = 1.0;
-	ASSERT_US(tp_cost_step_us(t, all16, 16, &c), 1000);
+	ASSERT_US(step_us(t, all16, 16, &c), 1000);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
@@ -243,14 +260,14 @@ Test(cost, step_slowest_device_sets_the_pace)
 	tp_test_alloc_reset();
 	static const double perf[4] = {1.0, 1.0, 0.5, 2.0};
 	tp_topology *t = hand_topology(TP_LINK_IB, RACK_GBPS, RACK_LAT, perf);
-	struct tp_step_model m = base_model(4, 1, 1);
+	tp_step_model m = base_model(4, 1, 1);
 	m.compute_us = 1000;
-	ASSERT_US(tp_cost_step_us(t, all16, 4, &m), 1000);        /* node0, perf 1 */
-	ASSERT_US(tp_cost_step_us(t, all16 + 12, 4, &m), 500);    /* node3, perf 2 */
+	ASSERT_US(step_us(t, all16, 4, &m), 1000);        /* node0, perf 1 */
+	ASSERT_US(step_us(t, all16 + 12, 4, &m), 500);    /* node3, perf 2 */
 	uint32_t mixed[4] = {0, 1, 8, 12};                         /* node2 is at perf 0.5 */
-	struct tp_step_model one = base_model(1, 1, 4);
+	tp_step_model one = base_model(1, 1, 4);
 	one.compute_us = 1000;
-	ASSERT_US(tp_cost_step_us(t, mixed, 4, &one), 2000);
+	ASSERT_US(step_us(t, mixed, 4, &one), 2000);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
@@ -259,41 +276,157 @@ Test(cost, step_rejects_bad_models)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	struct tp_step_model m = base_model(4, 2, 2);
-	cr_assert_eq(tp_cost_step_us(t, all16, 15, &m), TP_EINVAL);   /* 4*2*2 != 15 */
-	cr_assert_eq(tp_cost_step_us(t, all16, 16, NULL), TP_EINVAL);
-	cr_assert_eq(tp_cost_step_us(t, NULL, 16, &m), TP_EINVAL);
-	struct tp_step_model bad = m;
+	tp_step_model m = base_model(4, 2, 2);
+	cr_assert_eq(step_us(t, all16, 15, &m), TP_EINVAL);   /* 4*2*2 != 15 */
+	cr_assert_eq(step_us(t, all16, 16, NULL), TP_EINVAL);
+	cr_assert_eq(step_us(t, NULL, 16, &m), TP_EINVAL);
+	tp_step_model bad = m;
 	bad.tp = 0;
-	cr_assert_eq(tp_cost_step_us(t, all16, 16, &bad), TP_EINVAL);
+	cr_assert_eq(step_us(t, all16, 16, &bad), TP_EINVAL);
 	bad = base_model(1u << 31, 1u << 31, 4); /* the product wraps to 0 in 64 bits */
-	cr_assert_eq(tp_cost_step_us(t, all16, 0, &bad), TP_EINVAL);
+	cr_assert_eq(step_us(t, all16, 0, &bad), TP_EINVAL);
 	bad = base_model(4, 1, 4);
 	bad.ep = 3; /* does not divide dp */
-	cr_assert_eq(tp_cost_step_us(t, all16, 16, &bad), TP_EINVAL);
+	cr_assert_eq(step_us(t, all16, 16, &bad), TP_EINVAL);
 	bad = m;
 	bad.dp_overlap = 1.5;
-	cr_assert_eq(tp_cost_step_us(t, all16, 16, &bad), TP_EINVAL);
+	cr_assert_eq(step_us(t, all16, 16, &bad), TP_EINVAL);
 	bad = m;
 	bad.compute_us = NAN;
-	cr_assert_eq(tp_cost_step_us(t, all16, 16, &bad), TP_EINVAL);
+	cr_assert_eq(step_us(t, all16, 16, &bad), TP_EINVAL);
 	bad = m;
 	bad.tp_bytes = -1;
-	cr_assert_eq(tp_cost_efficiency(t, all16, 16, &bad), TP_EINVAL);
+	cr_assert_eq(efficiency(t, all16, 16, &bad), TP_EINVAL);
 	uint32_t out_of_range[16];
 	memcpy(out_of_range, all16, sizeof all16);
 	out_of_range[7] = 16;
-	cr_assert_eq(tp_cost_step_us(t, out_of_range, 16, &m), TP_EINVAL);
-	cr_assert_eq(tp_cost_efficiency(t, out_of_range, 16, &m), TP_EINVAL);
+	cr_assert_eq(step_us(t, out_of_range, 16, &m), TP_EINVAL);
+	cr_assert_eq(efficiency(t, out_of_range, 16, &m), TP_EINVAL);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Each bad argument: the code, a message naming the field and the value, out unchanged. */
+static void expect_bad(const tp_topology *t, const uint32_t *devs, size_t n,
+                       const tp_step_model *m, const tp_allocator *alloc, const char *fragment)
+{
+	char err[256] = "stale";
+	double out = 42.0;
+	TP_ASSERT_ERR(tp_cost_step_us(&out, t, devs, n, m, alloc, err, sizeof err), TP_EINVAL, err,
+	              fragment);
+	cr_assert_eq(out, 42.0, "a failed call wrote its output");
+	strcpy(err, "stale");
+	TP_ASSERT_ERR(tp_cost_efficiency(&out, t, devs, n, m, alloc, err, sizeof err), TP_EINVAL,
+	              err, fragment);
+	cr_assert_eq(out, 42.0, "a failed call wrote its output");
+}
+
+Test(cost, step_messages_name_the_field)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_step_model m = base_model(4, 2, 2), bad;
+	expect_bad(t, all16, 15, &m, NULL,
+	           "model.tp 4 x model.pp 2 x model.dp 2 is not the 15 devices");
+	expect_bad(t, all16, 16, NULL, NULL, "model is NULL");
+	expect_bad(NULL, all16, 16, &m, NULL, "topology is NULL");
+	expect_bad(t, NULL, 16, &m, NULL, "devs is NULL with n 16");
+	expect_bad(t, all16, 17, &m, NULL, "n 17 is more than the topology's 16 devices");
+	bad = m;
+	bad.version = 7;
+	expect_bad(t, all16, 16, &bad, NULL, "model.version 7 is not 1");
+	bad = m;
+	bad.pp = 0;
+	expect_bad(t, all16, 16, &bad, NULL, "model.pp is 0");
+	bad = base_model(4, 1, 4);
+	bad.ep = 3;
+	expect_bad(t, all16, 16, &bad, NULL, "model.ep 3 does not divide model.dp 4");
+	bad = m;
+	bad.dp_overlap = 1.5;
+	expect_bad(t, all16, 16, &bad, NULL, "model.dp_overlap 1.5 is outside [0, 1]");
+	bad = m;
+	bad.pp_bytes = -2;
+	expect_bad(t, all16, 16, &bad, NULL, "model.pp_bytes -2 is negative or not finite");
+	uint32_t far[16];
+	memcpy(far, all16, sizeof far);
+	far[9] = 99;
+	expect_bad(t, far, 16, &m, NULL, "devs[9] 99 is out of range: the topology has 16 devices");
+	tp_allocator broken = tp_test_allocator;
+	broken.free = NULL;
+	expect_bad(t, all16, 16, &m, &broken, "alloc has a NULL function");
+	char err[64];
+	cr_assert_eq(tp_cost_step_us(NULL, t, all16, 16, &m, NULL, err, sizeof err), TP_EINVAL);
+	cr_assert_str_eq(err, "out is NULL");
+	cr_assert_eq(tp_cost_efficiency(NULL, t, all16, 16, &m, NULL, NULL, 0), TP_EINVAL);
+	/* a success clears the buffer */
+	double us;
+	cr_assert_eq(tp_cost_step_us(&us, t, all16, 16, &m, NULL, err, sizeof err), 0);
+	cr_assert_str_empty(err);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+static bool same_model(const tp_step_model *a, const tp_step_model *b)
+{
+	return a->version == b->version && a->tp == b->tp && a->pp == b->pp && a->dp == b->dp &&
+	       a->ep == b->ep && a->compute_us == b->compute_us && a->tp_bytes == b->tp_bytes &&
+	       a->tp_msgs == b->tp_msgs && a->dp_bytes == b->dp_bytes &&
+	       a->dp_overlap == b->dp_overlap && a->pp_bytes == b->pp_bytes &&
+	       a->pp_msgs == b->pp_msgs && a->ep_bytes == b->ep_bytes && a->ep_msgs == b->ep_msgs;
+}
+
+Test(cost, step_model_init)
+{
+	tp_step_model m, want = TP_STEP_MODEL_INIT;
+	memset(&m, 0xa5, sizeof m);
+	cr_assert_eq(tp_step_model_init(&m, TP_STEP_MODEL_VERSION), 0);
+	cr_assert_eq(m.version, TP_STEP_MODEL_VERSION);
+	cr_assert(m.tp == 1 && m.pp == 1 && m.dp == 1 && m.ep == 1);
+	cr_assert(m.compute_us == 0 && m.dp_overlap == 0 && m.tp_msgs == 0);
+	cr_assert(same_model(&m, &want));
+	tp_step_model keep = m;
+	cr_assert_eq(tp_step_model_init(&m, 0), TP_EINVAL);
+	cr_assert_eq(tp_step_model_init(&m, TP_STEP_MODEL_VERSION + 1), TP_EINVAL);
+	cr_assert(same_model(&m, &keep), "a refused init changed the model");
+	cr_assert_eq(tp_step_model_init(NULL, TP_STEP_MODEL_VERSION), TP_EINVAL);
+	/* the initialised model is a valid one-device job */
+	tp_topology *t = hand();
+	double us = -1;
+	cr_assert_eq(tp_cost_step_us(&us, t, all16, 1, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(us, 0.0);
+	tp_topology_destroy(t);
+}
+
+/* The scratch comes from the call's allocator, never the topology's: with NULL the test
+ * allocator (the topology's) sees no call, and with it every call is freed again. */
+Test(cost, scratch_comes_from_the_calls_allocator)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_step_model m = base_model(4, 1, 4);
+	m.dp_bytes = 1e6;
+	m.ep = 2;
+	m.ep_bytes = 1e6;
+	m.ep_msgs = 1;
+	uint32_t scattered[16] = {0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15};
+	long calls = tp_test_alloc_state.calls;
+	double a = 0, b = 0, e = 0;
+	cr_assert_eq(tp_cost_step_us(&a, t, scattered, 16, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(tp_cost_efficiency(&e, t, scattered, 16, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(tp_test_alloc_state.calls, calls, "the topology's allocator was used");
+	cr_assert_eq(tp_cost_step_us(&b, t, scattered, 16, &m, &tp_test_allocator, NULL, 0), 0);
+	cr_assert_gt(tp_test_alloc_state.calls, calls, "the call's allocator was not used");
+	cr_assert_eq(a, b);
+	cr_assert(e > 0 && e <= 1);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
 
 /* ---- efficiency -------------------------------------------------------------------------- */
 
-static struct tp_step_model busy_model(unsigned tp, unsigned pp, unsigned dp)
+static tp_step_model busy_model(unsigned tp, unsigned pp, unsigned dp)
 {
-	struct tp_step_model m = base_model(tp, pp, dp);
+	tp_step_model m = base_model(tp, pp, dp);
 	m.compute_us = 1000;
 	m.tp_bytes = 1e6;
 	m.tp_msgs = 10;
@@ -308,23 +441,23 @@ Test(cost, efficiency_packed_and_scattered)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = hand();
-	struct tp_step_model m = busy_model(4, 1, 2);
+	tp_step_model m = busy_model(4, 1, 2);
 	/* packed: the first two nodes */
-	double e = tp_cost_efficiency(t, all16, 8, &m);
+	double e = efficiency(t, all16, 8, &m);
 	cr_assert(fabs(e - 1.0) <= 1e-9, "packed efficiency %.12g", e);
 	/* the same shape elsewhere (rack1) is just as good */
-	e = tp_cost_efficiency(t, all16 + 8, 8, &m);
+	e = efficiency(t, all16 + 8, 8, &m);
 	cr_assert(fabs(e - 1.0) <= 1e-9, "rack1 efficiency %.12g", e);
 	/* tensor groups split over nodes and racks */
 	uint32_t scattered[8] = {0, 1, 8, 9, 4, 5, 12, 13};
-	e = tp_cost_efficiency(t, scattered, 8, &m);
+	e = efficiency(t, scattered, 8, &m);
 	cr_assert(e > 0.0 && e < 0.9, "scattered efficiency %.12g", e);
-	double ideal = tp_cost_step_us(t, all16, 8, &m);
-	double actual = tp_cost_step_us(t, scattered, 8, &m);
+	double ideal = step_us(t, all16, 8, &m);
+	double actual = step_us(t, scattered, 8, &m);
 	ASSERT_US(e, ideal / actual);
 	/* a whole-cluster job in tree order is the ideal */
-	struct tp_step_model w = busy_model(4, 2, 2);
-	e = tp_cost_efficiency(t, all16, 16, &w);
+	tp_step_model w = busy_model(4, 2, 2);
+	e = efficiency(t, all16, 16, &w);
 	cr_assert(fabs(e - 1.0) <= 1e-9, "whole-cluster efficiency %.12g", e);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
@@ -337,15 +470,15 @@ Test(cost, efficiency_ideal_keeps_groups_whole)
 	tp_test_alloc_reset();
 	tp_topology *t = NULL;
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 4, &tp_test_allocator), 0);
-	struct tp_step_model m = busy_model(16, 1, 8);
+	tp_step_model m = busy_model(16, 1, 8);
 	uint32_t devs[128];
 	for (uint32_t i = 0; i < 128; i++)
 		devs[i] = (i / 64) * 72 + i % 64; /* 64 GPUs of rack0, 64 of rack1 */
-	double e = tp_cost_efficiency(t, devs, 128, &m);
+	double e = efficiency(t, devs, 128, &m);
 	cr_assert(fabs(e - 1.0) <= 1e-9, "64 + 64 efficiency %.12g", e);
 	for (uint32_t i = 0; i < 128; i++)
 		devs[i] = i; /* tree order: the fifth tensor group straddles racks 0 and 1 */
-	e = tp_cost_efficiency(t, devs, 128, &m);
+	e = efficiency(t, devs, 128, &m);
 	cr_assert(e < 0.9, "straddling efficiency %.12g", e);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
@@ -372,13 +505,19 @@ static double call_a2a(const tp_topology *t, const uint32_t *d, size_t n, const 
 	(void)arg;
 	return tp_cost_alltoall_us(t, d, n, 4e6);
 }
+/* The public calls with the test allocator as the call's own: its failures are the ones
+ * injected. */
 static double call_step(const tp_topology *t, const uint32_t *d, size_t n, const void *arg)
 {
-	return tp_cost_step_us(t, d, n, arg);
+	double us = -1;
+	int rc = tp_cost_step_us(&us, t, d, n, arg, &tp_test_allocator, NULL, 0);
+	return rc ? rc : us;
 }
 static double call_eff(const tp_topology *t, const uint32_t *d, size_t n, const void *arg)
 {
-	return tp_cost_efficiency(t, d, n, arg);
+	double e = -1;
+	int rc = tp_cost_efficiency(&e, t, d, n, arg, &tp_test_allocator, NULL, 0);
+	return rc ? rc : e;
 }
 
 static void enomem_loop(cost_fn fn, const void *arg)
@@ -411,7 +550,7 @@ Test(cost, enomem_alltoall) { enomem_loop(call_a2a, NULL); }
 
 Test(cost, enomem_step_and_efficiency)
 {
-	struct tp_step_model m = busy_model(2, 2, 4);
+	tp_step_model m = busy_model(2, 2, 4);
 	m.ep = 2;
 	m.ep_bytes = 1e6;
 	m.ep_msgs = 2;
@@ -448,13 +587,13 @@ Test(cost, enomem_step_and_efficiency)
 
 /* Set compute_us so that the exposed communication of m on devs is `share` of the step. */
 static void calibrate(const tp_topology *t, const uint32_t *devs, size_t n,
-                      struct tp_step_model *m, double share)
+                      tp_step_model *m, double share)
 {
 	m->compute_us = 0;
-	double comm = tp_cost_step_us(t, devs, n, m);
+	double comm = step_us(t, devs, n, m);
 	cr_assert_gt(comm, 0.0);
 	m->compute_us = comm * (1.0 - share) / share;
-	ASSERT_US(comm / tp_cost_step_us(t, devs, n, m), share);
+	ASSERT_US(comm / step_us(t, devs, n, m), share);
 }
 
 Test(calibration, tp_across_hgx_nodes)
@@ -465,26 +604,26 @@ Test(calibration, tp_across_hgx_nodes)
 	uint32_t devs[16];
 	for (uint32_t i = 0; i < 16; i++)
 		devs[i] = i; /* nodes 0 and 1 */
-	struct tp_step_model in_node = base_model(8, 1, 2);
+	tp_step_model in_node = base_model(8, 1, 2);
 	in_node.tp_bytes = EFFECT_BYTES;
 	in_node.tp_msgs = EFFECT_MSGS;
 	in_node.dp_bytes = 1e9;
 	in_node.dp_overlap = 1.0;
 	calibrate(t, devs, 16, &in_node, EFFECT_SHARE);
-	double tp8 = tp_cost_step_us(t, devs, 16, &in_node);
+	double tp8 = step_us(t, devs, 16, &in_node);
 
-	struct tp_step_model across = base_model(16, 1, 1);
+	tp_step_model across = base_model(16, 1, 1);
 	across.compute_us = in_node.compute_us;
 	across.tp_bytes = 2 * EFFECT_BYTES;
 	across.tp_msgs = EFFECT_MSGS;
-	double tp16 = tp_cost_step_us(t, devs, 16, &across);
+	double tp16 = step_us(t, devs, 16, &across);
 	double loss = 1.0 - tp8 / tp16;
 
 	/* For the report: the same TP=8 group split 4 + 4 over the two nodes. */
-	struct tp_step_model split = in_node;
+	tp_step_model split = in_node;
 	split.dp = 1;
-	double split_loss = 1.0 - tp_cost_step_us(t, devs, 8, &split) /
-	                              tp_cost_step_us(t, devs + 4, 8, &split);
+	double split_loss = 1.0 - step_us(t, devs, 8, &split) /
+	                              step_us(t, devs + 4, 8, &split);
 	cr_log_info("effect 1: TP=8 in a node %.0f us/step, TP=16 over two nodes %.0f us/step: "
 	            "%.1f%% throughput lost (published ~43%%); TP=8 split 4+4: %.1f%% lost",
 	            tp8, tp16, 100 * loss, 100 * split_loss);
@@ -539,7 +678,7 @@ Test(calibration, nvl72_packed_racks)
 	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 16, &tp_test_allocator), 0);
 	uint32_t packed[512], spread[512], cross[512];
 	nvl72_layouts(packed, spread, cross);
-	struct tp_step_model m = base_model(8, 4, 16);
+	tp_step_model m = base_model(8, 4, 16);
 	m.tp_bytes = EFFECT_BYTES;
 	m.tp_msgs = EFFECT_MSGS;
 	calibrate(t, packed, 512, &m, EFFECT_SHARE);
@@ -547,12 +686,12 @@ Test(calibration, nvl72_packed_racks)
 	m.dp_overlap = 0.9;
 	m.pp_bytes = EFFECT_BYTES;
 	m.pp_msgs = 16;
-	double p = tp_cost_step_us(t, packed, 512, &m);
-	double s = tp_cost_step_us(t, spread, 512, &m);
-	double c = tp_cost_step_us(t, cross, 512, &m);
-	double ep = tp_cost_efficiency(t, packed, 512, &m);
-	double es = tp_cost_efficiency(t, spread, 512, &m);
-	double ec = tp_cost_efficiency(t, cross, 512, &m);
+	double p = step_us(t, packed, 512, &m);
+	double s = step_us(t, spread, 512, &m);
+	double c = step_us(t, cross, 512, &m);
+	double ep = efficiency(t, packed, 512, &m);
+	double es = efficiency(t, spread, 512, &m);
+	double ec = efficiency(t, cross, 512, &m);
 	cr_log_info("effect 2: packed %.0f us/step; spread %.0f (x%.3f, efficiency %.3f); "
 	            "cross %.0f (x%.3f, efficiency %.3f); published x1.14",
 	            p, s, s / p, es, c, c / p, ec);
@@ -630,9 +769,9 @@ Test(cost, nvlink_matrix_sets_the_node_fabric)
 	double d0 = wire(100, B / 4) + 2 * wire(40, B / 4);
 	ASSERT_US(tp_cost_alltoall_us(t, four, 4, B), fmax(d0, d1) + lat);
 	/* a tensor-parallel step on one node: slower than with the default node fabric */
-	struct tp_step_model m = {.tp = 4, .pp = 1, .dp = 1, .ep = 1, .compute_us = 1000,
-	                          .tp_bytes = B, .tp_msgs = 10};
-	double with = tp_cost_step_us(t, four, 4, &m), without = tp_cost_step_us(plain, four, 4, &m);
+	tp_step_model m = {.version = TP_STEP_MODEL_VERSION, .tp = 4, .pp = 1, .dp = 1, .ep = 1,
+	                   .compute_us = 1000, .tp_bytes = B, .tp_msgs = 10};
+	double with = step_us(t, four, 4, &m), without = step_us(plain, four, 4, &m);
 	cr_assert(with > 1.5 * without, "step %g us with the matrix, %g us without", with, without);
 	ASSERT_US(with, 1000 + 10 * 2.0 * 3 * msg_us(lat, dflt < 40 ? dflt : 40, B / 4));
 	tp_topology_destroy(t);

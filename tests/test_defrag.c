@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "cluster_impl.h"
-#include "defrag_impl.h"
+#include "defrag_internal.h"
 #include "testutil.h"
 
 static void setup(void)
@@ -519,6 +519,256 @@ Test(defrag, version_1_requests)
 	cr_assert_float_eq(tp_plan_cost_s(p), 180.0, 1e-9); /* as the default policy above */
 	tp_plan_destroy(p);
 	free(old);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- the work budget ----------------------------------------------------------------------- */
+
+/* One 27-GPU migratable job on every rack of an NVL72 fleet and a 72-GPU one-rack request
+ * (#19's long search, scaled down): every rack is a candidate that costs the same, so without
+ * a budget the planner searches and simulates each of them. */
+static tp_cluster *rack_job_fleet(unsigned racks, tp_topology **tp, tp_request *r)
+{
+	tp_topology *t = nvl72(1, racks);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 0, 0, 60);
+	for (unsigned k = 0; k < racks; k++) {
+		char id[16];
+		snprintf(id, sizeof id, "j%u", k);
+		assign_range(c, id, k * 72, 27, &o);
+	}
+	*r = (tp_request)TP_REQUEST_INIT;
+	r->id = "rack";
+	r->count = 72;
+	r->required = "rack";
+	*tp = t;
+	return c;
+}
+
+/* The first device of a plan's final placement. */
+static uint32_t first_dev(const tp_plan *p)
+{
+	size_t n = 0;
+	const uint32_t *d = tp_placement_devices(tp_plan_placement(p), &n);
+	cr_assert(d && n);
+	return d[0];
+}
+
+static tp_defrag_stats plan_stats(const tp_plan *p)
+{
+	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+	cr_assert_eq(tp_plan_stats(p, &st), 0);
+	return st;
+}
+
+Test(defrag, work_budget_bounds_a_long_search)
+{
+	tp_topology *t;
+	tp_request r;
+	tp_cluster *c = rack_job_fleet(24, &t, &r);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_candidates = UINT32_MAX;
+	pol.max_simulations = UINT32_MAX;
+	tp_plan *all = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &all), 0, "%s", tp_plan_errmsg(all));
+	tp_defrag_stats st = plan_stats(all);
+	cr_assert_eq(st.evaluated, 24, "every rack is searched without a budget");
+	cr_assert_eq(st.simulated, 24);
+	cr_assert_eq(st.budget, TP_BUDGET_NONE);
+	/* a budget of 5 candidates: the search stops there, with the best plan found so far */
+	pol.max_candidates = 5;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	check_plan(c, &r, &pol, p);
+	st = plan_stats(p);
+	cr_assert_eq(st.evaluated, 5);
+	cr_assert_eq(st.simulated, 5);
+	cr_assert_eq(st.budget, TP_BUDGET_CANDIDATES);
+	/* the racks tie, so the first one searched is the best either way */
+	cr_assert_float_eq(tp_plan_cost_s(p), tp_plan_cost_s(all), 1e-9);
+	cr_assert_eq(first_dev(p),
+	             first_dev(all));
+	tp_plan_destroy(p);
+	/* a budget of 3 simulations */
+	pol.max_candidates = UINT32_MAX;
+	pol.max_simulations = 3;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	st = plan_stats(p);
+	cr_assert_eq(st.simulated, 3);
+	cr_assert_eq(st.budget, TP_BUDGET_SIMULATIONS);
+	tp_plan_destroy(p);
+	/* the same answer twice: the counted budget is deterministic */
+	tp_plan *q = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0);
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &q), 0);
+	cr_assert_eq(plan_stats(p).simulated, plan_stats(q).simulated);
+	cr_assert_eq(first_dev(p),
+	             first_dev(q));
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	tp_plan_destroy(all);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "planning changed the cluster");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Three NVL72 racks: r0 holds a (50 GPUs, migratable, cheap) and r1 holds b (27 GPUs,
+ * migratable, dearer); r2 holds c (40 GPUs, immovable). The cheapest candidate, r0, works only
+ * by moving b out of r1 to make room for a (cost 2120 s); r1 works with b alone (1620 s). With
+ * max_cost_s 1700 (cheap_policy) r0 fails and r1 works. */
+static tp_cluster *cheap_rack_fails(tp_topology **tp, tp_request *r)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = cluster_of(t);
+	assign_with(c, "a", 0, 50, opts(1, 0, 0, 10));
+	assign_with(c, "b", 72, 27, opts(1, 0, 0, 60));
+	assign_with(c, "c", 144, 40, opts(0, 0, 0, 60));
+	*r = (tp_request)TP_REQUEST_INIT;
+	r->id = "rack";
+	r->count = 72;
+	r->required = "rack";
+	*tp = t;
+	return c;
+}
+
+static tp_defrag_policy cheap_policy(void)
+{
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_cost_s = 1700;
+	return pol;
+}
+
+Test(defrag, work_budget_returns_the_best_plan_so_far)
+{
+	tp_topology *t;
+	tp_request r;
+	tp_cluster *c = cheap_rack_fails(&t, &r);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(plan_stats(p).evaluated, 2);
+	cr_assert_eq(tp_plan_moved_jobs(p), 1);
+	cr_assert_float_eq(tp_plan_cost_s(p), 1620.0, 1e-9);
+	tp_plan_destroy(p);
+	/* one candidate: r0's dearer plan, flagged */
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_candidates = 1;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	check_plan(c, &r, &pol, p);
+	cr_assert_eq(tp_plan_moved_jobs(p), 2);
+	cr_assert_float_eq(tp_plan_cost_s(p), 2120.0, 1e-9);
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_CANDIDATES);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, work_budget_spent_before_a_plan)
+{
+	tp_topology *t;
+	tp_request r;
+	tp_cluster *c = cheap_rack_fails(&t, &r);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_plan *p = NULL;
+	tp_defrag_policy pol = cheap_policy();
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(plan_stats(p).evaluated, 2);
+	cr_assert_eq(tp_plan_moved_jobs(p), 1);
+	tp_plan_destroy(p);
+	pol.max_candidates = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "the work budget ran out before a plan was found: policy.max_candidates 1 "
+	              "(candidate domains searched) is spent");
+	cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_CANDIDATES);
+	tp_plan_destroy(p);
+	pol = cheap_policy();
+	pol.max_simulations = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "policy.max_simulations 1 (job sets simulated) is spent");
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_SIMULATIONS);
+	tp_plan_destroy(p);
+	/* compaction: freeing r0 fails, freeing r1 needs a second simulation */
+	TP_ASSERT_ERR(tp_defrag_compact(c, "rack", 1, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "the work budget ran out before a compaction was found: "
+	              "policy.max_simulations 1");
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_SIMULATIONS);
+	tp_plan_destroy(p);
+	cr_assert_eq(tp_defrag_compact(c, "rack", 1, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_NONE);
+	tp_plan_destroy(p);
+	/* a wall-clock limit of 1 us has passed by the first candidate */
+	pol = cheap_policy();
+	pol.max_time_us = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "the time limit ran out before a plan was found (policy.max_time_us 1)");
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_TIME);
+	tp_plan_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "planning changed the cluster");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Versions 1 and 2 of the policy are read by their size and get the default budget. */
+Test(defrag, older_policies_get_the_default_budget)
+{
+	tp_topology *t;
+	tp_request r;
+	tp_cluster *c = cheap_rack_fails(&t, &r);
+	tp_defrag_policy full = TP_DEFRAG_POLICY_INIT;
+	size_t sizes[] = {offsetof(tp_defrag_policy, allow_less_local),
+	                  offsetof(tp_defrag_policy, max_candidates)};
+	for (unsigned v = 1; v <= 2; v++) {
+		tp_defrag_policy *old = malloc(sizes[v - 1]);
+		cr_assert_not_null(old);
+		memcpy(old, &full, sizes[v - 1]);
+		old->version = v;
+		tp_plan *p = NULL;
+		cr_assert_eq(tp_defrag_plan(c, &r, old, &p), 0, "version %u: %s", v,
+		             tp_plan_errmsg(p));
+		cr_assert_eq(tp_plan_moved_jobs(p), 1);
+		cr_assert_eq(plan_stats(p).budget, TP_BUDGET_NONE);
+		tp_plan_destroy(p);
+		free(old);
+	}
+	/* a version 3 policy with zeros takes the defaults too */
+	full.max_candidates = 0;
+	full.max_simulations = 0;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &full, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(plan_stats(p).evaluated, 2);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, plan_stats_arguments)
+{
+	tp_topology *t;
+	tp_request r;
+	tp_cluster *c = cheap_rack_fails(&t, &r);
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0);
+	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+	cr_assert_eq(tp_plan_stats(NULL, &st), TP_EINVAL);
+	cr_assert_eq(tp_plan_stats(p, NULL), TP_EINVAL);
+	st.version = 2;
+	cr_assert_eq(tp_plan_stats(p, &st), TP_EINVAL);
+	cr_assert_eq(st.scanned, 0, "a refused call wrote its output");
+	tp_plan_destroy(p);
+	/* a request that fits already: no search, zeros */
+	r.count = 8;
+	r.required = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0);
+	st = plan_stats(p);
+	cr_assert(st.scanned == 0 && st.evaluated == 0 && st.simulated == 0);
+	tp_plan_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();

@@ -224,9 +224,11 @@ Test(hwloc_shared, dgx2_nvlink_sets_the_node_bandwidth)
 	/* the ring of 16: 30 steps of B/16 at 150 GB/s (+3.4 us each) */
 	double ring = tp_cost_ring_allreduce_us(t, all, 16, B);
 	cr_assert_float_eq(ring, 30 * (3.4 + B / 16 / 150e3), 1e-6 * ring);
-	struct tp_step_model m = {.tp = 16, .pp = 1, .dp = 1, .ep = 1, .compute_us = 10000,
-	                          .tp_bytes = 32.0 * 1024 * 1024, .tp_msgs = 100};
-	double with = tp_cost_step_us(t, all, 16, &m), dflt = tp_cost_step_us(set, all, 16, &m);
+	tp_step_model m = {.version = TP_STEP_MODEL_VERSION, .tp = 16, .pp = 1, .dp = 1, .ep = 1,
+	                   .compute_us = 10000, .tp_bytes = 32.0 * 1024 * 1024, .tp_msgs = 100};
+	double with = 0, dflt = 0;
+	cr_assert_eq(tp_cost_step_us(&with, t, all, 16, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(tp_cost_step_us(&dflt, set, all, 16, &m, NULL, NULL, 0), 0);
 	cr_assert(with > 2 * dflt, "step %g us from the matrix, %g us at 900 GB/s", with, dflt);
 	/* the placement's score is the same ring */
 	tp_cluster *c = NULL;

@@ -436,12 +436,104 @@ TEST(threads, one_writer_per_cluster_on_a_shared_topology)
 	T_ASSERT((atomic_load(&mt_live)) == (0), "%ld block(s) leaked", atomic_load(&mt_live));
 }
 
+/* ---- one plan applied to copies of a state ------------------------------------------------ */
+
+/* The plan is read-only while it is applied (the cursor is the cluster's): threads that carry
+ * out the same plan on their own copies of the state never see each other's steps. */
+
+/* 8 HGX nodes, each with a 2-GPU migratable job on GPUs 0-1: a request for two whole nodes
+ * needs two migrations. */
+static tp_cluster *two_gpu_jobs(const tp_topology *t)
+{
+	tp_cluster *c = NULL;
+	T_ASSERT(tp_cluster_create(&c, t, &mt_alloc) == 0, "tp_cluster_create");
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.migratable = 1;
+	o.preemptible = 0;
+	for (uint32_t k = 0; k < 8; k++) {
+		char id[16];
+		uint32_t devs[2] = {8 * k, 8 * k + 1};
+		snprintf(id, sizeof id, "j%u", k);
+		T_ASSERT(tp_cluster_assign(c, id, devs, 2, &o) == 0, "assign: %s", tp_cluster_errmsg(c));
+	}
+	return c;
+}
+
+struct applier {
+	pthread_t tid;
+	const tp_plan *p;
+	tp_cluster *c;
+	long refused;
+	char msg[512];
+};
+
+/* Carry the whole plan out, then roll it back, again and again. */
+static void *apply_all(void *arg)
+{
+	struct applier *a = arg;
+	size_t n = tp_plan_step_count(a->p);
+	for (int round = 0; round < 10 * ROUNDS && !a->refused; round++) {
+		size_t sp;
+		if (tp_cluster_savepoint(a->c, &sp) != 0) {
+			a->refused++;
+			break;
+		}
+		for (size_t i = 0; i < n && !a->refused; i++)
+			if (tp_plan_apply_step(a->c, a->p, i, NULL) != 0) {
+				a->refused++;
+				snprintf(a->msg, sizeof a->msg, "step %zu: %s", i, tp_cluster_errmsg(a->c));
+			}
+		tp_cluster_rollback(a->c, sp);
+	}
+	return NULL;
+}
+
+TEST(threads, one_plan_applied_to_copies_of_a_state)
+{
+	atomic_store(&mt_live, 0);
+	tp_topology *t = NULL;
+	T_ASSERT(tp_topology_generate_hgx(&t, 2, 4, &mt_alloc) == 0, "tp_topology_generate_hgx");
+	tp_cluster *origin = two_gpu_jobs(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "two-nodes";
+	r.count = 16;
+	r.group_size = 8;
+	r.group_level = "node";
+	tp_plan *p = NULL;
+	T_ASSERT(tp_defrag_plan(origin, &r, NULL, &p) == 0, "plan: %s", tp_plan_errmsg(p));
+	T_ASSERT(tp_plan_step_count(p) == 3, "%zu steps, expected 2 migrations and the place",
+	         tp_plan_step_count(p));
+	struct applier a[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		a[i] = (struct applier){.p = p, .c = two_gpu_jobs(t)};
+		T_ASSERT(pthread_create(&a[i].tid, NULL, apply_all, &a[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		T_ASSERT(pthread_join(a[i].tid, NULL) == 0, "pthread_join");
+		T_ASSERT(a[i].refused == 0, "thread %d was refused: %s", i, a[i].msg);
+		char buf[128];
+		T_ASSERT(tp_cluster_check(a[i].c, buf, sizeof buf) == 0, "%s", buf);
+		T_ASSERT(tp_cluster_fingerprint(a[i].c) == tp_cluster_fingerprint(origin),
+		         "a rolled-back copy differs from the original");
+		tp_cluster_destroy(a[i].c);
+	}
+	/* the order is still checked, per cluster */
+	T_ASSERT(tp_plan_apply_step(origin, p, 1, NULL) == TP_EINVAL, "step 1 before step 0");
+	T_ASSERT(strstr(tp_cluster_errmsg(origin), "step 1 applied out of order: step 0 is next"),
+	         "%s", tp_cluster_errmsg(origin));
+	tp_plan_destroy(p);
+	tp_cluster_destroy(origin);
+	tp_topology_destroy(t);
+	T_ASSERT((atomic_load(&mt_live)) == (0), "%ld block(s) leaked", atomic_load(&mt_live));
+}
+
 #ifdef TP_THREADS_STANDALONE
 int main(void)
 {
 	readers_agree_with_one_thread();
 	one_writer_per_cluster_on_a_shared_topology();
-	puts("threads: 2 tests passed");
+	one_plan_applied_to_copies_of_a_state();
+	puts("threads: 3 tests passed");
 	return 0;
 }
 #endif
