@@ -69,7 +69,8 @@ extern "C" {
 	X(ENOPLAN, -8, "no plan within the policy")                                                \
 	X(EPARSE, -9, "the input could not be parsed")                                             \
 	X(ELIMIT, -10, "a size limit of the library was exceeded")                                 \
-	X(ECORRUPT, -11, "internal consistency check failed")
+	X(ECORRUPT, -11, "internal consistency check failed")                                      \
+	X(EINTERNAL, -12, "internal error: the library found itself inconsistent")
 
 /**
  * @brief Error codes. Every failing function returns one of these (negative) values.
@@ -89,7 +90,9 @@ typedef enum tp_error {
 	TP_ENOPLAN = -8,      /**< no plan within the policy */
 	TP_EPARSE = -9,       /**< the input buffer could not be parsed */
 	TP_ELIMIT = -10,      /**< a size limit of the library was exceeded */
-	TP_ECORRUPT = -11     /**< an internal consistency check failed */
+	TP_ECORRUPT = -11,    /**< an internal consistency check failed */
+	TP_EINTERNAL = -12    /**< the library found its own state inconsistent (a bug); the call
+	                           changed nothing and the object's message says what */
 } tp_error;
 
 /**
@@ -871,7 +874,9 @@ TP_API int tp_cluster_node_histogram(const tp_cluster *c, unsigned level, uint32
  * *Read-only.*
  * @param c The cluster. @param level Level (the node level included).
  * @param min_free Free devices wanted (>= 1). @param[out] dom The domain.
- * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL. @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL, ::TP_EINTERNAL (the kept
+ *         histograms disagree, a bug that tp_cluster_check() describes; no message: the call
+ *         is read-only). @since 0.1.0
  */
 TP_API int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min_free,
                                uint32_t *dom);
@@ -948,6 +953,11 @@ TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
 /**
  * @brief Open a savepoint: every later change is logged so that tp_cluster_rollback() can undo
  * it. Savepoints nest.
+ *
+ * A handle is an opaque number that the cluster never hands out twice: once its savepoint is
+ * closed (rolled back, discarded, or closed with an outer one), the handle is refused with
+ * ::TP_EINVAL, even when a newer savepoint took the same place on the stack.
+ *
  * @param c The cluster. @param[out] sp The savepoint's handle.
  * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
  */
@@ -957,14 +967,17 @@ TP_API int tp_cluster_savepoint(tp_cluster *c, size_t *sp);
  * @brief Undo every change since savepoint @p sp and close it (and every savepoint opened after
  * it). Cannot fail for a valid savepoint.
  * @param c The cluster. @param sp A savepoint handle from tp_cluster_savepoint().
- * @return 0 or ::TP_EINVAL (no such open savepoint). @since 0.1.0
+ * @return 0, ::TP_EINVAL (no such open savepoint: never opened, or closed already),
+ *         ::TP_EINTERNAL (the undo log cannot be replayed, a bug: nothing was undone and the
+ *         savepoint stays open; tp_cluster_savepoint_discard() still closes it). The message
+ *         is on @p c. @since 0.1.0
  */
 TP_API int tp_cluster_rollback(tp_cluster *c, size_t sp);
 
 /**
  * @brief Close savepoint @p sp (and every later one), keeping the changes.
  * @param c The cluster. @param sp A savepoint handle.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL (no such open savepoint; the message is on @p c). @since 0.1.0
  */
 TP_API int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp);
 

@@ -15,7 +15,6 @@
  */
 #include "cluster_impl.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -149,7 +148,8 @@ void tp_cl_map_set(struct tp_cluster *c, const char *id, uint32_t slot)
 {
 	JError_t err;
 	PPvoid_t p = JudySLGet(c->job_by_id, (const uint8_t *)id, &err);
-	assert(p && p != PPJERR);
+	if (!p || p == PPJERR)
+		return; /* every caller names a mapped id; tp_cluster_check() reports a lost one */
 	if (!*p)
 		c->ntomb--;
 	*p = tp_cl_slot_value(slot);
@@ -265,7 +265,11 @@ static int assign_prepare(struct tp_cluster *c, const char *id, const uint32_t *
 	JError_t err;
 	PPvoid_t p = JudySLGet(c->job_by_id, (const uint8_t *)id, &err);
 	if (p && p != PPJERR) {
-		assert(!*p);
+		if (*p) { /* the caller checked that the id is not running */
+			tp_cl_job_free(c, job);
+			return tp_seterr(c->errmsg, TP_EINTERNAL,
+			                 "internal error: job '%s' is already in the job map", id);
+		}
 		c->ntomb--; /* a tombstone comes back to life below */
 	} else {
 		p = JudySLIns(&c->job_by_id, (const uint8_t *)id, &err);
@@ -295,10 +299,36 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	c->generation = ++c->generations;
 }
 
+/* Whether devs can be held by the job at slot self (TP_NO_JOB: a new job): in range, listed
+ * once, held by no other job. What the public calls check with messages; the internal callers
+ * (commit, the planners) must have ensured it, so a failure is an internal error. */
+static bool impl_devs_usable(struct tp_cluster *c, const uint32_t *devs, size_t n, uint32_t self)
+{
+	if (n == 0 || !devs)
+		return false;
+	size_t i = 0;
+	for (; i < n; i++) {
+		uint32_t d = devs[i];
+		if (d >= c->t->ndevices || (c->dstate[d] & TP_DS_MARK) ||
+		    (c->dev_job[d] != TP_NO_JOB && c->dev_job[d] != self))
+			break;
+		c->dstate[d] |= TP_DS_MARK;
+	}
+	for (size_t k = 0; k < i; k++)
+		c->dstate[devs[k]] &= (uint8_t)~TP_DS_MARK;
+	return i == n;
+}
+
 int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t *devs, size_t n,
                            const tp_job_options *opts)
 {
-	assert(tp_cluster_job_slot(c, id) == TP_NO_JOB && n >= 1);
+	if (tp_cluster_job_slot(c, id) != TP_NO_JOB)
+		return tp_seterr(c->errmsg, TP_EINTERNAL,
+		                 "internal error: job '%s' is assigned but already running", id);
+	if (!impl_devs_usable(c, devs, n, TP_NO_JOB))
+		return tp_seterr(c->errmsg, TP_EINTERNAL,
+		                 "internal error: job '%s' is assigned %zu devices that are out of "
+		                 "range, listed twice or held", id, n);
 	tp_cl_idx_repair(c);
 	struct tp_job_impl *job = NULL;
 	PPvoid_t slotp = NULL;
@@ -332,7 +362,14 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot)
 
 int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n)
 {
-	assert(slot < c->njobs && n >= 1);
+	if (slot >= c->njobs)
+		return tp_seterr(c->errmsg, TP_EINTERNAL,
+		                 "internal error: rebinding job slot %u of %zu", (unsigned)slot,
+		                 c->njobs);
+	if (!impl_devs_usable(c, devs, n, slot))
+		return tp_seterr(c->errmsg, TP_EINTERNAL,
+		                 "internal error: job '%s' is moved to %zu devices that are out of "
+		                 "range, listed twice or held by another job", c->jobs[slot]->id, n);
 	tp_cl_idx_repair(c);
 	uint32_t *nd = tp_mallocn(&c->alloc, n, sizeof *nd);
 	int16_t *nic = NULL;

@@ -102,6 +102,7 @@ struct tp_undo {
 struct tp_savepoint {
 	size_t nundo;
 	uint64_t generation;
+	uint64_t serial;   /* the handle tp_cluster_savepoint() gave: never reused */
 };
 
 struct tp_cluster {
@@ -134,8 +135,11 @@ struct tp_cluster {
 
 	struct tp_undo *undo;      /* log, active while nsp > 0 */
 	size_t nundo, cap_undo;
-	struct tp_savepoint *sp;   /* open savepoints */
+	struct tp_savepoint *sp;   /* open savepoints, serials increasing */
 	size_t nsp, cap_sp;
+	uint64_t sp_serials;       /* savepoint handles handed out */
+	bool undo_lost;            /* an entry found no room (a bug): no rollback until the log
+	                              is empty again */
 
 	uint64_t generation;       /* names the current state; tp_commit checks it */
 	uint64_t generations;      /* generation numbers handed out: a change takes a new one */

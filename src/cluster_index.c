@@ -12,7 +12,6 @@
  */
 #include "cluster_impl.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +158,10 @@ static void count_health(struct tp_cluster *c, uint8_t s, int sign)
 
 void tp_cl_undo_push(struct tp_cluster *c, struct tp_undo e)
 {
-	assert(c->nundo < c->cap_undo);
+	if (c->nundo >= c->cap_undo) { /* room is reserved first: never, unless a bug */
+		c->undo_lost = true;
+		return;
+	}
 	c->undo[c->nundo++] = e;
 }
 
@@ -189,14 +191,12 @@ static uint32_t apply_run(struct tp_cluster *c, const uint32_t *devs, size_t n, 
 	switch (op->kind) {
 	case OP_HOLD:
 		for (; k < n && dev_node[devs[k]] == node; k++) {
-			assert(c->dev_job[devs[k]] == TP_NO_JOB); /* held twice, or listed twice */
 			nfree -= tp_dev_free(c, devs[k]);
 			c->dev_job[devs[k]] = op->slot;
 		}
 		break;
 	case OP_UNHOLD:
 		for (; k < n && dev_node[devs[k]] == node; k++) {
-			assert(c->dev_job[devs[k]] != TP_NO_JOB);
 			c->dev_job[devs[k]] = TP_NO_JOB;
 			nfree += c->dstate[devs[k]] == 0;
 		}
@@ -340,7 +340,8 @@ static int tightest_node(const tp_cluster *c, uint32_t min_free, uint32_t *dom)
 		uint32_t first = t->lv[l - 1].child_first[d], end = t->lv[l - 1].child_first[d + 1];
 		for (d = first; d < end && !c->hist[l][(size_t)d * c->hstride + k]; d++)
 			;
-		assert(d < end);
+		if (d == end)
+			return TP_EINTERNAL; /* the histograms disagree with each other */
 	}
 	uint32_t first, nn;
 	tp_dom_nodes(t, nl - 1, d, &first, &nn);
@@ -349,8 +350,7 @@ static int tightest_node(const tp_cluster *c, uint32_t min_free, uint32_t *dom)
 			*dom = node;
 			return 0;
 		}
-	assert(0 && "histogram disagrees with node counts");
-	return TP_ENOTFOUND;
+	return TP_EINTERNAL; /* the histogram disagrees with the node counts */
 }
 
 int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min_free, uint32_t *dom)

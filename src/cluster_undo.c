@@ -4,7 +4,6 @@
  */
 #include "cluster_impl.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,15 +46,79 @@ int tp_cluster_savepoint(tp_cluster *c, size_t *sp)
 		return TP_EINVAL;
 	if (tp_grow(&c->alloc, (void **)&c->sp, &c->cap_sp, c->nsp + 1, sizeof *c->sp))
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory opening a savepoint");
-	c->sp[c->nsp] = (struct tp_savepoint){.nundo = c->nundo, .generation = c->generation};
-	*sp = c->nsp++;
+	/* The handle is a serial number never handed out twice by this cluster, so a stale
+	 * handle cannot name a newer savepoint that took its place on the stack. */
+	uint64_t serial = ++c->sp_serials;
+	c->sp[c->nsp++] = (struct tp_savepoint){.nundo = c->nundo, .generation = c->generation,
+	                                        .serial = serial};
+	*sp = (size_t)serial;
 	return 0;
+}
+
+/* The stack index of the open savepoint with handle h, or SIZE_MAX (closed or never opened).
+ * Serials increase up the stack: a binary search. */
+static size_t sp_index(const struct tp_cluster *c, size_t h)
+{
+	size_t lo = 0, hi = c->nsp;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->sp[mid].serial < (uint64_t)h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nsp && c->sp[lo].serial == (uint64_t)h ? lo : SIZE_MAX;
+}
+
+/* The open savepoint named by handle h into *i, or TP_EINVAL with a message. */
+static int sp_find(struct tp_cluster *c, size_t h, size_t *i)
+{
+	*i = sp_index(c, h);
+	if (*i == SIZE_MAX)
+		return tp_seterr(c->errmsg, TP_EINVAL, "savepoint %zu is not open (%zu open)", h,
+		                 c->nsp);
+	return 0;
+}
+
+/* Whether the log from entry `start` can be undone: walked backwards, every entry must find
+ * the job slots it restores (the room and slots its change left). Checked before anything is
+ * undone, so that a log broken by a bug is refused with the state unchanged. */
+static bool undo_log_sound(const struct tp_cluster *c, size_t start)
+{
+	if (c->undo_lost)
+		return false;
+	size_t njobs = c->njobs;
+	for (size_t i = c->nundo; i-- > start;) {
+		const struct tp_undo *e = &c->undo[i];
+		switch (e->kind) {
+		case TP_UNDO_HEALTH:
+			if (e->dev >= c->t->ndevices)
+				return false;
+			break;
+		case TP_UNDO_ASSIGN:
+			if (njobs == 0 || e->slot + 1u != njobs)
+				return false;
+			njobs--;
+			break;
+		case TP_UNDO_RELEASE:
+			if (!e->job || njobs >= c->cap_jobs || e->slot > njobs)
+				return false;
+			njobs++;
+			break;
+		case TP_UNDO_REBIND:
+			if (e->slot >= njobs)
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
 }
 
 static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 {
-	uint32_t m = (uint32_t)c->njobs, s = e->slot;
-	assert(c->njobs < c->cap_jobs && s <= m);
+	uint32_t m = (uint32_t)c->njobs, s = e->slot; /* room and slot: undo_log_sound() */
 	if (s < m) {
 		c->jobs[m] = c->jobs[s];
 		tp_cl_relabel(c, c->jobs[m], m);
@@ -74,7 +137,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 
 static void undo_assign(struct tp_cluster *c, struct tp_undo *e)
 {
-	assert(e->slot + 1 == c->njobs && c->jobs[e->slot] == e->job);
+	/* e->slot is the last slot (undo_log_sound()) and holds e->job */
 	struct tp_job_impl *j = tp_cl_release_slot(c, e->slot);
 	tp_cl_job_free(c, j);
 }
@@ -124,18 +187,23 @@ int tp_cluster_rollback(tp_cluster *c, size_t sp)
 {
 	if (!c)
 		return TP_EINVAL;
-	if (sp >= c->nsp)
-		return tp_seterr(c->errmsg, TP_EINVAL, "savepoint %zu is not open (%zu open)", sp,
-		                 c->nsp);
+	size_t i;
+	int rc = sp_find(c, sp, &i);
+	if (rc)
+		return rc;
+	size_t start = c->sp[i].nundo;
+	if (!undo_log_sound(c, start))
+		return tp_seterr(c->errmsg, TP_EINTERNAL,
+		                 "internal error: the undo log of savepoint %zu cannot be replayed "
+		                 "(nothing was undone)", sp);
 	tp_cl_idx_repair(c);
-	size_t start = c->sp[sp].nundo;
 	while (c->nundo > start)
 		undo_entry(c, &c->undo[--c->nundo]);
 	/* The state is again the one the savepoint saw, so is its generation: a placement made
 	 * before the savepoint can still be committed (a plan that tried moves and undid them
 	 * voids nothing), and one made inside it cannot, its number is never handed out again. */
-	c->generation = c->sp[sp].generation;
-	c->nsp = sp;
+	c->generation = c->sp[i].generation;
+	c->nsp = i;
 	tp_cl_map_sweep(c);
 	return 0;
 }
@@ -144,12 +212,14 @@ int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp)
 {
 	if (!c)
 		return TP_EINVAL;
-	if (sp >= c->nsp)
-		return tp_seterr(c->errmsg, TP_EINVAL, "savepoint %zu is not open (%zu open)", sp,
-		                 c->nsp);
-	c->nsp = sp;
+	size_t i;
+	int rc = sp_find(c, sp, &i);
+	if (rc)
+		return rc;
+	c->nsp = i;
 	if (c->nsp == 0) {
 		tp_cl_undo_drop(c, 0);
+		c->undo_lost = false;
 		tp_cl_map_sweep(c);
 	}
 	return 0;

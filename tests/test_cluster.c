@@ -1327,3 +1327,162 @@ Test(cluster, memory_per_gpu)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- stale savepoint handles, internal errors ---------------------------------------------- */
+
+/* A handle is never handed out twice: once its savepoint is closed, a newer savepoint that took
+ * the same place on the stack does not answer to it (issue #19 item 10). */
+Test(cluster, stale_savepoint_handle_is_refused)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1}, b[] = {4, 5};
+	size_t old, cur;
+	cr_assert_eq(tp_cluster_savepoint(c, &old), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	cr_assert_eq(tp_cluster_savepoint_discard(c, old), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &cur), 0); /* the same stack slot as `old` */
+	cr_assert_neq(cur, old);
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	char want[64];
+	snprintf(want, sizeof want, "savepoint %zu is not open (1 open)", old);
+	TP_ASSERT_ERR(tp_cluster_rollback(c, old), TP_EINVAL, tp_cluster_errmsg(c), want);
+	ASSERT_UNCHANGED(c, fp, gen);
+	TP_ASSERT_ERR(tp_cluster_savepoint_discard(c, old), TP_EINVAL, tp_cluster_errmsg(c), want);
+	cr_assert_eq(c->nsp, 1, "the newer savepoint is still open");
+	cr_assert_eq(tp_cluster_rollback(c, cur), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 1, "b undone, a kept");
+	cr_assert_str_eq(tp_cluster_job_at(c, 0), "a");
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Nested handles name their own savepoint whatever closed in between. */
+Test(cluster, nested_savepoint_handles_find_their_savepoint)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0}, b[] = {4}, d[] = {6};
+	size_t s0, s1, s2;
+	cr_assert_eq(tp_cluster_savepoint(c, &s0), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &s1), 0);
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_rollback(c, s1), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &s2), 0);
+	cr_assert_eq(tp_cluster_assign(c, "d", d, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_rollback(c, s1), TP_EINVAL, "s1 closed");
+	cr_assert_eq(tp_cluster_savepoint_discard(c, s2), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 2);
+	cr_assert_eq(tp_cluster_rollback(c, s0), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 0);
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The internal entry points (tp_commit's and the planners') check what they rely on: a broken
+ * promise is TP_EINTERNAL with a message and no change, never an assertion (issue #19 item 11). */
+Test(cluster, internal_entry_points_refuse_broken_preconditions)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1}, held[] = {1, 2}, twice[] = {3, 3}, far[] = {0, 99}, free2[] = {6, 7};
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "a", free2, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "job 'a' is assigned but already running");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", held, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "listed twice or held");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", twice, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "job 'x' is assigned 2 devices");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", far, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "out of range");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", free2, 0, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "internal error");
+	ASSERT_UNCHANGED(c, fp, gen);
+	TP_ASSERT_ERR(tp_cluster_rebind_impl(c, 5, free2, 2), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "rebinding job slot 5 of 1");
+	cr_assert_eq(tp_cluster_assign(c, "b", free2, 2, NULL), 0);
+	fp = tp_cluster_fingerprint(c);
+	gen = c->generation;
+	TP_ASSERT_ERR(tp_cluster_rebind_impl(c, 0, free2, 2), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "job 'a' is moved to 2 devices");
+	ASSERT_UNCHANGED(c, fp, gen);
+	uint32_t keep_one[] = {1, 8};
+	cr_assert_eq(tp_cluster_rebind_impl(c, 0, keep_one, 2), 0, "its own devices are fine");
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* An undo log that cannot be replayed (simulated: the entry that found no room) is refused
+ * before anything is undone; closing the savepoints clears the condition. */
+Test(cluster, broken_undo_log_is_refused_unchanged)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1};
+	size_t sp;
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	c->undo_lost = true;
+	TP_ASSERT_ERR(tp_cluster_rollback(c, sp), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "cannot be replayed (nothing was undone)");
+	ASSERT_UNCHANGED(c, fp, gen);
+	cr_assert_eq(c->nsp, 1, "the savepoint stays open");
+	c->undo_lost = false;
+	c->undo[0].slot = 7; /* an assignment that never had that slot */
+	TP_ASSERT_ERR(tp_cluster_rollback(c, sp), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "cannot be replayed");
+	ASSERT_UNCHANGED(c, fp, gen);
+	c->undo[0].slot = 0;
+	c->undo_lost = true;
+	cr_assert_eq(tp_cluster_savepoint_discard(c, sp), 0, "keeping the changes still works");
+	cr_assert(!c->undo_lost, "an empty log is sound again");
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	cr_assert_eq(tp_cluster_release(c, "a"), 0);
+	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Histograms that disagree with the node counts make the tightest-node query say
+ * TP_EINTERNAL instead of aborting. */
+Test(cluster, tightest_node_reports_inconsistent_histograms)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	unsigned nl = tp_node_level(t);
+	uint32_t dom;
+	c->indexed[nl] = false; /* answered from the histograms (the node level is not indexed) */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), 0);
+	uint32_t n3;
+	cr_assert_eq(tp_topology_node_by_name(t, "n3", &n3), 0);
+	cr_assert_eq(dom, n3);
+	c->free[nl][dom] = 7; /* the rack's histogram still says one node has 8 free */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), TP_EINTERNAL);
+	c->free[nl][n3] = 8;
+	uint32_t *h = c->hist[1] + (size_t)1 * c->hstride; /* rack r2 */
+	h[8] = 0;                                          /* the zone still counts it */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), TP_EINTERNAL);
+	h[8] = 1;
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
