@@ -471,6 +471,7 @@ int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator
 		return TP_ENOMEM;
 	c->alloc = a;
 	c->t = t;
+	c->id = tp_identity_next();
 	c->hstride = t->max_node_devices + 1;
 	if (create_arrays(c))
 		goto nomem;

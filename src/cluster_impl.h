@@ -107,6 +107,7 @@ struct tp_savepoint {
 
 struct tp_cluster {
 	tp_allocator alloc;
+	uint64_t id;               /* tp_identity_next() at creation: placements record it */
 	const struct tp_topology *t;
 	char errmsg[TP_ERRMSG_LEN];
 
@@ -155,6 +156,16 @@ struct tp_cluster {
 static inline bool tp_job_exclusive(const struct tp_job_impl *j)
 {
 	return j->shape && j->shape->exclusive;
+}
+
+/* The identity of a cluster, which a result records when it is made on it; and whether c is
+ * the cluster of identity id. Compare identities, never addresses: a result that outlives its
+ * cluster must be refused by a new cluster allocated at the same address. */
+static inline uint64_t tp_cluster_identity(const struct tp_cluster *c) { return c->id; }
+
+static inline bool tp_cluster_is(const struct tp_cluster *c, uint64_t id)
+{
+	return c->id == id;
 }
 
 /* Look a job up by id: its slot, or TP_NO_JOB. */

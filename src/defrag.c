@@ -121,6 +121,7 @@ struct tp_plan {
 	double cost_s;
 	tp_placement *placement;
 	tp_request *req; /* the request, for the place step */
+	uint64_t topology_id; /* tp_topology_identity(t): what tp_plan_apply_step compares */
 	size_t next;     /* the step tp_plan_apply_step accepts next */
 };
 
@@ -3051,6 +3052,7 @@ static tp_plan *plan_new(const struct tp_cluster *c)
 		return NULL;
 	p->alloc = c->alloc;
 	p->t = c->t;
+	p->topology_id = tp_topology_identity(c->t);
 	return p;
 }
 
@@ -3896,7 +3898,7 @@ int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_o
 	if (p->status != 0)
 		return tp_seterr(c->errmsg, TP_EINVAL, "the plan failed (%s): it has no steps",
 		                 tp_err_name(p->status));
-	if (p->t != c->t)
+	if (p->topology_id != tp_topology_identity(c->t))
 		return tp_seterr(c->errmsg, TP_EINVAL, "the plan was made for another topology");
 	if (i >= p->nsteps)
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: the plan has %zu steps", i,

@@ -2633,6 +2633,7 @@ static tp_placement *placement_new(const struct tp_cluster *c, bool replace)
 		return NULL;
 	pl->alloc = c->alloc;
 	pl->c = c;
+	pl->cluster_id = tp_cluster_identity(c);
 	pl->generation = c->generation;
 	pl->nlevels = c->t->nlevels;
 	pl->replace = replace;
@@ -3004,7 +3005,7 @@ int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 		return tp_seterr(c->errmsg, TP_EINVAL,
 		                 "tp_commit: the result is not a placement (its status is %s)",
 		                 tp_err_name(p->status));
-	if (p->c != c)
+	if (!tp_cluster_is(c, p->cluster_id))
 		return tp_seterr(c->errmsg, TP_EINVAL,
 		                 "tp_commit: the placement was made on another cluster");
 	if (p->generation != c->generation)

@@ -358,6 +358,7 @@ int tp_topology_build(tp_topology_builder *b, tp_topology **out)
 	if (!t)
 		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory building the topology");
 	t->alloc = b->alloc;
+	t->id = tp_identity_next();
 	t->nlevels = b->nlevels;
 	t->nnodes = (uint32_t)b->nnodes;
 	t->ndevices = (uint32_t)b->ndevices;

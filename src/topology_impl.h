@@ -68,6 +68,7 @@ struct tp_fd_kind {
 
 struct tp_topology {
 	tp_allocator alloc;
+	uint64_t id;      /* tp_identity_next() at build time */
 	unsigned nlevels; /* node level = nlevels - 1 */
 	struct tp_level_impl lv[TP_MAX_LEVELS];
 	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1]; /* [level + 1]; [0] is the cluster */
@@ -147,6 +148,9 @@ static inline uint32_t tp_dom_ndev(const struct tp_topology *t, unsigned level, 
 bool tp_nt_has_nvlink(const struct tp_nodetype *nt);
 struct tp_nodetype *tp_nt_clone(const struct tp_nodetype *src, const tp_allocator *a);
 bool tp_nt_equal(const struct tp_nodetype *x, const struct tp_nodetype *y);
+
+/* The identity of a topology: results compare it instead of the address. */
+static inline uint64_t tp_topology_identity(const struct tp_topology *t) { return t->id; }
 
 /* Resolve a level name: the level index, or -1. */
 int tp_topology_level_index(const struct tp_topology *t, const char *name);

@@ -1486,3 +1486,134 @@ Test(cluster, tightest_node_reports_inconsistent_histograms)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- cluster identity ---------------------------------------------------------------------- */
+
+/* An allocator that keeps the last freed block of one size and hands it back to the next
+ * allocation of that size, so that a new cluster lands at the address of a destroyed one.
+ * Blocks carry their size in a header (the free callback is not told it). */
+struct reuse_alloc {
+	size_t size;  /* the size whose blocks are reused */
+	void *spare;  /* a freed block of that size, or NULL */
+	long live;
+	int reused;
+};
+
+#define REUSE_HDR 16
+
+static void *reuse_malloc(void *ud, size_t n)
+{
+	struct reuse_alloc *r = ud;
+	if (n == r->size && r->spare) {
+		void *p = r->spare;
+		r->spare = NULL;
+		r->reused++;
+		r->live++;
+		return p;
+	}
+	unsigned char *b = malloc(n + REUSE_HDR);
+	if (!b)
+		return NULL;
+	memcpy(b, &n, sizeof n);
+	r->live++;
+	return b + REUSE_HDR;
+}
+
+static void *reuse_calloc(void *ud, size_t k, size_t n)
+{
+	if (n && k > SIZE_MAX / n)
+		return NULL;
+	void *p = reuse_malloc(ud, k * n);
+	if (p)
+		memset(p, 0, k * n);
+	return p;
+}
+
+static void reuse_free(void *ud, void *p)
+{
+	struct reuse_alloc *r = ud;
+	if (!p)
+		return;
+	r->live--;
+	unsigned char *b = (unsigned char *)p - REUSE_HDR;
+	size_t n;
+	memcpy(&n, b, sizeof n);
+	if (n == r->size && !r->spare) {
+		r->spare = p;
+		return;
+	}
+	free(b);
+}
+
+static void *reuse_realloc(void *ud, void *p, size_t n)
+{
+	if (!p)
+		return reuse_malloc(ud, n);
+	unsigned char *b = (unsigned char *)p - REUSE_HDR;
+	size_t old;
+	memcpy(&old, b, sizeof old);
+	void *q = reuse_malloc(ud, n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	reuse_free(ud, p);
+	return q;
+}
+
+/* #19 item 6: a placement that outlives its cluster is refused by a new cluster allocated at
+ * the same address with the same change counter (it would write past the smaller cluster's
+ * arrays). */
+Test(cluster, placement_outliving_its_cluster_is_refused_at_the_same_address)
+{
+	tp_test_alloc_reset();
+	struct reuse_alloc ra = {.size = sizeof(struct tp_cluster)};
+	tp_allocator a = {reuse_malloc, reuse_calloc, reuse_realloc, reuse_free, &ra};
+	tp_topology *big = hand(), *small = flat(2); /* 23 devices, 3 devices */
+	tp_cluster *c1 = NULL, *c2 = NULL;
+	cr_assert_eq(tp_cluster_create(&c1, big, &a), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "j";
+	r.count = 8;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c1, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	uint64_t gen = c1->generation;
+	void *addr = c1;
+	tp_cluster_destroy(c1);
+	cr_assert_eq(tp_cluster_create(&c2, small, &a), 0);
+	cr_assert_eq((void *)c2, addr, "the allocator put the new cluster at the old address");
+	cr_assert_eq(ra.reused, 1);
+	cr_assert_eq(c2->generation, gen, "the change counters match, as in the report");
+	uint64_t fp = tp_cluster_fingerprint(c2);
+	TP_ASSERT_ERR(tp_commit(c2, p, NULL), TP_EINVAL, tp_cluster_errmsg(c2),
+	              "the placement was made on another cluster");
+	ASSERT_UNCHANGED(c2, fp, gen);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c2);
+	tp_topology_destroy(big);
+	tp_topology_destroy(small);
+	free((unsigned char *)ra.spare - REUSE_HDR);
+	cr_assert_eq(ra.live, 0);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Identities are distinct per cluster and per topology, also across threads (a C11 atomic):
+ * here, distinct across many creations. */
+Test(cluster, identities_are_distinct)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand(), *u = flat(1);
+	cr_assert_neq(tp_topology_identity(t), tp_topology_identity(u));
+	cr_assert_neq(tp_topology_identity(t), 0);
+	uint64_t prev = 0;
+	for (int i = 0; i < 4; i++) {
+		tp_cluster *c = tp_test_cluster(t);
+		cr_assert_neq(tp_cluster_identity(c), prev);
+		cr_assert_neq(tp_cluster_identity(c), 0);
+		cr_assert(tp_cluster_is(c, tp_cluster_identity(c)));
+		prev = tp_cluster_identity(c);
+		tp_cluster_destroy(c);
+	}
+	tp_topology_destroy(t);
+	tp_topology_destroy(u);
+	TP_ASSERT_NO_LEAKS();
+}
