@@ -781,6 +781,40 @@ typedef struct tp_cluster tp_cluster;
  */
 TP_API int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc);
 
+/** @brief Version of ::tp_cluster_options this header describes. */
+#define TP_CLUSTER_OPTIONS_VERSION 1
+
+/** @brief Options of tp_cluster_create_ext(). */
+typedef struct tp_cluster_options {
+	unsigned version;   /**< ::TP_CLUSTER_OPTIONS_VERSION */
+	/**
+	 * 1: detect a second writer. Every writing call on the cluster (assign, release, health,
+	 * savepoints, tp_commit(), the planners, tp_plan_apply_step()) takes an atomic flag on
+	 * entry and returns ::TP_EBUSY when another call holds it, without a message (the
+	 * cluster's message belongs to the call inside). The library's own calls inside a call
+	 * pass. A debugging aid for a caller's locking, not a lock: readers are not checked, and
+	 * the second writer is caught only while the first is inside. Costs about 50 ns per
+	 * writing call, measured (docs/thread-safety.md); 0 (default): no check, one branch.
+	 */
+	int writer_guard;
+} tp_cluster_options;
+
+/** @brief Initialiser for ::tp_cluster_options: no writer guard. */
+#define TP_CLUSTER_OPTIONS_INIT {TP_CLUSTER_OPTIONS_VERSION, 0}
+
+/**
+ * @brief Create an empty cluster state with options (tp_cluster_create() with NULL options).
+ * @param[out] out The cluster, owned by the caller (tp_cluster_destroy()).
+ * @param t The topology; borrowed, must outlive the cluster.
+ * @param alloc Allocator, or NULL.
+ * @param opts Options, or NULL for the defaults.
+ * @return 0, ::TP_EINVAL (NULL pointer, bad allocator, `opts->version` not 1 to
+ *         ::TP_CLUSTER_OPTIONS_VERSION), ::TP_ENOMEM. No message object exists on failure.
+ * @since 0.3.0
+ */
+TP_API int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t,
+                                 const tp_allocator *alloc, const tp_cluster_options *opts);
+
 /** @brief Destroy a cluster state. @param c The cluster, or NULL. @since 0.1.0 */
 TP_API void tp_cluster_destroy(tp_cluster *c);
 

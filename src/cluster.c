@@ -29,6 +29,8 @@
 
 static const char tp_default_tenant[] = "default";
 
+_Thread_local const struct tp_cluster *tp_cl_held;
+
 void tp_cl_dev_name(const struct tp_topology *t, uint32_t dev, char *buf, size_t len)
 {
 	uint32_t node = t->dev_node[dev];
@@ -460,10 +462,17 @@ static int create_arrays(struct tp_cluster *c)
 
 int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc)
 {
+	return tp_cluster_create_ext(out, t, alloc, NULL);
+}
+
+int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc,
+                          const tp_cluster_options *opts)
+{
 	if (!out)
 		return TP_EINVAL;
 	*out = NULL;
-	if (!t || !tp_alloc_valid(alloc))
+	if (!t || !tp_alloc_valid(alloc) ||
+	    (opts && (opts->version < 1 || opts->version > TP_CLUSTER_OPTIONS_VERSION)))
 		return TP_EINVAL;
 	tp_allocator a = tp_alloc_resolve(alloc);
 	struct tp_cluster *c = tp_calloc(&a, 1, sizeof *c);
@@ -472,6 +481,8 @@ int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator
 	c->alloc = a;
 	c->t = t;
 	c->id = tp_identity_next();
+	c->guard = opts && opts->writer_guard;
+	atomic_init(&c->busy, false);
 	c->hstride = t->max_node_devices + 1;
 	if (create_arrays(c))
 		goto nomem;
@@ -676,11 +687,9 @@ static int check_devices(struct tp_cluster *c, const uint32_t *devs, size_t n)
 
 /* ---- assign / release / health ------------------------------------------------------------- */
 
-int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
-                      const tp_job_options *opts)
+static int assign_checked(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
+                          const tp_job_options *opts)
 {
-	if (!c)
-		return TP_EINVAL;
 	const char *why = tp_name_problem(job, false);
 	if (why)
 		return tp_seterr(c->errmsg, TP_EINVAL, "job id %s", why);
@@ -697,10 +706,16 @@ int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, s
 	return tp_cluster_assign_impl(c, job, devices, n, opts);
 }
 
-int tp_cluster_release(tp_cluster *c, const char *job)
+int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
+                      const tp_job_options *opts)
 {
 	if (!c)
 		return TP_EINVAL;
+	TP_GUARDED(c, assign_checked(c, job, devices, n, opts));
+}
+
+static int release_job(tp_cluster *c, const char *job)
+{
 	if (!job)
 		return tp_seterr(c->errmsg, TP_EINVAL, "job id is NULL");
 	uint32_t slot = tp_cluster_job_slot(c, job);
@@ -719,12 +734,17 @@ int tp_cluster_release(tp_cluster *c, const char *job)
 	return 0;
 }
 
-/* Set or clear one health bit on devices; those already so are left alone. */
-static int set_health(struct tp_cluster *c, const uint32_t *devs, size_t n, uint8_t bit,
-                      int on)
+int tp_cluster_release(tp_cluster *c, const char *job)
 {
 	if (!c)
 		return TP_EINVAL;
+	TP_GUARDED(c, release_job(c, job));
+}
+
+/* Set or clear one health bit on devices; those already so are left alone. */
+static int set_health_bits(struct tp_cluster *c, const uint32_t *devs, size_t n, uint8_t bit,
+                           int on)
+{
 	int rc = check_devices(c, devs, n);
 	if (rc)
 		return rc;
@@ -741,6 +761,14 @@ static int set_health(struct tp_cluster *c, const uint32_t *devs, size_t n, uint
 	tp_cl_apply_devs(c, devs, n, &op);
 	c->generation = ++c->generations;
 	return 0;
+}
+
+static int set_health(struct tp_cluster *c, const uint32_t *devs, size_t n, uint8_t bit,
+                      int on)
+{
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, set_health_bits(c, devs, n, bit, on));
 }
 
 int tp_cluster_set_down(tp_cluster *c, const uint32_t *devices, size_t n, int down)

@@ -22,6 +22,7 @@
 #define TP_CLUSTER_IMPL_H
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "topology_impl.h"
 
@@ -108,6 +109,8 @@ struct tp_savepoint {
 struct tp_cluster {
 	tp_allocator alloc;
 	uint64_t id;               /* tp_identity_next() at creation: placements record it */
+	bool guard;                /* tp_cluster_options.writer_guard */
+	atomic_bool busy;          /* a guarded writing call is inside (guard only) */
 	const struct tp_topology *t;
 	char errmsg[TP_ERRMSG_LEN];
 
@@ -167,6 +170,44 @@ static inline bool tp_cluster_is(const struct tp_cluster *c, uint64_t id)
 {
 	return c->id == id;
 }
+
+/* ---- the writer guard (tp_cluster_options.writer_guard) ---------------------------------- */
+
+/* The cluster the calling thread's innermost guarded call holds: the library's own calls on a
+ * cluster it holds (a planner's savepoints, a plan step's commit) pass the guard. */
+extern _Thread_local const struct tp_cluster *tp_cl_held;
+
+struct tp_guard {
+	const struct tp_cluster *prev; /* tp_cl_held before this call took the guard */
+	bool took;
+};
+
+/* Enter a writing call: 0, or TP_EBUSY when another call holds the cluster. Without a message:
+ * the message buffer belongs to the writer inside. Costs one branch when the guard is off. */
+static inline int tp_cl_enter(struct tp_cluster *c, struct tp_guard *g)
+{
+	g->prev = NULL;
+	g->took = false;
+	if (!c->guard || tp_cl_held == c)
+		return 0;
+	if (atomic_exchange_explicit(&c->busy, true, memory_order_acquire))
+		return TP_EBUSY;
+	g->prev = tp_cl_held;
+	tp_cl_held = c;
+	g->took = true;
+	return 0;
+}
+
+static inline void tp_cl_leave(struct tp_cluster *c, const struct tp_guard *g)
+{
+	if (!g->took)
+		return;
+	tp_cl_held = g->prev;
+	atomic_store_explicit(&c->busy, false, memory_order_release);
+}
+
+/* Return the result of `call` (an int expression on c) made under the writer guard. */
+#define TP_GUARDED(c, call)                                                                    	do {                                                                                       		struct tp_guard tp__g;                                                                 		int tp__rc = tp_cl_enter((c), &tp__g);                                                 		if (tp__rc)                                                                            			return tp__rc;                                                                     		tp__rc = (call);                                                                       		tp_cl_leave((c), &tp__g);                                                              		return tp__rc;                                                                         	} while (0)
 
 /* Look a job up by id: its slot, or TP_NO_JOB. */
 uint32_t tp_cluster_job_slot(const struct tp_cluster *c, const char *id);

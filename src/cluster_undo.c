@@ -40,10 +40,8 @@ void tp_cl_undo_drop(struct tp_cluster *c, size_t from)
 
 /* ---- savepoints ---------------------------------------------------------------------------- */
 
-int tp_cluster_savepoint(tp_cluster *c, size_t *sp)
+static int savepoint_open(tp_cluster *c, size_t *sp)
 {
-	if (!c || !sp)
-		return TP_EINVAL;
 	if (tp_grow(&c->alloc, (void **)&c->sp, &c->cap_sp, c->nsp + 1, sizeof *c->sp))
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory opening a savepoint");
 	/* The handle is a serial number never handed out twice by this cluster, so a stale
@@ -53,6 +51,13 @@ int tp_cluster_savepoint(tp_cluster *c, size_t *sp)
 	                                        .serial = serial};
 	*sp = (size_t)serial;
 	return 0;
+}
+
+int tp_cluster_savepoint(tp_cluster *c, size_t *sp)
+{
+	if (!c || !sp)
+		return TP_EINVAL;
+	TP_GUARDED(c, savepoint_open(c, sp));
 }
 
 /* The stack index of the open savepoint with handle h, or SIZE_MAX (closed or never opened).
@@ -183,10 +188,8 @@ static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
 	}
 }
 
-int tp_cluster_rollback(tp_cluster *c, size_t sp)
+static int rollback_to(tp_cluster *c, size_t sp)
 {
-	if (!c)
-		return TP_EINVAL;
 	size_t i;
 	int rc = sp_find(c, sp, &i);
 	if (rc)
@@ -208,10 +211,15 @@ int tp_cluster_rollback(tp_cluster *c, size_t sp)
 	return 0;
 }
 
-int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp)
+int tp_cluster_rollback(tp_cluster *c, size_t sp)
 {
 	if (!c)
 		return TP_EINVAL;
+	TP_GUARDED(c, rollback_to(c, sp));
+}
+
+static int discard_to(tp_cluster *c, size_t sp)
+{
 	size_t i;
 	int rc = sp_find(c, sp, &i);
 	if (rc)
@@ -223,4 +231,11 @@ int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp)
 		tp_cl_map_sweep(c);
 	}
 	return 0;
+}
+
+int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp)
+{
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, discard_to(c, sp));
 }

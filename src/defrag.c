@@ -3149,9 +3149,9 @@ static int plan_or_explain(struct planner *P, tp_plan *p)
 
 static const tp_defrag_policy default_policy = TP_DEFRAG_POLICY_INIT;
 
-int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
-                      const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
-                      tp_plan **out)
+static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
+                          const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
+                          tp_plan **out)
 {
 	if (!out)
 		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;
@@ -3225,6 +3225,17 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 	if (rc)
 		tp_seterr(c->errmsg, rc, "%s", p->errmsg);
 	return rc;
+}
+
+int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
+                      const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
+                      tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, plan_unguarded(c, r, policy, knobs, stats, out));
 }
 
 int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
@@ -3687,8 +3698,21 @@ out:
 	return rc;
 }
 
+static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out);
+
 int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                       const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, compact_unguarded(c, level, ndomains, policy, out));
+}
+
+static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out)
 {
 	if (!out)
 		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;
@@ -3889,7 +3913,18 @@ static int apply_place(tp_cluster *c, const tp_plan *p, const struct pstep *s, s
 	return rc;
 }
 
+static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
+                                const tp_job_options *opts);
+
 int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_options *opts)
+{
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, apply_step_unguarded(c, p, i, opts));
+}
+
+static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
+                                const tp_job_options *opts)
 {
 	if (!c)
 		return TP_EINVAL;

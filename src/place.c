@@ -2997,7 +2997,16 @@ static int check_job_options(tp_cluster *c, const tp_job_options *o)
 	return 0;
 }
 
+static int commit_unguarded(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);
+
 int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
+{
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, commit_unguarded(c, p, opts));
+}
+
+static int commit_unguarded(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 {
 	if (!c || !p)
 		return TP_EINVAL;

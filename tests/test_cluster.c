@@ -5,6 +5,7 @@
  * the fingerprint, the index behind tp_cluster_tightest(), a randomized sequence against a shadow
  * model, and allocation-failure loops.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -1615,5 +1616,111 @@ Test(cluster, identities_are_distinct)
 	}
 	tp_topology_destroy(t);
 	tp_topology_destroy(u);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- the writer guard ---------------------------------------------------------------------- */
+
+static tp_cluster *guarded(const tp_topology *t, int on)
+{
+	tp_cluster_options o = TP_CLUSTER_OPTIONS_INIT;
+	o.writer_guard = on;
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), 0);
+	return c;
+}
+
+/* With the guard on, a writing call that finds another writer inside (simulated: the flag that
+ * writer holds) returns TP_EBUSY and changes nothing; once it left, calls pass again. */
+Test(cluster, writer_guard_refuses_a_second_writer)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = guarded(t, 1);
+	uint32_t a[] = {0, 1}, b[] = {4};
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "p";
+	r.count = 2;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0);
+	size_t sp = 0;
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	atomic_store(&c->busy, true); /* another thread is inside a writing call */
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 1, NULL), TP_EBUSY);
+	cr_assert_eq(tp_cluster_release(c, "a"), TP_EBUSY);
+	cr_assert_eq(tp_cluster_set_down(c, b, 1, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_set_cordoned(c, b, 1, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), TP_EBUSY);
+	cr_assert_eq(tp_cluster_rollback(c, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_savepoint_discard(c, 1), TP_EBUSY);
+	cr_assert_eq(tp_commit(c, p, NULL), TP_EBUSY);
+	tp_plan *plan = (tp_plan *)&plan; /* must be set to NULL */
+	cr_assert_eq(tp_defrag_compact(c, "rack", 1, NULL, &plan), TP_EBUSY);
+	cr_assert_null(plan);
+	cr_assert_eq(c->nsp, 0);
+	ASSERT_UNCHANGED(c, fp, gen);
+	atomic_store(&c->busy, false); /* it left */
+	cr_assert_eq(tp_commit(c, p, NULL), 0);
+	cr_assert(!atomic_load(&c->busy), "the guard is let go after each call");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The library's own calls inside a guarded call pass (a planner's savepoints and releases);
+ * without the guard the flag is never read. */
+Test(cluster, writer_guard_lets_nested_library_calls_through)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *g = guarded(t, 1), *u = guarded(t, 0);
+	uint32_t a[] = {0}, b[] = {6};
+	for (int k = 0; k < 2; k++) {
+		tp_cluster *c = k ? u : g;
+		tp_job_options o = TP_JOB_OPTIONS_INIT;
+		o.migratable = 1;
+		cr_assert_eq(tp_cluster_assign(c, "a", a, 1, &o), 0);
+		cr_assert_eq(tp_cluster_assign(c, "b", b, 1, &o), 0);
+		uint64_t fp = tp_cluster_fingerprint(c);
+		tp_plan *plan = NULL;
+		int rc = tp_defrag_compact(c, "rack", 2, NULL, &plan);
+		cr_assert(rc == 0 || rc == TP_ENOPLAN, "%s: %s", tp_err_name(rc), tp_cluster_errmsg(c));
+		cr_assert_eq(tp_cluster_fingerprint(c), fp, "the planner rolled back");
+		if (rc == 0)
+			for (size_t i = 0; i < tp_plan_step_count(plan); i++)
+				cr_assert_eq(tp_plan_apply_step(c, plan, i, NULL), 0, "%s",
+				             tp_cluster_errmsg(c));
+		tp_plan_destroy(plan);
+		cr_assert(!atomic_load(&c->busy));
+	}
+	atomic_store(&u->busy, true); /* ignored without the guard */
+	cr_assert_eq(tp_cluster_release(u, "a"), 0);
+	CHECK(g);
+	CHECK(u);
+	tp_cluster_destroy(g);
+	tp_cluster_destroy(u);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(cluster, create_ext_checks_the_options_version)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster_options o = TP_CLUSTER_OPTIONS_INIT;
+	tp_cluster *c = (tp_cluster *)&c;
+	for (unsigned v = 0; v < 3; v += 2) {
+		o.version = v;
+		cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), TP_EINVAL);
+		cr_assert_null(c);
+	}
+	o.version = UINT_MAX;
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), TP_EINVAL);
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, NULL), 0);
+	cr_assert(!c->guard);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
