@@ -403,12 +403,35 @@ TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_
  *        count when one is given).
  * @param opts Attributes, or NULL for the defaults.
  * @return 0, ::TP_EINVAL (bad name, path or attribute), ::TP_EEXIST (name used before),
- *         ::TP_ELIMIT (more than 2^31 devices), ::TP_ENOMEM.
+ *         ::TP_ELIMIT (past the builder's budget of devices or nodes, see
+ *         tp_topology_builder_set_limits()), ::TP_ENOMEM.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
                                         const char *const *path, unsigned gpus,
                                         const tp_node_options *opts);
+
+/** @brief Default budget of devices in one topology: 2^24 (the CLI's cap on scenarios), which
+ *  builds in seconds and about 1.5 GB on the CI machine. */
+#define TP_DEFAULT_MAX_DEVICES (1u << 24)
+/** @brief Default budget of nodes in one topology: 2^22. */
+#define TP_DEFAULT_MAX_NODES (1u << 22)
+/** @brief The most a budget may be raised to: 2^31 - 1 devices (or nodes). */
+#define TP_LIMIT_MAX_DEVICES 2147483647u
+
+/**
+ * @brief Set the builder's budgets: the most devices and nodes its topology may have. Adding a
+ * node or generating a tree past either fails with ::TP_ELIMIT and a message that names the
+ * budget, the figure and this function. Defaults: ::TP_DEFAULT_MAX_DEVICES,
+ * ::TP_DEFAULT_MAX_NODES (the generators use them too).
+ * @param b The builder.
+ * @param max_devices 1 to ::TP_LIMIT_MAX_DEVICES, at least the devices already added.
+ * @param max_nodes 1 to ::TP_LIMIT_MAX_DEVICES, at least the nodes already added.
+ * @return 0, ::TP_EINVAL (out of range, below what the builder holds; the message is on @p b).
+ * @since 0.3.0
+ */
+TP_API int tp_topology_builder_set_limits(tp_topology_builder *b, uint32_t max_devices,
+                                          uint32_t max_nodes);
 
 /**
  * @brief Add a regular tree of nodes, as the scenario format's `generate`.

@@ -47,6 +47,8 @@ int tp_topology_builder_create(tp_topology_builder **out, const char *const *lev
 	b->fabric[0] = default_cluster_fabric;
 	for (unsigned i = 0; i < nlevels; i++)
 		b->fabric[i + 1] = i + 1 == nlevels ? default_node_fabric : default_level_fabric;
+	b->max_devices = TP_DEFAULT_MAX_DEVICES;
+	b->max_nodes = TP_DEFAULT_MAX_NODES;
 	*out = b;
 	return 0;
 }
@@ -281,8 +283,16 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 	PJError_t err = NULL;
 	if (JudySLGet(b->node_by_name, (const uint8_t *)name, err))
 		return tp_seterr(b->errmsg, TP_EEXIST, "node name %s is used twice", name);
-	if (b->ndevices + gpus > INT32_MAX)
-		return tp_seterr(b->errmsg, TP_ELIMIT, "node %s: more than 2^31 devices", name);
+	if (b->nnodes + 1 > b->max_nodes)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "node %s: the topology would have %zu nodes, more than max_nodes %u "
+		                 "(raise it with tp_topology_builder_set_limits)", name, b->nnodes + 1,
+		                 (unsigned)b->max_nodes);
+	if (b->ndevices + gpus > b->max_devices)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "node %s: the topology would have %llu devices, more than "
+		                 "max_devices %u (raise it with tp_topology_builder_set_limits)", name,
+		                 (unsigned long long)(b->ndevices + gpus), (unsigned)b->max_devices);
 
 	/* Reserve everything that can be reserved before the first change. */
 	size_t pool_need = strlen(name) + 1;
@@ -417,6 +427,28 @@ static void builder_rewind(tp_topology_builder *b, const struct builder_mark *m)
 	b->ndevices = m->ndevices;
 }
 
+int tp_topology_builder_set_limits(tp_topology_builder *b, uint32_t max_devices,
+                                   uint32_t max_nodes)
+{
+	if (!b)
+		return TP_EINVAL;
+	if (max_devices < 1 || max_devices > TP_LIMIT_MAX_DEVICES)
+		return tp_seterr(b->errmsg, TP_EINVAL, "max_devices %u is not in 1..%u",
+		                 (unsigned)max_devices, (unsigned)TP_LIMIT_MAX_DEVICES);
+	if (max_nodes < 1 || max_nodes > TP_LIMIT_MAX_DEVICES)
+		return tp_seterr(b->errmsg, TP_EINVAL, "max_nodes %u is not in 1..%u",
+		                 (unsigned)max_nodes, (unsigned)TP_LIMIT_MAX_DEVICES);
+	if (b->ndevices > max_devices || b->nnodes > max_nodes)
+		return tp_seterr(b->errmsg, TP_EINVAL,
+		                 "the builder already holds %zu nodes and %llu devices, more than "
+		                 "max_nodes %u or max_devices %u", b->nnodes,
+		                 (unsigned long long)b->ndevices, (unsigned)max_nodes,
+		                 (unsigned)max_devices);
+	b->max_devices = max_devices;
+	b->max_nodes = max_nodes;
+	return 0;
+}
+
 int tp_topology_builder_generate(tp_topology_builder *b, const unsigned *counts,
                                  unsigned gpus_per_node, const tp_node_options *opts)
 {
@@ -430,9 +462,20 @@ int tp_topology_builder_generate(tp_topology_builder *b, const unsigned *counts,
 			return tp_seterr(b->errmsg, TP_EINVAL, "generate: counts[%u] (%s) is 0", l,
 			                 b->levels[l]);
 		total *= counts[l];
-		if (total * gpus_per_node > INT32_MAX)
-			return tp_seterr(b->errmsg, TP_ELIMIT, "generate: more than 2^31 devices");
+		if (total > UINT32_MAX) /* and the product below cannot overflow */
+			break;
 	}
+	if (b->nnodes + total > b->max_nodes)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "generate: the topology would have %llu nodes or more, more than "
+		                 "max_nodes %u (raise it with tp_topology_builder_set_limits)",
+		                 (unsigned long long)(b->nnodes + total), (unsigned)b->max_nodes);
+	if (b->ndevices + total * gpus_per_node > b->max_devices)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "generate: the topology would have %llu devices, more than "
+		                 "max_devices %u (raise it with tp_topology_builder_set_limits)",
+		                 (unsigned long long)(b->ndevices + total * gpus_per_node),
+		                 (unsigned)b->max_devices);
 	struct builder_mark mark = builder_mark(b);
 	unsigned idx[TP_MAX_LEVELS] = {0};
 	char names[TP_MAX_LEVELS][TP_MAX_NAME + 16];

@@ -71,6 +71,7 @@ struct tp_topology_builder {
 	size_t nnodes, cap_nodes;
 	Pvoid_t node_by_name; /* JudySL: name -> node + 1 */
 	uint64_t ndevices;
+	uint32_t max_devices, max_nodes; /* budgets (tp_topology_builder_set_limits) */
 
 	char *pool;
 	size_t pool_len, pool_cap;
