@@ -251,6 +251,22 @@ static void unwind_prefixes(tp_topology_builder *b, const char *const *path, con
 	}
 }
 
+/* One more node of gpus devices stays within the builder's budgets. */
+static int check_budgets(tp_topology_builder *b, const char *name, unsigned gpus)
+{
+	if (b->nnodes + 1 > b->max_nodes)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "node %s: the topology would have %zu nodes, more than max_nodes %u "
+		                 "(raise it with tp_topology_builder_set_limits)", name, b->nnodes + 1,
+		                 (unsigned)b->max_nodes);
+	if (b->ndevices + gpus > b->max_devices)
+		return tp_seterr(b->errmsg, TP_ELIMIT,
+		                 "node %s: the topology would have %llu devices, more than "
+		                 "max_devices %u (raise it with tp_topology_builder_set_limits)", name,
+		                 (unsigned long long)(b->ndevices + gpus), (unsigned)b->max_devices);
+	return 0;
+}
+
 int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
                                  const char *const *path, unsigned gpus,
                                  const tp_node_options *opts)
@@ -283,16 +299,8 @@ int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
 	PJError_t err = NULL;
 	if (JudySLGet(b->node_by_name, (const uint8_t *)name, err))
 		return tp_seterr(b->errmsg, TP_EEXIST, "node name %s is used twice", name);
-	if (b->nnodes + 1 > b->max_nodes)
-		return tp_seterr(b->errmsg, TP_ELIMIT,
-		                 "node %s: the topology would have %zu nodes, more than max_nodes %u "
-		                 "(raise it with tp_topology_builder_set_limits)", name, b->nnodes + 1,
-		                 (unsigned)b->max_nodes);
-	if (b->ndevices + gpus > b->max_devices)
-		return tp_seterr(b->errmsg, TP_ELIMIT,
-		                 "node %s: the topology would have %llu devices, more than "
-		                 "max_devices %u (raise it with tp_topology_builder_set_limits)", name,
-		                 (unsigned long long)(b->ndevices + gpus), (unsigned)b->max_devices);
+	if ((rc = check_budgets(b, name, gpus)))
+		return rc;
 
 	/* Reserve everything that can be reserved before the first change. */
 	size_t pool_need = strlen(name) + 1;
