@@ -69,7 +69,8 @@ extern "C" {
  *         parents, switches in a cycle, a switch with both or neither of Nodes and Switches, a
  *         node listed twice, a block smaller than the base block size, a bad name, tree and
  *         block lines in one file, no switch or block at all); ::TP_ELIMIT (more levels than
- *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes);
+ *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes,
+ *         more than ::TP_DEFAULT_MAX_DEVICES devices: see tp_topology_builder_from_slurm_ext());
  *         ::TP_ENOMEM.
  * @note Thread-safe: the call shares nothing with other calls.
  * @since 0.1.0
@@ -78,6 +79,42 @@ TP_API int tp_topology_builder_from_slurm(tp_topology_builder **out, const char 
                                           size_t len, unsigned gpus_per_node,
                                           const tp_allocator *alloc, char *errbuf,
                                           size_t errlen);
+
+/** @brief Version of ::tp_slurm_options this header describes. */
+#define TP_SLURM_OPTIONS_VERSION 1
+
+/**
+ * @brief Budgets of tp_topology_builder_from_slurm_ext(): a short file can name millions of
+ * nodes (`Nodes=b0[0-1048575]`), so the import stops, while reading, at the first node past
+ * either budget. The builder keeps them (tp_topology_builder_set_limits()).
+ */
+typedef struct tp_slurm_options {
+	unsigned version;     /**< ::TP_SLURM_OPTIONS_VERSION */
+	uint32_t max_devices; /**< most devices (nodes x gpus_per_node); 0: ::TP_DEFAULT_MAX_DEVICES */
+	uint32_t max_nodes;   /**< most nodes; 0: ::TP_DEFAULT_MAX_NODES */
+} tp_slurm_options;
+
+/** @brief Initialiser for ::tp_slurm_options: the default budgets. */
+#define TP_SLURM_OPTIONS_INIT {TP_SLURM_OPTIONS_VERSION, 0, 0}
+
+/**
+ * @brief tp_topology_builder_from_slurm() with budgets.
+ * @param[out] out The builder, owned by the caller; NULL on failure.
+ * @param conf The file's text. @param len Bytes of @p conf.
+ * @param gpus_per_node Devices of every node, 1 to ::TP_MAX_NODE_DEVICES.
+ * @param alloc Allocator, or NULL.
+ * @param opts Budgets, or NULL for the defaults.
+ * @param errbuf Receives the message of a failure (may be NULL). @param errlen Its size.
+ * @return as tp_topology_builder_from_slurm(), and ::TP_EINVAL (`opts->version` not 1 to
+ *         ::TP_SLURM_OPTIONS_VERSION, a budget above ::TP_LIMIT_MAX_DEVICES), ::TP_ELIMIT (more
+ *         nodes or devices than a budget: the message names the line, the figure and the
+ *         option). @note Thread-safe. @since 0.3.0
+ */
+TP_API int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const char *conf,
+                                              size_t len, unsigned gpus_per_node,
+                                              const tp_allocator *alloc,
+                                              const tp_slurm_options *opts, char *errbuf,
+                                              size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,8 @@ extern "C" {
 	X(ENOPLAN, -8, "no plan within the policy")                                                \
 	X(EPARSE, -9, "the input could not be parsed")                                             \
 	X(ELIMIT, -10, "a size limit of the library was exceeded")                                 \
-	X(ECORRUPT, -11, "internal consistency check failed")
+	X(ECORRUPT, -11, "internal consistency check failed")                                      \
+	X(EINTERNAL, -12, "internal error: the library found itself inconsistent")
 
 /**
  * @brief Error codes. Every failing function returns one of these (negative) values.
@@ -89,7 +90,9 @@ typedef enum tp_error {
 	TP_ENOPLAN = -8,      /**< no plan within the policy */
 	TP_EPARSE = -9,       /**< the input buffer could not be parsed */
 	TP_ELIMIT = -10,      /**< a size limit of the library was exceeded */
-	TP_ECORRUPT = -11     /**< an internal consistency check failed */
+	TP_ECORRUPT = -11,    /**< an internal consistency check failed */
+	TP_EINTERNAL = -12    /**< the library found its own state inconsistent (a bug); the call
+	                           changed nothing and the object's message says what */
 } tp_error;
 
 /**
@@ -471,12 +474,35 @@ TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_
  *        count when one is given).
  * @param opts Attributes, or NULL for the defaults.
  * @return 0, ::TP_EINVAL (bad name, path or attribute), ::TP_EEXIST (name used before),
- *         ::TP_ELIMIT (more than 2^31 devices), ::TP_ENOMEM.
+ *         ::TP_ELIMIT (past the builder's budget of devices or nodes, see
+ *         tp_topology_builder_set_limits()), ::TP_ENOMEM.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
                                         const char *const *path, unsigned gpus,
                                         const tp_node_options *opts);
+
+/** @brief Default budget of devices in one topology: 2^24 (the CLI's cap on scenarios), which
+ *  builds in seconds and about 1.5 GB on the CI machine. */
+#define TP_DEFAULT_MAX_DEVICES (1u << 24)
+/** @brief Default budget of nodes in one topology: 2^22. */
+#define TP_DEFAULT_MAX_NODES (1u << 22)
+/** @brief The most a budget may be raised to: 2^31 - 1 devices (or nodes). */
+#define TP_LIMIT_MAX_DEVICES 2147483647u
+
+/**
+ * @brief Set the builder's budgets: the most devices and nodes its topology may have. Adding a
+ * node or generating a tree past either fails with ::TP_ELIMIT and a message that names the
+ * budget, the figure and this function. Defaults: ::TP_DEFAULT_MAX_DEVICES,
+ * ::TP_DEFAULT_MAX_NODES (the generators use them too).
+ * @param b The builder.
+ * @param max_devices 1 to ::TP_LIMIT_MAX_DEVICES, at least the devices already added.
+ * @param max_nodes 1 to ::TP_LIMIT_MAX_DEVICES, at least the nodes already added.
+ * @return 0, ::TP_EINVAL (out of range, below what the builder holds; the message is on @p b).
+ * @since 0.3.0
+ */
+TP_API int tp_topology_builder_set_limits(tp_topology_builder *b, uint32_t max_devices,
+                                          uint32_t max_nodes);
 
 /**
  * @brief Add a regular tree of nodes, as the scenario format's `generate`.
@@ -849,6 +875,40 @@ typedef struct tp_cluster tp_cluster;
  */
 TP_API int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc);
 
+/** @brief Version of ::tp_cluster_options this header describes. */
+#define TP_CLUSTER_OPTIONS_VERSION 1
+
+/** @brief Options of tp_cluster_create_ext(). */
+typedef struct tp_cluster_options {
+	unsigned version;   /**< ::TP_CLUSTER_OPTIONS_VERSION */
+	/**
+	 * 1: detect a second writer. Every writing call on the cluster (assign, release, health,
+	 * savepoints, tp_commit(), the planners, tp_plan_apply_step()) takes an atomic flag on
+	 * entry and returns ::TP_EBUSY when another call holds it, without a message (the
+	 * cluster's message belongs to the call inside). The library's own calls inside a call
+	 * pass. A debugging aid for a caller's locking, not a lock: readers are not checked, and
+	 * the second writer is caught only while the first is inside. Costs about 50 ns per
+	 * writing call, measured (docs/thread-safety.md); 0 (default): no check, one branch.
+	 */
+	int writer_guard;
+} tp_cluster_options;
+
+/** @brief Initialiser for ::tp_cluster_options: no writer guard. */
+#define TP_CLUSTER_OPTIONS_INIT {TP_CLUSTER_OPTIONS_VERSION, 0}
+
+/**
+ * @brief Create an empty cluster state with options (tp_cluster_create() with NULL options).
+ * @param[out] out The cluster, owned by the caller (tp_cluster_destroy()).
+ * @param t The topology; borrowed, must outlive the cluster.
+ * @param alloc Allocator, or NULL.
+ * @param opts Options, or NULL for the defaults.
+ * @return 0, ::TP_EINVAL (NULL pointer, bad allocator, `opts->version` not 1 to
+ *         ::TP_CLUSTER_OPTIONS_VERSION), ::TP_ENOMEM. No message object exists on failure.
+ * @since 0.3.0
+ */
+TP_API int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t,
+                                 const tp_allocator *alloc, const tp_cluster_options *opts);
+
 /** @brief Destroy a cluster state. @param c The cluster, or NULL. @since 0.1.0 */
 TP_API void tp_cluster_destroy(tp_cluster *c);
 
@@ -942,7 +1002,9 @@ TP_API int tp_cluster_node_histogram(const tp_cluster *c, unsigned level, uint32
  * *Read-only.*
  * @param c The cluster. @param level Level (the node level included).
  * @param min_free Free devices wanted (>= 1). @param[out] dom The domain.
- * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL. @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL, ::TP_EINTERNAL (the kept
+ *         histograms disagree, a bug that tp_cluster_check() describes; no message: the call
+ *         is read-only). @since 0.1.0
  */
 TP_API int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min_free,
                                uint32_t *dom);
@@ -1019,6 +1081,11 @@ TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
 /**
  * @brief Open a savepoint: every later change is logged so that tp_cluster_rollback() can undo
  * it. Savepoints nest.
+ *
+ * A handle is an opaque number that the cluster never hands out twice: once its savepoint is
+ * closed (rolled back, discarded, or closed with an outer one), the handle is refused with
+ * ::TP_EINVAL, even when a newer savepoint took the same place on the stack.
+ *
  * @param c The cluster. @param[out] sp The savepoint's handle.
  * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
  */
@@ -1028,14 +1095,17 @@ TP_API int tp_cluster_savepoint(tp_cluster *c, size_t *sp);
  * @brief Undo every change since savepoint @p sp and close it (and every savepoint opened after
  * it). Cannot fail for a valid savepoint.
  * @param c The cluster. @param sp A savepoint handle from tp_cluster_savepoint().
- * @return 0 or ::TP_EINVAL (no such open savepoint). @since 0.1.0
+ * @return 0, ::TP_EINVAL (no such open savepoint: never opened, or closed already),
+ *         ::TP_EINTERNAL (the undo log cannot be replayed, a bug: nothing was undone and the
+ *         savepoint stays open; tp_cluster_savepoint_discard() still closes it). The message
+ *         is on @p c. @since 0.1.0
  */
 TP_API int tp_cluster_rollback(tp_cluster *c, size_t sp);
 
 /**
  * @brief Close savepoint @p sp (and every later one), keeping the changes.
  * @param c The cluster. @param sp A savepoint handle.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL (no such open savepoint; the message is on @p c). @since 0.1.0
  */
 TP_API int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp);
 

@@ -22,6 +22,7 @@
 #define TP_CLUSTER_IMPL_H
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "topology_impl.h"
 
@@ -102,10 +103,14 @@ struct tp_undo {
 struct tp_savepoint {
 	size_t nundo;
 	uint64_t generation;
+	uint64_t serial;   /* the handle tp_cluster_savepoint() gave: never reused */
 };
 
 struct tp_cluster {
 	tp_allocator alloc;
+	uint64_t id;               /* tp_identity_next() at creation: placements record it */
+	bool guard;                /* tp_cluster_options.writer_guard */
+	atomic_bool busy;          /* a guarded writing call is inside (guard only) */
 	const struct tp_topology *t;
 	char errmsg[TP_ERRMSG_LEN];
 
@@ -134,8 +139,11 @@ struct tp_cluster {
 
 	struct tp_undo *undo;      /* log, active while nsp > 0 */
 	size_t nundo, cap_undo;
-	struct tp_savepoint *sp;   /* open savepoints */
+	struct tp_savepoint *sp;   /* open savepoints, serials increasing */
 	size_t nsp, cap_sp;
+	uint64_t sp_serials;       /* savepoint handles handed out */
+	bool undo_lost;            /* an entry found no room (a bug): no rollback until the log
+	                              is empty again */
 
 	uint64_t generation;       /* names the current state; tp_commit checks it */
 	uint64_t generations;      /* generation numbers handed out: a change takes a new one */
@@ -151,41 +159,59 @@ struct tp_cluster {
 	size_t plan_next;
 };
 
-/* GPU+NIC matching on one node (Kuhn's augmenting paths, GPUs and NICs in index order, so
- * deterministic). Shared by placement (what a node can give, the NICs of a result) and the
- * cluster (the NICs a pairs job takes when it is assigned or rebound), which must agree. */
-#define TP_NIC_BLOCKED (-2) /* gpu_of value of a NIC that cannot be paired (taken) */
-
-struct tp_pairing {
-	const struct tp_nodetype *nt;
-	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: best NIC rank (tp_nodetype_nic_rank) */
-	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
-	int *gpu_of;                      /* [nnic] paired GPU, -1, or TP_NIC_BLOCKED */
-	unsigned char *seen;              /* [nnic] visited by the current augmentation */
-};
-
-/* The node type of a node whose devices are the GPUs of a type with NICs, else NULL. */
-const struct tp_nodetype *tp_pairable_type(const struct tp_topology *t, uint32_t node);
-
-/* Start a matching with nothing paired; gpu_of and seen hold nt->nnic entries each. */
-void tp_pairing_init(struct tp_pairing *pr, const struct tp_nodetype *nt, int *gpu_of,
-                     unsigned char *seen);
-
-/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
-bool tp_pair_gpu(struct tp_pairing *pr, unsigned g);
-
-/* Take NIC n out of the matching (it must not be paired yet). */
-static inline void tp_pairing_block(struct tp_pairing *pr, int n)
-{
-	if (n >= 0 && (unsigned)n < pr->nt->nnic)
-		pr->gpu_of[n] = TP_NIC_BLOCKED;
-}
-
 /* Whether a job keeps other tenants out of its domains (its shape has `exclusive`). */
 static inline bool tp_job_exclusive(const struct tp_job_impl *j)
 {
 	return j->shape && j->shape->exclusive;
 }
+
+/* The identity of a cluster, which a result records when it is made on it; and whether c is
+ * the cluster of identity id. Compare identities, never addresses: a result that outlives its
+ * cluster must be refused by a new cluster allocated at the same address. */
+static inline uint64_t tp_cluster_identity(const struct tp_cluster *c) { return c->id; }
+
+static inline bool tp_cluster_is(const struct tp_cluster *c, uint64_t id)
+{
+	return c->id == id;
+}
+
+/* ---- the writer guard (tp_cluster_options.writer_guard) ---------------------------------- */
+
+/* The cluster the calling thread's innermost guarded call holds: the library's own calls on a
+ * cluster it holds (a planner's savepoints, a plan step's commit) pass the guard. */
+extern _Thread_local const struct tp_cluster *tp_cl_held;
+
+struct tp_guard {
+	const struct tp_cluster *prev; /* tp_cl_held before this call took the guard */
+	bool took;
+};
+
+/* Enter a writing call: 0, or TP_EBUSY when another call holds the cluster. Without a message:
+ * the message buffer belongs to the writer inside. Costs one branch when the guard is off. */
+static inline int tp_cl_enter(struct tp_cluster *c, struct tp_guard *g)
+{
+	g->prev = NULL;
+	g->took = false;
+	if (!c->guard || tp_cl_held == c)
+		return 0;
+	if (atomic_exchange_explicit(&c->busy, true, memory_order_acquire))
+		return TP_EBUSY;
+	g->prev = tp_cl_held;
+	tp_cl_held = c;
+	g->took = true;
+	return 0;
+}
+
+static inline void tp_cl_leave(struct tp_cluster *c, const struct tp_guard *g)
+{
+	if (!g->took)
+		return;
+	tp_cl_held = g->prev;
+	atomic_store_explicit(&c->busy, false, memory_order_release);
+}
+
+/* Return the result of `call` (an int expression on c) made under the writer guard. */
+#define TP_GUARDED(c, call)                                                                    	do {                                                                                       		struct tp_guard tp__g;                                                                 		int tp__rc = tp_cl_enter((c), &tp__g);                                                 		if (tp__rc)                                                                            			return tp__rc;                                                                     		tp__rc = (call);                                                                       		tp_cl_leave((c), &tp__g);                                                              		return tp__rc;                                                                         	} while (0)
 
 /* Look a job up by id: its slot, or TP_NO_JOB. */
 uint32_t tp_cluster_job_slot(const struct tp_cluster *c, const char *id);
@@ -215,5 +241,75 @@ int tp_cluster_check_job_options(struct tp_cluster *c, const tp_job_options *o);
 /* Replace a running job's device list in place (replacement after failures, migration within
  * a plan): devices leaving the job become free, new ones become held. 0 or TP_ENOMEM. */
 int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n);
+
+/* ---- shared by the cluster's own files (cluster*.c) only --------------------------------- */
+
+enum devop_kind {
+	OP_HOLD,    /* dev_job = slot */
+	OP_UNHOLD,  /* dev_job = TP_NO_JOB */
+	OP_HEALTH   /* dstate = (dstate & ~mask) | value */
+};
+
+/* One change applied to a list of devices (tp_cl_apply_devs). */
+struct devop {
+	enum devop_kind kind;
+	uint32_t slot;
+	unsigned ck; /* OP_HOLD, OP_UNHOLD: the job's checkpoint bucket */
+	uint8_t mask, value;
+	bool log; /* log the old health byte of every device that changes */
+};
+
+/* Room for "node/index" (a node name is at most TP_MAX_NAME bytes). */
+#define TP_DEVNAME_LEN (TP_MAX_NAME + 16)
+
+/* The JudySL value of a job at slot. */
+static inline Pvoid_t tp_cl_slot_value(uint32_t slot) { return (Pvoid_t)(uintptr_t)(slot + 1u); }
+
+/* The Judy1 key of a domain in a level's index. */
+static inline Word_t tp_cl_idx_key(uint32_t nfree, uint32_t dom)
+{
+	return (Word_t)nfree << 32 | dom;
+}
+
+/* Whether a job's shape asks for GPU+NIC pairs (so the job holds NICs). */
+static inline bool tp_shape_pairs(const tp_request *shape)
+{
+	return shape && shape->version >= 2 && shape->gpu_nic_pairs;
+}
+
+/* A device's "node/index" name into buf. */
+void tp_cl_dev_name(const struct tp_topology *t, uint32_t dev, char *buf, size_t len);
+
+/* Build the Judy1 index of level l into *out: 0 or TP_ENOMEM (*out then freed). */
+int tp_cl_idx_build(const struct tp_cluster *c, unsigned l, Pvoid_t *out);
+
+/* Rebuild indexes that a Judy failure dropped (best effort). */
+void tp_cl_idx_repair(struct tp_cluster *c);
+
+/* Apply op to devs, in runs of one node, keeping every aggregate and index current. */
+void tp_cl_apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
+                      const struct devop *op);
+
+/* The job now sits at slot `to`: its devices say so. */
+void tp_cl_relabel(struct tp_cluster *c, const struct tp_job_impl *job, uint32_t to);
+
+/* Record (on) or clear a job's NICs in dev_nic. */
+void tp_cl_nic_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool on);
+
+/* Point an existing job-map entry at slot; remove tombstones once they outnumber the jobs. */
+void tp_cl_map_set(struct tp_cluster *c, const char *id, uint32_t slot);
+void tp_cl_map_sweep(struct tp_cluster *c);
+
+/* Free a job and what it owns (NULL is fine). */
+void tp_cl_job_free(const struct tp_cluster *c, struct tp_job_impl *job);
+
+/* Take the job out of its slot (the last job moves in); returns it to free or to log. */
+struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot);
+
+/* The undo log (cluster_undo.c): room for k more entries while a savepoint is open, append
+ * an entry (room reserved), free what the entries from `from` own. */
+int tp_cl_undo_reserve(struct tp_cluster *c, size_t k);
+void tp_cl_undo_push(struct tp_cluster *c, struct tp_undo e);
+void tp_cl_undo_drop(struct tp_cluster *c, size_t from);
 
 #endif

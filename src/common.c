@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "common.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,18 @@ const char *tp_name_problem(const char *name, bool no_slash)
 			return "contains '/'";
 	}
 	return NULL;
+}
+
+/* ---- identities ---------------------------------------------------------------------------- */
+
+/* One counter for every object that needs an identity other than its address: a lock-free
+ * atomic, so that clusters and topologies can be created from different threads. 2^64 values
+ * never run out. */
+static _Atomic uint64_t tp_identities;
+
+uint64_t tp_identity_next(void)
+{
+	return atomic_fetch_add_explicit(&tp_identities, 1, memory_order_relaxed) + 1;
 }
 
 /* ---- error table and version -------------------------------------------------------------- */

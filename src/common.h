@@ -41,6 +41,11 @@ int tp_grow(const tp_allocator *a, void **arr, size_t *cap, size_t need, size_t 
 
 /* Write a formatted message into buf (TP_ERRMSG_LEN bytes) and return code. */
 int tp_seterr(char *buf, int code, const char *fmt, ...) TP_PRINTF(3, 4);
+
+/* A new identity (common.c): distinct for every call in the process, never 0. Clusters and
+ * topologies carry one so that a result made on one is recognised by its identity, not by an
+ * address that a later object may reuse. Thread-safe. */
+uint64_t tp_identity_next(void);
 int tp_vseterr(char *buf, int code, const char *fmt, va_list ap) TP_PRINTF(3, 0);
 
 /* A valid name: non-empty, at most TP_MAX_NAME bytes, no '/' (when no_slash), no control

@@ -11,7 +11,6 @@
  */
 #include "cost.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,9 +48,8 @@ static double message_us(const struct tp_fabric_impl *f, double bytes)
 const struct tp_fabric_impl *tp_cost_link(const struct tp_topology *t, uint32_t a, uint32_t b)
 {
 	int level = TP_LEVEL_CLUSTER;
-	int rc = tp_topology_common_level(t, a, b, &level);
-	assert(rc == 0);
-	(void)rc;
+	if (tp_topology_common_level(t, a, b, &level) != 0)
+		level = TP_LEVEL_CLUSTER; /* devices out of range: the slowest link, never a crash */
 	return &t->fabric[level + 1];
 }
 

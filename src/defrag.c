@@ -750,9 +750,9 @@ static int plan_or_explain(struct planner *P, tp_plan *p)
 
 static const tp_defrag_policy default_policy = TP_DEFRAG_POLICY_INIT;
 
-int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
-                      const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
-                      tp_plan **out)
+static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
+                          const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
+                          tp_plan **out)
 {
 	if (!out)
 		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;
@@ -829,6 +829,17 @@ int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy
 	if (rc)
 		tp_seterr(c->errmsg, rc, "%s", p->errmsg);
 	return rc;
+}
+
+int tp_defrag_plan_ex(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
+                      const struct tp_defrag_knobs *knobs, struct tp_defrag_stats *stats,
+                      tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, plan_unguarded(c, r, policy, knobs, stats, out));
 }
 
 int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,

@@ -470,8 +470,21 @@ out:
 	return rc;
 }
 
+static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out);
+
 int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                       const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, compact_unguarded(c, level, ndomains, policy, out));
+}
+
+static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out)
 {
 	if (!out)
 		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;

@@ -105,6 +105,7 @@ struct tp_plan {
 	double cost_s;
 	tp_placement *placement;
 	tp_request *req; /* the request, for the place step */
+	uint64_t topology_id; /* tp_topology_identity(t): what tp_plan_apply_step compares */
 	uint64_t key;    /* the steps' fingerprint: which plan a cluster's cursor follows */
 	tp_defrag_stats stats; /* the work the call did */
 };

@@ -155,6 +155,7 @@ tp_plan *defrag_plan_new(const struct tp_cluster *c)
 		return NULL;
 	p->alloc = c->alloc;
 	p->t = c->t;
+	p->topology_id = tp_topology_identity(c->t);
 	return p;
 }
 
@@ -348,16 +349,25 @@ static int apply_place(tp_cluster *c, const tp_plan *p, const struct pstep *s, s
 	return rc;
 }
 
+static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
+                                const tp_job_options *opts);
+
 int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i, const tp_job_options *opts)
 {
 	if (!c)
 		return TP_EINVAL;
+	TP_GUARDED(c, apply_step_unguarded(c, p, i, opts));
+}
+
+static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
+                                const tp_job_options *opts)
+{
 	if (!p)
 		return tp_seterr(c->errmsg, TP_EINVAL, "plan is NULL");
 	if (p->status != 0)
 		return tp_seterr(c->errmsg, TP_EINVAL, "the plan failed (%s): it has no steps",
 		                 tp_err_name(p->status));
-	if (p->t != c->t)
+	if (p->topology_id != tp_topology_identity(c->t))
 		return tp_seterr(c->errmsg, TP_EINVAL, "the plan was made for another topology");
 	if (i >= p->nsteps)
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: the plan has %zu steps", i,

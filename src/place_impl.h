@@ -17,6 +17,7 @@ struct tp_placement {
 	bool has_fit;                /* fit holds figures (INFEASIBLE, BUSY, FRAGMENTED) */
 	const struct tp_cluster *c;  /* the cluster it was made on */
 	uint64_t generation;         /* c->generation at that time */
+	uint64_t cluster_id;         /* tp_cluster_identity(c): what tp_commit compares */
 	char *job;                   /* request id, or the replaced job's id */
 	tp_request *req;             /* place: a copy of the request (recorded as the shape) */
 	uint32_t *devs;              /* [ndev] rank order (replace: the job's whole new list) */

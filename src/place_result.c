@@ -17,6 +17,7 @@ tp_placement *tp_pl_placement_new(const struct tp_cluster *c, bool replace)
 		return NULL;
 	pl->alloc = c->alloc;
 	pl->c = c;
+	pl->cluster_id = tp_cluster_identity(c);
 	pl->generation = c->generation;
 	pl->nlevels = c->t->nlevels;
 	pl->replace = replace;
@@ -312,17 +313,24 @@ int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
 
 /* ---- commit --------------------------------------------------------------------------------- */
 
+static int commit_unguarded(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);
+
 int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
 {
 	if (!c)
 		return TP_EINVAL;
+	TP_GUARDED(c, commit_unguarded(c, p, opts));
+}
+
+static int commit_unguarded(tp_cluster *c, const tp_placement *p, const tp_job_options *opts)
+{
 	if (!p)
 		return tp_seterr(c->errmsg, TP_EINVAL, "tp_commit: placement is NULL");
 	if (p->status != 0 || !p->devs)
 		return tp_seterr(c->errmsg, TP_EINVAL,
 		                 "tp_commit: the result is not a placement (its status is %s)",
 		                 tp_err_name(p->status));
-	if (p->c != c)
+	if (!tp_cluster_is(c, p->cluster_id))
 		return tp_seterr(c->errmsg, TP_EINVAL,
 		                 "tp_commit: the placement was made on another cluster");
 	if (p->generation != c->generation)

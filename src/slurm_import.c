@@ -67,6 +67,8 @@ struct conf {
 	unsigned nsizes, sizes_line;
 	char *line; /* the logical line being read */
 	size_t line_cap;
+	uint32_t max_devices, max_nodes; /* the caller's budgets (tp_slurm_options) */
+	unsigned gpus;                   /* devices per node */
 };
 
 /* ---- messages and small helpers ----------------------------------------------------------- */
@@ -588,6 +590,16 @@ static int add_node_name(struct conf *c, void *ctx, const char *name)
 	unsigned line = c->rec[r].line;
 	if (c->nnode >= NODES_MAX)
 		return fail(c, TP_ELIMIT, "line %u: more than %u nodes", line, NODES_MAX);
+	/* The budgets are checked while reading, before a builder holds any of it. */
+	if (c->nnode + 1 > c->max_nodes)
+		return fail(c, TP_ELIMIT,
+		            "line %u: more than %u nodes, the budget tp_slurm_options.max_nodes", line,
+		            (unsigned)c->max_nodes);
+	if ((uint64_t)(c->nnode + 1) * c->gpus > c->max_devices)
+		return fail(c, TP_ELIMIT,
+		            "line %u: %zu nodes of %u GPUs are %llu devices, more than the budget "
+		            "tp_slurm_options.max_devices %u", line, c->nnode + 1, c->gpus,
+		            (unsigned long long)(c->nnode + 1) * c->gpus, (unsigned)c->max_devices);
 	int rc = check_name(c, line, "node", name);
 	if (rc)
 		return rc;
@@ -747,6 +759,10 @@ static int create_builder(struct conf *c, struct build *bd)
 	int rc = tp_topology_builder_create(&bd->b, names, bd->nlevels, c->a);
 	if (rc)
 		return fail(c, rc, "could not create the builder (%s)", tp_strerror(rc));
+	/* The builder keeps the budgets for what the caller adds later. */
+	if (tp_topology_builder_set_limits(bd->b, c->max_devices, c->max_nodes))
+		return fail(c, TP_EINTERNAL, "internal error: %s",
+		            tp_topology_builder_errmsg(bd->b));
 	return 0;
 }
 
@@ -1005,8 +1021,38 @@ int tp_topology_builder_from_slurm(tp_topology_builder **out, const char *conf, 
                                    unsigned gpus_per_node, const tp_allocator *alloc,
                                    char *errbuf, size_t errlen)
 {
+	return tp_topology_builder_from_slurm_ext(out, conf, len, gpus_per_node, alloc, NULL,
+	                                          errbuf, errlen);
+}
+
+/* Budgets from the options: 0 or a missing field (an older version) is the default. */
+static int slurm_budgets(struct conf *c, const tp_slurm_options *o)
+{
+	c->max_devices = TP_DEFAULT_MAX_DEVICES;
+	c->max_nodes = TP_DEFAULT_MAX_NODES;
+	if (!o)
+		return 0;
+	if (o->version < 1 || o->version > TP_SLURM_OPTIONS_VERSION)
+		return fail(c, TP_EINVAL, "opts.version %u is not 1 to %d", o->version,
+		            TP_SLURM_OPTIONS_VERSION);
+	if (o->max_devices)
+		c->max_devices = o->max_devices;
+	if (o->max_nodes)
+		c->max_nodes = o->max_nodes;
+	if (c->max_devices > TP_LIMIT_MAX_DEVICES || c->max_nodes > TP_LIMIT_MAX_DEVICES)
+		return fail(c, TP_EINVAL, "opts.max_devices %u or opts.max_nodes %u is above %u",
+		            (unsigned)c->max_devices, (unsigned)c->max_nodes,
+		            (unsigned)TP_LIMIT_MAX_DEVICES);
+	return 0;
+}
+
+int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const char *conf, size_t len,
+                                       unsigned gpus_per_node, const tp_allocator *alloc,
+                                       const tp_slurm_options *opts, char *errbuf,
+                                       size_t errlen)
+{
 	tp_allocator a = tp_alloc_resolve(alloc);
-	struct conf c = {.a = &a, .err = errbuf, .errlen = errlen};
+	struct conf c = {.a = &a, .err = errbuf, .errlen = errlen, .gpus = gpus_per_node};
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (!out)
@@ -1019,6 +1065,9 @@ int tp_topology_builder_from_slurm(tp_topology_builder **out, const char *conf, 
 	if (gpus_per_node < 1 || gpus_per_node > TP_MAX_NODE_DEVICES)
 		return fail(&c, TP_EINVAL, "gpus_per_node %u is not in 1..%d", gpus_per_node,
 		            TP_MAX_NODE_DEVICES);
+	int rc0 = slurm_budgets(&c, opts);
+	if (rc0)
+		return rc0;
 	struct build bd = {.gpus = gpus_per_node};
 	int rc = read_all(&c, conf, len);
 	if (!rc)

@@ -19,6 +19,9 @@ _Static_assert(sizeof(Word_t) >= 8, "Judy keys must hold 64 bits");
 #define TP_NO_MODEL UINT16_MAX
 #define TP_NO_TYPE UINT16_MAX
 
+/* Room for a path of every level above the node, joined with '/'. */
+#define PATH_BUF ((TP_MAX_NAME + 1) * TP_MAX_LEVELS + 8)
+
 struct tp_nodetype {
 	tp_allocator alloc;
 	char errmsg[TP_ERRMSG_LEN];
@@ -92,6 +95,7 @@ struct tp_fd_kind {
 
 struct tp_topology {
 	tp_allocator alloc;
+	uint64_t id;      /* tp_identity_next() at build time */
 	unsigned nlevels; /* node level = nlevels - 1 */
 	struct tp_level_impl lv[TP_MAX_LEVELS];
 	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1]; /* [level + 1]; [0] is the cluster */
@@ -165,7 +169,47 @@ static inline uint32_t tp_dom_ndev(const struct tp_topology *t, unsigned level, 
 	return t->dev_first[f + n] - t->dev_first[f];
 }
 
+/* Node types as a topology keeps them (nodetype.c): whether some GPU pair has an NVLink
+ * figure, a deep copy with allocator a (NULL when out of memory), and whether two describe the
+ * same insides (so nodes can share one copy). */
+bool tp_nt_has_nvlink(const struct tp_nodetype *nt);
+struct tp_nodetype *tp_nt_clone(const struct tp_nodetype *src, const tp_allocator *a);
+bool tp_nt_equal(const struct tp_nodetype *x, const struct tp_nodetype *y);
+
+/* The identity of a topology: results compare it instead of the address. */
+static inline uint64_t tp_topology_identity(const struct tp_topology *t) { return t->id; }
+
 /* Resolve a level name: the level index, or -1. */
 int tp_topology_level_index(const struct tp_topology *t, const char *name);
+
+/* GPU+NIC matching on one node (Kuhn's augmenting paths, GPUs and NICs in index order, so
+ * deterministic). Shared by placement (what a node can give, the NICs of a result) and the
+ * cluster (the NICs a pairs job takes when it is assigned or rebound), which must agree. */
+#define TP_NIC_BLOCKED (-2) /* gpu_of value of a NIC that cannot be paired (taken) */
+
+struct tp_pairing {
+	const struct tp_nodetype *nt;
+	int anchor[TP_MAX_NODE_DEVICES];  /* per GPU: best NIC rank (tp_nodetype_nic_rank) */
+	int nic_of[TP_MAX_NODE_DEVICES];  /* per GPU: paired NIC, -1 */
+	int *gpu_of;                      /* [nnic] paired GPU, -1, or TP_NIC_BLOCKED */
+	unsigned char *seen;              /* [nnic] visited by the current augmentation */
+};
+
+/* The node type of a node whose devices are the GPUs of a type with NICs, else NULL. */
+const struct tp_nodetype *tp_pairable_type(const struct tp_topology *t, uint32_t node);
+
+/* Start a matching with nothing paired; gpu_of and seen hold nt->nnic entries each. */
+void tp_pairing_init(struct tp_pairing *pr, const struct tp_nodetype *nt, int *gpu_of,
+                     unsigned char *seen);
+
+/* Add GPU g to the matching (GPUs already paired stay paired); whether it got a NIC. */
+bool tp_pair_gpu(struct tp_pairing *pr, unsigned g);
+
+/* Take NIC n out of the matching (it must not be paired yet). */
+static inline void tp_pairing_block(struct tp_pairing *pr, int n)
+{
+	if (n >= 0 && (unsigned)n < pr->nt->nnic)
+		pr->gpu_of[n] = TP_NIC_BLOCKED;
+}
 
 #endif

@@ -27,17 +27,15 @@ MAX_FUNC_LINES = 120
 # Layers, lowest first: a file may include headers of its own layer or of a lower one.
 # Importers sit above the model and the solver but may not include each other.
 LAYERS = [
-    ("model", [r"common\..", r"topology.*", r"cluster.*", r"request_data\..", r"frag\.."]),
+    ("model", [r"common\..", r"topology.*", r"nodetype\..", r"cluster.*", r"request_data\..",
+               r"frag\.."]),
     ("solver", [r"request\..", r"request_.*", r"cost\..", r"place.*"]),
     ("planner", [r"defrag.*"]),
     ("importer", [r"hwloc_import.*", r"slurm_import.*", r"scenario_.*", r"nvsmi_import.*"]),
 ]
 
 # Files whose split is in progress on other branches (size limits reported, not enforced).
-NOT_YET_SPLIT = {
-    "topology.c",  # model: the topology builder, the node type
-    "cluster.c",   # model: fingerprint and consistency check
-}
+NOT_YET_SPLIT = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # A function definition at file scope: a line at column 0 that names a function and is not a

@@ -5,6 +5,7 @@
  * the fingerprint, the index behind tp_cluster_tightest(), a randomized sequence against a shadow
  * model, and allocation-failure loops.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -1323,6 +1324,402 @@ Test(cluster, memory_per_gpu)
 		devs[i] = first + i;
 	cr_assert_eq(tp_cluster_assign(c, "rack", devs, 72, NULL), 0);
 	cr_assert_gt(tp_cluster_memory(c), empty + 72 * 4);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- stale savepoint handles, internal errors ---------------------------------------------- */
+
+/* A handle is never handed out twice: once its savepoint is closed, a newer savepoint that took
+ * the same place on the stack does not answer to it (issue #19 item 10). */
+Test(cluster, stale_savepoint_handle_is_refused)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1}, b[] = {4, 5};
+	size_t old, cur;
+	cr_assert_eq(tp_cluster_savepoint(c, &old), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	cr_assert_eq(tp_cluster_savepoint_discard(c, old), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &cur), 0); /* the same stack slot as `old` */
+	cr_assert_neq(cur, old);
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	char want[64];
+	snprintf(want, sizeof want, "savepoint %zu is not open (1 open)", old);
+	TP_ASSERT_ERR(tp_cluster_rollback(c, old), TP_EINVAL, tp_cluster_errmsg(c), want);
+	ASSERT_UNCHANGED(c, fp, gen);
+	TP_ASSERT_ERR(tp_cluster_savepoint_discard(c, old), TP_EINVAL, tp_cluster_errmsg(c), want);
+	cr_assert_eq(c->nsp, 1, "the newer savepoint is still open");
+	cr_assert_eq(tp_cluster_rollback(c, cur), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 1, "b undone, a kept");
+	cr_assert_str_eq(tp_cluster_job_at(c, 0), "a");
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Nested handles name their own savepoint whatever closed in between. */
+Test(cluster, nested_savepoint_handles_find_their_savepoint)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0}, b[] = {4}, d[] = {6};
+	size_t s0, s1, s2;
+	cr_assert_eq(tp_cluster_savepoint(c, &s0), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &s1), 0);
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_rollback(c, s1), 0);
+	cr_assert_eq(tp_cluster_savepoint(c, &s2), 0);
+	cr_assert_eq(tp_cluster_assign(c, "d", d, 1, NULL), 0);
+	cr_assert_eq(tp_cluster_rollback(c, s1), TP_EINVAL, "s1 closed");
+	cr_assert_eq(tp_cluster_savepoint_discard(c, s2), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 2);
+	cr_assert_eq(tp_cluster_rollback(c, s0), 0);
+	cr_assert_eq(tp_cluster_job_count(c), 0);
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The internal entry points (tp_commit's and the planners') check what they rely on: a broken
+ * promise is TP_EINTERNAL with a message and no change, never an assertion (issue #19 item 11). */
+Test(cluster, internal_entry_points_refuse_broken_preconditions)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1}, held[] = {1, 2}, twice[] = {3, 3}, far[] = {0, 99}, free2[] = {6, 7};
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "a", free2, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "job 'a' is assigned but already running");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", held, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "listed twice or held");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", twice, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "job 'x' is assigned 2 devices");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", far, 2, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "out of range");
+	TP_ASSERT_ERR(tp_cluster_assign_impl(c, "x", free2, 0, NULL), TP_EINTERNAL,
+	              tp_cluster_errmsg(c), "internal error");
+	ASSERT_UNCHANGED(c, fp, gen);
+	TP_ASSERT_ERR(tp_cluster_rebind_impl(c, 5, free2, 2), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "rebinding job slot 5 of 1");
+	cr_assert_eq(tp_cluster_assign(c, "b", free2, 2, NULL), 0);
+	fp = tp_cluster_fingerprint(c);
+	gen = c->generation;
+	TP_ASSERT_ERR(tp_cluster_rebind_impl(c, 0, free2, 2), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "job 'a' is moved to 2 devices");
+	ASSERT_UNCHANGED(c, fp, gen);
+	uint32_t keep_one[] = {1, 8};
+	cr_assert_eq(tp_cluster_rebind_impl(c, 0, keep_one, 2), 0, "its own devices are fine");
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* An undo log that cannot be replayed (simulated: the entry that found no room) is refused
+ * before anything is undone; closing the savepoints clears the condition. */
+Test(cluster, broken_undo_log_is_refused_unchanged)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t a[] = {0, 1};
+	size_t sp;
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	c->undo_lost = true;
+	TP_ASSERT_ERR(tp_cluster_rollback(c, sp), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "cannot be replayed (nothing was undone)");
+	ASSERT_UNCHANGED(c, fp, gen);
+	cr_assert_eq(c->nsp, 1, "the savepoint stays open");
+	c->undo_lost = false;
+	c->undo[0].slot = 7; /* an assignment that never had that slot */
+	TP_ASSERT_ERR(tp_cluster_rollback(c, sp), TP_EINTERNAL, tp_cluster_errmsg(c),
+	              "cannot be replayed");
+	ASSERT_UNCHANGED(c, fp, gen);
+	c->undo[0].slot = 0;
+	c->undo_lost = true;
+	cr_assert_eq(tp_cluster_savepoint_discard(c, sp), 0, "keeping the changes still works");
+	cr_assert(!c->undo_lost, "an empty log is sound again");
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+	cr_assert_eq(tp_cluster_release(c, "a"), 0);
+	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Histograms that disagree with the node counts make the tightest-node query say
+ * TP_EINTERNAL instead of aborting. */
+Test(cluster, tightest_node_reports_inconsistent_histograms)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = tp_test_cluster(t);
+	unsigned nl = tp_node_level(t);
+	uint32_t dom;
+	c->indexed[nl] = false; /* answered from the histograms (the node level is not indexed) */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), 0);
+	uint32_t n3;
+	cr_assert_eq(tp_topology_node_by_name(t, "n3", &n3), 0);
+	cr_assert_eq(dom, n3);
+	c->free[nl][dom] = 7; /* the rack's histogram still says one node has 8 free */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), TP_EINTERNAL);
+	c->free[nl][n3] = 8;
+	uint32_t *h = c->hist[1] + (size_t)1 * c->hstride; /* rack r2 */
+	h[8] = 0;                                          /* the zone still counts it */
+	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), TP_EINTERNAL);
+	h[8] = 1;
+	CHECK(c);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- cluster identity ---------------------------------------------------------------------- */
+
+/* An allocator that keeps the last freed block of one size and hands it back to the next
+ * allocation of that size, so that a new cluster lands at the address of a destroyed one.
+ * Blocks carry their size in a header (the free callback is not told it). */
+struct reuse_alloc {
+	size_t size;  /* the size whose blocks are reused */
+	void *spare;  /* a freed block of that size, or NULL */
+	long live;
+	int reused;
+};
+
+#define REUSE_HDR 16
+
+static void *reuse_malloc(void *ud, size_t n)
+{
+	struct reuse_alloc *r = ud;
+	if (n == r->size && r->spare) {
+		void *p = r->spare;
+		r->spare = NULL;
+		r->reused++;
+		r->live++;
+		return p;
+	}
+	unsigned char *b = malloc(n + REUSE_HDR);
+	if (!b)
+		return NULL;
+	memcpy(b, &n, sizeof n);
+	r->live++;
+	return b + REUSE_HDR;
+}
+
+static void *reuse_calloc(void *ud, size_t k, size_t n)
+{
+	if (n && k > SIZE_MAX / n)
+		return NULL;
+	void *p = reuse_malloc(ud, k * n);
+	if (p)
+		memset(p, 0, k * n);
+	return p;
+}
+
+static void reuse_free(void *ud, void *p)
+{
+	struct reuse_alloc *r = ud;
+	if (!p)
+		return;
+	r->live--;
+	unsigned char *b = (unsigned char *)p - REUSE_HDR;
+	size_t n;
+	memcpy(&n, b, sizeof n);
+	if (n == r->size && !r->spare) {
+		r->spare = p;
+		return;
+	}
+	free(b);
+}
+
+static void *reuse_realloc(void *ud, void *p, size_t n)
+{
+	if (!p)
+		return reuse_malloc(ud, n);
+	unsigned char *b = (unsigned char *)p - REUSE_HDR;
+	size_t old;
+	memcpy(&old, b, sizeof old);
+	void *q = reuse_malloc(ud, n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	reuse_free(ud, p);
+	return q;
+}
+
+/* #19 item 6: a placement that outlives its cluster is refused by a new cluster allocated at
+ * the same address with the same change counter (it would write past the smaller cluster's
+ * arrays). */
+Test(cluster, placement_outliving_its_cluster_is_refused_at_the_same_address)
+{
+	tp_test_alloc_reset();
+	struct reuse_alloc ra = {.size = sizeof(struct tp_cluster)};
+	tp_allocator a = {reuse_malloc, reuse_calloc, reuse_realloc, reuse_free, &ra};
+	tp_topology *big = hand(), *small = flat(2); /* 23 devices, 3 devices */
+	tp_cluster *c1 = NULL, *c2 = NULL;
+	cr_assert_eq(tp_cluster_create(&c1, big, &a), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "j";
+	r.count = 8;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c1, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	uint64_t gen = c1->generation;
+	void *addr = c1;
+	tp_cluster_destroy(c1);
+	cr_assert_eq(tp_cluster_create(&c2, small, &a), 0);
+	cr_assert_eq((void *)c2, addr, "the allocator put the new cluster at the old address");
+	cr_assert_eq(ra.reused, 1);
+	cr_assert_eq(c2->generation, gen, "the change counters match, as in the report");
+	uint64_t fp = tp_cluster_fingerprint(c2);
+	TP_ASSERT_ERR(tp_commit(c2, p, NULL), TP_EINVAL, tp_cluster_errmsg(c2),
+	              "the placement was made on another cluster");
+	ASSERT_UNCHANGED(c2, fp, gen);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c2);
+	tp_topology_destroy(big);
+	tp_topology_destroy(small);
+	free((unsigned char *)ra.spare - REUSE_HDR);
+	cr_assert_eq(ra.live, 0);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Identities are distinct per cluster and per topology, also across threads (a C11 atomic):
+ * here, distinct across many creations. */
+Test(cluster, identities_are_distinct)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand(), *u = flat(1);
+	cr_assert_neq(tp_topology_identity(t), tp_topology_identity(u));
+	cr_assert_neq(tp_topology_identity(t), 0);
+	uint64_t prev = 0;
+	for (int i = 0; i < 4; i++) {
+		tp_cluster *c = tp_test_cluster(t);
+		cr_assert_neq(tp_cluster_identity(c), prev);
+		cr_assert_neq(tp_cluster_identity(c), 0);
+		cr_assert(tp_cluster_is(c, tp_cluster_identity(c)));
+		prev = tp_cluster_identity(c);
+		tp_cluster_destroy(c);
+	}
+	tp_topology_destroy(t);
+	tp_topology_destroy(u);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- the writer guard ---------------------------------------------------------------------- */
+
+static tp_cluster *guarded(const tp_topology *t, int on)
+{
+	tp_cluster_options o = TP_CLUSTER_OPTIONS_INIT;
+	o.writer_guard = on;
+	tp_cluster *c = NULL;
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), 0);
+	return c;
+}
+
+/* With the guard on, a writing call that finds another writer inside (simulated: the flag that
+ * writer holds) returns TP_EBUSY and changes nothing; once it left, calls pass again. */
+Test(cluster, writer_guard_refuses_a_second_writer)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *c = guarded(t, 1);
+	uint32_t a[] = {0, 1}, b[] = {4};
+	cr_assert_eq(tp_cluster_assign(c, "a", a, 2, NULL), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "p";
+	r.count = 2;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0);
+	size_t sp = 0;
+	uint64_t fp = tp_cluster_fingerprint(c), gen = c->generation;
+	atomic_store(&c->busy, true); /* another thread is inside a writing call */
+	cr_assert_eq(tp_cluster_assign(c, "b", b, 1, NULL), TP_EBUSY);
+	cr_assert_eq(tp_cluster_release(c, "a"), TP_EBUSY);
+	cr_assert_eq(tp_cluster_set_down(c, b, 1, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_set_cordoned(c, b, 1, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_savepoint(c, &sp), TP_EBUSY);
+	cr_assert_eq(tp_cluster_rollback(c, 1), TP_EBUSY);
+	cr_assert_eq(tp_cluster_savepoint_discard(c, 1), TP_EBUSY);
+	cr_assert_eq(tp_commit(c, p, NULL), TP_EBUSY);
+	tp_plan *plan = (tp_plan *)&plan; /* must be set to NULL */
+	cr_assert_eq(tp_defrag_compact(c, "rack", 1, NULL, &plan), TP_EBUSY);
+	cr_assert_null(plan);
+	cr_assert_eq(c->nsp, 0);
+	ASSERT_UNCHANGED(c, fp, gen);
+	atomic_store(&c->busy, false); /* it left */
+	cr_assert_eq(tp_commit(c, p, NULL), 0);
+	cr_assert(!atomic_load(&c->busy), "the guard is let go after each call");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The library's own calls inside a guarded call pass (a planner's savepoints and releases);
+ * without the guard the flag is never read. */
+Test(cluster, writer_guard_lets_nested_library_calls_through)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster *g = guarded(t, 1), *u = guarded(t, 0);
+	uint32_t a[] = {0}, b[] = {6};
+	for (int k = 0; k < 2; k++) {
+		tp_cluster *c = k ? u : g;
+		tp_job_options o = TP_JOB_OPTIONS_INIT;
+		o.migratable = 1;
+		cr_assert_eq(tp_cluster_assign(c, "a", a, 1, &o), 0);
+		cr_assert_eq(tp_cluster_assign(c, "b", b, 1, &o), 0);
+		uint64_t fp = tp_cluster_fingerprint(c);
+		tp_plan *plan = NULL;
+		int rc = tp_defrag_compact(c, "rack", 2, NULL, &plan);
+		cr_assert(rc == 0 || rc == TP_ENOPLAN, "%s: %s", tp_err_name(rc), tp_cluster_errmsg(c));
+		cr_assert_eq(tp_cluster_fingerprint(c), fp, "the planner rolled back");
+		if (rc == 0)
+			for (size_t i = 0; i < tp_plan_step_count(plan); i++)
+				cr_assert_eq(tp_plan_apply_step(c, plan, i, NULL), 0, "%s",
+				             tp_cluster_errmsg(c));
+		tp_plan_destroy(plan);
+		cr_assert(!atomic_load(&c->busy));
+	}
+	atomic_store(&u->busy, true); /* ignored without the guard */
+	cr_assert_eq(tp_cluster_release(u, "a"), 0);
+	CHECK(g);
+	CHECK(u);
+	tp_cluster_destroy(g);
+	tp_cluster_destroy(u);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(cluster, create_ext_checks_the_options_version)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = hand();
+	tp_cluster_options o = TP_CLUSTER_OPTIONS_INIT;
+	tp_cluster *c = (tp_cluster *)&c;
+	for (unsigned v = 0; v < 3; v += 2) {
+		o.version = v;
+		cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), TP_EINVAL);
+		cr_assert_null(c);
+	}
+	o.version = UINT_MAX;
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, &o), TP_EINVAL);
+	cr_assert_eq(tp_cluster_create_ext(&c, t, &tp_test_allocator, NULL), 0);
+	cr_assert(!c->guard);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();

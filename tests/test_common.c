@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The error table, the version and name validation (common.c). */
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 #include "testutil.h"
@@ -17,9 +18,19 @@ Test(common, every_error_code_has_a_name_and_text)
 	cr_assert_str_eq(tp_strerror(0), "success");
 }
 
+/* TP_EINTERNAL is the code for "the library found itself inconsistent": distinct from
+ * TP_ECORRUPT (what tp_cluster_check() reports) and named like the others. */
+Test(common, internal_error_has_its_own_code)
+{
+	cr_assert_eq(TP_EINTERNAL, -12);
+	cr_assert_neq(TP_EINTERNAL, TP_ECORRUPT);
+	cr_assert_str_eq(tp_err_name(TP_EINTERNAL), "EINTERNAL");
+	cr_assert(strstr(tp_strerror(TP_EINTERNAL), "internal"));
+}
+
 Test(common, unknown_codes)
 {
-	int unknown[] = {1, -12, -100, 42};
+	int unknown[] = {1, -13, -100, 42};
 	for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++) {
 		cr_assert_str_eq(tp_err_name(unknown[i]), "UNKNOWN");
 		cr_assert_str_eq(tp_strerror(unknown[i]), "unknown error");

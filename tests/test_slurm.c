@@ -501,3 +501,65 @@ Test(slurm, allocation_failures_block)
 	                        "BlockSizes=4,8,16\n",
 	                        12);
 }
+
+/* #19 item 9: 144 bytes naming 2^22 nodes; with 256 GPUs a node that was 2^30 devices (9 GB,
+ * 28 s). The default budget (2^24 devices) stops it while reading, at the first node past it,
+ * with a message naming the line, the figure and the option. */
+static const char amplifier[] = "SwitchName=s0 Nodes=b0[0-1048575]\n"
+                                "SwitchName=s1 Nodes=b1[0-1048575]\n"
+                                "SwitchName=s2 Nodes=b2[0-1048575]\n"
+                                "SwitchName=s3 Nodes=b3[0-1048575]\n";
+
+Test(slurm, device_budget_stops_an_amplifying_file)
+{
+	tp_test_alloc_reset();
+	cr_assert(strlen(amplifier) <= 144, "a file of a few bytes");
+	tp_topology_builder *b = (tp_topology_builder *)&b;
+	char err[256];
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm(&b, amplifier, strlen(amplifier), 256,
+	                                             &tp_test_allocator, err, sizeof err),
+	              TP_ELIMIT, err,
+	              "65537 nodes of 256 GPUs are 16777472 devices, more than the budget "
+	              "tp_slurm_options.max_devices 16777216");
+	cr_assert_null(b);
+	cr_assert(strstr(err, "line 1:"), "%s", err);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The caller's budgets: lower ones stop sooner, a node budget too; the builder keeps them. */
+Test(slurm, caller_budgets_are_honoured_and_kept)
+{
+	tp_test_alloc_reset();
+	const char *conf = "SwitchName=s0 Nodes=n[0-7]\n";
+	tp_slurm_options o = TP_SLURM_OPTIONS_INIT;
+	tp_topology_builder *b = NULL;
+	char err[256];
+	o.max_devices = 16; /* 4 nodes of 4 */
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
+	                                                 &tp_test_allocator, &o, err, sizeof err),
+	              TP_ELIMIT, err, "line 1: 5 nodes of 4 GPUs are 20 devices");
+	o.max_devices = 0;
+	o.max_nodes = 7;
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
+	                                                 &tp_test_allocator, &o, err, sizeof err),
+	              TP_ELIMIT, err, "more than 7 nodes, the budget tp_slurm_options.max_nodes");
+	o.max_nodes = 8;
+	o.max_devices = 33;
+	cr_assert_eq(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
+	                                                &tp_test_allocator, &o, err, sizeof err),
+	             0, "%s", err);
+	const char *path[] = {"s0"};
+	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "extra", path, 4, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b), "more than max_nodes 8");
+	tp_topology_builder_destroy(b);
+	o.version = 2;
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
+	                                                 &tp_test_allocator, &o, err, sizeof err),
+	              TP_EINVAL, err, "opts.version 2 is not 1 to 1");
+	o.version = 1;
+	o.max_devices = 1u << 31;
+	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
+	                                                 &tp_test_allocator, &o, err, sizeof err),
+	              TP_EINVAL, err, "opts.max_devices 2147483648 or opts.max_nodes 8 is above");
+	TP_ASSERT_NO_LEAKS();
+}

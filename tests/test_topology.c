@@ -616,3 +616,46 @@ Test(topology, allocation_failures_generate_rewinds)
 		TP_ASSERT_NO_LEAKS();
 	}
 }
+
+/* #19 item 9: the builder's budgets (defaults 2^24 devices, 2^22 nodes), checked before a
+ * node is added or a tree generated, with the figure and the function that raises them. */
+Test(topology, builder_budgets)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = new_builder(levels, 2);
+	unsigned big[] = {65537, 1};
+	TP_ASSERT_ERR(tp_topology_builder_generate(b, big, 256, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b),
+	              "generate: the topology would have 16777472 devices, more than max_devices "
+	              "16777216 (raise it with tp_topology_builder_set_limits)");
+	unsigned many[] = {4194304, 2};
+	TP_ASSERT_ERR(tp_topology_builder_generate(b, many, 1, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b), "more than max_nodes 4194304");
+	cr_assert_eq(tp_topology_builder_set_limits(b, 8, 2), 0);
+	const char *p0[] = {"r0"};
+	cr_assert_eq(tp_topology_builder_add_node(b, "a", p0, 4, NULL), 0);
+	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "b", p0, 5, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b),
+	              "node b: the topology would have 9 devices, more than max_devices 8");
+	cr_assert_eq(tp_topology_builder_add_node(b, "b", p0, 4, NULL), 0);
+	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "c", p0, 1, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b),
+	              "node c: the topology would have 3 nodes, more than max_nodes 2");
+	unsigned one[] = {1, 1};
+	TP_ASSERT_ERR(tp_topology_builder_generate(b, one, 1, NULL), TP_ELIMIT,
+	              tp_topology_builder_errmsg(b), "3 nodes or more, more than max_nodes 2");
+	TP_ASSERT_ERR(tp_topology_builder_set_limits(b, 7, 2), TP_EINVAL,
+	              tp_topology_builder_errmsg(b), "already holds 2 nodes and 8 devices");
+	TP_ASSERT_ERR(tp_topology_builder_set_limits(b, 0, 2), TP_EINVAL,
+	              tp_topology_builder_errmsg(b), "max_devices 0 is not in 1..2147483647");
+	TP_ASSERT_ERR(tp_topology_builder_set_limits(b, 8, 1u << 31), TP_EINVAL,
+	              tp_topology_builder_errmsg(b), "max_nodes 2147483648 is not in");
+	cr_assert_eq(tp_topology_builder_set_limits(NULL, 8, 2), TP_EINVAL);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "the failed calls changed nothing");
+	cr_assert_eq(tp_topology_device_count(t), 8);
+	cr_assert_eq(tp_topology_node_count(t), 2);
+	tp_topology_destroy(t);
+	tp_topology_builder_destroy(b);
+	TP_ASSERT_NO_LEAKS();
+}

@@ -7,7 +7,7 @@ message of the object that failed (the C library names the item and the reason).
 
 __all__ = ["TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
            "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded",
-           "Corrupt", "ClosedError", "check", "error_class"]
+           "Corrupt", "InternalError", "ClosedError", "check", "error_class"]
 
 
 class TopoplaceError(Exception):
@@ -82,6 +82,11 @@ class Corrupt(TopoplaceError):
     code, name = -11, "ECORRUPT"
 
 
+class InternalError(TopoplaceError, RuntimeError):
+    """TP_EINTERNAL: the library found its own state inconsistent (a bug); nothing changed."""
+    code, name = -12, "EINTERNAL"
+
+
 class ClosedError(TopoplaceError, ValueError):
     """The Python object was closed; its C object may already be gone."""
     name = "CLOSED"
@@ -97,11 +102,11 @@ def _register():
         from ._native import lib
     except ImportError:
         for cls in (InvalidArgument, OutOfMemory, NotFound, AlreadyExists, Infeasible, Busy,
-                    Fragmented, NoPlan, ParseError, LimitExceeded, Corrupt):
+                    Fragmented, NoPlan, ParseError, LimitExceeded, Corrupt, InternalError):
             _CLASSES[cls.code] = cls
         return
     for cls in (InvalidArgument, OutOfMemory, NotFound, AlreadyExists, Infeasible, Busy,
-                Fragmented, NoPlan, ParseError, LimitExceeded, Corrupt):
+                Fragmented, NoPlan, ParseError, LimitExceeded, Corrupt, InternalError):
         cls.code = getattr(lib, "TP_" + cls.name)
         _CLASSES[cls.code] = cls
 
