@@ -21,54 +21,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static long live, calls, fail_at;
-
-static void *f_malloc(void *ud, size_t n)
-{
-	(void)ud;
-	if (calls++ == fail_at)
-		return NULL;
-	void *p = malloc(n);
-	live += p != NULL;
-	return p;
-}
-
-static void *f_calloc(void *ud, size_t n, size_t s)
-{
-	(void)ud;
-	if (calls++ == fail_at)
-		return NULL;
-	void *p = calloc(n, s);
-	live += p != NULL;
-	return p;
-}
-
-static void *f_realloc(void *ud, void *q, size_t n)
-{
-	(void)ud;
-	if (calls++ == fail_at)
-		return NULL;
-	void *p = realloc(q, n);
-	live += p && !q;
-	return p;
-}
-
-static void f_free(void *ud, void *p)
-{
-	(void)ud;
-	live -= p != NULL;
-	free(p);
-}
-
-static const tp_allocator counting = {f_malloc, f_calloc, f_realloc, f_free, NULL};
-
-static void check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz_scenario: %s\n", what);
-		abort();
-	}
-}
+#define FZ_NAME "fuzz_scenario"
+#include "counting.h"
 
 /* hwloc files: "x.xml" reads as a tiny non-hwloc file, anything else is missing. */
 static int read_file(void *ud, const char *path, const void **out, size_t *len, char *why,
