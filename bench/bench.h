@@ -129,6 +129,9 @@ double bench_loadavg(void);
 /* Whether stderr is a terminal (progress lines are redrawn there, else printed whole). */
 bool bench_stderr_tty(void);
 
+/* Whether the comma-separated list holds name as one of its items (NULL: every name). */
+bool bench_list_has(const char *list, const char *name);
+
 /* Progress line on stderr (overwritten in place; a final newline with done = true). */
 void bench_progress(bool done, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

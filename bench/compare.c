@@ -71,21 +71,6 @@ struct cmp_opts {
 	struct sim_opts sim;
 };
 
-static bool cmp_policy_selected(const char *list, const char *name)
-{
-	if (!list)
-		return true;
-	size_t len = strlen(name);
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l == len && !strncmp(p, name, len))
-			return true;
-		p += l + (e ? 1 : 0);
-	}
-	return false;
-}
-
 /* The copies cmp_split cuts up, freed when the command ends. */
 static char *cmp_copies[8];
 static int cmp_ncopies;
@@ -744,7 +729,7 @@ int bench_compare_main(int argc, char **argv)
 	}
 	size_t pols[16], npol = 0;
 	for (size_t i = 0; i < sim_npolicies; i++)
-		if (cmp_policy_selected(o.policies, sim_policies[i].name))
+		if (bench_list_has(o.policies, sim_policies[i].name))
 			pols[npol++] = i;
 	if (npol == 0)
 		bench_die("--policies: '%s' selects no policy", o.policies);

@@ -1010,21 +1010,6 @@ static void sim_usage(FILE *f)
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n");
 }
 
-static bool policy_selected(const char *list, const char *name)
-{
-	if (!list)
-		return true;
-	size_t len = strlen(name);
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l == len && !strncmp(p, name, len))
-			return true;
-		p += l + (e ? 1 : 0);
-	}
-	return false;
-}
-
 int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
@@ -1120,7 +1105,7 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_result *res = calloc(sim_npolicies, sizeof *res);
 	size_t n = 0;
 	for (size_t i = 0; i < sim_npolicies; i++) {
-		if (!policy_selected(o.policies, sim_policies[i].name))
+		if (!bench_list_has(o.policies, sim_policies[i].name))
 			continue;
 		res[n].pol = &sim_policies[i];
 		sim_run_policy(&o, &f, &w, w0, w1, &res[n]);

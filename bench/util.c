@@ -625,3 +625,18 @@ tp_topology *bench_scenario_topology(const char *path, char *err, size_t errlen)
 	return NULL;
 #endif
 }
+
+bool bench_list_has(const char *list, const char *name)
+{
+	if (!list)
+		return true;
+	size_t len = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == len && !strncmp(p, name, len))
+			return true;
+		p += l + (e ? 1 : 0);
+	}
+	return false;
+}

@@ -102,6 +102,17 @@ int tp_seterr(char *buf, int code, const char *fmt, ...)
 	return code;
 }
 
+int tp_errbuf_set(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+{
+	if (errbuf && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(errbuf, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
 const char *tp_name_problem(const char *name, bool no_slash)
 {
 	if (!name)

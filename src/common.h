@@ -42,6 +42,10 @@ int tp_grow(const tp_allocator *a, void **arr, size_t *cap, size_t need, size_t 
 /* Write a formatted message into buf (TP_ERRMSG_LEN bytes) and return code. */
 int tp_seterr(char *buf, int code, const char *fmt, ...) TP_PRINTF(3, 4);
 
+/* The buffer importers' channel: write a formatted message into the caller's errbuf (errlen
+ * bytes, cut and NUL-terminated; nothing when errbuf is NULL or errlen 0) and return code. */
+int tp_errbuf_set(char *errbuf, size_t errlen, int code, const char *fmt, ...) TP_PRINTF(4, 5);
+
 /* A new identity (common.c): distinct for every call in the process, never 0. Clusters and
  * topologies carry one so that a result made on one is recognised by its identity, not by an
  * address that a later object may reuse. Thread-safe. */

@@ -65,18 +65,7 @@ struct scan {
 
 /* ---- messages --------------------------------------------------------------------------- */
 
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...) TP_PRINTF(4, 5);
-
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
-{
-	if (errbuf && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
+#define fail tp_errbuf_set /* the caller-buffer channel (common.h) */
 
 static void clear_err(char *errbuf, size_t errlen)
 {

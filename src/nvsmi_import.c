@@ -52,18 +52,7 @@ struct parse {
 	char (*nic_name)[TP_MAX_NAME + 1]; /* [nnic] from the NIC Legend, "" until named */
 };
 
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...) TP_PRINTF(4, 5);
-
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
-{
-	if (errbuf && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
+#define fail tp_errbuf_set /* the caller-buffer channel (common.h) */
 
 /* ---- lines and tokens ---------------------------------------------------------------------- */
 
