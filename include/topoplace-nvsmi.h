@@ -24,24 +24,24 @@
 extern "C" {
 #endif
 
-/** @brief The version of ::tp_nvsmi_options this header describes. @since 0.2.0 */
+/** @brief The version of ::tp_nvsmi_options this header describes. @since 0.3.0 */
 #define TP_NVSMI_OPTIONS_VERSION 1
 
 /**
  * @brief The default NVLink bandwidth of one link, GB/s one direction: NVLink 2 (V100), 3
  * (A100) and 4 (H100) all carry 25 GB/s per link and direction, so `NV12` on a DGX A100 is
- * 300 GB/s and `NV18` on an H100 450 GB/s. Set 50 for NVLink 5 (B200, GB200). @since 0.2.0
+ * 300 GB/s and `NV18` on an H100 450 GB/s. Set 50 for NVLink 5 (B200, GB200). @since 0.3.0
  */
 #define TP_NVSMI_DEFAULT_LINK_GBPS 25.0
 
-/** @brief Options of tp_nodetype_from_nvsmi_topo(). @since 0.2.0 */
+/** @brief Options of tp_nodetype_from_nvsmi_topo(). @since 0.3.0 */
 typedef struct tp_nvsmi_options {
 	unsigned version;        /**< ::TP_NVSMI_OPTIONS_VERSION */
 	double nvlink_link_gbps; /**< GB/s one direction per NVLink (`NV#` gives # times this);
 	                              > 0; ::TP_NVSMI_DEFAULT_LINK_GBPS by default */
 } tp_nvsmi_options;
 
-/** @brief Initialiser of ::tp_nvsmi_options with the defaults. @since 0.2.0 */
+/** @brief Initialiser of ::tp_nvsmi_options with the defaults. @since 0.3.0 */
 #define TP_NVSMI_OPTIONS_INIT {TP_NVSMI_OPTIONS_VERSION, TP_NVSMI_DEFAULT_LINK_GBPS}
 
 /**
@@ -82,7 +82,7 @@ typedef struct tp_nvsmi_options {
  *         ::TP_EPARSE (the text is empty or not as above); ::TP_ELIMIT (more than
  *         ::TP_MAX_NODE_DEVICES GPUs, more than 256 NICs, @p len above 2^20); ::TP_ENOMEM.
  * @note Thread-safe: no state is shared between calls.
- * @since 0.2.0
+ * @since 0.3.0
  */
 TP_API int tp_nodetype_from_nvsmi_topo(tp_nodetype **out, const char *text, size_t len,
                                        const tp_nvsmi_options *opts, const tp_allocator *alloc,

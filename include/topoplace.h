@@ -333,7 +333,7 @@ TP_API double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigne
  */
 TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned b);
 
-/** @brief What a NIC is, for GPU+NIC pairing (tp_nodetype_gpu_nearest_nic()). @since 0.2.0 */
+/** @brief What a NIC is, for GPU+NIC pairing (tp_nodetype_gpu_nearest_nic()). @since 0.3.0 */
 typedef enum tp_nic_kind {
 	TP_NIC_UNKNOWN = 0,  /**< not said (NICs added by hand start so) */
 	TP_NIC_RDMA = 1,     /**< an RDMA NIC: InfiniBand, RoCE (an OpenFabrics device in hwloc) */
@@ -344,14 +344,14 @@ typedef enum tp_nic_kind {
  * @brief Set the kind of a NIC (read by the pairing rule, tp_nodetype_gpu_nearest_nic()).
  * @param nt The node type. @param nic NIC index. @param kind Its kind.
  * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value not in ::tp_nic_kind).
- * @since 0.2.0
+ * @since 0.3.0
  */
 TP_API int tp_nodetype_set_nic_kind(tp_nodetype *nt, unsigned nic, tp_nic_kind kind);
 /**
  * @brief The kind of a NIC.
  * @param nt The node type. @param nic NIC index.
  * @return A ::tp_nic_kind value, or ::TP_ENOTFOUND (-3) for an unknown NIC.
- * @note Read-only. @since 0.2.0
+ * @note Read-only. @since 0.3.0
  */
 TP_API int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic);
 /**
@@ -362,7 +362,7 @@ TP_API int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic);
  * @param package Package id or -1. @param numa NUMA node id or -1.
  * @param host_bridge Host bridge id or -1.
  * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a value below -1).
- * @since 0.2.0
+ * @since 0.3.0
  */
 TP_API int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int package, int numa,
                                         int host_bridge);
@@ -372,7 +372,7 @@ TP_API int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int packa
  * @param package Package id or -1. @param numa NUMA node id or -1.
  * @param host_bridge Host bridge id or -1.
  * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value below -1).
- * @since 0.2.0
+ * @since 0.3.0
  */
 TP_API int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int package, int numa,
                                         int host_bridge);
@@ -381,7 +381,7 @@ TP_API int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int packa
  * @param nt The node type. @param gpu GPU index.
  * @param bus_id The bus id, copied: 1 to 31 bytes, printable, no '/'.
  * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a bad bus id).
- * @since 0.2.0
+ * @since 0.3.0
  */
 TP_API int tp_nodetype_set_gpu_bus_id(tp_nodetype *nt, unsigned gpu, const char *bus_id);
 /**
@@ -390,7 +390,7 @@ TP_API int tp_nodetype_set_gpu_bus_id(tp_nodetype *nt, unsigned gpu, const char 
  * @param nt The node type. @param gpu GPU index.
  * @return The bus id (owned by @p nt, lower-case hex, `dddd:bb:dd.f` from the importers), or
  *         NULL when unknown or for an unknown GPU.
- * @note Read-only. @since 0.2.0
+ * @note Read-only. @since 0.3.0
  */
 TP_API const char *tp_nodetype_gpu_bus_id(const tp_nodetype *nt, unsigned gpu);
 

@@ -36,7 +36,7 @@ def version():
 
 
 def version_string():
-    """The library's run-time version as a string ("0.2.0")."""
+    """The library's run-time version as a string ("0.3.0")."""
     return _s(lib.tp_version_string())
 
 
