@@ -125,7 +125,7 @@ struct cjob {
 
 /* Units the request needs in the candidate's sub-domains of one level: `need` runs of `size`
  * devices, each inside one domain (its groups, or one layer of slices). */
-struct layer {
+struct scan_layer {
 	unsigned level;
 	uint32_t size, need;
 	uint32_t e0, ne;  /* the candidate's domains of this level */
@@ -151,7 +151,7 @@ struct cscan {
 	uint32_t *jdom; /* [jdev index * nlayers + layer] the device's domain - e0 */
 	size_t cap_jdom;
 	unsigned nlayers;
-	struct layer ly[TP_MAX_LEVELS];
+	struct scan_layer ly[TP_MAX_LEVELS];
 	uint32_t nmov;     /* movable jobs (on the candidate, then outside ones once added) */
 	uint64_t movcap;   /* their usable devices */
 	uint32_t ninside;  /* jobs[0 .. ninside) are on the candidate */

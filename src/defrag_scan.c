@@ -81,7 +81,7 @@ static int add_layer(struct planner *P, unsigned level, uint32_t size)
 			}
 			return 0;
 		}
-	struct layer *ly = &s->ly[s->nlayers];
+	struct scan_layer *ly = &s->ly[s->nlayers];
 	defrag_desc_range(P->t, s->level, s->dom, level, &ly->e0, &ly->ne);
 	size_t cap = ly->cap;
 	if (tp_grow(P->a, (void **)&ly->f0, &cap, ly->ne ? ly->ne : 1, sizeof *ly->f0))
@@ -98,20 +98,27 @@ static int add_layer(struct planner *P, unsigned level, uint32_t size)
 	return 0;
 }
 
-/* The layers of the request below the candidate's level: its groups and each slice layer. */
+/* The layers of the request below the candidate's level: its groups, then each slice layer,
+ * from the one derivation of a request's units (tp_rq_units, shared with place and replace). */
 static int setup_layers(struct planner *P)
 {
 	struct cscan *s = &P->scan;
 	s->nlayers = 0;
 	if (!P->have_q)
 		return 0;
-	int rc = add_layer(P, P->q.glevel, P->q.gsize);
-	for (unsigned i = 0; !rc && i < P->q.nslices; i++)
-		rc = add_layer(P, P->q.slevel[i], P->q.ssize[i]);
+	struct tp_rq_unit un[TP_RQ_MAX_UNITS];
+	unsigned n = tp_rq_units(&P->q, P->t->nlevels - 1, un);
+	int rc = 0;
+	for (unsigned i = 0; !rc && i < n; i++)
+		if (un[i].kind == TP_RQ_UNIT_GROUP)
+			rc = add_layer(P, un[i].level, un[i].size);
+	for (unsigned i = 0; !rc && i < n; i++)
+		if (un[i].kind == TP_RQ_UNIT_SLICE)
+			rc = add_layer(P, un[i].level, un[i].size);
 	return rc;
 }
 
-static uint32_t layer_dom(const struct planner *P, const struct layer *ly, uint32_t dev)
+static uint32_t layer_dom(const struct planner *P, const struct scan_layer *ly, uint32_t dev)
 {
 	uint32_t node = P->t->dev_node[dev];
 	return tp_node_ancestor(P->t, node, ly->level) - ly->e0;
@@ -300,7 +307,7 @@ void defrag_tally_reset(struct planner *P)
 	struct cscan *s = &P->scan;
 	s->tally = s->free;
 	for (unsigned i = 0; i < s->nlayers; i++) {
-		struct layer *ly = &s->ly[i];
+		struct scan_layer *ly = &s->ly[i];
 		memcpy(ly->f, ly->f0, (size_t)ly->ne * sizeof *ly->f);
 		uint64_t u = 0;
 		for (uint32_t e = 0; e < ly->ne; e++)
@@ -315,7 +322,7 @@ void defrag_tally_job(struct planner *P, uint32_t k, int sign)
 	const struct cjob *cj = &s->jobs[k];
 	s->tally = sign > 0 ? s->tally + cj->a : s->tally - cj->a;
 	for (unsigned i = 0; i < s->nlayers; i++) {
-		struct layer *ly = &s->ly[i];
+		struct scan_layer *ly = &s->ly[i];
 		for (uint32_t x = 0; x < cj->a; x++) {
 			uint32_t e = s->jdom[(size_t)(cj->d0 + x) * s->nlayers + i];
 			ly->units -= ly->f[e] / ly->size;

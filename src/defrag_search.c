@@ -214,7 +214,7 @@ struct by_dom {
 static int by_dom_build(struct planner *P, unsigned li, struct by_dom *b)
 {
 	const struct cscan *s = &P->scan;
-	const struct layer *ly = &s->ly[li];
+	const struct scan_layer *ly = &s->ly[li];
 	b->off = tp_calloc(P->a, (size_t)ly->ne + 1, sizeof *b->off);
 	size_t total = 0;
 	for (uint32_t k = 0; k < s->njobs; k++)
@@ -277,7 +277,7 @@ static bool pick_node(struct planner *P, unsigned li, const struct by_dom *b, co
                       const bool *banned, uint32_t *S, uint32_t *nS)
 {
 	struct cscan *s = &P->scan;
-	const struct layer *ly = &s->ly[li];
+	const struct scan_layer *ly = &s->ly[li];
 	uint32_t bestn = UINT32_MAX, bestcnt = 0;
 	int64_t bestw = 0;
 	uint64_t bestg = 0;
@@ -418,7 +418,7 @@ struct greedy {
 	bool *inS, *banned;
 	uint32_t *S;
 	struct by_dom bd;
-	const struct layer *nodely; /* the node-level layer of the request, or NULL */
+	const struct scan_layer *nodely; /* the node-level layer of the request, or NULL */
 	unsigned nodeli;
 	bool fewest; /* fill by usable devices (fewest jobs) instead of cost per device */
 	uint32_t n;  /* jobs on the candidate when the search began (room makers come later) */
