@@ -29,7 +29,7 @@ __all__ = [
     # requests and answers
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
-    "place", "commit", "replace",
+    "DefragStats", "NIC_KINDS", "place", "commit", "replace",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
@@ -45,11 +45,12 @@ for _mod, _names in (
                     "AlreadyExists", "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError",
                     "LimitExceeded", "Corrupt", "ClosedError", "check")),
         ("_core", ("version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS")),
-        ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
+        ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric", "NIC_KINDS")),
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
         ("placement", ("Placement", "Fit")),
-        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep"))):
+        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
+                    "DefragStats"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name
