@@ -8,18 +8,13 @@ A :class:`Topology` is read-only and may be shared by threads, as in C.
 from collections import namedtuple
 
 from . import _defaults
-from ._core import (_LINK_CODE, _LINK_NAME, LINK_KINDS, NONE, _b, _keep, _own, _Owned, _s,
-                    _strv, ffi, lib, strerror)
+from ._core import (_LINK_CODE, _LINK_NAME, _NIC_KIND, _NIC_KIND_NAME, LINK_KINDS,
+                    NIC_KINDS, NONE, _b, _keep, _own, _Owned, _s, _strv, ffi, lib, strerror)
 from .errors import InvalidArgument, NotFound, check
 
-__all__ = ["NodeType", "Fabric", "TopologyBuilder", "Topology", "NIC_KINDS"]
+__all__ = ["NodeType", "Fabric", "TopologyBuilder", "Topology"]
 
 _NODE = _defaults.NODE_OPTIONS
-#: The kinds of a NIC, as ``NodeType.set_nic_kind`` takes them.
-NIC_KINDS = ("unknown", "rdma", "ethernet")
-_NIC_KIND = {"unknown": lib.TP_NIC_UNKNOWN, "rdma": lib.TP_NIC_RDMA,
-             "ethernet": lib.TP_NIC_ETHERNET}
-_NIC_KIND_NAME = {v: k for k, v in _NIC_KIND.items()}
 
 
 class NodeType(_Owned):
