@@ -155,8 +155,10 @@ def test_import_without_a_format_is_a_usage_error(tp, tmp_path):
     import io
     from topoplace import cli
     buf = io.StringIO()
-    assert cli.main(["place", "import"], stdout=buf) == 2
-    assert json.loads(buf.getvalue())["status"] == "invalid"
+    assert cli.main(["--strict", "import", "hwloc"], stdout=buf) == 2
+    msg = json.loads(buf.getvalue())["message"]
+    assert msg.startswith("usage: import takes a format first: python3 -m topoplace import "
+                          "{hwloc|nvidia-smi} FILE"), msg
 
 
 def test_node_type_to_dict_matches_the_getters(tp, tmp_path):

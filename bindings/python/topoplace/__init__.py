@@ -13,7 +13,8 @@ The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.m
 in one module per object family: :mod:`topoplace.topology`, :mod:`topoplace.cluster`,
 :mod:`topoplace.request`, :mod:`topoplace.placement` and :mod:`topoplace.defrag` (the errors
 in :mod:`topoplace.errors`); import them from here. The command-line tool is
-``python3 -m topoplace place|frag|replace|defrag FILE`` (:mod:`topoplace.cli`).
+``python3 -m topoplace place|frag|replace|defrag|compact FILE`` and ``python3 -m topoplace
+import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli`).
 :mod:`topoplace.scenario` (the scenario format) needs no C library, so the names below are
 loaded on first use.
 """
