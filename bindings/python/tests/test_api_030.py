@@ -225,3 +225,44 @@ def test_node_type_errors_from_the_library(tp):
             call()
         assert str(e.value) == message         # the node type's message
     assert nt.gpu_bus_id(0) is None            # the failed calls changed nothing
+
+
+# -- error names and the cost model -----------------------------------------------------------
+
+def test_err_name(tp):
+    assert [tp.err_name(c) for c in (0, -1, -12, -99)] == ["OK", "EINVAL", "EINTERNAL",
+                                                            "UNKNOWN"]
+    assert all(tp.err_name(cls.code) == cls.name
+               for cls in (tp.InvalidArgument, tp.NoPlan, tp.LimitExceeded))
+
+
+def test_step_model(tp):
+    t = tp.Topology.nvl72(1, 2)                # two racks of 72 GPUs, devices 0-71 in rack 0
+    # compute only: the step is the compute time, wherever the devices are
+    assert tp.step_us(t, [0, 1, 72, 73], tp.StepModel(dp=4, compute_us=1000.0)) == 1000.0
+    m = tp.StepModel(tp=4, dp=2, compute_us=1000.0, tp_bytes=1e6, tp_msgs=10, dp_bytes=1e8)
+    packed = list(range(8))                     # two nodes of one rack
+    split = [0, 1, 72, 73, 4, 5, 6, 7]          # a tensor group across the racks
+    assert tp.efficiency(t, packed, m) == 1.0
+    assert tp.step_us(t, split, m) > tp.step_us(t, packed, m)
+    eff = tp.efficiency(t, split, m)
+    assert 0 < eff < 1
+    # names work as ids do
+    names = [t.device_name(d) for d in split]
+    assert tp.step_us(t, names, m) == tp.step_us(t, split, m)
+    # the C struct is TP_STEP_MODEL_INIT for a default model
+    from topoplace import _defaults
+    from test_api_families import _fields
+    assert _fields(tp.StepModel()._to_c()) == _fields(_defaults.c_init("step_model"))
+
+
+@pytest.mark.parametrize("devices,model,message", [
+    (range(6), {"tp": 4, "dp": 2}, "model.tp 4 x model.pp 1 x model.dp 2 is not the 6 devices"),
+    (range(8), {"tp": -1}, "model.tp -1 is not an integer from 0 to 4294967295"),
+    (range(8), {"dp": 8, "compute_us": "x"}, "model.compute_us 'x' is not a number"),
+])
+def test_step_model_errors(tp, devices, model, message):
+    t = tp.Topology.nvl72(1, 1)
+    with pytest.raises(tp.InvalidArgument) as e:
+        tp.step_us(t, list(devices), tp.StepModel(**model))
+    assert str(e.value) == message

@@ -12,7 +12,7 @@ import pytest
 
 from test_api import small
 
-FAMILIES = ("topology", "cluster", "request", "placement", "defrag")
+FAMILIES = ("topology", "cluster", "request", "placement", "defrag", "cost")
 
 
 # -- names ------------------------------------------------------------------------------------

@@ -30,13 +30,13 @@ __all__ = [
     # requests and answers
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
-    "DefragStats", "NIC_KINDS", "place", "commit", "replace",
+    "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
     "ClosedError", "check",
     # misc
-    "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
+    "version", "version_string", "strerror", "err_name", "JOB_CLASSES", "LINK_KINDS",
 ]
 
 # Where each name lives: the errors need no compiled module, the rest do.
@@ -45,8 +45,9 @@ for _mod, _names in (
         ("errors", ("TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound",
                     "AlreadyExists", "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError",
                     "LimitExceeded", "Corrupt", "ClosedError", "check")),
-        ("_core", ("version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
-                   "NIC_KINDS")),
+        ("_core", ("version", "version_string", "strerror", "err_name", "JOB_CLASSES",
+                   "LINK_KINDS", "NIC_KINDS")),
+        ("cost", ("StepModel", "step_us", "efficiency")),
         ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),

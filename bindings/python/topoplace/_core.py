@@ -9,8 +9,8 @@ import warnings
 from ._native import ffi, lib
 from .errors import ClosedError, InvalidArgument
 
-__all__ = ["ffi", "lib", "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
-           "NIC_KINDS", "NONE"]
+__all__ = ["ffi", "lib", "version", "version_string", "strerror", "err_name", "JOB_CLASSES",
+           "LINK_KINDS", "NIC_KINDS", "NONE"]
 
 #: The job classes, as ``Request.job_class`` and ``Cluster.assign(job_class=...)`` take them.
 JOB_CLASSES = ("training", "inference", "interactive")
@@ -48,6 +48,12 @@ def version_string():
 def strerror(code):
     """The fixed description of an error code."""
     return _s(lib.tp_strerror(code))
+
+
+def err_name(code):
+    """The symbolic name of an error code, without the ``TP_`` prefix ("EINVAL"; "OK" for 0,
+    "UNKNOWN" for a code the library does not have; ``tp_err_name``)."""
+    return _s(lib.tp_err_name(code))
 
 
 # -- conversions ------------------------------------------------------------------------------
