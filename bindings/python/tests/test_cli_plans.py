@@ -248,3 +248,7 @@ def test_devices_text():
     assert devices_text(["x1/0", "x1/1", "x1/2", "x2/0", "x2/2", "x2/3", "x1/5"]) == \
         "x1/0-2 x2/0,2-3 x1/5"
     assert devices_text([]) == ""
+    many = ["n%d/%d" % (n, i) for n in range(20) for i in range(4)]
+    assert devices_text(many) == ("n0/0-3 n1/0-3 n2/0-3 n3/0-3 n4/0-3 n5/0-3 ... and 14 more "
+                                  "node runs")
+    assert devices_text(many[:48]) == " ".join("n%d/0-3" % n for n in range(12))

@@ -126,9 +126,13 @@ def plan_marks(topo, plan):
     return before, after
 
 
-def devices_text(devices):
+MAX_NODE_GROUPS = 12
+
+
+def devices_text(devices, most=MAX_NODE_GROUPS):
     """Device names ``node/index`` in order, a node's run of indices written once:
-    ``x1/0-3 x2/0,2``."""
+    ``x1/0-3 x2/0,2``; past ``most`` runs, the first ones and how many more (the JSON
+    answer lists them all)."""
     groups = []
     for name in devices:
         node, _, idx = name.rpartition("/")
@@ -136,7 +140,11 @@ def devices_text(devices):
             groups[-1][1].append(idx)
         else:
             groups.append((node, [idx]))
-    return " ".join("%s/%s" % (node, _ranges(idx)) for node, idx in groups)
+    shown = groups if len(groups) <= most else groups[:most // 2]
+    text = " ".join("%s/%s" % (node, _ranges(idx)) for node, idx in shown)
+    if len(shown) < len(groups):
+        text += " ... and %d more node runs" % (len(groups) - len(shown))
+    return text
 
 
 def _ranges(indices):
