@@ -266,3 +266,42 @@ def test_step_model_errors(tp, devices, model, message):
     with pytest.raises(tp.InvalidArgument) as e:
         tp.step_us(t, list(devices), tp.StepModel(**model))
     assert str(e.value) == message
+
+
+def test_writer_guard_catches_a_second_writer(tp):
+    """Two threads write one guarded cluster: the one that comes second while the other is
+    inside a long planning call (the GIL is released during C calls) gets Busy; the state stays
+    consistent. Repeated until it happens, within a deadline (each try is a fresh chance)."""
+    import threading
+    import time
+    t = tp.Topology.nvl72(4, 16)
+    c = tp.Cluster(t, writer_guard=True)
+    for r in range(64):
+        for n in range(0, 18, 3):
+            node = t.node_name(r * 18 + n)
+            c.assign("j%d-%d" % (r, n), [node + "/0", node + "/1"], migratable=True)
+    fp = c.fingerprint
+    last = t.device_count - 1
+    done, seen = threading.Event(), []
+
+    def second_writer():
+        while not done.is_set():
+            try:
+                c.set_cordoned([last], False)      # a writing call that changes nothing
+            except tp.Busy as e:
+                seen.append(e)
+    th = threading.Thread(target=second_writer)
+    th.start()
+    try:
+        deadline = time.monotonic() + 60
+        policy = tp.DefragPolicy(max_candidates=None, max_simulations=None)
+        while not seen and time.monotonic() < deadline:
+            try:
+                c.defrag_compact("rack", 24, policy)
+            except tp.Busy:
+                pass                              # the other thread was inside: try again
+    finally:
+        done.set()
+        th.join()
+    assert seen, "no second writer was caught in 60 s"
+    assert c.fingerprint == fp and c.check()
