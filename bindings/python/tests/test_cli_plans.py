@@ -117,6 +117,8 @@ def test_compact_reads_the_policy_section(tp, tmp_path):
     (("frag", "--domains", "2"), "usage: --domains applies to compact only"),
     (("place", "--no-less-local"), "usage: --no-less-local applies to defrag and compact only"),
     (("compact", "--level", "block"), "--level: unknown level 'block' (levels: rack, node)"),
+    (("compact", "--level", "rack", "--domains", "3"),
+     "--domains: ndomains 3 is not between 1 and the 2 domains of level rack"),
 ])
 def test_compact_usage_errors(tp, tmp_path, args, message):
     rc, out = cli(tmp_path, *args, document=TWO_RACKS)

@@ -488,6 +488,8 @@ def _compact(sc, topo, cluster, level, ndomains):
         plan = cluster.defrag_compact(level, ndomains, sc.policy)
     except (errors.InvalidArgument, errors.NotFound) as e:
         msg = str(e)
+        if msg.startswith("ndomains"):
+            return _invalid("--domains: %s" % msg)
         return _invalid(msg if msg.startswith("policy") else "compact: %s" % msg)
     if not plan.ok:
         return _Answer(EXIT_NOT_PLACED, {"status": "none", "message": plan.message},
