@@ -115,6 +115,7 @@ def test_compact_reads_the_policy_section(tp, tmp_path):
      "usage: argument --domains: --domains: '0' is not a positive integer"),
     (("place", "--level", "rack"), "usage: --level applies to compact only"),
     (("frag", "--domains", "2"), "usage: --domains applies to compact only"),
+    (("defrag", "--domains", "1"), "usage: --domains applies to compact only"),
     (("place", "--no-less-local"), "usage: --no-less-local applies to defrag and compact only"),
     (("compact", "--level", "block"), "--level: unknown level 'block' (levels: rack, node)"),
     (("compact", "--level", "rack", "--domains", "3"),

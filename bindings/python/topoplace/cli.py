@@ -77,7 +77,7 @@ def _parser():
                         "on any free devices)")
     p.add_argument("--level", default=None, metavar="LEVEL",
                    help="compact: the level whose domains to free (required)")
-    p.add_argument("--domains", type=_positive, default=1, metavar="N",
+    p.add_argument("--domains", type=_positive, default=None, metavar="N",
                    help="compact: how many domains of --level to leave fully free (default 1)")
     p.add_argument("--format", choices=("json", "text"), default="json",
                    help="json (default): one JSON document; text: a picture for a person")
@@ -178,7 +178,7 @@ def main(argv=None, stdin=None, stdout=None):
         if args.command == "compact" and args.level is None:
             raise _UsageError("compact needs --level LEVEL")
         for flag, used in (("--level", args.level is not None),
-                           ("--domains", args.domains != 1)):
+                           ("--domains", args.domains is not None)):
             if used and args.command != "compact":
                 raise _UsageError("%s applies to compact only" % flag)
         if not args.less_local and args.command not in ("defrag", "compact"):
@@ -187,7 +187,7 @@ def main(argv=None, stdin=None, stdout=None):
         answer = run(args.command, args.file, strict=args.strict, stdin=stdin,
                      max_bytes=args.max_input_bytes,
                      options={"less_local": args.less_local, "level": args.level,
-                              "domains": args.domains})
+                              "domains": args.domains or 1})
     except _UsageError as e:
         answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
                           "[--strict] [--max-input-bytes N] [--timeout SECONDS] "
