@@ -12,7 +12,7 @@ import pytest
 
 from test_api import small
 
-FAMILIES = ("topology", "cluster", "request", "placement", "defrag")
+FAMILIES = ("topology", "cluster", "request", "placement", "defrag", "cost")
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -139,7 +139,9 @@ def test_defaults_are_the_header_initialisers(tp):
     assert pol.version == lib.TP_DEFRAG_POLICY_VERSION
     assert dict(_defaults.DEFRAG_POLICY) == {
         "migrate": True, "preempt": True, "allow_interactive": False, "max_moves": None,
-        "max_cost_s": None, "min_priority_gap": 1, "allow_less_local": False}
+        "max_cost_s": None, "min_priority_gap": 1, "allow_less_local": False,
+        "max_candidates": lib.TP_DEFRAG_MAX_CANDIDATES,
+        "max_simulations": lib.TP_DEFRAG_MAX_SIMULATIONS, "max_time_us": None}
     assert dict(_defaults.JOB_OPTIONS) == {
         "job_class": "training", "priority": 0, "tenant": None, "preemptible": True,
         "migratable": False, "checkpoint_s": 60.0}

@@ -13,7 +13,8 @@ The classes wrap the C API (include/topoplace.h) through cffi; see docs/python.m
 in one module per object family: :mod:`topoplace.topology`, :mod:`topoplace.cluster`,
 :mod:`topoplace.request`, :mod:`topoplace.placement` and :mod:`topoplace.defrag` (the errors
 in :mod:`topoplace.errors`); import them from here. The command-line tool is
-``python3 -m topoplace place|frag|replace|defrag FILE`` (:mod:`topoplace.cli`).
+``python3 -m topoplace place|frag|replace|defrag|compact FILE`` and ``python3 -m topoplace
+import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli`).
 :mod:`topoplace.scenario` (the scenario format) needs no C library, so the names below are
 loaded on first use.
 """
@@ -29,13 +30,13 @@ __all__ = [
     # requests and answers
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
-    "place", "commit", "replace",
+    "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
     "ClosedError", "check",
     # misc
-    "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
+    "version", "version_string", "strerror", "err_name", "JOB_CLASSES", "LINK_KINDS",
 ]
 
 # Where each name lives: the errors need no compiled module, the rest do.
@@ -44,12 +45,15 @@ for _mod, _names in (
         ("errors", ("TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound",
                     "AlreadyExists", "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError",
                     "LimitExceeded", "Corrupt", "ClosedError", "check")),
-        ("_core", ("version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS")),
+        ("_core", ("version", "version_string", "strerror", "err_name", "JOB_CLASSES",
+                   "LINK_KINDS", "NIC_KINDS")),
+        ("cost", ("StepModel", "step_us", "efficiency")),
         ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
         ("placement", ("Placement", "Fit")),
-        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep"))):
+        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
+                    "DefragStats"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name

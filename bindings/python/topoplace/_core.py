@@ -9,8 +9,8 @@ import warnings
 from ._native import ffi, lib
 from .errors import ClosedError, InvalidArgument
 
-__all__ = ["ffi", "lib", "version", "version_string", "strerror", "JOB_CLASSES", "LINK_KINDS",
-           "NONE"]
+__all__ = ["ffi", "lib", "version", "version_string", "strerror", "err_name", "JOB_CLASSES",
+           "LINK_KINDS", "NIC_KINDS", "NONE"]
 
 #: The job classes, as ``Request.job_class`` and ``Cluster.assign(job_class=...)`` take them.
 JOB_CLASSES = ("training", "inference", "interactive")
@@ -22,6 +22,11 @@ _CLASS_NAME = {v: k for k, v in _CLASS_CODE.items()}
 _LINK_CODE = {"nvlink": lib.TP_LINK_NVLINK, "pcie": lib.TP_LINK_PCIE, "ib": lib.TP_LINK_IB,
               "ethernet": lib.TP_LINK_ETHERNET}
 _LINK_NAME = {v: k for k, v in _LINK_CODE.items()}
+#: The kinds of a NIC, as ``NodeType.set_nic_kind`` takes them.
+NIC_KINDS = ("unknown", "rdma", "ethernet")
+_NIC_KIND = {"unknown": lib.TP_NIC_UNKNOWN, "rdma": lib.TP_NIC_RDMA,
+             "ethernet": lib.TP_NIC_ETHERNET}
+_NIC_KIND_NAME = {v: k for k, v in _NIC_KIND.items()}
 _DEVICE_STATE = {lib.TP_DEVICE_FREE: "free", lib.TP_DEVICE_HELD: "held",
                  lib.TP_DEVICE_DOWN: "down", lib.TP_DEVICE_CORDONED: "cordoned"}
 _STATUS = {0: "ok", lib.TP_EINFEASIBLE: "infeasible", lib.TP_EBUSY: "busy",
@@ -43,6 +48,12 @@ def version_string():
 def strerror(code):
     """The fixed description of an error code."""
     return _s(lib.tp_strerror(code))
+
+
+def err_name(code):
+    """The symbolic name of an error code, without the ``TP_`` prefix ("EINVAL"; "OK" for 0,
+    "UNKNOWN" for a code the library does not have; ``tp_err_name``)."""
+    return _s(lib.tp_err_name(code))
 
 
 # -- conversions ------------------------------------------------------------------------------

@@ -36,6 +36,11 @@ def _u32_limit(n):
     return None if n == 0xFFFFFFFF else int(n)
 
 
+def _zero_limit(n):
+    """0 means "no limit": None."""
+    return int(n) or None
+
+
 def _negative_limit(x):
     """A negative value means "no limit": None."""
     return None if x < 0 else float(x)
@@ -103,4 +108,7 @@ DEFRAG_POLICY = _read("defrag_policy", {
     "max_cost_s": ("max_cost_s", _negative_limit),
     "min_priority_gap": ("min_priority_gap", int),
     "allow_less_local": ("allow_less_local", bool),
+    "max_candidates": ("max_candidates", _u32_limit),
+    "max_simulations": ("max_simulations", _u32_limit),
+    "max_time_us": ("max_time_us", _zero_limit),
 })

@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: MIT
-"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag FILE``.
+"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|compact FILE``, and
+``python3 -m topoplace import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli_import`).
 
 It reads a scenario-v1 document (shared/spec/scenario-v1.md) from FILE, or standard input for
 ``-``, validates all of it, drives the C library, and writes one JSON document to standard
-output. Exit status:
+output. ``compact --level LEVEL [--domains N]`` (an extension) answers the moves that leave N
+domains of LEVEL fully free (``tp_defrag_compact``), under the document's ``policy``.
+``--no-less-local`` (defrag, compact) keeps every migrated job at least as local as it sits;
+by default the scenario-v1 contract lets a job without a request restart anywhere. Exit
+status:
 
 ======  ======================================================================================
-0       placed / replaced / plan found / frag report
-1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no defrag plan (``none``)
+0       placed / replaced / plan found / frag report / node type imported
+1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no plan (``none``)
 2       invalid input: ``{"status": "invalid", "message": "request.slices[1].size: ..."}``
 3       this build cannot answer (``unsupported``: defrag before the library has it, or a
         library built without its scenario importer), or an internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
@@ -62,8 +67,18 @@ def _parser():
                 description="Answer a libtopoplace scenario (scenario-v1): where a job would "
                             "go, how fragmented the cluster is, which devices replace failed "
                             "ones, which moves make a job fit.")
-    p.add_argument("command", choices=sc_mod.COMMANDS, help="the question to answer")
+    p.add_argument("command", choices=CLI_COMMANDS, help="the question to answer "
+                   "(compact: the moves that free --domains domains of --level; import: "
+                   "see `python3 -m topoplace import --help`)")
     p.add_argument("file", help="the scenario file, or - for standard input")
+    p.add_argument("--no-less-local", dest="less_local", action="store_false",
+                   help="defrag, compact: a migrated job never lands less local than it sits "
+                        "(by default scenario-v1 plans let a job without a request restart "
+                        "on any free devices)")
+    p.add_argument("--level", default=None, metavar="LEVEL",
+                   help="compact: the level whose domains to free (required)")
+    p.add_argument("--domains", type=_positive, default=None, metavar="N",
+                   help="compact: how many domains of --level to leave fully free (default 1)")
     p.add_argument("--format", choices=("json", "text"), default="json",
                    help="json (default): one JSON document; text: a picture for a person")
     p.add_argument("--strict", action="store_true",
@@ -84,6 +99,16 @@ def _max_bytes(text):
     if n < 1:
         raise argparse.ArgumentTypeError("--max-input-bytes: %r is not a positive integer"
                                          % text)
+    return n
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 1 <= n <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError("--domains: %r is not a positive integer" % text)
     return n
 
 
@@ -141,18 +166,33 @@ def main(argv=None, stdin=None, stdout=None):
     """Run the tool; returns the exit status (see the module's documentation)."""
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
+    if argv[:1] == ["import"]:
+        return _import_main(argv[1:], stdin, out)
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
     watchdog = _Watchdog(None, out)
     try:
         args = _parser().parse_args(argv)
         fmt = args.format
+        if args.command == "import":
+            raise _UsageError("import takes a format first: " + _import_usage())
+        if args.command == "compact" and args.level is None:
+            raise _UsageError("compact needs --level LEVEL")
+        for flag, used in (("--level", args.level is not None),
+                           ("--domains", args.domains is not None)):
+            if used and args.command != "compact":
+                raise _UsageError("%s applies to compact only" % flag)
+        if not args.less_local and args.command not in ("defrag", "compact"):
+            raise _UsageError("--no-less-local applies to defrag and compact only")
         watchdog = _Watchdog(args.timeout, out)
         answer = run(args.command, args.file, strict=args.strict, stdin=stdin,
-                     max_bytes=args.max_input_bytes)
+                     max_bytes=args.max_input_bytes,
+                     options={"less_local": args.less_local, "level": args.level,
+                              "domains": args.domains or 1})
     except _UsageError as e:
         answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
-                          "[--strict] [--max-input-bytes N] [--timeout SECONDS])"
-                          % (e, "|".join(sc_mod.COMMANDS)))
+                          "[--strict] [--max-input-bytes N] [--timeout SECONDS] "
+                          "[--no-less-local] [--level LEVEL] [--domains N])"
+                          % (e, "|".join(SCENARIO_COMMANDS)))
     except SystemExit as e:          # --help
         return e.code if isinstance(e.code, int) else 0
     except Exception as e:           # a bug: say so in JSON, never as a traceback
@@ -160,6 +200,33 @@ def main(argv=None, stdin=None, stdout=None):
     with watchdog:
         answer = _write(answer, fmt, out)
     return answer.code
+
+
+def _import_usage():
+    from .cli_import import USAGE
+    return USAGE
+
+
+def _import_main(argv, stdin, out):
+    """``import hwloc|nvidia-smi FILE``: the node type as JSON (cli_import)."""
+    from . import cli_import
+    try:
+        args = cli_import.parser(_Parser, _max_bytes).parse_args(argv)
+        code, doc = cli_import.run(args, stdin)
+    except _UsageError as e:
+        code, doc = EXIT_INVALID, {"status": "invalid",
+                                   "message": "usage: %s (%s)" % (e, cli_import.USAGE)}
+    except SystemExit as e:          # --help
+        return e.code if isinstance(e.code, int) else 0
+    except Exception as e:           # a bug: say so in JSON, never as a traceback
+        a = _internal_error(e)
+        code, doc = a.code, a.doc
+    try:
+        out.write(cli_import.dumps(doc) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        pass
+    return code
 
 
 def _write(answer, fmt, out):
@@ -196,9 +263,13 @@ def _internal_error(e):
                    "(TOPOPLACE_DEBUG=1 prints the traceback)" % (type(e).__name__, where, e)})
 
 
-def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
+def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES,
+        options=None):
     """Answer ``command`` for the scenario in ``path`` (``-``: standard input), which may hold
-    at most ``max_bytes`` bytes."""
+    at most ``max_bytes`` bytes. ``options``: ``less_local`` (False: ``--no-less-local``),
+    and compact's ``level`` and ``domains``."""
+    opts = {"less_local": True, "level": None, "domains": 1}
+    opts.update(options or {})
     try:
         from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
     except ImportError as e:
@@ -210,7 +281,10 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
             "message": "this build cannot read scenarios: libtopoplace was built without its "
                        "scenario importer (jansson was not found)"}, command=command)
     try:
-        sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
+        if command == "compact":
+            sc = _load_compact(path, strict, stdin, max_bytes)
+        else:
+            sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
     except InvalidInput as e:
         return _invalid(str(e))
     topo, cluster = sc.topology, sc.cluster
@@ -220,7 +294,28 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
             "status": "unsupported",
             "message": "%s is not available in this build: libtopoplace does not export %s"
                        % (command, ", ".join(lacking))}, command=command)
+    if sc.policy is not None and not opts["less_local"]:
+        sc.policy.allow_less_local = False
+    if command == "compact":
+        return _compact(sc, topo, cluster, opts["level"], opts["domains"])
     return COMMANDS[command](sc, topo, cluster)
+
+
+def _load_compact(path, strict, stdin, max_bytes):
+    """The scenario of ``compact``: its topology and state (read as for frag) and its
+    ``policy`` section (the defrag policy, read by the importer from a document that holds
+    only it; absent: the defaults, as for defrag)."""
+    text, base_dir = sc_mod.read_input(path, stdin, max_bytes)
+    sc = sc_mod.import_text(text, "frag", base_dir, strict)
+    doc = json.loads(text.decode("utf-8"))     # valid JSON: the importer read it
+    only_policy = {"version": 1,
+                   "topology": {"levels": ["node"],
+                                "generate": {"counts": [1], "gpus_per_node": 1}},
+                   "request": {"count": 1}}
+    if "policy" in doc:
+        only_policy["policy"] = doc["policy"]
+    sc.policy = sc_mod.parse(only_policy, "defrag", base_dir, files=False).policy
+    return sc
 
 
 def _lib_error(where, e):
@@ -356,6 +451,18 @@ def _defrag(sc, topo, cluster):
             msg = "no plan can exist: the request does not fit even an empty cluster (%s)" % msg
         return _Answer(EXIT_NOT_PLACED, {"status": "none", "message": msg}, topo=topo,
                        cluster=cluster, command="defrag", plan=plan)
+    doc = {"status": "ok", "plan": plan_json(plan)}
+    pl = plan.placement
+    if pl is not None:
+        doc["placement"] = placement_json(topo, pl)
+        doc["score"] = score_json(topo, pl)
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="defrag",
+                   plan=plan)
+
+
+def plan_json(plan):
+    """The ``plan`` object of the output: steps (``from`` unless a place step, ``to`` unless
+    a preemption), moved jobs and devices, cost."""
     steps = []
     for st in plan.steps:
         step = {"action": st.action, "job": st.job}
@@ -365,19 +472,42 @@ def _defrag(sc, topo, cluster):
             step["to"] = list(st.to_devices)
         steps.append(step)
     cost = plan.cost_s
-    doc = {"status": "ok",
-           "plan": {"steps": steps, "moved_jobs": plan.moved_jobs,
-                    "moved_devices": plan.moved_devices,
-                    "cost_s": int(cost) if float(cost).is_integer() else cost}}
-    pl = plan.placement
-    if pl is not None:
-        doc["placement"] = placement_json(topo, pl)
-        doc["score"] = score_json(topo, pl)
-    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="defrag",
-                   plan=plan)
+    return {"steps": steps, "moved_jobs": plan.moved_jobs, "moved_devices": plan.moved_devices,
+            "cost_s": int(cost) if float(cost).is_integer() else cost}
+
+
+def _compact(sc, topo, cluster, level, ndomains):
+    """compact: the moves that leave ``ndomains`` domains of ``level`` fully free
+    (tp_defrag_compact), and those domains (``free_domains``: every domain of the level fully
+    free once the plan is carried out, found by applying it on the state and rolling back)."""
+    from . import errors
+    if level not in topo.levels:
+        return _invalid("--level: unknown level %r (levels: %s)"
+                        % (level, ", ".join(topo.levels)))
+    try:
+        plan = cluster.defrag_compact(level, ndomains, sc.policy)
+    except (errors.InvalidArgument, errors.NotFound) as e:
+        msg = str(e)
+        if msg.startswith("ndomains"):
+            return _invalid("--domains: %s" % msg)
+        return _invalid(msg if msg.startswith("policy") else "compact: %s" % msg)
+    if not plan.ok:
+        return _Answer(EXIT_NOT_PLACED, {"status": "none", "message": plan.message},
+                       topo=topo, cluster=cluster, command="compact", plan=plan)
+    lv = topo.level(level)
+    with cluster.savepoint(rollback=True):
+        for i in range(len(plan.steps)):
+            cluster.apply_step(plan, i)
+        freed = [topo.domain_path(lv, d) for d in range(topo.domain_count(lv))
+                 if cluster.free_count(lv, d) == len(topo.domain_devices(lv, d))]
+    doc = {"status": "ok", "plan": plan_json(plan), "free_domains": {level: freed}}
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, command="compact", plan=plan)
 
 
 # What each command needs from the library (frag has a fallback in api.Cluster.frag).
 NEEDS = {"place": ("tp_place",), "replace": ("tp_replace",), "frag": (),
-         "defrag": ("tp_defrag_plan", "tp_place")}
+         "defrag": ("tp_defrag_plan", "tp_place"), "compact": ("tp_defrag_compact",)}
+#: The commands on a scenario document, and all of them (``import`` reads other formats).
+SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact",)
+CLI_COMMANDS = SCENARIO_COMMANDS + ("import",)
 COMMANDS = {"place": _place, "replace": _replace, "frag": _frag, "defrag": _defrag}

@@ -108,13 +108,17 @@ class Cluster(_Owned):
 
     _what = "cluster"
 
-    def __init__(self, topology):
+    def __init__(self, topology, writer_guard=False):
         if not isinstance(topology, Topology):
             raise TypeError("Cluster(topology) needs a Topology, not %s"
                             % type(topology).__name__)
         tptr = topology._p
         out = ffi.new("tp_cluster **")
-        check(lib.tp_cluster_create(out, tptr, ffi.NULL), None, "cannot create a cluster")
+        opts = _defaults.c_init("cluster_options")
+        opts.writer_guard = 1 if writer_guard else 0
+        check(lib.tp_cluster_create_ext(out, tptr, ffi.NULL, opts), None,
+              "cannot create a cluster")
+        self._writer_guard = bool(writer_guard)
         self._ptr = _own(out[0], lib.tp_cluster_destroy, tptr)
         self._topology = topology
         # Lookups go through a view that shares the C topology, so that they keep working
@@ -135,6 +139,13 @@ class Cluster(_Owned):
     def topology(self):
         """The :class:`Topology` the cluster was made from."""
         return self._topology
+
+    @property
+    def writer_guard(self):
+        """Whether the cluster detects a second writer (``Cluster(t, writer_guard=True)``,
+        ``tp_cluster_options.writer_guard``): a writing call made while another one is inside
+        raises :class:`Busy`. A debugging aid for a caller's locking, not a lock."""
+        return getattr(self, "_writer_guard", False)
 
     def _errmsg(self):
         return _s(lib.tp_cluster_errmsg(self._p))

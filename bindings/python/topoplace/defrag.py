@@ -14,10 +14,11 @@ from typing import Dict, List, Optional
 
 from . import _defaults
 from ._core import _b, _coerce, _keep, _own, _Owned, _s, ffi, lib, strerror
-from .errors import check, error_class
+from .errors import InvalidArgument, check, error_class
 from .placement import Placement, _read_placement
 
-__all__ = ["LevelFrag", "FragReport", "JobShape", "DefragPolicy", "PlanStep", "Plan"]
+__all__ = ["LevelFrag", "FragReport", "JobShape", "DefragPolicy", "PlanStep", "Plan",
+           "DefragStats"]
 
 _POLICY = _defaults.DEFRAG_POLICY
 
@@ -95,6 +96,12 @@ class DefragPolicy:
     min_priority_gap: int = _POLICY["min_priority_gap"]
     #: a migrated job may land less local than it sits (False: never; see docs/defrag.md)
     allow_less_local: bool = _POLICY["allow_less_local"]
+    #: the work budget (see :class:`DefragStats`): candidate domains searched and job sets
+    #: simulated per call, at most (None: no limit), and a wall-clock limit in microseconds
+    #: (None: none; it makes answers depend on the machine)
+    max_candidates: Optional[int] = _POLICY["max_candidates"]
+    max_simulations: Optional[int] = _POLICY["max_simulations"]
+    max_time_us: Optional[int] = _POLICY["max_time_us"]
 
     def _to_c(self, keep):
         """A ``tp_defrag_policy *`` (from TP_DEFRAG_POLICY_INIT), kept alive by ``keep``."""
@@ -108,7 +115,39 @@ class DefragPolicy:
         # priorities are integers, so a fractional gap means the next integer
         p.min_priority_gap = int(math.ceil(self.min_priority_gap))
         p.allow_less_local = 1 if self.allow_less_local else 0
+        # 0 would mean the library's default: "no limit" is UINT32_MAX, and a budget of 0
+        # is refused here rather than read as the default
+        for name in ("max_candidates", "max_simulations"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or
+                                  not 0 < v < 0xFFFFFFFF):
+                raise InvalidArgument("policy.%s: %r is not an integer from 1 to %d (None: no "
+                                      "limit)" % (name, v, 0xFFFFFFFE))
+            setattr(p, name, 0xFFFFFFFF if v is None else v)
+        t = self.max_time_us
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or
+                              not 0 < t < 2 ** 64):
+            raise InvalidArgument("policy.max_time_us: %r is not a positive integer of at most "
+                                  "64 bits (None: no limit)" % (t,))
+        p.max_time_us = 0 if t is None else t
         return p
+
+
+_BUDGET = {lib.TP_BUDGET_NONE: None, lib.TP_BUDGET_CANDIDATES: "max_candidates",
+           lib.TP_BUDGET_SIMULATIONS: "max_simulations", lib.TP_BUDGET_TIME: "max_time_us"}
+
+
+@dataclass
+class DefragStats:
+    """The work the planning call behind a :class:`Plan` did (``tp_plan_stats``): reads of
+    candidate domains (``scanned``), candidate domains searched (``evaluated``), job sets
+    simulated (``simulated``), and ``budget``, the :class:`DefragPolicy` field whose limit
+    stopped the search early ("max_candidates", "max_simulations", "max_time_us"), or None
+    when it ran to its end."""
+    scanned: int
+    evaluated: int
+    simulated: int
+    budget: Optional[str]
 
 
 _ACTION = {lib.TP_STEP_MIGRATE: "migrate", lib.TP_STEP_PREEMPT: "preempt",
@@ -140,6 +179,8 @@ class Plan:
     moved_devices: int = 0
     cost_s: float = 0.0
     placement: Optional[Placement] = None
+    #: the work the call did (:class:`DefragStats`), whether it found a plan or not
+    stats: Optional[DefragStats] = None
     _handle: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -177,6 +218,10 @@ def _read_plan(cluster, ptr):
     status = {0: "ok", lib.TP_ENOPLAN: "none",
               lib.TP_EINFEASIBLE: "infeasible"}.get(code, error_class(code).name.lower())
     plan = Plan(status=status, code=code, message=_s(lib.tp_plan_errmsg(p)) or "", _handle=h)
+    st = _defaults.c_init("defrag_stats")
+    check(lib.tp_plan_stats(p, st), None, "tp_plan_stats failed")
+    plan.stats = DefragStats(st.scanned, st.evaluated, st.simulated,
+                             _BUDGET.get(st.budget, str(st.budget)))
     if code != 0:
         return plan
     action = ffi.new("tp_step_action *")

@@ -8,8 +8,8 @@ A :class:`Topology` is read-only and may be shared by threads, as in C.
 from collections import namedtuple
 
 from . import _defaults
-from ._core import (_LINK_CODE, _LINK_NAME, LINK_KINDS, NONE, _b, _keep, _own, _Owned, _s,
-                    _strv, ffi, lib, strerror)
+from ._core import (_LINK_CODE, _LINK_NAME, _NIC_KIND, _NIC_KIND_NAME, LINK_KINDS,
+                    NIC_KINDS, NONE, _b, _keep, _own, _Owned, _s, _strv, ffi, lib, strerror)
 from .errors import InvalidArgument, NotFound, check
 
 __all__ = ["NodeType", "Fabric", "TopologyBuilder", "Topology"]
@@ -46,8 +46,34 @@ class NodeType(_Owned):
         self._ptr = _own(out[0], lib.tp_nodetype_destroy)
         return self
 
+    @classmethod
+    def from_nvidia_smi(cls, text, nvlink_link_gbps=None):
+        """A node type read from the matrix ``nvidia-smi topo -m`` prints (bytes or str): its
+        GPUs in column order (CUDA's order), PCIe switches from PIX/PXB, NICs (RDMA), NUMA and
+        host-bridge locality, and NVLink (``NV#`` gives # times ``nvlink_link_gbps``, default
+        ``TP_NVSMI_DEFAULT_LINK_GBPS``, 25 GB/s). Raises :class:`ParseError` (the message
+        names the line and column), :class:`LimitExceeded`, :class:`InvalidArgument` (a bad
+        ``nvlink_link_gbps``)."""
+        if isinstance(text, str):
+            text = text.encode("utf-8")
+        opts = _defaults.c_init("nvsmi_options")
+        if nvlink_link_gbps is not None:
+            opts.nvlink_link_gbps = float(nvlink_link_gbps)
+        out = ffi.new("tp_nodetype **")
+        err = ffi.new("char[]", 512)
+        rc = lib.tp_nodetype_from_nvsmi_topo(out, text, len(text), opts, ffi.NULL, err, 512)
+        check(rc, None, ffi.string(err).decode("utf-8", "replace") or strerror(rc))
+        self = object.__new__(cls)
+        self._ptr = _own(out[0], lib.tp_nodetype_destroy)
+        return self
+
     def _errmsg(self):
         return _s(lib.tp_nodetype_errmsg(self._p))
+
+    def _index(self, what, i, count):
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < count:
+            raise InvalidArgument("unknown %s %r (the node type has %d)" % (what, i, count))
+        return i
 
     def add_pcie_switch(self, parent=-1):
         """Add a PCIe switch below ``parent`` (-1: the host bridge); returns its index."""
@@ -113,6 +139,89 @@ class NodeType(_Owned):
         NVLink, or an unknown GPU)."""
         return lib.tp_nodetype_nvlink_gbps(self._p, a, b)
 
+    def gpu_bus_id(self, gpu):
+        """The PCI bus id of a GPU ("0000:3b:00.0"), or None when unknown. The importers
+        number GPUs in bus-id order, so GPU ``i`` is CUDA device ``i``."""
+        return _s(lib.tp_nodetype_gpu_bus_id(self._p, self._index("GPU", gpu, self.gpu_count)))
+
+    def set_gpu_bus_id(self, gpu, bus_id):
+        """Record the PCI bus id of a GPU (1 to 31 printable bytes, no '/'); returns the node
+        type."""
+        check(lib.tp_nodetype_set_gpu_bus_id(self._p, gpu, _b(bus_id, "bus_id")), self)
+        return self
+
+    def pcie_switch_parent(self, switch):
+        """The parent of a PCIe switch (-1: the host bridge)."""
+        return lib.tp_nodetype_pcie_switch_parent(
+            self._p, self._index("PCIe switch", switch, self.pcie_switch_count))
+
+    def nic_name(self, nic):
+        """The name of a NIC ("mlx5_0")."""
+        return _s(lib.tp_nodetype_nic_name(self._p, self._index("NIC", nic, self.nic_count)))
+
+    def nic_switch(self, nic):
+        """The PCIe switch a NIC sits behind (-1: the host bridge)."""
+        return lib.tp_nodetype_nic_switch(self._p, self._index("NIC", nic, self.nic_count))
+
+    def nic_kind(self, nic):
+        """The kind of a NIC: "unknown", "rdma" or "ethernet"."""
+        k = lib.tp_nodetype_nic_kind(self._p, self._index("NIC", nic, self.nic_count))
+        return _NIC_KIND_NAME.get(k, str(k))
+
+    def set_nic_kind(self, nic, kind):
+        """Set the kind of a NIC ("unknown", "rdma", "ethernet"), read by the pairing rule;
+        returns the node type."""
+        if kind not in _NIC_KIND:
+            raise InvalidArgument("unknown NIC kind %r (one of %s)"
+                                  % (kind, ", ".join(NIC_KINDS)))
+        check(lib.tp_nodetype_set_nic_kind(self._p, nic, _NIC_KIND[kind]), self)
+        return self
+
+    def set_gpu_locality(self, gpu, package=-1, numa=-1, host_bridge=-1):
+        """Say where a GPU sits outside the PCIe switches (ids compared for equality, -1:
+        unknown); returns the node type."""
+        check(lib.tp_nodetype_set_gpu_locality(self._p, gpu, package, numa, host_bridge), self)
+        return self
+
+    def set_nic_locality(self, nic, package=-1, numa=-1, host_bridge=-1):
+        """Say where a NIC sits outside the PCIe switches, as :meth:`set_gpu_locality`;
+        returns the node type."""
+        check(lib.tp_nodetype_set_nic_locality(self._p, nic, package, numa, host_bridge), self)
+        return self
+
+    def gpu_nearest_nic(self, gpu):
+        """The index of the NIC closest to a GPU by the pairing rule (RDMA first, then PCIe
+        hops, then host bridge, NUMA node, package; the lowest index on ties), or None when
+        the node has no NIC."""
+        rc = lib.tp_nodetype_gpu_nearest_nic(self._p, self._index("GPU", gpu, self.gpu_count))
+        if rc == lib.TP_ENOTFOUND:
+            return None
+        return check(rc, None, "unknown GPU %r" % (gpu,))
+
+    def to_dict(self):
+        """The node type as data, in the shape ``python3 -m topoplace import hwloc`` prints:
+        ``{"gpus": [{"index", "bus_id", "pcie_switch", "nearest_nic", "nvlink"}], "nics":
+        [{"name", "pcie_switch"}], "pcie_switches": [{"parent"}], "nvswitches": n}``, with
+        None for the host bridge, an unknown bus id or no NIC, and ``nvlink`` mapping each
+        other GPU's index (a string) to GB/s where there is NVLink."""
+        def sw(s):
+            return None if s < 0 else s
+        n = self.gpu_count
+        gpus = []
+        for i in range(n):
+            nic = self.gpu_nearest_nic(i)
+            gpus.append({"index": i, "bus_id": self.gpu_bus_id(i),
+                         "pcie_switch": sw(self.gpu_switch(i)),
+                         "nearest_nic": None if nic is None else self.nic_name(nic),
+                         "nvlink": {str(j): self.nvlink_gbps(i, j) for j in range(n)
+                                    if j != i and self.nvlink_gbps(i, j) > 0}})
+        return {"gpus": gpus,
+                "nics": [{"name": self.nic_name(k), "pcie_switch": sw(self.nic_switch(k))}
+                         for k in range(self.nic_count)],
+                "pcie_switches": [{"parent": sw(self.pcie_switch_parent(s))}
+                                  for s in range(self.pcie_switch_count)],
+                "nvswitches": self.nvswitch_count}
+
     def pcie_distance(self, a, b):
         """How far apart GPUs ``a`` and ``b`` are on PCIe, in switch hops (as
         ``tp_nodetype_pcie_distance``); raises :class:`InvalidArgument` for an unknown GPU."""
@@ -122,6 +231,16 @@ class NodeType(_Owned):
 
 Fabric = namedtuple("Fabric", "kind gbps latency_us")
 Fabric.__doc__ = "The link of a fabric level: kind name, GB/s per device, latency in us."
+
+
+def _limit(n, what):
+    """A uint32_t budget (None: 0, the default) for the C API; Python checks the type and
+    sign, the library the range."""
+    if n is None:
+        return 0
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n <= 0xFFFFFFFF:
+        raise InvalidArgument("%s %r is not a positive integer of at most 32 bits" % (what, n))
+    return n
 
 
 def _perf_args(perf, keep):
@@ -171,10 +290,43 @@ class TopologyBuilder(_Owned):
         self._ptr = _own(out[0], lib.tp_topology_builder_destroy)
         self._levels = tuple(levels)
 
+    @classmethod
+    def from_slurm(cls, conf, gpus_per_node, max_devices=None, max_nodes=None):
+        """A builder started from the text of a Slurm ``topology.conf`` (tree or block
+        plugin; bytes or str), every node with ``gpus_per_node`` devices. ``max_devices`` and
+        ``max_nodes`` bound the import while it reads (None: ``TP_DEFAULT_MAX_DEVICES`` and
+        ``TP_DEFAULT_MAX_NODES``), and the builder keeps them. Raises :class:`ParseError`
+        (the message names the line), :class:`LimitExceeded` (past a budget),
+        :class:`InvalidArgument`."""
+        if isinstance(conf, str):
+            conf = conf.encode("utf-8")
+        opts = _defaults.c_init("slurm_options")
+        opts.max_devices = _limit(max_devices, "max_devices")
+        opts.max_nodes = _limit(max_nodes, "max_nodes")
+        out = ffi.new("tp_topology_builder **")
+        err = ffi.new("char[]", 512)
+        rc = lib.tp_topology_builder_from_slurm_ext(out, conf, len(conf), gpus_per_node,
+                                                    ffi.NULL, opts, err, 512)
+        check(rc, None, ffi.string(err).decode("utf-8", "replace") or strerror(rc))
+        self = object.__new__(cls)
+        self._ptr = _own(out[0], lib.tp_topology_builder_destroy)
+        self._levels = None         # the C builder has no getter: read from a build
+        return self
+
     @property
     def levels(self):
         """The level names, outermost first (a tuple)."""
+        if self._levels is None:
+            self._levels = self.build().levels
         return self._levels
+
+    def set_limits(self, max_devices, max_nodes):
+        """Set the most devices and nodes the topology may have (1 to
+        ``TP_LIMIT_MAX_DEVICES``, at least what the builder holds); adding past either raises
+        :class:`LimitExceeded`. Returns the builder."""
+        check(lib.tp_topology_builder_set_limits(self._p, _limit(max_devices, "max_devices"),
+                                                 _limit(max_nodes, "max_nodes")), self)
+        return self
 
     def _errmsg(self):
         return _s(lib.tp_topology_builder_errmsg(self._p))
