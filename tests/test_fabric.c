@@ -11,10 +11,15 @@
 #include "cost.h"
 #include "testutil.h"
 #include "topoplace-hwloc.h"
+#include "topoplace-scenario.h"
 #include "topology_impl.h"
 
 #ifndef TP_SHARED_DIR
 #define TP_SHARED_DIR "../shared"
+#endif
+
+#ifndef TP_SCENARIO_DATA
+#define TP_SCENARIO_DATA "tests/data/scenarios"
 #endif
 
 static const double MB = 1024.0 * 1024;
@@ -628,3 +633,162 @@ Test(fabric, links_choice_matches_enumeration)
 		TP_ASSERT_NO_LEAKS();
 	}
 }
+
+/* ---- the scenario extensions x_domain_fabric and x_fabric --------------------------------- */
+#ifdef TP_TEST_SCENARIO
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* The scenario's file reader: files of TP_SCENARIO_DATA, one at a time (ud keeps the last). */
+static int read_data(void *ud, const char *path, const void **data, size_t *len, char *why,
+                     size_t whylen)
+{
+	char full[2048];
+	snprintf(full, sizeof full, "%s/%s", TP_SCENARIO_DATA, path);
+	free(*(char **)ud);
+	*(char **)ud = slurp(full, len);
+	*data = *(char **)ud;
+	(void)why;
+	(void)whylen;
+	return 0;
+}
+
+/* Import a scenario's topology; the code, the message in err. */
+static int import_text(const char *text, tp_scenario **out, char *err, size_t errlen)
+{
+	char *held = NULL;
+	tp_scenario_options o;
+	cr_assert_eq(tp_scenario_options_init(&o, TP_SCENARIO_OPTIONS_VERSION), 0);
+	o.command = TP_SCENARIO_TOPOLOGY;
+	o.read_file = read_data;
+	o.ud = &held;
+	o.alloc = &tp_test_allocator;
+	int rc = tp_scenario_from_json(out, text, strlen(text), &o, err, errlen);
+	free(held);
+	return rc;
+}
+
+/* tests/data/scenarios/mixed-fabrics.json: rack b0/nvl0 on its own NVLink, rack b0/hgx0 on the
+ * level's InfiniBand with NVLink 450 inside its nodes, PCIe-only L4 nodes in b1/pcie0. */
+Test(fabric, scenario_mixed_fabrics)
+{
+	tp_test_alloc_reset();
+	size_t len;
+	char *text = slurp(TP_SCENARIO_DATA "/mixed-fabrics.json", &len);
+	tp_scenario *sc = NULL;
+	char err[512] = "x";
+	cr_assert_eq(import_text(text, &sc, err, sizeof err), 0, "%s", err);
+	free(text);
+	const tp_topology *t = tp_scenario_topology(sc);
+	uint32_t nvl, hgx, gb0, h0, l0;
+	cr_assert_eq(tp_topology_domain_by_path(t, 1, "b0/nvl0", &nvl), 0);
+	cr_assert_eq(tp_topology_domain_by_path(t, 1, "b0/hgx0", &hgx), 0);
+	cr_assert_eq(tp_topology_node_by_name(t, "gb0", &gb0), 0);
+	cr_assert_eq(tp_topology_node_by_name(t, "h0", &h0), 0);
+	cr_assert_eq(tp_topology_node_by_name(t, "l0", &l0), 0);
+	tp_link_kind k;
+	double g, lat;
+	cr_assert_eq(tp_topology_domain_fabric(t, 1, nvl, &k, &g, &lat), 1);
+	cr_assert(k == TP_LINK_NVLINK && g == 900 && lat == 2, "nvl0: %d %g %g", (int)k, g, lat);
+	cr_assert_eq(tp_topology_domain_fabric(t, 1, hgx, &k, &g, &lat), 0);
+	cr_assert(k == TP_LINK_IB && g == 50 && lat == 5, "hgx0: %d %g %g", (int)k, g, lat);
+	cr_assert_eq(tp_topology_domain_fabric(t, 2, h0, &k, &g, &lat), 1);
+	cr_assert(k == TP_LINK_NVLINK && g == 450 && lat == 3, "h0: %d %g %g", (int)k, g, lat);
+	cr_assert_eq(tp_topology_domain_fabric(t, 2, l0, &k, &g, &lat), 1);
+	cr_assert(k == TP_LINK_PCIE && g == 32 && lat == 5, "l0: %d %g %g", (int)k, g, lat);
+	cr_assert_eq(tp_topology_domain_fabric(t, 2, gb0, &k, &g, &lat), 0);
+	/* two GPUs on two nodes of each rack: NVLink in nvl0, InfiniBand in hgx0 */
+	uint32_t d_gb0 = t->dev_first[gb0];
+	uint32_t d_h0 = t->dev_first[h0], d_l0 = t->dev_first[l0];
+	cr_assert_eq(tp_cost_link(t, d_gb0, d_gb0 + 4)->gbps, 900.0);
+	cr_assert_eq(tp_cost_link(t, d_h0, d_h0 + 8)->gbps, 50.0);
+	cr_assert_eq(tp_cost_link(t, d_h0, d_h0 + 1)->gbps, 450.0);
+	cr_assert_eq(tp_cost_link(t, d_l0, d_l0 + 1)->gbps, 32.0);
+	cr_assert_eq(tp_cost_link(t, d_l0, d_l0 + 1)->kind, TP_LINK_PCIE);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Each new message of the importer, with its code. */
+Test(fabric, scenario_refuses_bad_fabric_extensions)
+{
+	static const struct {
+		const char *topo, *msg;
+	} cases[] = {
+		{"\"x_domain_fabric\": {\"node\": {}}",
+		 "topology.x_domain_fabric.node: unknown key (allowed: rack)"},
+		{"\"x_domain_fabric\": {\"rack\": [1]}",
+		 "topology.x_domain_fabric.rack: must be an object (domain path -> fabric), not a list"},
+		{"\"x_domain_fabric\": {\"rack\": {\"r9\": {\"kind\": \"ib\"}}}",
+		 "topology.x_domain_fabric.rack.r9: no rack has the path r9"},
+		{"\"x_domain_fabric\": {\"rack\": {\"r0\": {\"kind\": \"myrinet\"}}}",
+		 "topology.x_domain_fabric.rack.r0.kind: unknown link kind \"myrinet\" (one of nvlink, "
+		 "pcie, ib, ethernet)"},
+		{"\"x_domain_fabric\": {\"rack\": {\"r0\": {\"gbps\": 0}}}",
+		 "topology.x_domain_fabric.rack.r0.gbps: must be positive, not 0"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char text[1024], err[512] = "";
+		snprintf(text, sizeof text,
+		         "{\"version\": 1, \"topology\": {\"levels\": [\"rack\", \"node\"], "
+		         "\"nodes\": [{\"name\": \"x\", \"path\": [\"r0\"], \"gpus\": 4}], %s}}",
+		         cases[i].topo);
+		tp_scenario *sc = NULL;
+		int rc = import_text(text, &sc, err, sizeof err);
+		TP_ASSERT_ERR(rc, TP_EPARSE, err, cases[i].msg);
+		cr_assert_null(sc);
+		TP_ASSERT_NO_LEAKS();
+	}
+	static const struct {
+		const char *node, *msg;
+	} nodes[] = {
+		{"\"gpus\": 4, \"x_fabric\": {\"kind\": \"pcie\", \"mtu\": 9000}",
+		 "topology.nodes[0].x_fabric.mtu: unknown key (allowed: kind, gbps, latency_us)"},
+		{"\"gpus\": 4, \"x_fabric\": {\"latency_us\": -1}",
+		 "topology.nodes[0].x_fabric.latency_us: must be"},
+		{"\"hwloc\": \"pcie-pairs.xml\", \"x_fabric\": {\"kind\": \"pcie\"}",
+		 "topology.nodes[0].x_fabric: not with an hwloc file (the file gives the node's insides; "
+		 "its PCIe-only nodes get a PCIe fabric)"},
+	};
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		tp_test_alloc_reset();
+		char text[1024], err[512] = "";
+		snprintf(text, sizeof text,
+		         "{\"version\": 1, \"topology\": {\"levels\": [\"rack\", \"node\"], "
+		         "\"nodes\": [{\"name\": \"x\", \"path\": [\"r0\"], %s}]}}",
+		         nodes[i].node);
+		tp_scenario *sc = NULL;
+		int rc = import_text(text, &sc, err, sizeof err);
+		TP_ASSERT_ERR(rc, TP_EPARSE, err, nodes[i].msg);
+		TP_ASSERT_NO_LEAKS();
+	}
+	/* generate takes x_fabric too */
+	tp_test_alloc_reset();
+	const char *gen = "{\"version\": 1, \"topology\": {\"levels\": [\"rack\", \"node\"], "
+	                  "\"generate\": {\"counts\": [1, 2], \"gpus_per_node\": 4, "
+	                  "\"x_fabric\": {\"kind\": \"pcie\", \"gbps\": 16}}}}";
+	tp_scenario *sc = NULL;
+	char err[512] = "";
+	cr_assert_eq(import_text(gen, &sc, err, sizeof err), 0, "%s", err);
+	double g = 0;
+	cr_assert_eq(tp_topology_domain_fabric(tp_scenario_topology(sc), 1, 1, NULL, &g, NULL), 1);
+	cr_assert_eq(g, 16.0);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+}
+#endif
