@@ -345,6 +345,47 @@ Test(fabric, nodetype_fabric_and_pcie_figures)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Out of memory while setting PCIe figures or building a topology whose type has them and its
+ * own fabric: TP_ENOMEM, nothing leaked, and the call succeeds once memory is there. */
+Test(fabric, pcie_figures_alloc_failures)
+{
+	for (long fail = 0;; fail++) {
+		tp_test_alloc_reset();
+		tp_nodetype *nt = NULL;
+		cr_assert_eq(tp_nodetype_create(&nt, 4, &tp_test_allocator), 0);
+		static const char *const levels[] = {"rack", "node"};
+		tp_topology_builder *b = NULL;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		cr_assert_eq(tp_nodetype_set_fabric(nt, TP_LINK_PCIE, 16, 5), 0);
+		tp_test_alloc_fail_at(fail);
+		int rc = tp_nodetype_set_gpu_pcie_gbps(nt, 0, 16);
+		if (!rc)
+			rc = tp_nodetype_set_gpu_pcie_gbps(nt, 1, 16);
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.type = nt;
+		const char *path[1] = {"r0"};
+		if (!rc)
+			rc = tp_topology_builder_add_node(b, "x", path, 4, &o);
+		tp_topology *t = NULL;
+		if (!rc)
+			rc = tp_topology_build(b, &t);
+		tp_test_alloc_fail_at(-1);
+		if (!rc) {
+			cr_assert_eq(tp_cost_pair(t, 0, 1).gbps, 16.0);
+			cr_assert_eq(tp_cost_pair(t, 0, 2).gbps, 16.0, "no figure: the type's fabric");
+			cr_assert_eq(tp_cost_pair(t, 0, 2).kind, TP_LINK_PCIE);
+		} else {
+			cr_assert_eq(rc, TP_ENOMEM, "allocation %ld: %s", fail, tp_err_name(rc));
+		}
+		tp_topology_destroy(t);
+		tp_topology_builder_destroy(b);
+		tp_nodetype_destroy(nt);
+		TP_ASSERT_NO_LEAKS();
+		if (!rc)
+			break;
+	}
+}
+
 /* Two types that differ only in their fabric or PCIe figures are not merged into one copy. */
 Test(fabric, types_differing_in_fabric_stay_apart)
 {
