@@ -83,6 +83,12 @@ void bench_nvl72_shape(uint64_t gpus, unsigned *blocks, unsigned *racks_per_bloc
 /* units x 32 nodes for an HGX fleet of about `gpus` GPUs (at least one unit). */
 void bench_hgx_shape(uint64_t gpus, unsigned *units, unsigned *nodes_per_unit);
 
+/* The mixed fleet mixed:GPUS (docs/benchmarks.md): blocks of 8 racks of 18 nodes x 4 GPUs, in
+ * each block 4 NVL72 racks (the rack's own NVLink 900 GB/s fabric), 2 HGX racks (4-GPU NVLink
+ * 450 GB/s nodes on the rack level's InfiniBand) and 2 racks of PCIe-only nodes (4 x L4 on PCIe
+ * 32 GB/s); the whole number of 576-GPU blocks closest to gpus (at least one). */
+int bench_mixed_fleet(tp_topology **out, uint64_t gpus, unsigned *blocks);
+
 /* Parse "10000,100000,1e6" into up to max sizes; returns the count or -1. */
 int bench_parse_sizes(const char *s, uint64_t *out, int max);
 

@@ -572,7 +572,7 @@ static void cmp_usage(FILE *f)
 	        "  slurm-tree-like; 'gain' or 'loss' only where it exceeds the spreads), gap to ideal.\n"
 	        "  Workloads: philly-like, openb-like, llm (generated), philly, openb, dlrm (the\n"
 	        "  traces of SHARED/traces; SHARED defaults to the directory beside the repository),\n"
-	        "  trace:FILE. Fleets: nvl72:GPUS, hgx:GPUS, l4:GPUS, scenario:FILE.\n"
+	        "  trace:FILE. Fleets: nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS, scenario:FILE.\n"
 	        "  --quick: philly (or philly-like without SHARED), openb-like, llm on nvl72:864,\n"
 	        "  hgx:512, l4:576, queues besteffort and easy, seeds 1-3. Without --quick: those\n"
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
@@ -677,6 +677,7 @@ int bench_compare_main(int argc, char **argv)
 		o.fleet[o.nfl++] = "nvl72:10080";
 		o.fleet[o.nfl++] = "hgx:4096";
 		o.fleet[o.nfl++] = "l4:2304";
+		o.fleet[o.nfl++] = "mixed:2304";
 		if (have_shared) { /* the traces' own sizes (docs/benchmarks.md) */
 			o.fleet[o.nfl++] = "nvl72:2490";
 			o.fleet[o.nfl++] = "hgx:6212";

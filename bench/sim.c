@@ -180,7 +180,8 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec)
 	}
 	const char *colon = strchr(spec, ':');
 	if (!colon)
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS or scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS or "
+		          "scenario:FILE", spec);
 	uint64_t want[1];
 	if (bench_parse_sizes(colon + 1, want, 1) != 1)
 		bench_die("--fleet %s: bad GPU count", spec);
@@ -196,8 +197,13 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec)
 		f->kind = FLEET_HGX;
 		bench_hgx_shape(want[0], &f->top, &f->per_top);
 		rc = tp_topology_generate_hgx(&f->t, f->top, f->per_top, NULL);
+	} else if (!strncmp(spec, "mixed:", 6)) {
+		f->kind = FLEET_MIXED;
+		rc = bench_mixed_fleet(&f->t, want[0], &f->top);
+		f->per_top = 8;
 	} else {
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS or scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS or "
+		          "scenario:FILE", spec);
 	}
 	if (rc < 0)
 		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
@@ -794,7 +800,7 @@ void sim_result_free(struct sim_result *res)
 static const char *sim_fleet_kind_name(const struct sim_fleet *f)
 {
 	return f->kind == FLEET_NVL72 ? "nvl72" : f->kind == FLEET_HGX ? "hgx"
-	       : f->kind == FLEET_L4 ? "l4" : "scenario";
+	       : f->kind == FLEET_L4 ? "l4" : f->kind == FLEET_MIXED ? "mixed" : "scenario";
 }
 
 static void sim_print(const struct sim_opts *o, const struct sim_fleet *f,
@@ -1001,6 +1007,8 @@ static void sim_usage(FILE *f)
 	        "  backfill). --starve-h H > 0: nothing passes a job that has waited H hours (off).\n"
 	        "  --mix llm|philly|openb picks the generator's job mix (llm).\n"
 	        "  --fleet l4:GPUS is a 4-level NVL72 fleet (pod, block, rack, node).\n"
+	        "  --fleet mixed:GPUS mixes NVL72, HGX and PCIe-only racks, each priced by its\n"
+	        "  own fabric (blocks of 576 GPUs; docs/benchmarks.md).\n"
 	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
 	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"

@@ -14,7 +14,7 @@
 
 /* ---- fleet ------------------------------------------------------------------------------ */
 
-enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_L4, FLEET_SCENARIO };
+enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_L4, FLEET_SCENARIO, FLEET_MIXED };
 
 struct sim_fleet {
 	enum sim_fleet_kind kind;

@@ -277,6 +277,87 @@ void bench_hgx_shape(uint64_t gpus, unsigned *units, unsigned *nodes_per_unit)
 	*nodes_per_unit = n ? (unsigned)n : 1;
 }
 
+/* A node type of 4 GPUs whose nodes use the given fabric (and, for NVLink, that figure between
+ * every pair of GPUs). */
+static int mixed_type(tp_nodetype **out, tp_link_kind kind, double gbps, double latency_us)
+{
+	int rc = tp_nodetype_create(out, NVL72_NODE_GPUS, NULL);
+	if (!rc)
+		rc = tp_nodetype_set_fabric(*out, kind, gbps, latency_us);
+	for (unsigned a = 0; !rc && kind == TP_LINK_NVLINK && a < NVL72_NODE_GPUS; a++)
+		for (unsigned b = a + 1; !rc && b < NVL72_NODE_GPUS; b++)
+			rc = tp_nodetype_set_nvlink(*out, a, b, gbps);
+	if (rc) {
+		tp_nodetype_destroy(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* Rack r of a mixed block: 0-3 NVL72, 4-5 HGX, 6-7 PCIe-only. */
+#define MIXED_RACKS 8u
+
+static int mixed_racks(tp_topology_builder *b, unsigned blocks, const tp_nodetype *hgx,
+                       const tp_nodetype *pcie)
+{
+	int rc = 0;
+	for (unsigned bl = 0; !rc && bl < blocks; bl++)
+		for (unsigned r = 0; !rc && r < MIXED_RACKS; r++) {
+			char block[16], rack[16], name[48];
+			snprintf(block, sizeof block, "block%u", bl);
+			snprintf(rack, sizeof rack, "%s%u", r < 4 ? "nvl" : r < 6 ? "hgx" : "pcie", r);
+			const char *path[2] = {block, rack};
+			tp_node_options o = TP_NODE_OPTIONS_INIT;
+			o.model = r < 4 ? "GB200" : r < 6 ? "H100" : "L4";
+			o.memory_gb = r < 4 ? 186 : r < 6 ? 80 : 24;
+			o.type = r < 4 ? NULL : r < 6 ? hgx : pcie;
+			for (unsigned n = 0; !rc && n < NVL72_RACK_NODES; n++) {
+				snprintf(name, sizeof name, "%s-%s-node%u", block, rack, n);
+				rc = tp_topology_builder_add_node(b, name, path, NVL72_NODE_GPUS, &o);
+			}
+			if (!rc && r < 4) {
+				char dom[40];
+				snprintf(dom, sizeof dom, "%s/%s", block, rack);
+				rc = tp_topology_builder_set_domain_fabric(b, 1, dom, TP_LINK_NVLINK, 900, 3.4);
+			}
+		}
+	return rc;
+}
+
+int bench_mixed_fleet(tp_topology **out, uint64_t gpus, unsigned *blocks)
+{
+	static const char *const levels[] = {"block", "rack", "node"};
+	const uint64_t per = (uint64_t)MIXED_RACKS * NVL72_RACK_GPUS;
+	*blocks = (unsigned)((gpus + per / 2) / per);
+	*blocks = *blocks ? *blocks : 1;
+	tp_topology_builder *b = NULL;
+	tp_nodetype *hgx = NULL, *pcie = NULL;
+	int rc = tp_topology_builder_create(&b, levels, 3, NULL);
+	if (!rc)
+		rc = mixed_type(&hgx, TP_LINK_NVLINK, 450, 3.0);
+	if (!rc)
+		rc = mixed_type(&pcie, TP_LINK_PCIE, 32, 5.0);
+	/* node level: the GB200 trays' NVLink; racks: InfiniBand unless the rack is an NVL72 */
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, 2, TP_LINK_NVLINK, 900, 3.4);
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, 1, TP_LINK_IB, 50, 10);
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50, 14);
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, TP_LEVEL_CLUSTER, TP_LINK_IB, 25, 20);
+	if (!rc)
+		rc = tp_topology_builder_set_limits(b, TP_LIMIT_MAX_DEVICES, TP_LIMIT_MAX_DEVICES);
+	if (!rc)
+		rc = mixed_racks(b, *blocks, hgx, pcie);
+	if (!rc)
+		rc = tp_topology_build(b, out);
+	tp_nodetype_destroy(hgx);
+	tp_nodetype_destroy(pcie);
+	tp_topology_builder_destroy(b);
+	return rc;
+}
+
 int bench_parse_sizes(const char *s, uint64_t *out, int max)
 {
 	int n = 0;

@@ -333,6 +333,49 @@ TP_API double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigne
  */
 TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned b);
 
+/**
+ * @brief Set the fabric inside nodes of this type: it overrides the node level's fabric
+ * (tp_topology_builder_set_fabric()) for these nodes, even one the caller set, and with it the
+ * type's own pair figures (NVLink, PCIe) apply inside them. A PCIe-only node (8 x L4) says so
+ * here.
+ * @param nt The node type (mutable until given to a node).
+ * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
+ * @param latency_us Latency in microseconds (>= 0).
+ * @return 0, ::TP_EINVAL (bad kind or number; the message is on @p nt). @since 0.4.0
+ */
+TP_API int tp_nodetype_set_fabric(tp_nodetype *nt, tp_link_kind kind, double gbps,
+                                  double latency_us);
+/**
+ * @brief The fabric a node type sets for its nodes (tp_nodetype_set_fabric()).
+ * @param nt The node type (read-only).
+ * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s (may be NULL).
+ * @param[out] latency_us Latency (may be NULL).
+ * @return 0, ::TP_ENOTFOUND (the type sets none: its nodes use the node level's fabric),
+ *         ::TP_EINVAL (NULL @p nt). @since 0.4.0
+ */
+TP_API int tp_nodetype_fabric(const tp_nodetype *nt, tp_link_kind *kind, double *gbps,
+                              double *latency_us);
+/**
+ * @brief Set the PCIe link bandwidth of a GPU (hwloc's `pci_link_speed`). A GPU pair with no
+ * NVLink figure whose GPUs both have one gets a PCIe figure (tp_nodetype_pair_gbps()).
+ * @param nt The node type. @param gpu GPU index. @param gbps GB/s one direction (> 0), or 0 to
+ *        forget it.
+ * @return 0, ::TP_EINVAL (unknown GPU, bad number; the message is on @p nt), ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_nodetype_set_gpu_pcie_gbps(tp_nodetype *nt, unsigned gpu, double gbps);
+/**
+ * @brief The bandwidth the cost model gives two GPUs of this type from the type's own figures:
+ * their NVLink figure; else, when both have a PCIe link figure, the smaller of the two when
+ * their PCIe paths meet inside one package (a common switch or host bridges of one package),
+ * half of it when they meet only across packages (the inter-socket link; docs/cost-model.md);
+ * else 0 (the node's fabric applies).
+ * @param nt The node type (read-only). @param a GPU index. @param b GPU index.
+ * @return GB/s one direction, or 0 (no figure, @p a == @p b, index out of range).
+ * @since 0.4.0
+ */
+TP_API double tp_nodetype_pair_gbps(const tp_nodetype *nt, unsigned a, unsigned b);
+
 /** @brief What a NIC is, for GPU+NIC pairing (tp_nodetype_gpu_nearest_nic()). @since 0.3.0 */
 typedef enum tp_nic_kind {
 	TP_NIC_UNKNOWN = 0,  /**< not said (NICs added by hand start so) */
@@ -463,6 +506,23 @@ TP_API const char *tp_topology_builder_errmsg(const tp_topology_builder *b);
  */
 TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_link_kind kind,
                                           double gbps, double latency_us);
+
+/**
+ * @brief Set the fabric of one domain above the node: it overrides its level's fabric
+ * (tp_topology_builder_set_fabric()) for traffic whose smallest common domain is this one, so
+ * that a fleet of NVL72 racks (NVLink) and HGX racks (InfiniBand) prices each right. Setting it
+ * again replaces it.
+ * @param b The builder. @param level A level above the node.
+ * @param path The domain's path ("block0/rack3", as tp_topology_domain_path() gives it); its
+ *        nodes must have been added.
+ * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
+ * @param latency_us Latency in microseconds (>= 0).
+ * @return 0, ::TP_EINVAL (not a level above the node, bad kind or number), ::TP_ENOTFOUND (no
+ *         such domain yet), ::TP_ENOMEM; the message is on @p b. @since 0.4.0
+ */
+TP_API int tp_topology_builder_set_domain_fabric(tp_topology_builder *b, unsigned level,
+                                                 const char *path, tp_link_kind kind,
+                                                 double gbps, double latency_us);
 
 /**
  * @brief Add a node.
@@ -613,6 +673,19 @@ TP_API int tp_topology_level_by_name(const tp_topology *t, const char *name);
  */
 TP_API int tp_topology_fabric(const tp_topology *t, int level, tp_link_kind *kind, double *gbps,
                               double *latency_us);
+/**
+ * @brief The fabric joining the children of one domain: the domain's own
+ * (tp_topology_builder_set_domain_fabric()), at the node level its node type's
+ * (tp_nodetype_set_fabric()), else its level's (tp_topology_fabric()).
+ * @param t The topology. @param level Level index, or ::TP_LEVEL_CLUSTER (then @p dom is 0).
+ * @param dom Domain index (a node at the node level).
+ * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s per device (may be NULL).
+ * @param[out] latency_us Latency (may be NULL).
+ * @return 1 when the domain's (or node type's) fabric differs from its level's, 0 when it is
+ *         the level's, ::TP_EINVAL (level or domain out of range). @since 0.4.0
+ */
+TP_API int tp_topology_domain_fabric(const tp_topology *t, int level, uint32_t dom,
+                                     tp_link_kind *kind, double *gbps, double *latency_us);
 /** @brief Number of domains of a level (nodes at the node level).
  *  @param t The topology. @param level Level index. @return The count. @since 0.1.0 */
 TP_API uint32_t tp_topology_domain_count(const tp_topology *t, unsigned level);

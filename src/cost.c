@@ -48,25 +48,36 @@ static double message_us(const struct tp_fabric_impl *f, double bytes)
 const struct tp_fabric_impl *tp_cost_link(const struct tp_topology *t, uint32_t a, uint32_t b)
 {
 	int level = TP_LEVEL_CLUSTER;
-	if (tp_topology_common_level(t, a, b, &level) != 0)
-		level = TP_LEVEL_CLUSTER; /* devices out of range: the slowest link, never a crash */
-	return &t->fabric[level + 1];
+	if (tp_topology_common_level(t, a, b, &level) != 0 || level < 0)
+		return &t->fabric[0]; /* devices out of range: the slowest link, never a crash */
+	/* the smallest common domain's own fabric (topology_fabric.c), else its level's */
+	uint32_t node = t->dev_node[a];
+	uint32_t dom = (unsigned)level == tp_node_level(t) ? node : tp_node_ancestor(t, node, level);
+	return tp_dom_fabric(t, level, dom);
 }
 
-/* GB/s between two devices of one node from its node type's NVLink figures; 0 when they do
- * not apply (the caller set the node fabric, different nodes, no type, no figure). */
+/* The fabric joining the children of parent domain p at fabric stage `stage`. */
+static const struct tp_fabric_impl *stage_fabric(const struct tp_topology *t, unsigned stage,
+                                                 uint32_t p)
+{
+	return tp_dom_fabric(t, (int)stage - 1, p);
+}
+
+/* GB/s between two devices of one node from its node type's pair figures (NVLink, else PCIe);
+ * 0 when they do not apply (tp_nt_figures_apply, different nodes, no type, no figure). */
 static double type_nvlink(const struct tp_topology *t, uint32_t a, uint32_t b)
 {
 	if (!t->type_nvlink || a == b)
 		return 0.0;
 	uint32_t node = t->dev_node[a];
-	if (t->dev_node[b] != node || !t->node_type || t->node_type[node] == TP_NO_TYPE)
+	if (t->dev_node[b] != node || !t->node_type || t->node_type[node] == TP_NO_TYPE ||
+	    !t->type_figures[t->node_type[node]])
 		return 0.0;
 	const struct tp_nodetype *nt = t->types[t->node_type[node]];
 	uint32_t base = t->dev_first[node];
-	if (!nt->nvlink || nt->ngpus != tp_node_ndev(t, node))
+	if (nt->ngpus != tp_node_ndev(t, node))
 		return 0.0;
-	return nt->nvlink[(size_t)(a - base) * nt->ngpus + (b - base)];
+	return tp_nt_pair_gbps(nt, a - base, b - base);
 }
 
 /* The node fabric's bandwidth between two devices of one node: their NVLink figure, or the
@@ -190,11 +201,11 @@ static size_t parent_run_end(const struct tp_topology *t, const uint32_t *ids, s
 static double hier_stage(const struct tp_topology *t, uint32_t *ids, size_t n, unsigned stage,
                          double bytes)
 {
-	const struct tp_fabric_impl *lf = &t->fabric[stage];
 	bool in_node = stage == tp_node_level(t) + 1 && t->type_nvlink;
 	double worst = 0.0;
 	for (size_t i = 0; i < n;) {
 		size_t end = parent_run_end(t, ids, n, i, stage);
+		const struct tp_fabric_impl *lf = stage_fabric(t, stage, stage_parent(t, stage, ids[i]));
 		struct tp_fabric_impl fn = *lf;
 		const struct tp_fabric_impl *f = lf;
 		if (in_node) {
@@ -292,12 +303,12 @@ double tp_cost_allreduce_us(const struct tp_topology *t, const uint32_t *devs, s
 static void alltoall_stage(const struct tp_topology *t, struct scratch *s, size_t n,
                            unsigned stage, double per_peer)
 {
-	const struct tp_fabric_impl *f = &t->fabric[stage];
-	unsigned port = port_class(f->kind);
 	bool in_node = stage == tp_node_level(t) + 1 && t->type_nvlink;
 	for (size_t i = 0; i < n;) {
 		size_t end = parent_run_end(t, s->ids, n, i, stage);
 		uint32_t p = stage_parent(t, stage, s->ids[i]);
+		const struct tp_fabric_impl *f = stage_fabric(t, stage, p);
+		unsigned port = port_class(f->kind);
 		for (size_t j = i; j < end; j++) {
 			uint32_t peers = (uint32_t)(end - i) - s->prev[j];
 			double *acc = s->acc + j * ACC_STRIDE;

@@ -37,6 +37,8 @@
  * matrix (a u64 of 2^64 - 1 MB/s is 1.8e16 GB/s), not a machine: refused.
  */
 #define NVLINK_MAX_GBPS 10000.0
+#define PCIE_MAX_GBPS 1000.0        /* a link rate above this is not believed (x16 Gen6: 121) */
+#define PCIE_LATENCY_US 5.0         /* the latency of a PCIe-only node's fabric (an assumption) */
 #define BUSID_LEN 16                /* "dddd:bb:dd.f" and its NUL */
 #define XML_MAX_BYTES (1 << 26)     /* 64 MiB: lstopo writes a few MB for the largest machines */
 
@@ -509,6 +511,11 @@ static int build_pcie(const struct scan *s, tp_nodetype *nt, char *errbuf, size_
 			rc = tp_nodetype_set_gpu_bus_id(nt, i, id);
 		if (!rc)
 			rc = tp_nodetype_set_gpu_locality(nt, i, loc[0], loc[1], loc[2]);
+		/* the link rate hwloc read (GB/s; 0 when the file does not say) prices GPU pairs
+		 * that have no NVLink figure (tp_nodetype_pair_gbps) */
+		float speed = s->gpu[i]->attr->pcidev.linkspeed;
+		if (!rc && speed > 0 && speed < PCIE_MAX_GBPS)
+			rc = tp_nodetype_set_gpu_pcie_gbps(nt, i, speed);
 		if (rc) {
 			busid(s->gpu[i], id);
 			snprintf(what, sizeof what, "GPU %u (%s)", i, id);
@@ -578,6 +585,26 @@ static int build_nvlink(const struct scan *s, tp_nodetype *nt, char *errbuf, siz
 	return rc ? build_fail(nt, rc, "the NVLink matrix", errbuf, errlen) : 0;
 }
 
+/* A node whose GPUs share no NVLink but whose PCIe link rates are known is a PCIe-only node:
+ * its fabric is PCIe at the slowest pair's figure, so that the node level's NVLink default never
+ * prices it (docs/cost-model.md). */
+static int build_pcie_fabric(tp_nodetype *nt, char *errbuf, size_t errlen)
+{
+	unsigned g = tp_nodetype_gpu_count(nt);
+	double slowest = 0.0;
+	for (unsigned x = 0; x < g; x++)
+		for (unsigned y = x + 1; y < g; y++) {
+			double v = tp_nodetype_pair_gbps(nt, x, y);
+			if (v <= 0 || tp_nodetype_nvlink_gbps(nt, x, y) > 0)
+				return 0; /* a rate is missing, or the node has NVLink */
+			slowest = slowest == 0.0 || v < slowest ? v : slowest;
+		}
+	if (slowest <= 0)
+		return 0; /* one GPU: nothing travels inside the node */
+	int rc = tp_nodetype_set_fabric(nt, TP_LINK_PCIE, slowest, PCIE_LATENCY_US);
+	return rc ? build_fail(nt, rc, "the PCIe fabric", errbuf, errlen) : 0;
+}
+
 static int build(const struct scan *s, tp_nodetype **out, const tp_allocator *alloc,
                  char *errbuf, size_t errlen)
 {
@@ -591,6 +618,8 @@ static int build(const struct scan *s, tp_nodetype **out, const tp_allocator *al
 		rc = build_devices(s, nt, errbuf, errlen);
 	if (!rc)
 		rc = build_nvlink(s, nt, errbuf, errlen);
+	if (!rc)
+		rc = build_pcie_fabric(nt, errbuf, errlen);
 	if (rc) {
 		tp_nodetype_destroy(nt);
 		return rc;

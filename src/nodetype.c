@@ -60,6 +60,7 @@ void tp_nodetype_destroy(tp_nodetype *nt)
 	tp_free(&a, nt->nvlink);
 	tp_free(&a, nt->gpu_x);
 	tp_free(&a, nt->nic_x);
+	tp_free(&a, nt->pcie_gbps);
 	tp_free(&a, nt);
 }
 
@@ -403,6 +404,103 @@ bool tp_nt_has_nvlink(const tp_nodetype *nt)
 	return false;
 }
 
+/* ---- the type's own fabric and pair figures (docs/cost-model.md) ------------------------- */
+
+int tp_nodetype_set_fabric(tp_nodetype *nt, tp_link_kind kind, double gbps, double latency_us)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if ((unsigned)kind > TP_LINK_ETHERNET)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "node type fabric kind %d is not a tp_link_kind",
+		                 (int)kind);
+	if (!(gbps > 0) || !isfinite(gbps))
+		return tp_seterr(nt->errmsg, TP_EINVAL, "node type fabric gbps %g is not a number > 0",
+		                 gbps);
+	if (!(latency_us >= 0) || !isfinite(latency_us))
+		return tp_seterr(nt->errmsg, TP_EINVAL,
+		                 "node type fabric latency_us %g is not a number >= 0", latency_us);
+	nt->fabric = (struct tp_fabric_impl){kind, gbps, latency_us};
+	nt->has_fabric = true;
+	return 0;
+}
+
+int tp_nodetype_fabric(const tp_nodetype *nt, tp_link_kind *kind, double *gbps,
+                       double *latency_us)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (!nt->has_fabric)
+		return TP_ENOTFOUND;
+	if (kind)
+		*kind = nt->fabric.kind;
+	if (gbps)
+		*gbps = nt->fabric.gbps;
+	if (latency_us)
+		*latency_us = nt->fabric.latency_us;
+	return 0;
+}
+
+int tp_nodetype_set_gpu_pcie_gbps(tp_nodetype *nt, unsigned gpu, double gbps)
+{
+	if (!nt)
+		return TP_EINVAL;
+	if (gpu >= nt->ngpus)
+		return tp_seterr(nt->errmsg, TP_EINVAL, "GPU %u does not exist (%u GPUs)", gpu,
+		                 nt->ngpus);
+	if (!(gbps >= 0) || !isfinite(gbps))
+		return tp_seterr(nt->errmsg, TP_EINVAL, "GPU %u: PCIe gbps %g is not a number >= 0",
+		                 gpu, gbps);
+	if (!nt->pcie_gbps && !(nt->pcie_gbps = tp_calloc(&nt->alloc, nt->ngpus, sizeof(double))))
+		return tp_seterr(nt->errmsg, TP_ENOMEM, "out of memory setting GPU %u's PCIe gbps",
+		                 gpu);
+	nt->pcie_gbps[gpu] = gbps;
+	return 0;
+}
+
+/* The share of the PCIe link rate a GPU pair gets when its paths meet only across packages:
+ * peer traffic crosses the inter-socket link (QPI/UPI, X-Bus), which the model prices at half
+ * the link rate (an assumption, docs/cost-model.md). */
+#define CROSS_PACKAGE_SHARE 0.5
+
+/* Whether GPUs a and b sit in different packages (both known). */
+static bool across_packages(const tp_nodetype *nt, unsigned a, unsigned b)
+{
+	int pa = nt->gpu_x[a].loc.package, pb = nt->gpu_x[b].loc.package;
+	return pa >= 0 && pb >= 0 && pa != pb;
+}
+
+double tp_nt_pair_gbps(const tp_nodetype *nt, unsigned a, unsigned b)
+{
+	if (nt->nvlink) {
+		double g = nt->nvlink[(size_t)a * nt->ngpus + b];
+		if (g > 0)
+			return g;
+	}
+	if (!nt->pcie_gbps || !(nt->pcie_gbps[a] > 0) || !(nt->pcie_gbps[b] > 0))
+		return 0.0;
+	double link = nt->pcie_gbps[a] < nt->pcie_gbps[b] ? nt->pcie_gbps[a] : nt->pcie_gbps[b];
+	/* GPUs under one switch never cross packages, whatever their locality says */
+	bool same_switch = nt->gpu_sw[a] >= 0 && nt->gpu_sw[a] == nt->gpu_sw[b];
+	return !same_switch && across_packages(nt, a, b) ? link * CROSS_PACKAGE_SHARE : link;
+}
+
+double tp_nodetype_pair_gbps(const tp_nodetype *nt, unsigned a, unsigned b)
+{
+	if (!nt || a >= nt->ngpus || b >= nt->ngpus || a == b)
+		return 0.0;
+	return tp_nt_pair_gbps(nt, a, b);
+}
+
+bool tp_nt_has_figures(const tp_nodetype *nt)
+{
+	if (tp_nt_has_nvlink(nt))
+		return true;
+	for (unsigned i = 0; nt->pcie_gbps && i < nt->ngpus; i++)
+		if (nt->pcie_gbps[i] > 0)
+			return true;
+	return false;
+}
+
 /* A deep copy of a node type, with the given allocator. */
 tp_nodetype *tp_nt_clone(const tp_nodetype *src, const tp_allocator *a)
 {
@@ -430,6 +528,14 @@ tp_nodetype *tp_nt_clone(const tp_nodetype *src, const tp_allocator *a)
 			goto fail;
 		memcpy(nt->nvlink, src->nvlink, n * sizeof(double));
 	}
+	if (src->pcie_gbps) {
+		nt->pcie_gbps = tp_mallocn(&nt->alloc, src->ngpus, sizeof(double));
+		if (!nt->pcie_gbps)
+			goto fail;
+		memcpy(nt->pcie_gbps, src->pcie_gbps, src->ngpus * sizeof(double));
+	}
+	nt->has_fabric = src->has_fabric;
+	nt->fabric = src->fabric;
 	return nt;
 fail:
 	tp_nodetype_destroy(nt);
@@ -445,7 +551,12 @@ static bool loc_equal(const struct tp_locality *x, const struct tp_locality *y)
 bool tp_nt_equal(const tp_nodetype *x, const tp_nodetype *y)
 {
 	if (x->ngpus != y->ngpus || x->nsw != y->nsw || x->nnic != y->nnic || x->nnvs != y->nnvs ||
-	    !x->nvlink != !y->nvlink)
+	    !x->nvlink != !y->nvlink || !x->pcie_gbps != !y->pcie_gbps ||
+	    x->has_fabric != y->has_fabric)
+		return false;
+	if (x->has_fabric && memcmp(&x->fabric, &y->fabric, sizeof x->fabric))
+		return false;
+	if (x->pcie_gbps && memcmp(x->pcie_gbps, y->pcie_gbps, x->ngpus * sizeof(double)))
 		return false;
 	if (memcmp(x->gpu_sw, y->gpu_sw, x->ngpus * sizeof *x->gpu_sw) ||
 	    (x->nsw && memcmp(x->sw_parent, y->sw_parent, x->nsw * sizeof *x->sw_parent)))

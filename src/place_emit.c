@@ -84,6 +84,181 @@ static void pick_closest(const struct tp_nodetype *nt, const bool *use, uint32_t
 	}
 }
 
+/* ---- choosing by the links: NVLink first ---------------------------------------------------
+ *
+ * Among the usable GPUs of a node whose type has NVLink figures, the k with the best NVLink
+ * among them: the largest smallest pairwise figure, then the largest sum; then the fastest
+ * slowest device (rule 4); then PCIe locality (the smallest sum of pairwise switch distances,
+ * then the fewest pairs across packages); then NIC locality (the smallest sum of each GPU's
+ * nearest-NIC rank); then the lowest indices. Exhaustive over the C(n, k) subsets while that is
+ * at most LINK_EXHAUSTIVE_MAX (a few dozen GPUs at most per node: 8 GPUs give at most 70),
+ * greedy otherwise (add the GPU that keeps the score best, lowest index on ties). Where NVLink
+ * leaves every subset equal (an NVSwitch node: every pair the same figure), the PCIe rule
+ * (pick_closest) decides as it did before. */
+
+#define LINK_EXHAUSTIVE_MAX 4096
+
+struct link_score {
+	double nv_min, nv_sum, perf_min;
+	uint64_t pcie, cross, nic;
+};
+
+/* Compare two scores: < 0 when x is better. */
+static int link_cmp(const struct link_score *x, const struct link_score *y)
+{
+	const double dx[3] = {x->nv_min, x->nv_sum, x->perf_min};
+	const double dy[3] = {y->nv_min, y->nv_sum, y->perf_min};
+	for (unsigned i = 0; i < 3; i++)
+		if (dx[i] != dy[i])
+			return dx[i] > dy[i] ? -1 : 1;
+	const uint64_t ux[3] = {x->pcie, x->cross, x->nic}, uy[3] = {y->pcie, y->cross, y->nic};
+	for (unsigned i = 0; i < 3; i++)
+		if (ux[i] != uy[i])
+			return ux[i] < uy[i] ? -1 : 1;
+	return 0;
+}
+
+/* Each GPU's nearest-NIC rank (0 for every GPU of a type without NICs). */
+static void nic_ranks(const struct tp_nodetype *nt, uint32_t *rank)
+{
+	for (unsigned g = 0; g < nt->ngpus; g++) {
+		uint32_t best = 0;
+		for (unsigned n = 0; n < nt->nnic; n++) {
+			uint32_t r = tp_nodetype_nic_rank(nt, g, n);
+			best = n == 0 || r < best ? r : best;
+		}
+		rank[g] = best;
+	}
+}
+
+/* The score of GPUs sel[0..m) of a node (local indices), perf from device base. */
+static struct link_score link_score_of(const struct tp_topology *t, const struct tp_nodetype *nt,
+                                       uint32_t base, const uint32_t *nic_rank,
+                                       const uint32_t *sel, uint32_t m)
+{
+	struct link_score s = {m > 1 ? -1.0 : 0.0, 0.0, -1.0, 0, 0, 0};
+	for (uint32_t i = 0; i < m; i++) {
+		double pf = t->dev_perf[base + sel[i]];
+		s.perf_min = s.perf_min < 0 || pf < s.perf_min ? pf : s.perf_min;
+		s.nic += nic_rank[sel[i]];
+		for (uint32_t j = i + 1; j < m; j++) {
+			double g = nt->nvlink[(size_t)sel[i] * nt->ngpus + sel[j]];
+			s.nv_min = s.nv_min < 0 || g < s.nv_min ? g : s.nv_min;
+			s.nv_sum += g;
+			s.pcie += (uint64_t)tp_nodetype_pcie_distance(nt, sel[i], sel[j]);
+			int pa = nt->gpu_x[sel[i]].loc.package, pb = nt->gpu_x[sel[j]].loc.package;
+			s.cross += pa >= 0 && pb >= 0 && pa != pb;
+		}
+	}
+	return s;
+}
+
+/* C(n, k), saturated just above LINK_EXHAUSTIVE_MAX. */
+static uint64_t choose_bounded(uint32_t n, uint32_t k)
+{
+	uint64_t c = 1;
+	for (uint32_t i = 1; i <= k; i++) {
+		c = c * (n - k + i) / i;
+		if (c > LINK_EXHAUSTIVE_MAX)
+			return LINK_EXHAUSTIVE_MAX + 1;
+	}
+	return c;
+}
+
+/* Exhaustive: the best k of the n usable GPUs g[], in lexicographic order of combinations (so
+ * the first best has the lowest indices). */
+static void links_exhaustive(const struct tp_topology *t, const struct tp_nodetype *nt,
+                             uint32_t base, const uint32_t *rank, const uint32_t *g, uint32_t n,
+                             uint32_t k, bool *pick)
+{
+	uint32_t ix[TP_MAX_NODE_DEVICES], sel[TP_MAX_NODE_DEVICES], best[TP_MAX_NODE_DEVICES];
+	struct link_score bs = {0};
+	bool have = false;
+	for (uint32_t i = 0; i < k; i++)
+		ix[i] = i;
+	for (;;) {
+		for (uint32_t i = 0; i < k; i++)
+			sel[i] = g[ix[i]];
+		struct link_score sc = link_score_of(t, nt, base, rank, sel, k);
+		if (!have || link_cmp(&sc, &bs) < 0) {
+			bs = sc;
+			memcpy(best, sel, k * sizeof *sel);
+			have = true;
+		}
+		uint32_t i = k;
+		while (i-- > 0 && ix[i] == n - k + i)
+			;
+		if (i == UINT32_MAX)
+			break;
+		ix[i]++;
+		for (uint32_t j = i + 1; j < k; j++)
+			ix[j] = ix[j - 1] + 1;
+	}
+	for (uint32_t i = 0; i < k; i++)
+		pick[best[i]] = true;
+}
+
+/* Greedy: grow the set one GPU at a time, each the one that keeps the score best. */
+static void links_greedy(const struct tp_topology *t, const struct tp_nodetype *nt,
+                         uint32_t base, const uint32_t *rank, const uint32_t *g, uint32_t n,
+                         uint32_t k, bool *pick)
+{
+	uint32_t sel[TP_MAX_NODE_DEVICES];
+	for (uint32_t m = 0; m < k; m++) {
+		struct link_score bs = {0};
+		uint32_t bi = UINT32_MAX;
+		for (uint32_t i = 0; i < n; i++) {
+			if (pick[g[i]])
+				continue;
+			sel[m] = g[i];
+			/* the first GPU is scored by the sum of its figures to every usable GPU */
+			struct link_score sc =
+			        m ? link_score_of(t, nt, base, rank, sel, m + 1)
+			          : link_score_of(t, nt, base, rank, sel, 1);
+			if (m == 0)
+				for (uint32_t j = 0; j < n; j++)
+					sc.nv_sum += nt->nvlink[(size_t)g[i] * nt->ngpus + g[j]];
+			if (bi == UINT32_MAX || link_cmp(&sc, &bs) < 0) {
+				bs = sc;
+				bi = i;
+			}
+		}
+		sel[m] = g[bi];
+		pick[g[bi]] = true;
+	}
+}
+
+/* Whether the NVLink figures of the usable GPUs g[0..n) differ at all (n >= 2). */
+static bool nvlink_differs(const struct tp_nodetype *nt, const uint32_t *g, uint32_t n)
+{
+	double ref = nt->nvlink[(size_t)g[0] * nt->ngpus + g[1]];
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (nt->nvlink[(size_t)g[i] * nt->ngpus + g[j]] != ref)
+				return true;
+	return false;
+}
+
+/* Choose k of the usable GPUs by their links (see above). False, pick untouched, when every
+ * usable pair has the same NVLink figure: the caller's PCIe rule decides. */
+static bool pick_by_links(const struct tp_topology *t, const struct tp_nodetype *nt,
+                          uint32_t base, const bool *use, uint32_t k, bool *pick)
+{
+	uint32_t g[TP_MAX_NODE_DEVICES], rank[TP_MAX_NODE_DEVICES], n = 0;
+	for (unsigned i = 0; i < nt->ngpus; i++)
+		if (use[i])
+			g[n++] = i;
+	if (n < 2 || !nvlink_differs(nt, g, n))
+		return false;
+	nic_ranks(nt, rank);
+	memset(pick, 0, nt->ngpus * sizeof *pick);
+	if (choose_bounded(n, k) <= LINK_EXHAUSTIVE_MAX)
+		links_exhaustive(t, nt, base, rank, g, n, k, pick);
+	else
+		links_greedy(t, nt, base, rank, g, n, k, pick);
+	return true;
+}
+
 static int perf_cmp_dev(const struct tp_topology *t, uint32_t a, uint32_t b)
 {
 	if (t->dev_perf[a] != t->dev_perf[b])
@@ -103,9 +278,13 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 	bool use[TP_MAX_NODE_DEVICES] = {false}, pick[TP_MAX_NODE_DEVICES] = {false};
 	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
 	const struct tp_nodetype *nt = ty != TP_NO_TYPE ? t->types[ty] : NULL;
-	if (nt && nt->nsw > 0 && nt->ngpus == tp_node_ndev(t, node) && k < n) {
-		for (uint32_t i = 0; i < n; i++)
-			use[list[i] - base] = true;
+	bool typed = nt && nt->ngpus == tp_node_ndev(t, node) && k < n;
+	for (uint32_t i = 0; typed && i < n; i++)
+		use[list[i] - base] = true;
+	bool linked = typed && nt->nvlink && k > 1 && pick_by_links(t, nt, base, use, k, pick);
+	if (linked) {
+		/* chosen by NVLink */
+	} else if (typed && nt->nsw > 0) {
 		pick_closest(nt, use, k, pick);
 	} else {
 		/* faster devices first (rule 4), then the lowest index: a selection sort over at

@@ -14,12 +14,12 @@
 #include "topoplace-hwloc.h"
 
 static const char *const topology_keys[] = {"levels", "fabric", "nodes", "generate",
-                                            "failure_domains"};
+                                            "failure_domains", "x_domain_fabric"};
 static const char *const fabric_keys[] = {"kind", "gbps", "latency_us"};
 static const char *const node_keys[] = {"name", "path", "gpus", "model", "memory_gb", "perf",
-                                        "hwloc"};
+                                        "hwloc", "x_fabric"};
 static const char *const generate_keys[] = {"counts", "gpus_per_node", "model", "memory_gb",
-                                            "perf"};
+                                            "perf", "x_fabric"};
 /* Indexed by tp_link_kind. */
 static const char *const link_kinds[] = {"nvlink", "pcie", "ib", "ethernet"};
 
@@ -69,6 +69,45 @@ static bool read_levels(struct scen *s, const json_t *topo)
 	return true;
 }
 
+/* One link object at fp ({kind, gbps, latency_us}, each optional) over the defaults of the
+ * fabric of `level` (those of the spec and of the builder). */
+struct link {
+	tp_link_kind kind;
+	double gbps, latency;
+};
+
+static bool read_link(struct scen *s, const json_t *link, const char *fp, int level,
+                      struct link *out)
+{
+	char q[SC_PATH_LEN], b[SC_SHOW_LEN];
+	if (!sc_check_object(s, link, fp, fabric_keys, SC_COUNT(fabric_keys)))
+		return false;
+	out->kind = TP_LINK_IB;
+	out->gbps = level == TP_LEVEL_CLUSTER ? 25 : 50;
+	out->latency = level == TP_LEVEL_CLUSTER ? 20 : 14;
+	if (level == (int)s->nlevels - 1)
+		out->kind = TP_LINK_NVLINK, out->gbps = 900, out->latency = 3.4;
+	const json_t *v = json_object_get(link, "kind");
+	if (v) {
+		unsigned k = 0;
+		while (k < SC_COUNT(link_kinds) &&
+		       !(json_is_string(v) && !strcmp(json_string_value(v), link_kinds[k])))
+			k++;
+		if (k == SC_COUNT(link_kinds))
+			return sc_fail(s, sc_join(q, fp, "kind"),
+			               "unknown link kind %s (one of nvlink, pcie, ib, ethernet)",
+			               sc_show(s, v, b));
+		out->kind = (tp_link_kind)k;
+	}
+	if ((v = json_object_get(link, "gbps")) &&
+	    !sc_check_num(s, v, sc_join(q, fp, "gbps"), true, false, &out->gbps))
+		return false;
+	if ((v = json_object_get(link, "latency_us")) &&
+	    !sc_check_num(s, v, sc_join(q, fp, "latency_us"), true, false, &out->latency))
+		return false;
+	return true;
+}
+
 static bool read_fabric(struct scen *s, const json_t *fab)
 {
 	const char *allowed[TP_MAX_LEVELS + 1];
@@ -79,41 +118,86 @@ static bool read_fabric(struct scen *s, const json_t *fab)
 	const char *key;
 	json_t *link;
 	json_object_foreach((json_t *)fab, key, link) {
-		char fp[SC_PATH_LEN], q[SC_PATH_LEN], b[SC_SHOW_LEN];
+		char fp[SC_PATH_LEN];
 		sc_join(fp, "topology.fabric", key);
-		if (!sc_check_object(s, link, fp, fabric_keys, SC_COUNT(fabric_keys)))
-			return false;
 		int level = TP_LEVEL_CLUSTER;
 		for (unsigned l = 0; l < s->nlevels; l++)
 			if (!strcmp(key, s->levels[l]))
 				level = (int)l;
-		/* The spec's defaults for what the level leaves out (those of the builder too). */
-		tp_link_kind kind = TP_LINK_IB;
-		double gbps = level == TP_LEVEL_CLUSTER ? 25 : 50;
-		double latency = level == TP_LEVEL_CLUSTER ? 20 : 14;
-		if (level == (int)s->nlevels - 1)
-			kind = TP_LINK_NVLINK, gbps = 900, latency = 3.4;
-		const json_t *v = json_object_get(link, "kind");
-		if (v) {
-			unsigned k = 0;
-			while (k < SC_COUNT(link_kinds) &&
-			       !(json_is_string(v) && !strcmp(json_string_value(v), link_kinds[k])))
-				k++;
-			if (k == SC_COUNT(link_kinds))
-				return sc_fail(s, sc_join(q, fp, "kind"),
-				               "unknown link kind %s (one of nvlink, pcie, ib, ethernet)",
-				               sc_show(s, v, b));
-			kind = (tp_link_kind)k;
-		}
-		if ((v = json_object_get(link, "gbps")) &&
-		    !sc_check_num(s, v, sc_join(q, fp, "gbps"), true, false, &gbps))
+		struct link k;
+		if (!read_link(s, link, fp, level, &k))
 			return false;
-		if ((v = json_object_get(link, "latency_us")) &&
-		    !sc_check_num(s, v, sc_join(q, fp, "latency_us"), true, false, &latency))
-			return false;
-		if (tp_topology_builder_set_fabric(s->b, level, kind, gbps, latency) < 0)
+		if (tp_topology_builder_set_fabric(s->b, level, k.kind, k.gbps, k.latency) < 0)
 			return sc_fail(s, fp, "%s", tp_topology_builder_errmsg(s->b));
 	}
+	return true;
+}
+
+/* The extension `x_domain_fabric` (until the spec has it): {level: {domain path: link}} for
+ * levels above the node, each domain's own fabric (tp_topology_builder_set_domain_fabric). */
+static bool read_domain_fabrics(struct scen *s, const json_t *v)
+{
+	const char *p = "topology.x_domain_fabric";
+	if (!sc_check_object(s, v, p, s->levels, s->nlevels - 1))
+		return false;
+	const char *lname;
+	json_t *doms;
+	json_object_foreach((json_t *)v, lname, doms) {
+		char lp[SC_PATH_LEN];
+		sc_join(lp, p, lname);
+		if (!json_is_object(doms))
+			return sc_fail(s, lp, "must be an object (domain path -> fabric), not %s",
+			               sc_kind(doms));
+		unsigned level = 0;
+		while (strcmp(s->levels[level], lname))
+			level++;
+		const char *path;
+		json_t *link;
+		json_object_foreach(doms, path, link) {
+			char fp[SC_PATH_LEN];
+			sc_join(fp, lp, path);
+			struct link k;
+			if (!read_link(s, link, fp, (int)level, &k))
+				return false;
+			int rc = tp_topology_builder_set_domain_fabric(s->b, level, path, k.kind, k.gbps,
+			                                               k.latency);
+			if (rc == TP_ENOMEM)
+				return sc_nomem(s, fp);
+			if (rc == TP_ENOTFOUND)
+				return sc_fail(s, fp, "no %s has the path %s", lname, path);
+			if (rc < 0)
+				return sc_fail(s, fp, "%s", tp_topology_builder_errmsg(s->b));
+		}
+	}
+	return true;
+}
+
+/* A node's or generate's extension `x_fabric`: the fabric inside the node, as a node type of
+ * `gpus` GPUs that says only that (tp_nodetype_set_fabric). *out stays NULL without one; the
+ * caller destroys it once the nodes are added (the builder keeps its own copy). */
+static bool read_node_fabric(struct scen *s, const json_t *obj, const char *p, unsigned gpus,
+                             tp_node_options *o, tp_nodetype **out)
+{
+	char q[SC_PATH_LEN];
+	const json_t *v = json_object_get(obj, "x_fabric");
+	*out = NULL;
+	if (!v)
+		return true;
+	sc_join(q, p, "x_fabric");
+	if (o->type)
+		return sc_fail(s, q, "not with an hwloc file (the file gives the node's insides; its "
+		                     "PCIe-only nodes get a PCIe fabric)");
+	struct link k;
+	if (!read_link(s, v, q, (int)s->nlevels - 1, &k))
+		return false;
+	int rc = tp_nodetype_create(out, gpus, s->o->alloc);
+	if (!rc)
+		rc = tp_nodetype_set_fabric(*out, k.kind, k.gbps, k.latency);
+	if (rc == TP_ENOMEM)
+		return sc_nomem(s, q);
+	if (rc < 0)
+		return sc_fail(s, q, "%s", *out ? tp_nodetype_errmsg(*out) : tp_strerror(rc));
+	o->type = *out;
 	return true;
 }
 
@@ -192,9 +276,11 @@ static bool read_generate(struct scen *s, const json_t *g)
 	}
 	tp_node_options o = TP_NODE_OPTIONS_INIT;
 	double perfs[TP_MAX_NODE_DEVICES];
-	if (!read_attrs(s, g, p, gpn, &o, perfs))
+	tp_nodetype *fab = NULL;
+	if (!read_attrs(s, g, p, gpn, &o, perfs) || !read_node_fabric(s, g, p, gpn, &o, &fab))
 		return false;
 	int rc = tp_topology_builder_generate(s->b, c, gpn, &o);
+	tp_nodetype_destroy(fab);
 	if (rc == TP_ENOMEM)
 		return sc_nomem(s, p);
 	if (rc < 0)
@@ -390,9 +476,12 @@ static bool read_node(struct scen *s, const json_t *n, size_t i)
 	tp_node_options o = TP_NODE_OPTIONS_INIT;
 	unsigned ngpus = 0;
 	double perfs[TP_MAX_NODE_DEVICES];
-	if (!read_node_gpus(s, n, p, &o, &ngpus) || !read_attrs(s, n, p, ngpus, &o, perfs))
+	tp_nodetype *fab = NULL;
+	if (!read_node_gpus(s, n, p, &o, &ngpus) || !read_attrs(s, n, p, ngpus, &o, perfs) ||
+	    !read_node_fabric(s, n, p, ngpus, &o, &fab))
 		return false;
 	int rc = tp_topology_builder_add_node(s->b, json_string_value(name), path, ngpus, &o);
+	tp_nodetype_destroy(fab);
 	if (rc == TP_EEXIST)
 		return duplicate_name(s, name, p, i);
 	if (rc == TP_ENOMEM)
@@ -603,6 +692,8 @@ bool sc_read_topology(struct scen *s, const json_t *topo)
 	if (s->nnodes == 0)
 		return sc_fail(s, "topology.nodes", "the topology has no node");
 	if ((v = json_object_get(topo, "failure_domains")) && !read_failure_domains(s, v))
+		return false;
+	if ((v = json_object_get(topo, "x_domain_fabric")) && !read_domain_fabrics(s, v))
 		return false;
 	int rc = tp_topology_build(s->b, &s->t);
 	if (rc == TP_ENOMEM)

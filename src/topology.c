@@ -94,6 +94,7 @@ void tp_topology_builder_destroy(tp_topology_builder *b)
 		fd_kind_free(b, &b->fd[i]);
 	tp_free(&a, b->fd);
 	tp_free(&a, b->nvs);
+	tp_free(&a, b->dfab);
 	JudySLFreeArray(&b->nvs_names, err);
 	tp_free(&a, b);
 }

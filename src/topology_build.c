@@ -238,10 +238,17 @@ static int build_tables(struct build_ctx *x)
 			if (!(t->types[i] = tp_nt_clone(b->types[i], a)))
 				return TP_ENOMEM;
 	}
-	/* A node type's NVLink figures set the bandwidth inside its nodes unless the caller set
-	 * the node level's fabric (docs/cost-model.md). */
-	for (unsigned i = 0; i < t->ntypes && !b->fabric_set[b->nlevels]; i++)
-		t->type_nvlink = t->type_nvlink || tp_nt_has_nvlink(t->types[i]);
+	/* A node type's pair figures set the bandwidth inside its nodes unless the caller set
+	 * the node level's fabric and the type sets none of its own (docs/cost-model.md). */
+	t->node_fabric_set = b->fabric_set[b->nlevels];
+	for (unsigned i = 0; i < t->ntypes; i++)
+		t->type_nvlink = t->type_nvlink || tp_nt_figures_apply(t, t->types[i]);
+	if (t->type_nvlink) {
+		if (!(t->type_figures = tp_calloc(a, t->ntypes, sizeof(bool))))
+			return TP_ENOMEM;
+		for (unsigned i = 0; i < t->ntypes; i++)
+			t->type_figures[i] = tp_nt_figures_apply(t, t->types[i]);
+	}
 	return 0;
 }
 
@@ -382,6 +389,8 @@ int tp_topology_build(tp_topology_builder *b, tp_topology **out)
 		rc = build_nvswitches(&x);
 	if (!rc)
 		rc = build_fd(&x);
+	if (!rc)
+		rc = tp_build_domain_fabrics(b, t, x.pid_to_dom);
 out:
 	tp_free(&t->alloc, x.order);
 	for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
@@ -408,6 +417,7 @@ void tp_topology_destroy(tp_topology *t)
 		tp_free(&a, lv->node_first);
 		tp_free(&a, (void *)lv->dname);
 		tp_free(&a, lv->nvswitches);
+		tp_free(&a, lv->dfab);
 		JudySLFreeArray(&lv->by_path, err);
 	}
 	tp_free(&a, t->dev_first);
@@ -423,6 +433,7 @@ void tp_topology_destroy(tp_topology *t)
 	for (unsigned i = 0; i < t->ntypes; i++)
 		tp_nodetype_destroy(t->types[i]);
 	tp_free(&a, t->types);
+	tp_free(&a, t->type_figures);
 	/* Every allocated kind, including one a failed build left half built (zeroed fields). */
 	for (unsigned k = 0; t->fd && k < t->nfd_alloc; k++) {
 		struct tp_fd_kind *fk = &t->fd[k];

@@ -59,6 +59,13 @@ struct bnvs {
 	uint32_t pid;
 };
 
+/* A domain's own fabric (tp_topology_builder_set_domain_fabric). */
+struct bdfab {
+	unsigned level;
+	uint32_t pid;
+	struct tp_fabric_impl f;
+};
+
 struct tp_topology_builder {
 	tp_allocator alloc;
 	char errmsg[TP_ERRMSG_LEN];
@@ -92,9 +99,16 @@ struct tp_topology_builder {
 	struct bnvs *nvs;
 	size_t nnvs, cap_nvs;
 	Pvoid_t nvs_names; /* JudySL: "level/path/name" */
+
+	struct bdfab *dfab;
+	size_t ndfab, cap_dfab;
 };
 
 /* The path of prefix `pid` of level `l`, joined with '/', into buf (PATH_BUF bytes). */
 void tp_builder_prefix_path(const tp_topology_builder *b, unsigned l, uint32_t pid, char *buf);
+
+/* Give every level with a domain fabric its per-domain table (topology_fabric.c). */
+int tp_build_domain_fabrics(const tp_topology_builder *b, tp_topology *t,
+                            uint32_t *const *pid_to_dom);
 
 #endif

@@ -22,6 +22,12 @@ _Static_assert(sizeof(Word_t) >= 8, "Judy keys must hold 64 bits");
 /* Room for a path of every level above the node, joined with '/'. */
 #define PATH_BUF ((TP_MAX_NAME + 1) * TP_MAX_LEVELS + 8)
 
+struct tp_fabric_impl {
+	tp_link_kind kind;
+	double gbps;
+	double latency_us;
+};
+
 struct tp_nodetype {
 	tp_allocator alloc;
 	char errmsg[TP_ERRMSG_LEN];
@@ -43,6 +49,12 @@ struct tp_nodetype {
 	struct tp_nic_extra *nic_x; /* [nnic] */
 	size_t cap_nicx;
 	bool has_rdma;              /* some NIC is TP_NIC_RDMA */
+	/* The type's own intra-node fabric (tp_nodetype_set_fabric), overriding the node level's,
+	 * and each GPU's PCIe link GB/s (0: unknown), from which a pair without an NVLink figure
+	 * gets its PCIe figure (tp_nt_pair_gbps). */
+	bool has_fabric;
+	struct tp_fabric_impl fabric;
+	double *pcie_gbps; /* [ngpus], or NULL when none was set */
 };
 
 #define TP_BUSID_LEN 32 /* a PCI bus id ("0000:3b:00.0") and its NUL, with room to spare */
@@ -66,12 +78,6 @@ struct tp_nic_extra {
  * tp_nodetype_gpu_nearest_nic() in topoplace.h for the rule. */
 unsigned tp_nodetype_nic_rank(const struct tp_nodetype *nt, unsigned g, unsigned n);
 
-struct tp_fabric_impl {
-	tp_link_kind kind;
-	double gbps;
-	double latency_us;
-};
-
 /* One level of the tree. At the node level, domains are the nodes themselves. */
 struct tp_level_impl {
 	char *name;
@@ -83,6 +89,8 @@ struct tp_level_impl {
 	uint32_t max_devices;  /* most devices in one domain of this level */
 	uint32_t max_nodes;    /* most nodes in one domain of this level */
 	uint16_t *nvswitches;  /* [ndom] NVSwitches added to the domain, or NULL when none */
+	struct tp_fabric_impl *dfab; /* [ndom] each domain's fabric (above the node), or NULL when
+	                                no domain of the level overrides the level's */
 	Pvoid_t by_path;       /* JudySL: path -> domain index + 1 */
 };
 
@@ -99,8 +107,10 @@ struct tp_topology {
 	unsigned nlevels; /* node level = nlevels - 1 */
 	struct tp_level_impl lv[TP_MAX_LEVELS];
 	struct tp_fabric_impl fabric[TP_MAX_LEVELS + 1]; /* [level + 1]; [0] is the cluster */
-	bool type_nvlink; /* node types' NVLink figures price traffic inside their nodes: the
-	                     caller did not set the node level's fabric and some type has them */
+	bool type_nvlink; /* some node type's pair figures (NVLink, PCIe) price traffic inside
+	                     its nodes (tp_nt_figures_apply) */
+	bool node_fabric_set; /* the caller set the node level's fabric */
+	bool *type_figures;   /* [ntypes] tp_nt_figures_apply per type, or NULL when no type's do */
 
 	uint32_t nnodes;
 	uint32_t ndevices;
@@ -167,6 +177,37 @@ static inline uint32_t tp_dom_ndev(const struct tp_topology *t, unsigned level, 
 	uint32_t f, n;
 	tp_dom_nodes(t, level, dom, &f, &n);
 	return t->dev_first[f + n] - t->dev_first[f];
+}
+
+/* The fabric joining the children of domain `dom` of `level` (TP_LEVEL_CLUSTER: the top-level
+ * domains, dom ignored): the domain's own when it or (at the node level) its node type sets
+ * one, else the level's. */
+static inline const struct tp_fabric_impl *tp_dom_fabric(const struct tp_topology *t, int level,
+                                                         uint32_t dom)
+{
+	if (level < 0)
+		return &t->fabric[0];
+	if ((unsigned)level == tp_node_level(t)) {
+		uint16_t ty = t->node_type ? t->node_type[dom] : TP_NO_TYPE;
+		if (ty != TP_NO_TYPE && t->types[ty]->has_fabric)
+			return &t->types[ty]->fabric;
+		return &t->fabric[level + 1];
+	}
+	return t->lv[level].dfab ? &t->lv[level].dfab[dom] : &t->fabric[level + 1];
+}
+
+/* GB/s between GPUs a and b (a != b) of a node type from its own figures: the NVLink figure,
+ * else the PCIe figure of where their paths meet (docs/cost-model.md), else 0. */
+double tp_nt_pair_gbps(const struct tp_nodetype *nt, unsigned a, unsigned b);
+
+/* Whether a type has pair figures (NVLink or PCIe) at all. */
+bool tp_nt_has_figures(const struct tp_nodetype *nt);
+
+/* Whether a type's pair figures price traffic inside its nodes of t: it has some, and it sets
+ * its own fabric or the caller left the node level's at its default (docs/cost-model.md). */
+static inline bool tp_nt_figures_apply(const struct tp_topology *t, const struct tp_nodetype *nt)
+{
+	return (nt->has_fabric || !t->node_fabric_set) && tp_nt_has_figures(nt);
 }
 
 /* Node types as a topology keeps them (nodetype.c): whether some GPU pair has an NVLink

@@ -322,6 +322,8 @@ size_t tp_topology_memory(const tp_topology *t)
 			m += 2 * (n + 1) * sizeof(uint32_t);
 		if (lv->nvswitches)
 			m += n * sizeof(uint16_t);
+		if (lv->dfab)
+			m += n * sizeof(struct tp_fabric_impl);
 		/* paths above the node are about one name per level longer than the own name */
 		m += judysl_estimate(lv->dname, n) + (l + 1 < t->nlevels ? n * 16 * l : 0);
 	}

@@ -270,6 +270,15 @@ def check_scenario_fleet(tmp, scenario):
           f"sim --fleet scenario with gpus 0: exit {p.returncode}, stderr {p.stderr!r}")
 
 
+def check_mixed_fleet(tmp):
+    d, text = run(["sim", "--fleet", "mixed:576", "--jobs", "150", "--policies",
+                   "first-fit,topoplace"], tmp, "mixed.json")
+    f = d["fleet"]
+    check(f["kind"] == "mixed" and f["gpus"] == 576 and f["node_gpus"] == 4 and
+          f["nvlink_level"] == "node", f"mixed fleet: {f}")
+    check(d["policies"]["topoplace"]["jobs_started"] == 150, "mixed fleet: jobs left over")
+
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -305,6 +314,7 @@ if __name__ == "__main__":
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
+        check_mixed_fleet(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

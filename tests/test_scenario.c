@@ -367,10 +367,10 @@ Test(scenario, refuses_bad_top_level_fields)
 		{"{'version': 1, 'topology': []}", "topology: must be an object, not a list"},
 		{TOPO("{" RACKS ", 'level': 1}"),
 		 "topology.level: unknown key (did you mean 'levels'?) (allowed: levels, fabric, nodes, "
-		 "generate, failure_domains)"},
+		 "generate, failure_domains, x_domain_fabric)"},
 		{TOPO("{" RACKS ", 'nodes': [{'name': 'x', 'path': ['r'], 'gpus': 1}], 'state': {}}"),
 		 "topology.state: unknown key (allowed: levels, fabric, nodes, generate, "
-		 "failure_domains)"},
+		 "failure_domains, x_domain_fabric)"},
 	};
 	assert_all_refused(cases, sizeof cases / sizeof *cases);
 	assert_refused("{'version': 1, 'version': 1}",
@@ -457,7 +457,7 @@ Test(scenario, refuses_bad_generate)
 		 "topology.generate.memory_gb: must be positive, not 0"},
 		{TOPO("{" RACKS ", 'generate': {'counts': [1, 2], 'gpus_per_node': 1, 'nodes': 2}}"),
 		 "topology.generate.nodes: unknown key (allowed: counts, gpus_per_node, model, "
-		 "memory_gb, perf)"},
+		 "memory_gb, perf, x_fabric)"},
 	};
 	assert_all_refused(cases, sizeof cases / sizeof *cases);
 }
@@ -501,7 +501,7 @@ Test(scenario, refuses_bad_nodes)
 		{TOPO("{" RACKS ", 'nodes': [{'name': 'x', 'path': ['r'], 'gpus': 1},"
 		      "{'name': 'y', 'path': ['r'], 'gpu': 1}]}"),
 		 "topology.nodes[1].gpu: unknown key (did you mean 'gpus'?) (allowed: name, path, gpus, "
-		 "model, memory_gb, perf, hwloc)"},
+		 "model, memory_gb, perf, hwloc, x_fabric)"},
 		{TOPO("{" RACKS ", 'nodes': [{'name': 'x1', 'path': ['r1'], 'gpus': 4},"
 		      "{'name': 'x2', 'path': ['r1'], 'gpus': 4}, {'name': 'x1', 'path': ['r2'], "
 		      "'gpus': 4}]}"),

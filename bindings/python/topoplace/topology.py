@@ -106,6 +106,37 @@ class NodeType(_Owned):
         check(lib.tp_nodetype_set_nvlink(self._p, a, b, gbps), self)
         return self
 
+    def set_fabric(self, kind, gbps, latency_us):
+        """Set the fabric inside nodes of this type (kind name, GB/s, latency in us): it
+        overrides the node level's, even one the caller set (``tp_nodetype_set_fabric``);
+        returns the node type."""
+        check(lib.tp_nodetype_set_fabric(self._p, _link_code(kind), gbps, latency_us), self)
+        return self
+
+    @property
+    def fabric(self):
+        """The :class:`Fabric` the node type sets for its nodes, or None (they use the node
+        level's)."""
+        kind = ffi.new("tp_link_kind *")
+        gbps = ffi.new("double *")
+        lat = ffi.new("double *")
+        rc = lib.tp_nodetype_fabric(self._p, kind, gbps, lat)
+        if rc == lib.TP_ENOTFOUND:
+            return None
+        check(rc, self)
+        return Fabric(_LINK_NAME.get(kind[0], str(kind[0])), gbps[0], lat[0])
+
+    def set_gpu_pcie_gbps(self, gpu, gbps):
+        """Set GPU ``gpu``'s PCIe link bandwidth (GB/s one direction, 0 to forget it), which
+        prices its pairs without NVLink; returns the node type."""
+        check(lib.tp_nodetype_set_gpu_pcie_gbps(self._p, gpu, gbps), self)
+        return self
+
+    def pair_gbps(self, a, b):
+        """The GB/s the cost model gives GPUs ``a`` and ``b`` from the type's own figures:
+        NVLink, else PCIe (half across packages), else 0 (as ``tp_nodetype_pair_gbps``)."""
+        return lib.tp_nodetype_pair_gbps(self._p, a, b)
+
     @property
     def gpu_count(self):
         """Number of GPUs of the node type."""
@@ -243,6 +274,12 @@ def _limit(n, what):
     return n
 
 
+def _link_code(kind):
+    if kind not in _LINK_CODE:
+        raise InvalidArgument("unknown link kind %r (one of %s)" % (kind, ", ".join(LINK_KINDS)))
+    return _LINK_CODE[kind]
+
+
 def _perf_args(perf, keep):
     """(perf, device_perf pointer) of tp_node_options from a number or a per-device list."""
     if perf is None:
@@ -343,11 +380,19 @@ class TopologyBuilder(_Owned):
 
     def set_fabric(self, level, kind, gbps, latency_us):
         """Set the link of a level (a name, an index, or "cluster")."""
-        if kind not in _LINK_CODE:
-            raise InvalidArgument("unknown link kind %r (one of %s)"
-                                  % (kind, ", ".join(LINK_KINDS)))
-        check(lib.tp_topology_builder_set_fabric(self._p, self._level(level), _LINK_CODE[kind],
+        check(lib.tp_topology_builder_set_fabric(self._p, self._level(level), _link_code(kind),
                                                  gbps, latency_us), self)
+        return self
+
+    def set_domain_fabric(self, level, path, kind, gbps, latency_us):
+        """Set the link of one domain above the node (``path`` "b0/r3" or its names), which
+        overrides its level's for traffic inside it (``tp_topology_builder_set_domain_fabric``);
+        raises :class:`NotFound` when no node of that domain was added yet."""
+        if not isinstance(path, str):
+            path = "/".join(path)
+        check(lib.tp_topology_builder_set_domain_fabric(self._p, self._level(level), _b(path),
+                                                        _link_code(kind), gbps, latency_us),
+              self)
         return self
 
     def add_node(self, name, path=(), gpus=1, model=_NODE["model"],
@@ -471,6 +516,16 @@ class Topology(_Owned):
         lat = ffi.new("double *")
         check(lib.tp_topology_fabric(self._p, self.level(level), kind, gbps, lat), None,
               "no fabric for level %r" % (level,))
+        return Fabric(_LINK_NAME.get(kind[0], str(kind[0])), gbps[0], lat[0])
+
+    def domain_fabric(self, level, dom):
+        """The :class:`Fabric` joining the children of domain ``dom`` of ``level``: its own,
+        at the node level its node type's, else the level's (``tp_topology_domain_fabric``)."""
+        kind = ffi.new("tp_link_kind *")
+        gbps = ffi.new("double *")
+        lat = ffi.new("double *")
+        check(lib.tp_topology_domain_fabric(self._p, self.level(level), dom, kind, gbps, lat),
+              None, "no domain %r at level %r" % (dom, level))
         return Fabric(_LINK_NAME.get(kind[0], str(kind[0])), gbps[0], lat[0])
 
     # -- domains --------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fabrics per domain: a domain above the node may override its level's fabric (the builder
+ * records it by prefix id; the build gives each level with an override one table of every
+ * domain's fabric), and the query that reads a domain's fabric back. The node type's own
+ * fabric lives in nodetype.c; tp_dom_fabric (topology_impl.h) is the one lookup the cost
+ * model uses.
+ */
+#include "topology_builder.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int tp_topology_builder_set_domain_fabric(tp_topology_builder *b, unsigned level,
+                                          const char *path, tp_link_kind kind, double gbps,
+                                          double latency_us)
+{
+	if (!b)
+		return TP_EINVAL;
+	if (level + 1 >= b->nlevels)
+		return tp_seterr(b->errmsg, TP_EINVAL,
+		                 "domain fabric level %u is not a level above the node (%u levels)",
+		                 level, b->nlevels);
+	if (!path)
+		return tp_seterr(b->errmsg, TP_EINVAL, "domain fabric path is NULL");
+	if ((unsigned)kind > TP_LINK_ETHERNET)
+		return tp_seterr(b->errmsg, TP_EINVAL,
+		                 "domain fabric of %s %s: kind %d is not a tp_link_kind",
+		                 b->levels[level], path, (int)kind);
+	if (!(gbps > 0) || !isfinite(gbps))
+		return tp_seterr(b->errmsg, TP_EINVAL,
+		                 "domain fabric of %s %s: gbps %g is not a number > 0",
+		                 b->levels[level], path, gbps);
+	if (!(latency_us >= 0) || !isfinite(latency_us))
+		return tp_seterr(b->errmsg, TP_EINVAL,
+		                 "domain fabric of %s %s: latency_us %g is not a number >= 0",
+		                 b->levels[level], path, latency_us);
+	PJError_t err = NULL;
+	PPvoid_t slot = strlen(path) < PATH_BUF
+	                        ? JudySLGet(b->pre[level].by_path, (const uint8_t *)path, err)
+	                        : NULL;
+	if (!slot)
+		return tp_seterr(b->errmsg, TP_ENOTFOUND,
+		                 "domain fabric: no %s %s (add its nodes first)", b->levels[level],
+		                 path);
+	uint32_t pid = (uint32_t)((uintptr_t)*slot - 1);
+	struct tp_fabric_impl f = {kind, gbps, latency_us};
+	for (size_t i = 0; i < b->ndfab; i++)
+		if (b->dfab[i].level == level && b->dfab[i].pid == pid) {
+			b->dfab[i].f = f;
+			return 0;
+		}
+	if (tp_grow(&b->alloc, (void **)&b->dfab, &b->cap_dfab, b->ndfab + 1, sizeof *b->dfab))
+		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory setting the fabric of %s %s",
+		                 b->levels[level], path);
+	b->dfab[b->ndfab++] = (struct bdfab){level, pid, f};
+	return 0;
+}
+
+int tp_build_domain_fabrics(const tp_topology_builder *b, tp_topology *t,
+                            uint32_t *const *pid_to_dom)
+{
+	for (size_t i = 0; i < b->ndfab; i++) {
+		const struct bdfab *d = &b->dfab[i];
+		struct tp_level_impl *lv = &t->lv[d->level];
+		if (!lv->dfab) {
+			lv->dfab = tp_mallocn(&t->alloc, lv->ndom, sizeof *lv->dfab);
+			if (!lv->dfab)
+				return TP_ENOMEM;
+			for (uint32_t k = 0; k < lv->ndom; k++)
+				lv->dfab[k] = t->fabric[d->level + 1];
+		}
+		lv->dfab[pid_to_dom[d->level][d->pid]] = d->f;
+	}
+	return 0;
+}
+
+static bool fabric_equal(const struct tp_fabric_impl *x, const struct tp_fabric_impl *y)
+{
+	return x->kind == y->kind && x->gbps == y->gbps && x->latency_us == y->latency_us;
+}
+
+int tp_topology_domain_fabric(const tp_topology *t, int level, uint32_t dom, tp_link_kind *kind,
+                              double *gbps, double *latency_us)
+{
+	if (!t || level < TP_LEVEL_CLUSTER || level >= (int)t->nlevels)
+		return TP_EINVAL;
+	if (level == TP_LEVEL_CLUSTER ? dom != 0 : dom >= t->lv[level].ndom)
+		return TP_EINVAL;
+	const struct tp_fabric_impl *f = tp_dom_fabric(t, level, dom);
+	if (kind)
+		*kind = f->kind;
+	if (gbps)
+		*gbps = f->gbps;
+	if (latency_us)
+		*latency_us = f->latency_us;
+	return !fabric_equal(f, &t->fabric[level + 1]);
+}
