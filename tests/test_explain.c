@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Why a placement fails (place_explain.c): for each constraint that can block a request, the
+ * status (infeasible, busy, fragmented, as the spec defines them), the fit figures, and a
+ * message that names the constraint, the domain and the figure that blocks it, with
+ * per-domain reasons on short lists.
+ */
+#include <stdio.h>
+
+#include "testutil.h"
+
+/* ---- fixtures ------------------------------------------------------------------------------- */
+
+/* Racks r0 .. r{nr-1}, each of npr nodes n<rack><i> of 4 GPUs, model GB200 with 80 GB. Power
+ * feeds: "power" a holds the first half of each rack's nodes, b the rest. */
+static tp_topology *fleet(unsigned nr, unsigned npr, bool power)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.model = "GB200";
+	o.memory_gb = 80;
+	for (unsigned r = 0; r < nr; r++)
+		for (unsigned i = 0; i < npr; i++) {
+			char rack[16], node[16];
+			snprintf(rack, sizeof rack, "r%u", r);
+			snprintf(node, sizeof node, "n%u%u", r, i);
+			const char *path[] = {rack};
+			cr_assert_eq(tp_topology_builder_add_node(b, node, path, 4, &o), 0, "%s",
+			             tp_topology_builder_errmsg(b));
+			if (power)
+				cr_assert_eq(tp_topology_builder_add_failure_domain(
+				                 b, "power", i < npr / 2 ? "a" : "b", node, -1), 0);
+		}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* Give job id (tenant, shape) the devices first .. first + n - 1 of node `node`. */
+static void hold(tp_cluster *c, const char *id, const char *tenant, const tp_request *shape,
+                 const char *node, unsigned first, unsigned n)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	uint32_t devs[TP_MAX_NODE_DEVICES];
+	for (unsigned i = 0; i < n; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s/%u", node, first + i);
+		devs[i] = tp_test_dev(t, name);
+	}
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.tenant = tenant;
+	o.shape = shape;
+	cr_assert_eq(tp_cluster_assign(c, id, devs, n, &o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+static void set_state(tp_cluster *c, const char *dev, bool cordon)
+{
+	uint32_t d = tp_test_dev(tp_cluster_topology(c), dev);
+	int rc = cordon ? tp_cluster_set_cordoned(c, &d, 1, 1) : tp_cluster_set_down(c, &d, 1, 1);
+	cr_assert_eq(rc, 0, "%s", tp_cluster_errmsg(c));
+}
+
+/* Every device of a node down (or cordoned). */
+static void node_state(tp_cluster *c, const char *node, bool cordon)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s/%u", node, i);
+		set_state(c, name, cordon);
+	}
+}
+
+/* tp_place must fail with code and a message holding fragment; the fit figures needed and
+ * best are checked when best is not UINT32_MAX; the cluster is left as it was. */
+static void fails(const tp_cluster *c, const tp_request *r, int code, uint32_t best,
+                  const char *fragment)
+{
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_placement *p = NULL;
+	int rc = tp_place(c, r, &p);
+	cr_assert_not_null(p);
+	TP_ASSERT_ERR(rc, code, tp_placement_errmsg(p), fragment);
+	tp_fit fit = TP_FIT_INIT;
+	cr_assert_eq(tp_placement_fit(p, &fit), 0);
+	cr_assert_eq(fit.needed, r->count);
+	if (best != UINT32_MAX)
+		cr_assert_eq(fit.best, best, "fit.best %u, expected %u (%s)", fit.best, best,
+		             tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+}
+
+static void done(tp_cluster *c, tp_topology *t)
+{
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- failure-domain caps and spread -------------------------------------------------------- */
+
+Test(explain, failure_domain_cap_names_the_cap_not_the_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(1, 4, true);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_domain_cap cap = {"power", 1, 0};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 3;
+	r.caps = &cap;
+	r.ncaps = 1;
+	/* the rack holds 16 devices: the cap, not the rack, blocks (it used to say "one rack could
+	 * take at most 3 of them" with needed 3, best 3) */
+	fails(c, &r, TP_EINFEASIBLE, 3,
+	      "infeasible: request.max_per_domain[0] (at most 1 device in one power domain) lets the "
+	      "2 power domains with usable devices take at most 2 of the 3 devices even with every "
+	      "other job gone");
+	tp_domain_cap caps[] = {{"rack", 16, 0}, {"power", 0, 1}};
+	r.caps = caps;
+	r.ncaps = 2;
+	r.count = 12;
+	r.group_size = 4;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.max_per_domain[1] (at most 1 group in one power domain) lets the 2 "
+	      "power domains with usable devices take at most 8 of the 12 devices");
+	done(c, t);
+}
+
+Test(explain, failure_domain_spread_names_the_domains_it_has)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(1, 4, true);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 3;
+	r.spread_level = "power";
+	r.spread_min_domains = 3;
+	fails(c, &r, TP_EINFEASIBLE, 3,
+	      "infeasible: request.spread.min_domains 3 over power: the usable devices lie in only 2 "
+	      "power domains even with every other job gone");
+	/* feed b's nodes busy: one feed left now */
+	hold(c, "b2", "t1", NULL, "n02", 0, 4);
+	hold(c, "b3", "t1", NULL, "n03", 0, 4);
+	r.spread_min_domains = 2;
+	r.count = 2;
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: request.spread.min_domains 2 over power: the usable devices lie in only 1 "
+	      "power domain now");
+	done(c, t);
+}
+
+/* ---- exclusivity -------------------------------------------------------------------------- */
+
+Test(explain, exclusive_names_the_tenants_that_hold_each_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(6, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	const char *jobs[] = {"a", "b", "c", "d", "e", "f"};
+	for (unsigned i = 0; i < 6; i++) {
+		char node[8];
+		snprintf(node, sizeof node, "n%u0", i);
+		hold(c, jobs[i], "t1", NULL, node, 0, 1);
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.tenant = "t2";
+	r.exclusive = "rack";
+	/* it used to say "(the best rack, -, can take 0 of the 2)" */
+	fails(c, &r, TP_EFRAGMENTED, 0,
+	      "fragmented: 42 devices are free but request.exclusive keeps the request out of every "
+	      "rack that has free devices: each holds another tenant's job (r0: tenant t1's job 'a'; "
+	      "r1: tenant t1's job 'b'; r2: tenant t1's job 'c'; r3: tenant t1's job 'd'; and 2 more)");
+	/* the same tenant's jobs do not count */
+	r.tenant = "t1";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	done(c, t);
+}
+
+Test(explain, an_exclusive_job_of_another_tenant_is_named_per_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 1;
+	shape.exclusive = "rack";
+	hold(c, "x", "t3", &shape, "n00", 0, 1);
+	hold(c, "y", "t1", NULL, "n10", 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.tenant = "t2";
+	r.required = "rack";
+	fails(c, &r, TP_EFRAGMENTED, 7,
+	      "fragmented: 14 devices are free but the best rack (r1) can take 7 of the 8 the request "
+	      "needs in one rack; r0: tenant t3's job 'x' holds it exclusively; r1: 1 device in use");
+	done(c, t);
+}
+
+/* ---- units: groups and slices --------------------------------------------------------------- */
+
+Test(explain, a_group_larger_than_every_node)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 8;
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.group.size 8 is more than any node holds (at most 4 devices)");
+	done(c, t);
+}
+
+Test(explain, slices_larger_than_every_rack_and_slices_the_free_devices_cannot_make)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(4, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_slice sl = {"rack", 16};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 16;
+	r.slices = &sl;
+	r.nslices = 1;
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.slices[0].size 16 is more than any rack holds (at most 8 devices)");
+	/* 3 free devices in each rack: 12 free, no rack makes a slice of 4 */
+	const char *ids[] = {"a", "b", "c", "d"};
+	for (unsigned i = 0; i < 4; i++) {
+		char n0[8], n1[8], id2[8];
+		snprintf(n0, sizeof n0, "n%u0", i);
+		snprintf(n1, sizeof n1, "n%u1", i);
+		snprintf(id2, sizeof id2, "%s2", ids[i]);
+		hold(c, ids[i], "t1", NULL, n0, 0, 4);
+		hold(c, id2, "t1", NULL, n1, 0, 1);
+	}
+	sl.size = 4;
+	r.count = 8;
+	fails(c, &r, TP_EFRAGMENTED, 0,
+	      "fragmented: 12 devices are free but whole request.slices (4 devices in one rack) take "
+	      "only 0 of the 8");
+	done(c, t);
+}
+
+Test(explain, groups_the_free_devices_cannot_make)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", "t1", NULL, "n00", 0, 1);
+	hold(c, "b", "t1", NULL, "n01", 0, 1);
+	hold(c, "c", "t1", NULL, "n10", 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 4;
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: 13 devices are free but whole groups of request.group.size 4 (each inside "
+	      "one node) take only 4 of the 8");
+	done(c, t);
+}
+
+/* ---- colocation ----------------------------------------------------------------------------- */
+
+Test(explain, colocate_names_the_domain_of_the_target)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "decode", "t1", NULL, "n10", 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.tenant = "t1";
+	r.colocate_job = "decode";
+	r.colocate_level = "rack";
+	/* it used to name the top level's best rack (r0), which colocation does not allow */
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.colocate needs one rack holding job 'decode': r1 could take at "
+	      "most 7 of the 8 devices even with every other job gone; r1: 1 device in use");
+	hold(c, "other", "t1", NULL, "n11", 0, 4);
+	r.count = 4;
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: 11 devices are free but request.colocate needs one rack holding job "
+	      "'decode': r1 could take at most 3 of the 4 devices now; r1: 5 devices in use");
+	done(c, t);
+}
