@@ -315,6 +315,9 @@ static bool why_select(struct ex *e)
 	struct selcount s;
 	select_count(p, &s);
 	const char *hu = "healthy, uncordoned devices";
+	/* a filter is named only when it is what removes the devices the request lacks */
+	if (!q->has_nodes && s.nodes < e->k)
+		return false;
 	if (q->has_nodes && s.nodes < e->k)
 		mb_add(&e->m, "infeasible: request.select.nodes allows %zu node%s with %u %s, the "
 		       "request needs %u", q->nnodes, s_(q->nnodes), s.nodes, hu, e->k);
@@ -667,6 +670,11 @@ static int say_infeasible(struct ex *e, bool fd_blocked)
 	}
 	if (!too_big && (why_caps(e) || why_tree_spread(e) || why_fd(e, fd_blocked) || why_health(e)))
 		return TP_EINFEASIBLE;
+	if (q->required < 0 && p->single_to < 0 && e->k > p->t->ndevices) {
+		mb_add(&e->m, "infeasible: the request's %u devices are more than the topology's %u",
+		       e->k, p->t->ndevices);
+		return TP_EINFEASIBLE;
+	}
 	mb_add(&e->m, "infeasible: the request's %u devices cannot be placed even with every other "
 	       "job gone (healthy, uncordoned, matching devices; one %s could take at most %u of "
 	       "them)", e->k, lv, ib);

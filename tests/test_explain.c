@@ -288,3 +288,166 @@ Test(explain, colocate_names_the_domain_of_the_target)
 	      "'decode': r1 could take at most 3 of the 4 devices now; r1: 5 devices in use");
 	done(c, t);
 }
+
+/* ---- select --------------------------------------------------------------------------------- */
+
+Test(explain, select_names_the_filter_and_its_count)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.select_model = "B200";
+	/* it used to say "one rack could take at most 0 of them" */
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.select.model 'B200': no node has that model");
+	/* every node has the model: the size of the topology is what blocks */
+	r.select_model = "GB200";
+	r.count = 17;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: the request's 17 devices are more than the topology's 16");
+	r = (tp_request)TP_REQUEST_INIT;
+	r.count = 4;
+	r.select_min_memory_gb = 100;
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.select.min_memory_gb 100: 0 healthy, uncordoned devices have that "
+	      "much memory, the request needs 4");
+	r.select_min_memory_gb = 0;
+	r.select_min_perf = 2;
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.select.min_perf 2: 0 healthy, uncordoned devices are that fast, "
+	      "the request needs 4");
+	r.select_min_perf = 0;
+	const char *allow[] = {"n00", "n11"};
+	r.select_nodes = allow;
+	r.nselect_nodes = 2;
+	r.count = 9;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.select.nodes allows 2 nodes with 8 healthy, uncordoned devices, "
+	      "the request needs 9");
+	/* a down device counts against the allow-list */
+	set_state(c, "n00/1", false);
+	r.count = 8;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.select.nodes allows 2 nodes with 7 healthy, uncordoned devices, "
+	      "the request needs 8");
+	done(c, t);
+}
+
+/* ---- caps and spread on the tree ------------------------------------------------------------ */
+
+Test(explain, a_tree_cap_names_the_cap_and_what_it_lets_through)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(4, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_domain_cap cap = {"rack", 2, 0};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 10;
+	r.caps = &cap;
+	r.ncaps = 1;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.max_per_domain[0] (at most 2 devices in one rack) lets the racks "
+	      "take at most 8 of the 10 devices even with every other job gone");
+	/* r3 full: 6 now */
+	hold(c, "a", "t1", NULL, "n30", 0, 4);
+	hold(c, "b", "t1", NULL, "n31", 0, 4);
+	r.count = 8;
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: request.max_per_domain[0] (at most 2 devices in one rack) lets the racks "
+	      "take at most 6 of the 8 devices now");
+	/* a cap below one group */
+	r.group_size = 4;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.max_per_domain[0] lets one rack hold 2 devices, less than one of "
+	      "the request's units of 4 (its groups and slices)");
+	done(c, t);
+}
+
+Test(explain, a_tree_spread_names_the_domains_that_can_take_a_unit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(4, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	const char *down[] = {"n20", "n21", "n30", "n31"};
+	for (unsigned i = 0; i < 4; i++)
+		node_state(c, down[i], false);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.spread_level = "rack";
+	r.spread_min_domains = 3;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.spread.min_domains 3 over rack: only 2 racks can take a unit of 1 "
+	      "device even with every other job gone");
+	r.spread_min_domains = 2;
+	hold(c, "a", "t1", NULL, "n10", 0, 4);
+	hold(c, "b", "t1", NULL, "n11", 0, 4);
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: request.spread.min_domains 2 over rack: only 1 rack can take a unit of 1 "
+	      "device now");
+	done(c, t);
+}
+
+/* ---- health and cordons: per-domain reasons, bounded ---------------------------------------- */
+
+Test(explain, health_and_cordons_are_given_per_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(6, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	node_state(c, "n00", false);
+	set_state(c, "n10/2", true);
+	node_state(c, "n21", true);
+	set_state(c, "n30/0", false);
+	set_state(c, "n40/0", false);
+	set_state(c, "n50/3", true);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.required = "rack";
+	fails(c, &r, TP_EINFEASIBLE, 7,
+	      "infeasible: the request's 8 devices cannot be placed even with every other job gone "
+	      "(healthy, uncordoned, matching devices; one rack could take at most 7 of them); r0: 1 "
+	      "node down; r1: 1 device cordoned; r2: 4 devices cordoned; r3: 1 device down; and 2 "
+	      "more");
+	/* unconstrained: short of healthy devices in all */
+	r.required = NULL;
+	r.count = 40;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: 36 of the topology's 48 devices are healthy and uncordoned (6 down, 6 "
+	      "cordoned), the request needs 40; r0: 1 node down; r1: 1 device cordoned;");
+	done(c, t);
+}
+
+Test(explain, a_long_level_gets_no_per_domain_walk)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(20, 1, false);
+	tp_cluster *c = tp_test_cluster(t);
+	for (unsigned i = 0; i < 20; i++) {
+		char dev[16];
+		snprintf(dev, sizeof dev, "n%u0/0", i);
+		set_state(c, dev, false);
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.required = "rack";
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "one rack could take at most 3 of them)");
+	cr_assert_null(strstr(tp_placement_errmsg(p), "r0:"), "%s", tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	done(c, t);
+}
+
+Test(explain, busy_keeps_its_message)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 1, false);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", "t1", NULL, "n00", 0, 4);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 5;
+	fails(c, &r, TP_EBUSY, 4, "busy: 4 matching devices are free, the request needs 5");
+	done(c, t);
+}
