@@ -613,23 +613,32 @@ static bool why_fd(struct ex *e, bool blocked)
 		return true;
 	}
 	const char *sk = q->spread_fd >= 0 ? t->fd[q->spread_fd].name : "";
+	if (q->spread_fd >= 0 && e->k < q->spread_min) {
+		mb_add(&e->m, "infeasible: request.spread.min_domains %u over %s needs more devices than "
+		       "the request's %u", q->spread_min, sk, e->k);
+		return true;
+	}
 	if (q->spread_fd >= 0 && ndom[TP_MAX_LEVELS] < q->spread_min) {
 		mb_add(&e->m, "%s: request.spread.min_domains %u over %s: the usable devices lie in only "
 		       "%u %s domain%s%s", st, q->spread_min, sk, ndom[TP_MAX_LEVELS], sk,
 		       s_(ndom[TP_MAX_LEVELS]), when(e));
 		return true;
 	}
-	if (q->spread_fd >= 0 && e->k < q->spread_min) {
-		mb_add(&e->m, "infeasible: request.spread.min_domains %u over %s needs more devices than "
-		       "the request's %u", q->spread_min, sk, e->k);
-		return true;
-	}
 	if (!blocked)
 		return false;
-	mb_add(&e->m, "%s: no placement of the %u devices meets request.max_per_domain and "
-	       "request.spread over failure domains together%s (the tree alone has room; %s)", st,
-	       e->k, when(e), q->glevel != p->nl || q->nslices ? "checked on necessary conditions only"
-	                                                       : "each rule alone leaves room");
+	/* each rule alone leaves room counted device by device: the groups, slices and the tree
+	 * rules with them do not */
+	struct mbuf rules = {.n = 0};
+	for (unsigned c = 0; c < nk; c++) {
+		char f[48];
+		cap_field(e, t->fd[q->fdcaps[c].kind].name, f, sizeof f);
+		mb_add(&rules, "%s%s over %s", c ? ", " : "", f, t->fd[q->fdcaps[c].kind].name);
+	}
+	if (q->spread_fd >= 0)
+		mb_add(&rules, "%srequest.spread over %s", nk ? ", " : "", sk);
+	mb_add(&e->m, "%s: no placement of the %u devices in groups of %u meets the failure-domain "
+	       "rules (%s)%s, though counted device by device they leave room", st, e->k, q->gsize,
+	       rules.s, when(e));
 	return true;
 }
 

@@ -83,6 +83,8 @@ static void fails(const tp_cluster *c, const tp_request *r, int code, uint32_t b
 	int rc = tp_place(c, r, &p);
 	cr_assert_not_null(p);
 	TP_ASSERT_ERR(rc, code, tp_placement_errmsg(p), fragment);
+	if (getenv("TP_EXPLAIN_SHOW")) /* the whole messages, for docs/errors.md */
+		fprintf(stderr, "%s | %s\n", tp_err_name(rc), tp_placement_errmsg(p));
 	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.needed, r->count);
@@ -449,5 +451,102 @@ Test(explain, busy_keeps_its_message)
 	tp_request r = TP_REQUEST_INIT;
 	r.count = 5;
 	fails(c, &r, TP_EBUSY, 4, "busy: 4 matching devices are free, the request needs 5");
+	done(c, t);
+}
+
+/* Two racks of two 4-GPU nodes: r0 GB200 (80 GB, perf 1), r1 H100 (40 GB, perf 2). */
+static tp_topology *mixed(void)
+{
+	const char *levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	const char *names[] = {"g0", "g1", "h0", "h1"};
+	for (unsigned i = 0; i < 4; i++) {
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.model = i < 2 ? "GB200" : "H100";
+		o.memory_gb = i < 2 ? 80 : 40;
+		o.perf = i < 2 ? 1.0 : 2.0;
+		const char *path[] = {i < 2 ? "r0" : "r1"};
+		cr_assert_eq(tp_topology_builder_add_node(b, names[i], path, 4, &o), 0);
+	}
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+Test(explain, select_filters_alone_and_together)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = mixed();
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 9;
+	r.select_model = "H100";
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.select.model 'H100': 8 healthy, uncordoned devices have that "
+	      "model, the request needs 9");
+	/* each filter alone leaves 8, together none */
+	r.count = 6;
+	r.select_model = "GB200";
+	r.select_min_perf = 1.5;
+	fails(c, &r, TP_EINFEASIBLE, 0,
+	      "infeasible: request.select's filters together leave 0 healthy, uncordoned devices, "
+	      "the request needs 6");
+	done(c, t);
+}
+
+Test(explain, exclusivity_that_keeps_the_request_out_of_some_racks)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(3, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request shape = TP_REQUEST_INIT;
+	shape.count = 1;
+	shape.exclusive = "rack";
+	hold(c, "x", "t3", &shape, "n00", 0, 1);
+	hold(c, "y", "t3", &shape, "n10", 0, 1);
+	hold(c, "z", "t1", NULL, "n20", 0, 4);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 6;
+	r.tenant = "t2";
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: 18 devices are free but another tenant's exclusive job keeps the request "
+	      "out of 2 of the 3 racks that have free devices (r0: tenant t3's job 'x'; r1: tenant "
+	      "t3's job 'y'); the others can take 4 of the 6");
+	/* every rack with free devices */
+	hold(c, "w", "t1", NULL, "n21", 0, 4);
+	r.count = 2;
+	fails(c, &r, TP_EFRAGMENTED, UINT32_MAX,
+	      "fragmented: 14 devices are free but another tenant's exclusive job keeps the request "
+	      "out of every rack that has free devices: each holds another tenant's job (r0: tenant "
+	      "t3's job 'x'; r1: tenant t3's job 'y')");
+	done(c, t);
+}
+
+Test(explain, failure_domain_rules_together_and_a_spread_wider_than_the_request)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(1, 4, true);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.spread_level = "power";
+	r.spread_min_domains = 3;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.spread.min_domains 3 over power needs more devices than the "
+	      "request's 2");
+	/* 4 devices of feed a and 4 of feed b pass a cap of 2 per feed counted device by device,
+	 * but a group of 3 lies in one node, so in one feed */
+	tp_domain_cap cap = {"power", 2, 0};
+	r = (tp_request)TP_REQUEST_INIT;
+	r.caps = &cap;
+	r.ncaps = 1;
+	r.count = 3;
+	r.group_size = 3;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: no placement of the 3 devices in groups of 3 meets the failure-domain "
+	      "rules (request.max_per_domain[0] over power) even with every other job gone, though "
+	      "counted device by device they leave room");
 	done(c, t);
 }
