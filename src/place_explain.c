@@ -695,9 +695,10 @@ static int say_infeasible(struct ex *e, bool fd_blocked)
 static bool why_units_now(struct ex *e)
 {
 	struct pctx *p = e->p;
+	if (p->single_to >= 0 || (p->u[p->nl] <= 1 && !p->q->nslices))
+		return false;
 	uint32_t dom, room = tree_room(p, e->k, &dom);
-	if (p->single_to >= 0 || room >= e->k || (p->u[p->nl] <= 1 && !p->q->nslices) ||
-	    tree_room_without(p, e->k, false, true, &dom) < e->k)
+	if (room >= e->k || tree_room_without(p, e->k, false, true, &dom) < e->k)
 		return false;
 	const struct tp_rq *q = p->q;
 	if (q->nslices && p->u[0] > p->u[p->nl])
