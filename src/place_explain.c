@@ -60,7 +60,7 @@ static void mb_add(struct mbuf *m, const char *fmt, ...)
 struct ex {
 	tp_placement *pl;
 	struct pctx *p;
-	const tp_request *r; /* the caller's request (names), NULL for a replacement */
+	const tp_request *r; /* the request the names come from (a replacement: the job's shape) */
 	uint32_t k;          /* devices that must be placed */
 	unsigned L;          /* the fit level */
 	bool now;            /* the cluster as it is (fragmented), else emptied (infeasible) */
@@ -730,6 +730,10 @@ static int say_fragmented(struct ex *e, int level, const char *path)
 		mb_add(&e->m, "fragmented: %u devices are free but the best %s (%s) can take %u of the "
 		       "%u the request needs in one %s", e->pl->fit.free_total, lv, path,
 		       e->pl->fit.best, e->pl->fit.needed, lv);
+	else if (e->pl->fit.best == 0)
+		mb_add(&e->m, "fragmented: %u devices are free but not where the request's constraints "
+		       "need them (no %s can take any of the %u)", e->pl->fit.free_total, lv,
+		       e->pl->fit.needed);
 	else
 		mb_add(&e->m, "fragmented: %u devices are free but not where the request's constraints "
 		       "need them (the best %s, %s, can take %u of the %u)", e->pl->fit.free_total, lv,
@@ -786,6 +790,9 @@ int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t
 	memset(e, 0, sizeof *e);
 	*e = (struct ex){.pl = pl, .p = p, .r = pl->replace ? NULL : pl->req, .k = k,
 	                 .L = level >= 0 ? (unsigned)level : 0};
+	const struct tp_job_impl *self = p->self_slot != TP_NO_JOB ? job_at(p->c, p->self_slot) : NULL;
+	if (!e->r && self)
+		e->r = self->shape; /* a replacement: the names are the job's shape's */
 	char path[192] = "-";
 	uint32_t dom;
 	pl->has_fit = true;

@@ -550,3 +550,31 @@ Test(explain, failure_domain_rules_together_and_a_spread_wider_than_the_request)
 	      "counted device by device they leave room");
 	done(c, t);
 }
+
+/* ---- no rule alone: the level's figures, with per-rack reasons ------------------------------ */
+
+Test(explain, rules_that_block_only_together_fall_back_to_the_racks)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", "t1", NULL, "n00", 0, 1);
+	hold(c, "b", "t2", NULL, "n11", 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 12;
+	r.group_size = 4;
+	r.tenant = "t2";
+	r.exclusive = "rack";
+	/* exclusivity keeps r0's 7 out, groups leave r1 with 4: neither alone explains 12 */
+	fails(c, &r, TP_EFRAGMENTED, 4,
+	      "fragmented: 14 devices are free but not where the request's constraints need them "
+	      "(the best rack, r1, can take 4 of the 12); r0: tenant t1's job 'a' runs there "
+	      "(request.exclusive); r1: 1 device in use");
+	hold(c, "d", "t2", NULL, "n10", 0, 1);
+	r.count = 8;
+	fails(c, &r, TP_EFRAGMENTED, 0,
+	      "fragmented: 13 devices are free but not where the request's constraints need them "
+	      "(no rack can take any of the 8); r0: tenant t1's job 'a' runs there "
+	      "(request.exclusive); r1: 2 devices in use");
+	done(c, t);
+}
