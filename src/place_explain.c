@@ -698,7 +698,16 @@ static bool why_units_now(struct ex *e)
 	if (p->single_to >= 0 || (p->u[p->nl] <= 1 && !p->q->nslices))
 		return false;
 	uint32_t dom, room = tree_room(p, e->k, &dom);
-	if (room >= e->k || tree_room_without(p, e->k, false, true, &dom) < e->k)
+	if (room >= e->k)
+		return false;
+	/* without units, an unfiltered, uncapped request could take every matching free device:
+	 * no node walk needed */
+	bool capped = false;
+	for (unsigned l = 0; l < p->nlev; l++)
+		capped = capped || p->capdev[l] != TP_RQ_NOCAP;
+	uint32_t loose = !p->filtered && !capped ? e->pl->fit.free_total
+	                                         : tree_room_without(p, e->k, false, true, &dom);
+	if (loose < e->k)
 		return false;
 	const struct tp_rq *q = p->q;
 	if (q->nslices && p->u[0] > p->u[p->nl])
