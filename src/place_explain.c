@@ -117,6 +117,44 @@ static uint32_t best_at_level(struct pctx *p, unsigned L, uint32_t k, uint32_t *
 	return best;
 }
 
+/* The most devices one domain of level L takes under the failure-domain caps (each cap
+ * alone, counted device by device): the fit figure's bound when the request has such caps.
+ * Walks the nodes of the domains of L that have free devices (only for such requests). */
+static uint32_t fd_level_room(struct pctx *p, unsigned L)
+{
+	const struct tp_rq *q = p->q;
+	const struct tp_topology *t = p->t;
+	unsigned nk = q->nfdcaps < TP_MAX_LEVELS ? q->nfdcaps : TP_MAX_LEVELS;
+	uint64_t best = 0;
+	for (uint32_t d = 0; d < t->lv[L].ndom && !p->err; d++) {
+		if (!p->ideal && !p->c->free[L][d])
+			continue;
+		uint32_t f, n;
+		tp_dom_nodes(t, L, d, &f, &n);
+		uint64_t room = UINT64_MAX;
+		for (unsigned c = 0; c < nk; c++) {
+			const struct tp_rq_fdcap *fc = &q->fdcaps[c];
+			uint64_t lim = fc->devices != TP_RQ_NOCAP ? fc->devices
+			                                          : (uint64_t)fc->groups * q->gsize;
+			Pvoid_t cnt = NULL;
+			uint64_t r = 0;
+			for (uint32_t node = f; node < f + n; node++) {
+				uint32_t list[TP_MAX_NODE_DEVICES];
+				uint32_t m = tp_pl_capd(p, p->nl, node) ? tp_pl_node_usable(p, node, list) : 0;
+				for (uint32_t i = 0; i < m; i++) {
+					uint32_t x = t->fd[fc->kind].dev_fd[list[i]];
+					r += jl_get(cnt, x) < lim;
+					jl_add(p, &cnt, x, 1);
+				}
+			}
+			jl_free(&cnt);
+			room = r < room ? r : room;
+		}
+		best = room > best ? room : best;
+	}
+	return best > UINT32_MAX ? UINT32_MAX : (uint32_t)best;
+}
+
 /* ---- per-domain reasons ----------------------------------------------------------------------- */
 
 /* A job of another tenant with a device in domain (l, d) (with an exclusive shape when
@@ -809,6 +847,13 @@ int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t
 	pl->fit.level = (int)e->L;
 	pl->fit.free_total = tp_pl_matching_free(p);
 	pl->fit.best = min32(best_at_level(p, e->L, k, &dom), min32(needed, pl->fit.free_total));
+	if (p->q->nfdcaps && pl->fit.best) {
+		/* the tree's figure does not see the failure-domain caps; what they let through does */
+		uint32_t fr = fd_level_room(p, e->L), u = p->u[e->L];
+		if (p->q->glevel < e->L)
+			u = max32(u, p->q->gsize);
+		pl->fit.best = min32(pl->fit.best, floor_to(fr, u));
+	}
 	if (dom != TP_NONE)
 		tp_topology_domain_path(t, e->L, dom, path, sizeof path);
 	bool filtered = p->filtered, fd_blocked = false;

@@ -115,8 +115,8 @@ Test(explain, failure_domain_cap_names_the_cap_not_the_rack)
 	r.caps = &cap;
 	r.ncaps = 1;
 	/* the rack holds 16 devices: the cap, not the rack, blocks (it used to say "one rack could
-	 * take at most 3 of them" with needed 3, best 3) */
-	fails(c, &r, TP_EINFEASIBLE, 3,
+	 * take at most 3 of them" with needed 3, best 3): best is what the caps let one rack take */
+	fails(c, &r, TP_EINFEASIBLE, 2,
 	      "infeasible: request.max_per_domain[0] (at most 1 device in one power domain) lets the "
 	      "2 power domains with usable devices take at most 2 of the 3 devices even with every "
 	      "other job gone");
@@ -125,7 +125,7 @@ Test(explain, failure_domain_cap_names_the_cap_not_the_rack)
 	r.ncaps = 2;
 	r.count = 12;
 	r.group_size = 4;
-	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	fails(c, &r, TP_EINFEASIBLE, 8,
 	      "infeasible: request.max_per_domain[1] (at most 1 group in one power domain) lets the 2 "
 	      "power domains with usable devices take at most 8 of the 12 devices");
 	done(c, t);
