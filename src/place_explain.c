@@ -395,6 +395,14 @@ static bool why_units(struct ex *e)
 			       lv[q->slevel[i]].max_devices);
 			return true;
 		}
+	if (p->sl >= 0 && p->sl <= p->single_to) {
+		/* the request sits in one domain of single_to, so in one of the spread level */
+		bool req = q->required >= p->sl;
+		mb_add(&e->m, "infeasible: request.spread.min_domains %u over %s cannot be met inside "
+		       "one %s (%s)", p->S, lv[p->sl].name, lv[p->single_to].name,
+		       req ? "request.required" : "request.colocate");
+		return true;
+	}
 	for (unsigned l = 0; l < p->nlev; l++)
 		if (p->capdev[l] != TP_RQ_NOCAP && p->capdev[l] < p->u[l] && !p->have_used) {
 			char f[48];
@@ -773,7 +781,10 @@ static int say_fragmented(struct ex *e, int level, const char *path)
 	if (why_colocate(e) || why_exclusive(e) || why_caps(e) || why_tree_spread(e) ||
 	    (tree_ok && why_fd(e, true)) || why_units_now(e))
 		return TP_EFRAGMENTED;
-	if (level >= 0)
+	if (level >= 0 && e->pl->fit.best == 0)
+		mb_add(&e->m, "fragmented: %u devices are free but no %s can take any of the %u the "
+		       "request needs in one %s", e->pl->fit.free_total, lv, e->pl->fit.needed, lv);
+	else if (level >= 0)
 		mb_add(&e->m, "fragmented: %u devices are free but the best %s (%s) can take %u of the "
 		       "%u the request needs in one %s", e->pl->fit.free_total, lv, path,
 		       e->pl->fit.best, e->pl->fit.needed, lv);

@@ -578,3 +578,154 @@ Test(explain, rules_that_block_only_together_fall_back_to_the_racks)
 	      "(request.exclusive); r1: 2 devices in use");
 	done(c, t);
 }
+
+/* ---- random requests: every failure's message starts with its status ------------------------ */
+
+static const char *status_word(int rc)
+{
+	return rc == TP_EINFEASIBLE ? "infeasible: " : rc == TP_EBUSY ? "busy: " : "fragmented: ";
+}
+
+/* One random request on the state of c, built from the menu of constraints. */
+static void random_request(uint64_t *s, tp_request *r, tp_domain_cap *caps, tp_slice *sl,
+                           const char **allow)
+{
+	*r = (tp_request)TP_REQUEST_INIT;
+	static const uint32_t groups[] = {1, 1, 2, 4};
+	r->group_size = groups[tp_test_below(s, 4)];
+	r->count = r->group_size * (1 + tp_test_below(s, 10));
+	r->tenant = tp_test_below(s, 2) ? "t1" : "t2";
+	switch (tp_test_below(s, 3)) {
+	case 0: r->required = "rack"; break;
+	case 1: r->preferred = "rack"; break;
+	default: break;
+	}
+	size_t nc = 0;
+	if (tp_test_below(s, 3) == 0)
+		caps[nc++] = (tp_domain_cap){"rack", 1 + tp_test_below(s, 8), 0};
+	if (tp_test_below(s, 3) == 0)
+		caps[nc++] = (tp_domain_cap){"power", 0, 1 + tp_test_below(s, 3)};
+	r->caps = nc ? caps : NULL;
+	r->ncaps = nc;
+	if (tp_test_below(s, 4) == 0) {
+		r->spread_level = tp_test_below(s, 2) ? "rack" : "power";
+		r->spread_min_domains = 2 + tp_test_below(s, 2);
+	}
+	if (tp_test_below(s, 4) == 0)
+		r->exclusive = "rack";
+	if (tp_test_below(s, 5) == 0) {
+		r->colocate_job = "j0";
+		r->colocate_level = "rack";
+	}
+	if (tp_test_below(s, 6) == 0)
+		r->select_model = tp_test_below(s, 2) ? "GB200" : "B200";
+	if (tp_test_below(s, 6) == 0) {
+		r->select_nodes = allow;
+		r->nselect_nodes = 2;
+	}
+	if (tp_test_below(s, 6) == 0 && r->required && !r->colocate_job) {
+		sl->level = "rack";
+		sl->size = r->count;
+		r->slices = sl;
+		r->nslices = 1;
+	}
+}
+
+Test(explain, every_failure_of_random_requests_says_its_status_and_a_reason)
+{
+	tp_test_alloc_reset();
+	uint64_t seed = 14;
+	long failures = 0, generic = 0;
+	for (int round = 0; round < 12; round++) {
+		tp_topology *t = fleet(3 + tp_test_below(&seed, 3), 2 + 2 * tp_test_below(&seed, 2), true);
+		tp_cluster *c = tp_test_cluster(t);
+		uint32_t nn = tp_topology_node_count(t);
+		tp_request shape = TP_REQUEST_INIT;
+		shape.count = 1;
+		shape.exclusive = "rack";
+		for (uint32_t n = 0; n < nn; n++) {
+			const char *node = tp_topology_node_name(t, n);
+			unsigned k = tp_test_below(&seed, 5);
+			char id[16];
+			snprintf(id, sizeof id, "j%u", n);
+			if (k)
+				hold(c, id, tp_test_below(&seed, 2) ? "t1" : "t3",
+				     tp_test_below(&seed, 8) == 0 ? &shape : NULL, node, 0, k);
+			if (tp_test_below(&seed, 10) == 0)
+				node_state(c, node, tp_test_below(&seed, 2));
+		}
+		const char *allow[] = {tp_topology_node_name(t, 0), tp_topology_node_name(t, nn - 1)};
+		for (int i = 0; i < 60; i++) {
+			tp_request r;
+			tp_domain_cap caps[2];
+			tp_slice sl;
+			random_request(&seed, &r, caps, &sl, allow);
+			tp_placement *p = NULL;
+			int rc = tp_place(c, &r, &p);
+			if (rc == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED) {
+				const char *m = tp_placement_errmsg(p);
+				failures++;
+				cr_assert(strncmp(m, status_word(rc), strlen(status_word(rc))) == 0,
+				          "%s: %s", tp_err_name(rc), m);
+				cr_assert(strlen(m) > 30, "%s", m);
+				cr_assert_null(strstr(m, ", -,"), "a domain with no name: %s", m);
+				tp_fit fit = TP_FIT_INIT;
+				cr_assert_eq(tp_placement_fit(p, &fit), 0);
+				cr_assert(fit.best <= fit.needed && fit.best <= fit.free_total, "%s", m);
+				generic += strstr(m, "not where the request's constraints") != NULL;
+				if (getenv("TP_EXPLAIN_SHOW"))
+					fprintf(stderr, "%s | %s [count %u group %u req %s pref %s caps %zu "
+					        "spread %s/%u excl %s coloc %s model %s nodes %zu; %u devices]\n",
+					        tp_err_name(rc), m, r.count, r.group_size, r.required ? "y" : "-",
+					        r.preferred ? "y" : "-", r.ncaps,
+					        r.spread_level ? r.spread_level : "-", r.spread_min_domains,
+					        r.exclusive ? "y" : "-", r.colocate_job ? "y" : "-",
+					        r.select_model ? r.select_model : "-", r.nselect_nodes,
+					        tp_topology_device_count(t));
+			} else {
+				cr_assert(rc == 0 || rc == TP_ENOTFOUND || rc == TP_EINVAL, "%s: %s",
+				          tp_err_name(rc), tp_placement_errmsg(p));
+			}
+			tp_placement_destroy(p);
+		}
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	cr_assert_gt(failures, 100, "only %ld failures: the menu should fail often", failures);
+	cr_log_info("%ld failures, %ld with the generic fragmented message", failures, generic);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(explain, a_spread_inside_the_one_domain_the_request_must_sit_in)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.required = "rack";
+	r.spread_level = "rack";
+	r.spread_min_domains = 2;
+	fails(c, &r, TP_EINFEASIBLE, UINT32_MAX,
+	      "infeasible: request.spread.min_domains 2 over rack cannot be met inside one rack "
+	      "(request.required)");
+	done(c, t);
+}
+
+Test(explain, no_rack_of_a_required_level_takes_any)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 2, false);
+	tp_cluster *c = tp_test_cluster(t);
+	const char *nodes[] = {"n00", "n01", "n10", "n11"};
+	for (unsigned i = 0; i < 4; i++)
+		hold(c, nodes[i], "t1", NULL, nodes[i], 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 8;
+	r.group_size = 4;
+	r.required = "rack";
+	fails(c, &r, TP_EFRAGMENTED, 0,
+	      "fragmented: 12 devices are free but no rack can take any of the 8 the request needs in "
+	      "one rack; r0: 2 devices in use; r1: 2 devices in use");
+	done(c, t);
+}
