@@ -729,3 +729,59 @@ Test(explain, no_rack_of_a_required_level_takes_any)
 	      "one rack; r0: 2 devices in use; r1: 2 devices in use");
 	done(c, t);
 }
+
+/* ---- allocation failures: an explanation that runs out of memory says so, leaks nothing ------- */
+
+/* Fail allocation n = 0, 1, ... of tp_place until the call gives the failure it gives with
+ * memory enough: each earlier call is TP_ENOMEM with no result and nothing left allocated. */
+static void alloc_loop(const tp_cluster *c, const tp_request *r)
+{
+	tp_placement *p = NULL;
+	int want = tp_place(c, r, &p);
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	long live = tp_test_alloc_state.live;
+	for (long n = 0;; n++) {
+		tp_test_alloc_fail_at(n);
+		int rc = tp_place(c, r, &p);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(p);
+			cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: a leak", n);
+			continue;
+		}
+		cr_assert_eq(rc, want, "allocation %ld: %s", n, tp_err_name(rc));
+		cr_assert_str_eq(tp_placement_errmsg(p), msg);
+		tp_placement_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live);
+		break;
+	}
+}
+
+Test(explain, allocation_failures_in_an_explanation)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = fleet(2, 4, true);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", "t1", NULL, "n00", 0, 1);
+	hold(c, "b", "t1", NULL, "n10", 0, 1);
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.tenant = "t2";
+	r.exclusive = "rack";
+	alloc_loop(c, &r);
+	tp_domain_cap cap = {"power", 1, 0};
+	r = (tp_request)TP_REQUEST_INIT;
+	r.count = 5;
+	r.caps = &cap;
+	r.ncaps = 1;
+	alloc_loop(c, &r);
+	r = (tp_request)TP_REQUEST_INIT;
+	r.count = 8;
+	r.tenant = "t1";
+	r.colocate_job = "a";
+	r.colocate_level = "rack";
+	alloc_loop(c, &r);
+	done(c, t);
+}
