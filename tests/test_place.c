@@ -829,8 +829,10 @@ Test(place, colocate_exclusive_and_exclusive_jobs)
 	e.exclusive = "rack";
 	const char *x1[] = {"x1"};
 	job_on(c, "t1-small", "t1", NULL, x1, one, 1);
-	/* r1 has a t1 job now; r2 and r4 have 4 each; r3 has 7 but is dirty: fragmented */
-	TP_ASSERT_ERR(tp_place(c, &e, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	/* r1 has a t1 job now; r2 and r4 have 4 each; r3 has 7 but is dirty: fragmented, and the
+	 * message says which tenant's job keeps the request out of r3 */
+	TP_ASSERT_ERR(tp_place(c, &e, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "b2/r3: tenant t1's job 'decode' runs there (request.exclusive)");
 	tp_placement_destroy(p);
 	e.count = 4;
 	cr_assert_eq(tp_place(c, &e, &p), 0, "%s", tp_placement_errmsg(p));
