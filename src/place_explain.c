@@ -193,6 +193,7 @@ static uint32_t excl_job(const struct pctx *p, uint32_t node, enum tp_pl_why y)
 
 struct dcount {
 	uint32_t ndev, down_nodes, down, cordoned, busy, slow;
+	uint32_t unpaired;                  /* usable GPUs without a free nearest NIC (pairs) */
 	uint32_t why[TP_PL_WHY_TENANT + 1]; /* nodes refused, per filter */
 	uint32_t job;                       /* another tenant's job that keeps nodes out */
 };
@@ -218,6 +219,7 @@ static void node_count(struct pctx *p, uint32_t node, struct dcount *w)
 			w->job = excl_job(p, node, y);
 		return;
 	}
+	uint32_t ok = 0;
 	for (uint32_t x = d0; x < d1; x++) {
 		uint32_t j = c->dev_job[x];
 		if ((c->dstate[x] & TP_DS_DOWN) || j1_test(p->extra_down, x))
@@ -228,6 +230,12 @@ static void node_count(struct pctx *p, uint32_t node, struct dcount *w)
 			w->busy++;
 		else if (p->q->min_perf > 0 && !(t->dev_perf[x] >= p->q->min_perf))
 			w->slow++;
+		else
+			ok++;
+	}
+	if (p->pairs) {
+		uint32_t paired = tp_pl_node_pairable(p, node, NULL);
+		w->unpaired += ok > paired ? ok - paired : 0;
 	}
 }
 
@@ -270,6 +278,7 @@ static void domain_say(struct ex *e, unsigned l, uint32_t d)
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MODEL], "node", "of another model");
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MEMORY], "node", "below request.select.min_memory_gb");
 	say_count(&e->m, &first, w.slow, "device", "below request.select.min_perf");
+	say_count(&e->m, &first, w.unpaired, "GPU", "without a free nearest NIC (request.gpu_nic_pairs)");
 	if (first)
 		mb_add(&e->m, "%u device%s in all", w.ndev, s_(w.ndev));
 }

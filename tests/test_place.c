@@ -1760,7 +1760,8 @@ Test(place, gpu_nic_pairs_held_nics_fragment)
 	r.required = "node";
 	r.gpu_nic_pairs = 1;
 	tp_placement *p = NULL;
-	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "n0: 6 devices in use, 8 GPUs without a free nearest NIC (request.gpu_nic_pairs)");
 	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.free_total, 4, "20 GPUs are free, 4 of them can get a NIC");
