@@ -543,28 +543,47 @@ static uint32_t tree_room(struct pctx *p, uint32_t k, uint32_t *dom)
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
-/* tree_room with every tree cap lifted (nocap) and every unit one device (nounits), node
- * walks forced either way (the cluster's histograms assume the request's own caps and units). */
+/* The node capacities by free count and the levels whose capacities the histograms give, for
+ * the context's caps and units (what set_units in place.c derives from them). */
+static void derive_hist(struct pctx *p)
+{
+	const struct tp_cluster *c = p->c;
+	for (uint32_t k = 0; k < c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
+		p->nodecap[k] = floor_to(min32(k, p->capdev[p->nl]), p->u[p->nl]);
+	for (unsigned l = 0; l < p->nl; l++) {
+		p->hist_ok[l] = c->hist[l] != NULL;
+		for (unsigned x = l + 1; x < p->nl; x++)
+			if (p->u[x] != p->u[p->nl] || p->capdev[x] != TP_RQ_NOCAP)
+				p->hist_ok[l] = false;
+	}
+}
+
+/* tree_room with every tree cap lifted (nocap) and every unit one device (nounits). Unfiltered,
+ * the histograms answer as for the request itself; filtered, the nodes are walked. */
 static uint32_t tree_room_without(struct pctx *p, uint32_t k, bool nocap, bool nounits,
                                   uint32_t *dom)
 {
 	uint32_t keep[TP_MAX_LEVELS], keepu[TP_MAX_LEVELS];
-	bool filtered = p->filtered;
+	uint32_t keepn[TP_MAX_NODE_DEVICES + 1];
+	bool keeph[TP_MAX_LEVELS];
 	memcpy(keep, p->capdev, sizeof keep);
 	memcpy(keepu, p->u, sizeof keepu);
+	memcpy(keepn, p->nodecap, sizeof keepn);
+	memcpy(keeph, p->hist_ok, sizeof keeph);
 	for (unsigned l = 0; l < p->nlev; l++) {
 		if (nocap)
 			p->capdev[l] = TP_RQ_NOCAP;
 		if (nounits)
 			p->u[l] = 1;
 	}
-	p->filtered = true;
+	derive_hist(p);
 	jl_free(&p->memo);
 	uint32_t room = tree_room(p, k, dom);
 	jl_free(&p->memo);
-	p->filtered = filtered;
 	memcpy(p->capdev, keep, sizeof keep);
 	memcpy(p->u, keepu, sizeof keepu);
+	memcpy(p->nodecap, keepn, sizeof keepn);
+	memcpy(p->hist_ok, keeph, sizeof keeph);
 	return room;
 }
 
@@ -577,10 +596,11 @@ static bool why_caps(struct ex *e)
 			cl = (int)l;
 	if (cl < 0 || p->have_used)
 		return false;
-	uint32_t dom, with = tree_room_without(p, e->k, false, false, &dom);
+	uint32_t dom, with = tree_room(p, e->k, &dom);
 	if (with >= e->k || tree_room_without(p, e->k, true, false, &dom) < e->k)
 		return false;
-	with = tree_room_without(p, e->k, false, false, &dom);
+	jl_free(&p->memo);
+	with = tree_room(p, e->k, &dom);
 	const struct tp_level_impl *lv = p->t->lv;
 	char f[48];
 	cap_field(e, lv[cl].name, f, sizeof f);
@@ -755,14 +775,7 @@ static bool why_units_now(struct ex *e)
 	uint32_t dom, room = tree_room(p, e->k, &dom);
 	if (room >= e->k)
 		return false;
-	/* without units, an unfiltered, uncapped request could take every matching free device:
-	 * no node walk needed */
-	bool capped = false;
-	for (unsigned l = 0; l < p->nlev; l++)
-		capped = capped || p->capdev[l] != TP_RQ_NOCAP;
-	uint32_t loose = !p->filtered && !capped ? e->pl->fit.free_total
-	                                         : tree_room_without(p, e->k, false, true, &dom);
-	if (loose < e->k)
+	if (tree_room_without(p, e->k, false, true, &dom) < e->k)
 		return false;
 	const struct tp_rq *q = p->q;
 	if (q->nslices && p->u[0] > p->u[p->nl])
