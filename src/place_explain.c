@@ -17,16 +17,24 @@
  * cordoned, in use, refused by a filter, another tenant's), naming at most EX_NAMED domains and
  * then "and K more".
  *
+ * fit.best is the solver's figure, cut, for a request with failure-domain caps, to what those
+ * caps let one domain of the fit level take.
+ *
  * Cost. Only on failure. The status and fit figures cost what they did before (the level's
- * index walked down to the best domain, one feasibility check on the emptied cluster). Each
- * further check runs only when its rule is in the request, and costs what the solver already
- * paid for that rule: the select counts walk the allowed nodes (or every node) once; the
- * colocate check reads the target's domains; exclusivity walks the domains of its level that
- * have free devices; caps and a tree spread sum the capacities of the top level or of the
- * spread level (walking the nodes, as a filtered request does); the failure-domain figures walk
- * the nodes once. Per-domain reasons read at most EX_SHORT domains' devices. An ordinary request
- * (no filter, cap, spread or colocation) on a level of more than EX_SHORT domains pays nothing
- * beyond the status and fit figures.
+ * index walked down to the best domain, one feasibility check on the emptied cluster), plus,
+ * with failure-domain caps, one walk of the nodes of the domains with free devices. Each
+ * further check runs only when its rule is in the request: the select counts walk the allowed
+ * nodes (or every node) once; the colocate check reads the target's domains; exclusivity walks
+ * the domains of its level that have free devices (and the devices of those it blocks); caps
+ * and units lifted, and a tree spread, sum capacities of the top level, the required level or
+ * the spread level: from the cluster's histograms for an unfiltered request on the cluster as
+ * it is, by a walk of the nodes when filtered or on the emptied cluster (as the feasibility
+ * check itself walks); the failure-domain figures walk the nodes once. Per-domain reasons read
+ * the devices of at most EX_SHORT domains. An ordinary request (no filter, cap, spread, units or
+ * colocation) on a level of more than EX_SHORT domains pays nothing beyond the status and fit
+ * figures. Measured at 100k GPUs (NVL72, ~70% used; p50, the same calls before this file): a
+ * failing required-rack 64 298 us (310), an infeasible capped required-rack 2.1 ms (1.2 ms,
+ * the capacities without the cap are walked on the emptied cluster).
  */
 #include <stdarg.h>
 #include <stdio.h>
