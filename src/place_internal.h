@@ -308,6 +308,18 @@ int tp_pl_feasible(struct pctx *p, int l, uint32_t d, uint32_t k);
 
 /* place_usable.c: filters and capacities */
 
+/* Which node filter refuses a node (tp_pl_node_why), for the explanation of a failure. */
+enum tp_pl_why {
+	TP_PL_WHY_OK,       /* none */
+	TP_PL_WHY_NODES,    /* not in select.nodes (or outside the colocate domains) */
+	TP_PL_WHY_COLOCATE, /* outside the domains of the colocate level holding the target */
+	TP_PL_WHY_MODEL,    /* select.model */
+	TP_PL_WHY_MEMORY,   /* select.min_memory_gb */
+	TP_PL_WHY_XBAD,     /* in a domain another tenant's job holds exclusively */
+	TP_PL_WHY_TENANT,   /* its exclusive-level domain holds another tenant's job */
+};
+
+enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node);
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d);
 uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
 uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d);
@@ -353,12 +365,15 @@ int tp_pl_fd_fill(struct pctx *p, int l, uint32_t d, uint32_t k);
 int tp_pl_fd_possible(struct pctx *p, uint32_t k);
 int tp_pl_fd_search(struct pctx *p, uint32_t k);
 
-/* place_result.c: the result object and the failure explanation */
+/* place_result.c: the result object */
 
 tp_placement *tp_pl_placement_new(const struct tp_cluster *c, bool replace);
 int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size_t n);
 uint32_t tp_pl_matching_free(struct pctx *p);
 void tp_pl_go_ideal(struct pctx *p);
+
+/* place_explain.c: why a request does not fit (status, fit figures, message) */
+
 int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed,
                           int level, int ideal_ok);
 

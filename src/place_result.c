@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The tp_placement object: building a result, its accessors, tp_commit, and the
- * explanation of a failure (infeasible, busy or fragmented, with the fit figures).
+ * The tp_placement object: building a result, its accessors, tp_commit, and what the
+ * explanation of a failure (place_explain.c) shares with tp_replace: the matching free count
+ * and the switch to the emptied cluster.
  */
 #include <string.h>
 
@@ -109,47 +110,6 @@ uint32_t tp_pl_matching_free(struct pctx *p)
 	return n;
 }
 
-/* What one domain of level L takes in whole groups and slices (groups of a level above L
- * count whole too: the request sits in one domain of L). */
-static uint32_t fit_take(struct pctx *p, unsigned L, uint32_t d)
-{
-	uint32_t x = tp_pl_capd(p, L, d);
-	return p->q->glevel < L ? floor_to(x, p->q->gsize) : x;
-}
-
-/* The most devices of the request one domain of level L takes now (whole units), and which. */
-static uint32_t best_at_level(struct pctx *p, unsigned L, uint32_t k, uint32_t *dom)
-{
-	const struct tp_cluster *c = p->c;
-	uint32_t best = 0;
-	*dom = TP_NONE;
-	JError_t je;
-	if (c->indexed[L] && !p->ideal) {
-		Word_t key = ~(Word_t)0;
-		int r = c->index[L] ? Judy1Last(c->index[L], &key, &je) : 0;
-		for (; r == 1 && best < k; r = Judy1Prev(c->index[L], &key, &je)) {
-			if ((uint32_t)(key >> 32) <= best)
-				break;
-			uint32_t d = (uint32_t)(key & 0xffffffffu), cap = min32(fit_take(p, L, d), k);
-			if (cap > best) {
-				best = cap;
-				*dom = d;
-			}
-		}
-		return best;
-	}
-	for (uint32_t d = 0; d < p->t->lv[L].ndom && best < k; d++) {
-		if (!p->ideal && c->free[L][d] <= best)
-			continue;
-		uint32_t cap = min32(fit_take(p, L, d), k);
-		if (cap > best) {
-			best = cap;
-			*dom = d;
-		}
-	}
-	return best;
-}
-
 /* Switch a context to "every job but the colocate target (and the repaired job) gone". */
 void tp_pl_go_ideal(struct pctx *p)
 {
@@ -164,70 +124,6 @@ void tp_pl_go_ideal(struct pctx *p)
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
 	tp_pl_build_xbad(p, true);
-}
-
-/* Why k devices could not be placed: the status, the fit figures and the message. */
-int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed,
-                          int level, int ideal_ok)
-{
-	const struct tp_topology *t = p->t;
-	const struct tp_rq *q = p->q;
-	unsigned L = level >= 0 ? (unsigned)level : 0;
-	char path[256] = "-";
-	uint32_t dom;
-	pl->has_fit = true;
-	pl->fit.needed = needed;
-	pl->fit.level = (int)L;
-	pl->fit.free_total = tp_pl_matching_free(p);
-	pl->fit.best = min32(best_at_level(p, L, k, &dom), min32(needed, pl->fit.free_total));
-	if (dom != TP_NONE)
-		tp_topology_domain_path(t, L, dom, path, sizeof path);
-	const char *lv = t->lv[L].name;
-	tp_pl_go_ideal(p);
-	int r = ideal_ok >= 0 ? ideal_ok : tp_pl_feasible(p, -1, 0, k);
-	if (r == 1 && ideal_ok < 0 && p->sl >= 0 && p->compact) {
-		/* a spread couples levels: ask the exact evaluator */
-		uint32_t tmp[W_MAX];
-		r = tp_pl_eval(p, -1, 0, k, colq(p, -1), tmp);
-	}
-	if (r == 1 && ideal_ok < 0 && tp_pl_has_fd_rules(q)) {
-		struct amark m = tp_pl_ar_mark(p);
-		r = tp_pl_fd_search(p, k);
-		tp_pl_ar_release(p, m);
-		if (r == 2)
-			r = tp_pl_fd_fill(p, -1, 0, k);
-		if (r == 2)
-			r = tp_pl_fd_possible(p, k);
-	}
-	if (r < 0)
-		return r;
-	if (!r) {
-		uint32_t ib = best_at_level(p, L, k, &dom);
-		if (q->pairs)
-			return tp_seterr(pl->errmsg, TP_EINFEASIBLE,
-			                 "infeasible: request.gpu_nic_pairs 1: the request's %u devices "
-			                 "cannot each be paired with a distinct nearest NIC of their node, "
-			                 "even with every other job gone (the topology has %llu GPUs that "
-			                 "can be paired; one %s could take at most %u of them)", k,
-			                 (unsigned long long)tp_pl_topology_pairable(p), lv, ib);
-		return tp_seterr(pl->errmsg, TP_EINFEASIBLE,
-		                 "infeasible: the request's %u devices cannot be placed even with every "
-		                 "other job gone (healthy, uncordoned, matching devices; one %s could "
-		                 "take at most %u of them)", k, lv, ib);
-	}
-	if (pl->fit.free_total < needed)
-		return tp_seterr(pl->errmsg, TP_EBUSY,
-		                 "busy: %u matching devices are free, the request needs %u",
-		                 pl->fit.free_total, needed);
-	if (level >= 0)
-		return tp_seterr(pl->errmsg, TP_EFRAGMENTED,
-		                 "fragmented: %u devices are free but the best %s (%s) can take %u of "
-		                 "the %u the request needs in one %s", pl->fit.free_total, lv, path,
-		                 pl->fit.best, needed, lv);
-	return tp_seterr(pl->errmsg, TP_EFRAGMENTED,
-	                 "fragmented: %u devices are free but not where the request's constraints "
-	                 "need them (the best %s, %s, can take %u of the %u)", pl->fit.free_total,
-	                 lv, path, pl->fit.best, needed);
 }
 
 /* ---- accessors ------------------------------------------------------------------------------ */

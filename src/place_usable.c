@@ -35,27 +35,34 @@ static bool excl_dirty(struct pctx *p, uint32_t dom)
 }
 
 
-/* Whether every device of a node may be considered at all (before per-device checks). */
-static bool node_ok(struct pctx *p, uint32_t node)
+/* The first node filter that refuses a node (TP_PL_WHY_OK: none), in the order node_ok
+ * applies them; the explanation of a failure names it. */
+enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node)
 {
 	const struct tp_topology *t = p->t;
 	const struct tp_rq *q = p->q;
 	if (p->allow_list && !j1_test(p->scope[p->nl], node))
-		return false;
+		return TP_PL_WHY_NODES;
 	if (p->colevel >= 0 && !p->allow_list &&
 	    !j1_test(p->scope[p->colevel], tp_node_ancestor(t, node, (unsigned)p->colevel)))
-		return false;
+		return TP_PL_WHY_COLOCATE;
 	if (q->has_model && (q->model < 0 || t->node_model[node] != (uint16_t)q->model))
-		return false;
+		return TP_PL_WHY_MODEL;
 	if (q->min_mem > 0 && !(t->node_mem_gb[node] >= q->min_mem))
-		return false;
+		return TP_PL_WHY_MEMORY;
 	if (p->have_xbad)
 		for (unsigned l = 0; l < p->nlev; l++)
 			if (p->xbad[l] && j1_test(p->xbad[l], tp_node_ancestor(t, node, l)))
-				return false;
+				return TP_PL_WHY_XBAD;
 	if (p->excl >= 0 && excl_dirty(p, tp_node_ancestor(t, node, (unsigned)p->excl)))
-		return false;
-	return true;
+		return TP_PL_WHY_TENANT;
+	return TP_PL_WHY_OK;
+}
+
+/* Whether every device of a node may be considered at all (before per-device checks). */
+static bool node_ok(struct pctx *p, uint32_t node)
+{
+	return tp_pl_node_why(p, node) == TP_PL_WHY_OK;
 }
 
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d)

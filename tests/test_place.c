@@ -829,8 +829,10 @@ Test(place, colocate_exclusive_and_exclusive_jobs)
 	e.exclusive = "rack";
 	const char *x1[] = {"x1"};
 	job_on(c, "t1-small", "t1", NULL, x1, one, 1);
-	/* r1 has a t1 job now; r2 and r4 have 4 each; r3 has 7 but is dirty: fragmented */
-	TP_ASSERT_ERR(tp_place(c, &e, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	/* r1 has a t1 job now; r2 and r4 have 4 each; r3 has 7 but is dirty: fragmented, and the
+	 * message says which tenant's job keeps the request out of r3 */
+	TP_ASSERT_ERR(tp_place(c, &e, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "b2/r3: tenant t1's job 'decode' runs there (request.exclusive)");
 	tp_placement_destroy(p);
 	e.count = 4;
 	cr_assert_eq(tp_place(c, &e, &p), 0, "%s", tp_placement_errmsg(p));
@@ -1758,7 +1760,8 @@ Test(place, gpu_nic_pairs_held_nics_fragment)
 	r.required = "node";
 	r.gpu_nic_pairs = 1;
 	tp_placement *p = NULL;
-	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p), "fragmented");
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EFRAGMENTED, tp_placement_errmsg(p),
+	              "n0: 6 devices in use, 8 GPUs without a free nearest NIC (request.gpu_nic_pairs)");
 	tp_fit fit = TP_FIT_INIT;
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.free_total, 4, "20 GPUs are free, 4 of them can get a NIC");
