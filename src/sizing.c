@@ -447,9 +447,10 @@ static int infeasible(tp_sizing *s, const struct group *g, size_t ng, const tp_m
 		snprintf(buf + len, sizeof buf - len, ": no node of the topology has a device model "
 		         "with a known memory");
 	for (size_t i = 0; i < ng && len > 0 && (size_t)len < sizeof buf; i++)
-		len += snprintf(buf + len, sizeof buf - len, "%s %s (%g GB, %llu GPUs): %s",
+		len += snprintf(buf + len, sizeof buf - len, "%s %s (%g GB, %llu GPU%s): %s",
 		                i ? ";" : ":", g[i].model, g[i].memory_gb,
-		                (unsigned long long)g[i].devices, g[i].why);
+		                (unsigned long long)g[i].devices, g[i].devices == 1 ? "" : "s",
+		                g[i].why);
 	return tp_seterr(s->errmsg, TP_EINFEASIBLE, "%s", buf);
 }
 

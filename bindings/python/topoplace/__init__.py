@@ -30,6 +30,8 @@ __all__ = [
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "place", "commit", "replace",
+    # serving
+    "Model", "SizingOption", "size_model", "hbm_gbps",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
@@ -49,7 +51,8 @@ for _mod, _names in (
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
         ("placement", ("Placement", "Fit")),
-        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep"))):
+        ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep")),
+        ("sizing", ("Model", "SizingOption", "size_model", "hbm_gbps"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name

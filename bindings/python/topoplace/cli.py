@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag FILE``.
+"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|size FILE``.
 
 It reads a scenario-v1 document (shared/spec/scenario-v1.md) from FILE, or standard input for
 ``-``, validates all of it, drives the C library, and writes one JSON document to standard
@@ -62,7 +62,9 @@ def _parser():
                 description="Answer a libtopoplace scenario (scenario-v1): where a job would "
                             "go, how fragmented the cluster is, which devices replace failed "
                             "ones, which moves make a job fit.")
-    p.add_argument("command", choices=sc_mod.COMMANDS, help="the question to answer")
+    p.add_argument("command", choices=sc_mod.COMMANDS + ("size",),
+                   help="the question to answer (size: the ways to serve a model, "
+                        "docs/serving.md)")
     p.add_argument("file", help="the scenario file, or - for standard input")
     p.add_argument("--format", choices=("json", "text"), default="json",
                    help="json (default): one JSON document; text: a picture for a person")
@@ -152,7 +154,7 @@ def main(argv=None, stdin=None, stdout=None):
     except _UsageError as e:
         answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
                           "[--strict] [--max-input-bytes N] [--timeout SECONDS])"
-                          % (e, "|".join(sc_mod.COMMANDS)))
+                          % (e, "|".join(sc_mod.COMMANDS + ("size",))))
     except SystemExit as e:          # --help
         return e.code if isinstance(e.code, int) else 0
     except Exception as e:           # a bug: say so in JSON, never as a traceback
@@ -209,6 +211,13 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
             "status": "unsupported",
             "message": "this build cannot read scenarios: libtopoplace was built without its "
                        "scenario importer (jansson was not found)"}, command=command)
+    if command == "size":
+        from . import size_cli
+        try:
+            code, doc = size_cli.run(path, stdin=stdin, max_bytes=max_bytes)
+        except InvalidInput as e:
+            return _invalid(str(e))
+        return _Answer(code, doc, command="size", render=size_cli.render)
     try:
         sc = sc_mod.load(path, command, strict=strict, stdin=stdin, max_bytes=max_bytes)
     except InvalidInput as e:
