@@ -132,9 +132,13 @@ typedef struct tp_sizing_option {
 	double kv_token_bytes;   /**< KV-cache bytes per token per GPU */
 	double tokens;           /**< tokens of KV cache one replica holds */
 	unsigned sequences;      /**< sequences of @c context tokens one replica holds */
-	unsigned batch;          /**< sequences one replica decodes at a time for the target */
-	double step_us;          /**< modelled decode step of a replica at that batch */
+	double step_us;          /**< modelled decode step of a replica with every sequence it
+	                              holds in its batch */
 	double tokens_per_s_gpu; /**< decode tokens/s per GPU at that batch */
+	const char *replica_level; /**< the smallest level one of whose domains holds a replica
+	                                (owned by the topology), or NULL when a replica is larger
+	                                than a top-level domain */
+	const char *tensor_level;  /**< the same for a tensor group of @c tp devices */
 } tp_sizing_option;
 
 /** @brief The ranked options of tp_size_model(), or why there are none. */
@@ -167,6 +171,39 @@ typedef struct tp_sizing tp_sizing;
  */
 TP_API int tp_size_model(const tp_topology *t, const tp_model_desc *m,
                          const tp_sizing_options *o, tp_sizing **out);
+
+/**
+ * @brief Place the best-ranked option of @p s that fits @p c now, as one request.
+ *
+ * Each option in rank order becomes @p tmpl with @c count = the option's GPUs, a group of tp
+ * devices (a tensor group) in one domain of @c tensor_level, @c select_model and
+ * @c select_min_memory_gb = the option's device model and memory, and, when pp > 1 and @p tmpl
+ * has no slices, one slice layer of tp x pp devices (a replica) at @c replica_level.
+ * Everything else comes from @p tmpl as the caller set it: id, tenant, class, priority, spread
+ * over failure domains, caps per domain (of groups: tensor groups, which are the replicas when
+ * pp is 1), exclusivity.
+ * The first option that tp_place() places is the answer.
+ *
+ * @param c The cluster (read-only: as tp_place(), it may run concurrently).
+ * @param s A successful tp_size_model() result for @p c's topology.
+ * @param tmpl The request the options fill in (its @c count, @c group_size, @c group_level,
+ *        @c select_model and @c select_min_memory_gb are replaced, and @c slices set for a
+ *        pipeline when it has none).
+ * @param[out] out The placement of the option placed, or of the best-ranked option when none
+ *        is placed (its status and message say why); always destroy it.
+ * @param[out] chosen The rank of the option placed (may be NULL; unchanged when none).
+ * @param why Receives, for each better-ranked option, why it was not placed ("#0 H100 tp 8 x
+ *        pp 1, 8 GPUs: busy: ...", tp_placement_errmsg() of its placement, one per line, cut to @p whylen); may be NULL.
+ * @param whylen Size of @p why (0 when it is NULL).
+ * @return 0 (placed); ::TP_EBUSY, ::TP_EFRAGMENTED or ::TP_EINFEASIBLE (no option placed: the
+ *         best-ranked option's code, or ::TP_EBUSY when any option was only busy);
+ *         ::TP_EINVAL (a NULL argument, a failed or empty @p s, a topology other than the one
+ *         @p s was made on); any other code of tp_place() for a request it refuses (the
+ *         message is in @p why and on @p *out); ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_size_place(const tp_cluster *c, const tp_sizing *s, const tp_request *tmpl,
+                         tp_placement **out, size_t *chosen, char *why, size_t whylen);
 
 /** @brief Number of options, best first. @param s The result. @return The count (0 on
  *  failure). @since 0.4.0 */

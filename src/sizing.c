@@ -17,12 +17,14 @@
 #include <strings.h>
 
 #include "common.h"
+#include "topology_impl.h"
 #include "topoplace-sizing.h"
 
 #define DEFAULT_MAX_TP 64u
 
 struct tp_sizing {
 	tp_allocator a;
+	uint64_t topology_id; /* the topology the options were made on */
 	char errmsg[TP_ERRMSG_LEN];
 	tp_sizing_option *opt;
 	size_t n, cap;
@@ -37,6 +39,8 @@ struct group {
 	double hbm_gbps;
 	uint64_t devices;
 	uint32_t domain;   /* devices of its largest NVLink domain */
+	uint32_t at[TP_MAX_LEVELS]; /* devices of its first node's domain at each level */
+	unsigned nlevels;
 	uint32_t *packed;  /* its first devices in node order */
 	uint32_t npacked;
 	int stage;         /* how far its best failing option got (enum fail) */
@@ -217,7 +221,13 @@ static int groups_build(const tp_topology *t, const tp_sizing_options *o, uint32
 				return TP_ENOMEM;
 			}
 			g[ng] = (struct group){.model = model, .memory_gb = mem,
-			                       .hbm_gbps = hbm_of(o, model)};
+			                       .hbm_gbps = hbm_of(o, model), .nlevels = nl + 1};
+			for (unsigned l = 0; l <= nl; l++) {
+				uint32_t f0, nd0 = 0;
+				uint32_t d = l == nl ? node : tp_topology_node_domain(t, node, l);
+				tp_topology_domain_devices(t, l, d, &f0, &nd0);
+				g[ng].at[l] = nd0;
+			}
 			g[ng].packed = tp_mallocn(a, want, sizeof *g[ng].packed);
 			if (!g[ng++].packed) {
 				groups_free(a, g, ng);
@@ -406,6 +416,15 @@ static int sizing_push(tp_sizing *s, const tp_sizing_option *x, const char *mode
 	return 0;
 }
 
+/* The smallest level one of whose domains (around the group's first node) holds n devices. */
+static const char *level_holding(const tp_topology *t, const struct group *g, uint64_t n)
+{
+	for (int l = (int)g->nlevels - 1; l >= 0; l--)
+		if (g->at[l] >= n)
+			return tp_topology_level_name(t, (unsigned)l);
+	return NULL;
+}
+
 /* Every option of one group. */
 static int size_group(tp_sizing *s, const tp_topology *t, struct group *g,
                       const tp_model_desc *m, const tp_sizing_options *o)
@@ -425,7 +444,9 @@ static int size_group(tp_sizing *s, const tp_topology *t, struct group *g,
 			if ((uint64_t)tp * pp > g->npacked)
 				break;
 			tp_sizing_option x = {.memory_gb = g->memory_gb, .tp = tp, .pp = pp,
-			                      .nvlink_domain = g->domain};
+			                      .nvlink_domain = g->domain,
+			                      .replica_level = level_holding(t, g, tp * pp),
+			                      .tensor_level = level_holding(t, g, tp)};
 			if (!option_memory(g, m, o, &x))
 				continue;
 			int rc = option_step(t, g, m, o, &s->a, &x, s->errmsg);
@@ -488,6 +509,7 @@ int tp_size_model(const tp_topology *t, const tp_model_desc *m, const tp_sizing_
 	if (!s)
 		return TP_ENOMEM;
 	s->a = a;
+	s->topology_id = t ? tp_topology_identity(t) : 0;
 	*out = s;
 	if (!t || !m || !o)
 		return tp_seterr(s->errmsg, TP_EINVAL, "%s is NULL",
@@ -500,6 +522,99 @@ int tp_size_model(const tp_topology *t, const tp_model_desc *m, const tp_sizing_
 	if (rc)
 		s->n = 0;
 	return rc;
+}
+
+/* ---- placing an option ------------------------------------------------------------------- */
+
+/* Append one line to the caller's buffer (cut, always NUL-terminated). */
+static void why_add(char *why, size_t whylen, size_t *used, const char *fmt, ...)
+	TP_PRINTF(4, 5);
+static void why_add(char *why, size_t whylen, size_t *used, const char *fmt, ...)
+{
+	if (!why || *used + 1 >= whylen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(why + *used, whylen - *used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*used = *used + (size_t)n < whylen ? *used + (size_t)n : whylen - 1;
+}
+
+/* The request of option x: tmpl with the option's count and device model, a tensor group of
+ * tp devices inside one domain of tensor_level, and, for a pipeline, the replica as one slice
+ * of tp x pp devices inside one domain of replica_level (when tmpl has no slices). */
+static tp_request option_request(const tp_request *tmpl, const tp_sizing_option *x,
+                                 tp_slice *replica)
+{
+	tp_request r = *tmpl;
+	r.count = x->gpus;
+	r.group_size = x->tensor_level ? x->tp : 1;
+	r.group_level = x->tensor_level;
+	r.select_model = x->model;
+	r.select_min_memory_gb = x->memory_gb;
+	if (!tmpl->nslices && x->pp > 1 && x->replica_level && x->tensor_level) {
+		*replica = (tp_slice){x->replica_level, x->tp * x->pp};
+		r.slices = replica;
+		r.nslices = 1;
+	}
+	return r;
+}
+
+int tp_size_place(const tp_cluster *c, const tp_sizing *s, const tp_request *tmpl,
+                  tp_placement **out, size_t *chosen, char *why, size_t whylen)
+{
+	size_t used = 0;
+	if (why && whylen)
+		why[0] = '\0';
+	if (out)
+		*out = NULL;
+	if (!c || !s || !tmpl || !out)
+		return tp_errbuf_set(why, whylen, TP_EINVAL, "%s is NULL",
+		                     !c ? "the cluster" : !s ? "the sizing" : !tmpl ? "the request"
+		                                                                  : "out");
+	if (s->n == 0)
+		return tp_errbuf_set(why, whylen, TP_EINVAL, "the sizing has no option (%s)",
+		                     s->errmsg[0] ? s->errmsg : "it failed");
+	if (tp_topology_identity(tp_cluster_topology(c)) != s->topology_id)
+		return tp_errbuf_set(why, whylen, TP_EINVAL, "the sizing was made on another "
+		                     "topology than the cluster's");
+	tp_placement *first = NULL;
+	int first_rc = 0;
+	bool busy = false;
+	for (size_t i = 0; i < s->n; i++) {
+		const tp_sizing_option *x = &s->opt[i];
+		tp_slice replica;
+		tp_request r = option_request(tmpl, x, &replica);
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &r, &p);
+		if (rc == 0) {
+			tp_placement_destroy(first);
+			*out = p;
+			if (chosen)
+				*chosen = i;
+			return 0;
+		}
+		if (rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE) {
+			tp_placement_destroy(first);
+			why_add(why, whylen, &used, "%s#%zu %s tp %u x pp %u, %u GPUs: %s", i ? "\n" : "",
+			        i, x->model, x->tp, x->pp, x->gpus,
+			        p ? tp_placement_errmsg(p) : "out of memory");
+			*out = p;
+			return rc;
+		}
+		busy |= rc == TP_EBUSY;
+		why_add(why, whylen, &used, "%s#%zu %s tp %u x pp %u, %u GPUs: %s", i ? "\n" : "", i,
+		        x->model, x->tp, x->pp, x->gpus, tp_placement_errmsg(p));
+		if (!first) {
+			first = p;
+			first_rc = rc;
+		} else {
+			tp_placement_destroy(p);
+		}
+	}
+	*out = first;
+	return busy ? TP_EBUSY : first_rc;
 }
 
 size_t tp_sizing_count(const tp_sizing *s)

@@ -426,3 +426,168 @@ Test(sizing, allocation_failures)
 	tp_test_alloc_reset();
 	tp_topology_destroy(t);
 }
+
+/* ---- placing an option ------------------------------------------------------------------- */
+
+/* Hold devices first .. first + n - 1 as job `id`. */
+static void hold(tp_cluster *c, const char *id, uint32_t first, uint32_t n)
+{
+	uint32_t d[64];
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = first + i;
+	cr_assert_eq(tp_cluster_assign(c, id, d, n, NULL), 0, "%s", tp_cluster_errmsg(c));
+}
+
+static tp_sizing *size_llama(const tp_topology *t, tp_size_goal goal, unsigned sequences)
+{
+	tp_model_desc m = llama70b(2.0);
+	tp_sizing_options o = opts(8192);
+	o.goal = goal;
+	o.sequences = sequences;
+	tp_sizing *s;
+	cr_assert_eq(tp_size_model(t, &m, &o, &s), 0, "%s", tp_sizing_errmsg(s));
+	return s;
+}
+
+Test(sizing, replica_and_tensor_levels)
+{
+	tp_topology *t = fleet(2, 4, "H100", 80.0);
+	tp_model_desc m = llama70b(2.0);
+	tp_sizing_options o = opts(8192);
+	o.max_pp = 2;
+	tp_sizing *s;
+	cr_assert_eq(tp_size_model(t, &m, &o, &s), 0, "%s", tp_sizing_errmsg(s));
+	for (size_t i = 0; i < tp_sizing_count(s); i++) {
+		const tp_sizing_option *x = tp_sizing_get(s, i);
+		cr_assert_str_eq(x->tensor_level, "node");
+		cr_assert_str_eq(x->replica_level, x->tp * x->pp <= 4 ? "node" : "rack");
+	}
+	tp_sizing_destroy(s);
+	tp_topology_destroy(t);
+}
+
+/* The best-ranked option (tp 8, most KV per GPU) finds no whole node free: fragmented; the
+ * next (tp 4) is placed inside one node, and the answer says why the first was not. */
+Test(sizing, place_takes_the_best_option_that_fits)
+{
+	tp_topology *t = fleet(2, 8, "H100", 80.0);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", 0, 4);
+	hold(c, "b", 8, 4);
+	tp_sizing *s = size_llama(t, TP_SIZE_MOST_KV_PER_GPU, 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "llama";
+	r.job_class = TP_CLASS_INFERENCE;
+	tp_placement *p;
+	size_t chosen = 99;
+	char why[512];
+	cr_assert_eq(tp_size_place(c, s, &r, &p, &chosen, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(chosen, 1);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(tp_topology_device_node(t, d[i]), tp_topology_device_node(t, d[0]));
+	cr_assert(strstr(why, "#0 H100 tp 8 x pp 1, 8 GPUs: fragmented: "), "%s", why);
+	tp_placement_destroy(p);
+	/* Two replicas of tp 8 (200 sequences) on an empty fleet: one per node. */
+	tp_cluster *e = tp_test_cluster(t);
+	tp_sizing *two = size_llama(t, TP_SIZE_MOST_KV_PER_GPU, 200);
+	cr_assert_eq(tp_sizing_get(two, 0)->replicas, 2);
+	cr_assert_eq(tp_size_place(e, two, &r, &p, &chosen, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(chosen, 0);
+	d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 16);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(tp_topology_device_node(t, d[i]), tp_topology_device_node(t, d[i / 8 * 8]));
+	tp_placement_destroy(p);
+	tp_sizing_destroy(two);
+	tp_cluster_destroy(e);
+	tp_sizing_destroy(s);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A pipeline replica of tp 4 x pp 2 on 4-GPU nodes: one rack group, each tensor group a node. */
+Test(sizing, place_keeps_tensor_groups_in_their_domain)
+{
+	tp_topology *t = fleet(4, 4, "H100", 80.0);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", 0, 1);
+	hold(c, "b", 8, 1);
+	tp_model_desc m = llama70b(2.0);
+	tp_sizing_options o = opts(8192);
+	o.max_pp = 2;
+	o.max_tp = 4;
+	o.goal = TP_SIZE_MOST_KV_PER_GPU;
+	tp_sizing *s;
+	cr_assert_eq(tp_size_model(t, &m, &o, &s), 0, "%s", tp_sizing_errmsg(s));
+	const tp_sizing_option *x = tp_sizing_get(s, 0);
+	cr_assert_eq(x->tp, 4);
+	cr_assert_eq(x->pp, 2);
+	tp_request r = TP_REQUEST_INIT;
+	tp_placement *p;
+	char why[512];
+	cr_assert_eq(tp_size_place(c, s, &r, &p, NULL, why, sizeof why), 0, "%s", why);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 8);
+	for (size_t i = 0; i < n; i++) /* nodes 1 and 3 are the whole free ones */
+		cr_assert_eq(tp_topology_device_node(t, d[i]), tp_topology_device_node(t, d[i / 4 * 4]));
+	cr_assert_neq(tp_topology_device_node(t, d[0]), tp_topology_device_node(t, d[4]));
+	tp_placement_destroy(p);
+	tp_sizing_destroy(s);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(sizing, place_when_nothing_fits)
+{
+	tp_topology *t = fleet(2, 8, "H100", 80.0);
+	tp_cluster *c = tp_test_cluster(t);
+	hold(c, "a", 0, 8);
+	hold(c, "b", 8, 5);
+	tp_sizing *s = size_llama(t, TP_SIZE_FEWEST_GPUS, 0);
+	tp_request r = TP_REQUEST_INIT;
+	tp_placement *p;
+	size_t chosen = 99;
+	char why[512];
+	cr_assert_eq(tp_size_place(c, s, &r, &p, &chosen, why, sizeof why), TP_EBUSY);
+	cr_assert_eq(chosen, 99);
+	cr_assert_not_null(p);
+	cr_assert_eq(tp_placement_status(p), TP_EBUSY);
+	cr_assert(strstr(why, "#0 H100 tp 4 x pp 1, 4 GPUs: busy: 3 matching devices are free"), "%s", why);
+	cr_assert(strstr(why, "\n#1 H100 tp 8 x pp 1, 8 GPUs: busy: "), "%s", why);
+	tp_placement_destroy(p);
+	/* Bad arguments. */
+	TP_ASSERT_ERR(tp_size_place(NULL, s, &r, &p, NULL, why, sizeof why), TP_EINVAL, why,
+	              "the cluster is NULL");
+	tp_topology *other = fleet(2, 8, "H100", 80.0);
+	tp_sizing *s2 = size_llama(other, TP_SIZE_FEWEST_GPUS, 0);
+	TP_ASSERT_ERR(tp_size_place(c, s2, &r, &p, NULL, why, sizeof why), TP_EINVAL, why,
+	              "the sizing was made on another topology than the cluster's");
+	cr_assert_null(p);
+	tp_model_desc huge = llama70b(2.0);
+	huge.params = 1e15;
+	tp_sizing_options o = opts(8192);
+	tp_sizing *none;
+	cr_assert_eq(tp_size_model(t, &huge, &o, &none), TP_EINFEASIBLE);
+	TP_ASSERT_ERR(tp_size_place(c, none, &r, &p, NULL, why, sizeof why), TP_EINVAL, why,
+	              "the sizing has no option (no way to serve the model");
+	tp_sizing_destroy(none);
+	tp_request bad = TP_REQUEST_INIT;
+	bad.spread_level = "nowhere";
+	int rc = tp_size_place(c, s, &bad, &p, NULL, why, sizeof why);
+	cr_assert_eq(rc, tp_placement_status(p), "%s", why);
+	cr_assert(rc == TP_EINVAL || rc == TP_ENOTFOUND, "%s: %s", tp_err_name(rc), why);
+	cr_assert(strstr(why, "nowhere"), "%s", why);
+	tp_placement_destroy(p);
+	tp_sizing_destroy(s2);
+	tp_topology_destroy(other);
+	tp_sizing_destroy(s);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

@@ -106,3 +106,19 @@ def test_cli_size_infeasible(tp, tmp_path):
     rc, out = run_json(tmp_path, "size", d)
     assert rc == 1 and out["status"] == "infeasible"
     assert "the fleet has 16" in out["message"]
+
+
+def test_place_model_takes_the_best_option_that_fits(tp):
+    topo = h100_fleet(tp)
+    c = tp.Cluster(topo)
+    c.assign("a", ["h0/%d" % i for i in range(4)])
+    c.assign("b", ["h1/%d" % i for i in range(4)])
+    pl, opt, why = tp.place_model(c, tp.Model(**LLAMA), 8192, tp.Request(count=1, id="llama"),
+                                  goal="most_kv_per_gpu")
+    assert pl.status == "ok" and opt.tp == 4 and len(pl.devices) == 4
+    assert len({d.split("/")[0] for d in pl.devices}) == 1
+    assert len(why) == 1 and why[0].startswith("#0 H100 tp 8 x pp 1, 8 GPUs: fragmented")
+    c.assign("c", ["h0/%d" % i for i in range(4, 8)])
+    c.assign("d", ["h1/%d" % i for i in range(4, 7)])
+    pl, opt, why = tp.place_model(c, tp.Model(**LLAMA), 8192)
+    assert pl.status == "busy" and opt is None and len(why) == 2

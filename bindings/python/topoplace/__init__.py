@@ -31,7 +31,7 @@ __all__ = [
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "place", "commit", "replace",
     # serving
-    "Model", "SizingOption", "size_model", "hbm_gbps",
+    "Model", "SizingOption", "size_model", "place_model", "hbm_gbps",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
@@ -52,7 +52,7 @@ for _mod, _names in (
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
         ("placement", ("Placement", "Fit")),
         ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep")),
-        ("sizing", ("Model", "SizingOption", "size_model", "hbm_gbps"))):
+        ("sizing", ("Model", "SizingOption", "size_model", "place_model", "hbm_gbps"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name

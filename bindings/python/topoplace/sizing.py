@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from . import errors
 from ._native import ffi, lib
 
-__all__ = ["Model", "SizingOption", "size_model", "hbm_gbps", "GOALS"]
+__all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS"]
 
 #: The ranking goals, by their names in Python and in the CLI's JSON.
 GOALS = {"fewest_gpus": 0, "most_kv_per_gpu": 1, "best_throughput": 2}
@@ -46,8 +46,9 @@ class SizingOption:
     """One way to serve the model (the fields of ``tp_sizing_option``): the device model and
     its memory, tensor and pipeline degrees, replicas and GPUs, the NVLink domain a tensor
     group stays in, weights and KV room per GPU (GB), KV bytes per token per GPU, the tokens and
-    sequences one replica holds, the modelled decode step of a full batch (us) and the decode
-    tokens/s per GPU."""
+    sequences one replica holds, the modelled decode step of a full batch (us), the decode
+    tokens/s per GPU, and the smallest levels whose domains hold a replica and a tensor group
+    (None: larger than a top-level domain)."""
     model: str
     memory_gb: float
     tp: int
@@ -62,6 +63,8 @@ class SizingOption:
     sequences: int
     step_us: float
     tokens_per_s_gpu: float
+    replica_level: str = None
+    tensor_level: str = None
 
     def as_dict(self):
         """The option as a dict, as the CLI writes it."""
@@ -93,14 +96,10 @@ def _model_c(m):
     return d
 
 
-def size_model(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fewest_gpus",
-               mem_utilisation=0.9, overhead_gb=2.0, max_tp=0, max_pp=0, cross_domain=False,
-               hbm=None):
-    """The ways to serve ``model`` (a :class:`Model`) on ``topology``, best first, as
-    :class:`SizingOption` (see tp_size_model()). ``hbm`` maps device models to HBM GB/s,
-    overriding the built-in table. Raises :class:`~topoplace.errors.InvalidArgument` for a bad
-    figure (the message names the field) and :class:`~topoplace.errors.Infeasible` when no way
-    exists (the message gives each device model's reason)."""
+def _size(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fewest_gpus",
+          mem_utilisation=0.9, overhead_gb=2.0, max_tp=0, max_pp=0, cross_domain=False,
+          hbm=None):
+    """tp_size_model(): the result's handle and its options."""
     if goal not in GOALS:
         raise errors.InvalidArgument("goal %r is not one of %s" % (goal, ", ".join(GOALS)))
     m = _model_c(model)
@@ -121,7 +120,7 @@ def size_model(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fe
     if hbm:
         names = [ffi.new("char[]", str(k).encode("utf-8")) for k in hbm]
         arr = ffi.new("const char *[]", names)
-        gbps = ffi.new("double[]", [float(v) for v in hbm.values()])
+        gbps = ffi.new("double[]", [_number("hbm[%r]" % k, v) for k, v in hbm.items()])
         keep += [names, arr, gbps]
         o.hbm_models, o.hbm_gbps, o.nhbm = arr, gbps, len(names)
     out = ffi.new("tp_sizing **")
@@ -130,14 +129,50 @@ def size_model(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fe
     if rc < 0:
         msg = ffi.string(lib.tp_sizing_errmsg(s)).decode("utf-8", "replace") if s else None
         errors.check(rc, message=msg)
-    res = []
-    for i in range(lib.tp_sizing_count(s)):
-        x = lib.tp_sizing_get(s, i)
-        res.append(SizingOption(
-            model=ffi.string(x.model).decode("utf-8"), memory_gb=x.memory_gb, tp=x.tp,
-            pp=x.pp, replicas=x.replicas, gpus=x.gpus, nvlink_domain=x.nvlink_domain,
-            weights_gb=x.weights_gb, kv_gb=x.kv_gb, kv_token_bytes=x.kv_token_bytes,
-            tokens=x.tokens, sequences=x.sequences, step_us=x.step_us,
-            tokens_per_s_gpu=x.tokens_per_s_gpu))
-    del keep
-    return res
+    return s, [_option(lib.tp_sizing_get(s, i)) for i in range(lib.tp_sizing_count(s))]
+
+
+def _str(p):
+    return ffi.string(p).decode("utf-8") if p != ffi.NULL else None
+
+
+def _option(x):
+    return SizingOption(
+        model=_str(x.model), memory_gb=x.memory_gb, tp=x.tp, pp=x.pp, replicas=x.replicas,
+        gpus=x.gpus, nvlink_domain=x.nvlink_domain, weights_gb=x.weights_gb, kv_gb=x.kv_gb,
+        kv_token_bytes=x.kv_token_bytes, tokens=x.tokens, sequences=x.sequences,
+        step_us=x.step_us, tokens_per_s_gpu=x.tokens_per_s_gpu,
+        replica_level=_str(x.replica_level), tensor_level=_str(x.tensor_level))
+
+
+def size_model(topology, model, context, **kw):
+    """The ways to serve ``model`` (a :class:`Model`) on ``topology``, best first, as
+    :class:`SizingOption` (see tp_size_model()). Keywords: ``sequences``, ``tokens_per_s``,
+    ``goal`` (one of :data:`GOALS`), ``mem_utilisation``, ``overhead_gb``, ``max_tp``,
+    ``max_pp``, ``cross_domain`` and ``hbm`` (device model -> HBM GB/s, overriding the built-in
+    table). Raises :class:`~topoplace.errors.InvalidArgument` for a bad figure (the message
+    names the field) and :class:`~topoplace.errors.Infeasible` when no way exists (the message
+    gives each device model's reason)."""
+    return _size(topology, model, context, **kw)[1]
+
+
+def place_model(cluster, model, context, request=None, **kw):
+    """Size ``model`` on the cluster's topology, then place the best-ranked option that fits
+    now (tp_size_place()): ``request`` (a :class:`~topoplace.Request`, default an empty one)
+    gives the id, tenant, spread, caps and the rest; the options set the count, the tensor
+    groups and the device model. Returns ``(placement, option, why)``: the
+    :class:`~topoplace.Placement` (its status says whether it was placed), the
+    :class:`SizingOption` placed (None when none was) and, for each better-ranked option, why
+    it was not placed."""
+    from .request import Request
+    s, opts = _size(cluster.topology, model, context, **kw)
+    req = request if request is not None else Request(count=1)
+    keep = []
+    r = req._to_c(keep)
+    out = ffi.new("tp_placement **")
+    chosen = ffi.new("size_t *", 2 ** 64 - 1)
+    why = ffi.new("char[4096]")
+    rc = lib.tp_size_place(cluster._p, s, r, out, chosen, why, len(why))
+    pl = cluster._result(rc, out[0])
+    lines = [ln for ln in ffi.string(why).decode("utf-8", "replace").split("\n") if ln]
+    return pl, (opts[chosen[0]] if rc == 0 else None), lines
