@@ -31,6 +31,8 @@ __all__ = [
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
+    # serving
+    "Model", "SizingOption", "size_model", "place_model", "hbm_gbps",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
@@ -53,7 +55,8 @@ for _mod, _names in (
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
         ("placement", ("Placement", "Fit")),
         ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
-                    "DefragStats"))):
+                    "DefragStats")),
+        ("sizing", ("Model", "SizingOption", "size_model", "place_model", "hbm_gbps"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name

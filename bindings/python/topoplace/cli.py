@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|compact FILE``, and
-``python3 -m topoplace import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli_import`).
+"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|compact|size FILE``,
+and ``python3 -m topoplace import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli_import`).
 
 It reads a scenario-v1 document (shared/spec/scenario-v1.md) from FILE, or standard input for
 ``-``, validates all of it, drives the C library, and writes one JSON document to standard
@@ -68,8 +68,9 @@ def _parser():
                             "go, how fragmented the cluster is, which devices replace failed "
                             "ones, which moves make a job fit.")
     p.add_argument("command", choices=CLI_COMMANDS, help="the question to answer "
-                   "(compact: the moves that free --domains domains of --level; import: "
-                   "see `python3 -m topoplace import --help`)")
+                   "(compact: the moves that free --domains domains of --level; size: the "
+                   "ways to serve a model, docs/serving.md; import: see "
+                   "`python3 -m topoplace import --help`)")
     p.add_argument("file", help="the scenario file, or - for standard input")
     p.add_argument("--no-less-local", dest="less_local", action="store_false",
                    help="defrag, compact: a migrated job never lands less local than it sits "
@@ -280,6 +281,13 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
             "status": "unsupported",
             "message": "this build cannot read scenarios: libtopoplace was built without its "
                        "scenario importer (jansson was not found)"}, command=command)
+    if command == "size":
+        from . import size_cli
+        try:
+            code, doc = size_cli.run(path, stdin=stdin, max_bytes=max_bytes)
+        except InvalidInput as e:
+            return _invalid(str(e))
+        return _Answer(code, doc, command="size", render=size_cli.render)
     try:
         if command == "compact":
             sc = _load_compact(path, strict, stdin, max_bytes)
@@ -508,6 +516,6 @@ def _compact(sc, topo, cluster, level, ndomains):
 NEEDS = {"place": ("tp_place",), "replace": ("tp_replace",), "frag": (),
          "defrag": ("tp_defrag_plan", "tp_place"), "compact": ("tp_defrag_compact",)}
 #: The commands on a scenario document, and all of them (``import`` reads other formats).
-SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact",)
+SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact", "size")
 CLI_COMMANDS = SCENARIO_COMMANDS + ("import",)
 COMMANDS = {"place": _place, "replace": _replace, "frag": _frag, "defrag": _defrag}

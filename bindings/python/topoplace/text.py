@@ -30,6 +30,8 @@ def render(answer):
     if status in ("error", "unsupported"):
         return "%s: %s" % (status, doc.get("message", ""))
     command = ctx.get("command")
+    if ctx.get("render"):          # a command with its own renderer (size)
+        return ctx["render"](doc)
     if command == "frag":
         return _frag(doc)
     if command in ("defrag", "compact") and status == "ok" and ctx.get("plan") is not None:

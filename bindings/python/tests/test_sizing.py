@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+"""Sizing a model for serving, from Python and from the CLI (docs/serving.md): the figures are
+the hand computations of the docs."""
+
+import json
+import os
+
+import pytest
+
+from test_cli import run, run_json
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "data", "sizing")
+
+LLAMA = dict(params=70.6e9, layers=80, heads=64, kv_heads=8, head_dim=128, hidden=8192)
+
+
+def h100_fleet(tp, nodes=2, gpus=8):
+    b = tp.TopologyBuilder(["rack", "node"])
+    for i in range(nodes):
+        b.add_node("h%d" % i, ["r0"], gpus, model="H100", memory_gb=80)
+    return b.build()
+
+
+def test_llama70b_on_two_hgx_nodes(tp):
+    opts = tp.size_model(h100_fleet(tp), tp.Model(**LLAMA), context=8192)
+    assert [(o.tp, o.gpus) for o in opts] == [(4, 4), (8, 8)]
+    a, b = opts
+    assert a.model == "H100" and a.nvlink_domain == 8
+    assert a.weights_gb == pytest.approx(35.3)
+    assert a.kv_gb == pytest.approx(34.7)
+    assert (a.kv_token_bytes, a.tokens, a.sequences) == (81920.0, 423583.0, 51)
+    assert (b.kv_token_bytes, b.tokens, b.sequences) == (40960.0, 1278076.0, 156)
+    assert a.tokens_per_s_gpu == pytest.approx(a.sequences / (a.step_us * 1e-6) / a.tp)
+
+
+def test_goals_rank_differently(tp):
+    topo, m = h100_fleet(tp), tp.Model(**LLAMA)
+    assert tp.size_model(topo, m, context=8192, goal="most_kv_per_gpu")[0].tp == 8
+    assert tp.size_model(topo, m, context=8192, goal="fewest_gpus")[0].tp == 4
+    with pytest.raises(tp.InvalidArgument, match="goal 'cheapest' is not one of"):
+        tp.size_model(topo, m, context=8192, goal="cheapest")
+
+
+def test_errors_name_the_field(tp):
+    topo = h100_fleet(tp)
+    with pytest.raises(tp.InvalidArgument, match=r"options.mem_utilisation 1.5 is outside"):
+        tp.size_model(topo, tp.Model(**LLAMA), context=8192, mem_utilisation=1.5)
+    with pytest.raises(tp.InvalidArgument, match=r"model.heads 64 is not a multiple of "
+                                                 r"model.kv_heads 6"):
+        tp.size_model(topo, tp.Model(**dict(LLAMA, kv_heads=6)), context=8192)
+    with pytest.raises(tp.InvalidArgument, match=r"model.layers 'x' is not an integer"):
+        tp.size_model(topo, tp.Model(**dict(LLAMA, layers="x")), context=8192)
+    with pytest.raises(tp.InvalidArgument, match=r"options.context -1 is not an integer"):
+        tp.size_model(topo, tp.Model(**LLAMA), context=-1)
+    with pytest.raises(tp.Infeasible, match=r"weights need 141.2 GB per GPU at tp 1 x pp 1"):
+        tp.size_model(h100_fleet(tp, 4, 1), tp.Model(**LLAMA), context=8192)
+
+
+def test_hbm_table_and_override(tp):
+    assert tp.hbm_gbps("H200") == 4800.0
+    assert tp.hbm_gbps("nope") == 0.0
+    b = tp.TopologyBuilder(["node"])
+    b.add_node("x", (), 8, model="X1", memory_gb=96)
+    topo = b.build()
+    with pytest.raises(tp.Infeasible, match="no HBM bandwidth is known"):
+        tp.size_model(topo, tp.Model(**LLAMA), context=8192)
+    assert tp.size_model(topo, tp.Model(**LLAMA), context=8192, hbm={"X1": 4000})
+
+
+def test_cli_size(tp, tmp_path):
+    with open(os.path.join(DATA, "llama70b-h100-gb200.json")) as f:
+        document = f.read()
+    rc, out = run_json(tmp_path, "size", document)
+    assert rc == 0, out
+    assert out["model"] == "llama-3.1-70b"
+    # 100 sequences: tp 8 holds 156 in one replica, tp 4 needs two of 51: 8 GPUs each.
+    assert [(o["tp"], o["replicas"], o["gpus"]) for o in out["options"]] == [(8, 1, 8),
+                                                                              (4, 2, 8)]
+    p = run(tmp_path, "size", document, "--format", "text")
+    assert p.returncode == 0
+    assert "2 ways to serve it" in p.stdout and "1278076" in p.stdout
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda d: d["model"].pop("layers"), "model.layers: missing"),
+    (lambda d: d["model"].update(weights="fp7"), "model.weights: 'fp7' is not one of"),
+    (lambda d: d["serving"].update(goal=3), "serving.goal: 3 is not one of"),
+    (lambda d: d["serving"].update(cross_domain="yes"), "serving.cross_domain"),
+    (lambda d: d["serving"].update(mem_utilisation=0), "serving.mem_utilisation 0 is outside"),
+    (lambda d: d.update(extra=1), "extra: unknown key"),
+    (lambda d: d["topology"].update(levels=[]), "topology.levels"),
+])
+def test_cli_size_invalid(tp, tmp_path, change, where):
+    with open(os.path.join(DATA, "llama70b-h100-gb200.json")) as f:
+        d = json.load(f)
+    change(d)
+    rc, out = run_json(tmp_path, "size", d)
+    assert rc == 2, out
+    assert out["status"] == "invalid" and where in out["message"], out
+
+
+def test_cli_size_infeasible(tp, tmp_path):
+    with open(os.path.join(DATA, "llama70b-h100-gb200.json")) as f:
+        d = json.load(f)
+    d["serving"]["sequences"] = 10000
+    rc, out = run_json(tmp_path, "size", d)
+    assert rc == 1 and out["status"] == "infeasible"
+    assert "the fleet has 16" in out["message"]
+
+
+def test_place_model_takes_the_best_option_that_fits(tp):
+    topo = h100_fleet(tp)
+    c = tp.Cluster(topo)
+    c.assign("a", ["h0/%d" % i for i in range(4)])
+    c.assign("b", ["h1/%d" % i for i in range(4)])
+    pl, opt, why = tp.place_model(c, tp.Model(**LLAMA), 8192, tp.Request(count=1, id="llama"),
+                                  goal="most_kv_per_gpu")
+    assert pl.status == "ok" and opt.tp == 4 and len(pl.devices) == 4
+    assert len({d.split("/")[0] for d in pl.devices}) == 1
+    assert len(why) == 1 and why[0].startswith("#0 H100 tp 8 x pp 1, 8 GPUs: fragmented")
+    c.assign("c", ["h0/%d" % i for i in range(4, 8)])
+    c.assign("d", ["h1/%d" % i for i in range(4, 7)])
+    pl, opt, why = tp.place_model(c, tp.Model(**LLAMA), 8192)
+    assert pl.status == "busy" and opt is None and len(why) == 2

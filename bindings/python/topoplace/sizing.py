@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: MIT
+"""Sizing a model for serving (include/topoplace-sizing.h): the ways to serve it on a fleet's
+devices, with the KV-cache room and modelled decode step of each, ranked by a goal.
+
+    >>> import topoplace as tp
+    >>> topo = tp.Topology.nvl72(blocks=1, racks_per_block=1)
+    >>> llama = tp.Model(params=70.6e9, layers=80, heads=64, kv_heads=8, head_dim=128,
+    ...                  hidden=8192)
+    >>> best = tp.size_model(topo, llama, context=8192)[0]
+    >>> best.model, best.tp, best.gpus
+    ('GB200', 1, 1)
+
+The memory model and worked examples are in docs/serving.md.
+"""
+
+from dataclasses import dataclass, fields
+
+from . import errors
+from ._native import ffi, lib
+
+__all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS"]
+
+#: The ranking goals, by their names in Python and in the CLI's JSON.
+GOALS = {"fewest_gpus": 0, "most_kv_per_gpu": 1, "best_throughput": 2}
+
+
+@dataclass(frozen=True)
+class Model:
+    """A transformer model: ``params`` in all (``active_params`` read per token, for a MoE;
+    0: all of them), bytes per parameter of the weights (2 fp16, 1 fp8, 0.5 fp4) and per
+    KV-cache element, layers, attention heads, key/value heads, head dimension and hidden
+    size."""
+    params: float
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    weight_bytes: float = 2.0
+    kv_bytes: float = 2.0
+    active_params: float = 0.0
+
+
+@dataclass(frozen=True)
+class SizingOption:
+    """One way to serve the model (the fields of ``tp_sizing_option``): the device model and
+    its memory, tensor and pipeline degrees, replicas and GPUs, the NVLink domain a tensor
+    group stays in, weights and KV room per GPU (GB), KV bytes per token per GPU, the tokens and
+    sequences one replica holds, the modelled decode step of a full batch (us), the decode
+    tokens/s per GPU, and the smallest levels whose domains hold a replica and a tensor group
+    (None: larger than a top-level domain)."""
+    model: str
+    memory_gb: float
+    tp: int
+    pp: int
+    replicas: int
+    gpus: int
+    nvlink_domain: int
+    weights_gb: float
+    kv_gb: float
+    kv_token_bytes: float
+    tokens: float
+    sequences: int
+    step_us: float
+    tokens_per_s_gpu: float
+    replica_level: str = None
+    tensor_level: str = None
+
+    def as_dict(self):
+        """The option as a dict, as the CLI writes it."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def hbm_gbps(model):
+    """The built-in HBM bandwidth of a device model in GB/s, or 0.0 when unknown."""
+    return lib.tp_sizing_hbm_gbps(model.encode("utf-8"))
+
+
+def _number(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise errors.InvalidArgument("%s %r is not a number" % (name, v))
+    return float(v)
+
+
+def _model_c(m):
+    d = ffi.new("tp_model_desc *")
+    lib.tp_model_desc_init(d, lib.TP_MODEL_DESC_VERSION)
+    for name in ("params", "active_params", "weight_bytes", "kv_bytes"):
+        setattr(d, name, _number("model." + name, getattr(m, name)))
+    for name in ("layers", "heads", "kv_heads", "head_dim", "hidden"):
+        v = getattr(m, name)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2 ** 32:
+            raise errors.InvalidArgument("model.%s %r is not an integer from 0 to 2^32 - 1"
+                                         % (name, v))
+        setattr(d, name, v)
+    return d
+
+
+def _size(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fewest_gpus",
+          mem_utilisation=0.9, overhead_gb=2.0, max_tp=0, max_pp=0, cross_domain=False,
+          hbm=None):
+    """tp_size_model(): the result's handle and its options."""
+    if goal not in GOALS:
+        raise errors.InvalidArgument("goal %r is not one of %s" % (goal, ", ".join(GOALS)))
+    m = _model_c(model)
+    o = ffi.new("tp_sizing_options *")
+    lib.tp_sizing_options_init(o, lib.TP_SIZING_OPTIONS_VERSION)
+    for name, v in (("context", context), ("sequences", sequences), ("max_tp", max_tp),
+                    ("max_pp", max_pp)):
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2 ** 32:
+            raise errors.InvalidArgument("options.%s %r is not an integer from 0 to 2^32 - 1"
+                                         % (name, v))
+        setattr(o, name, v)
+    o.tokens_per_s = _number("options.tokens_per_s", tokens_per_s)
+    o.mem_utilisation = _number("options.mem_utilisation", mem_utilisation)
+    o.overhead_gb = _number("options.overhead_gb", overhead_gb)
+    o.goal = GOALS[goal]
+    o.cross_domain = 1 if cross_domain else 0
+    keep = []
+    if hbm:
+        names = [ffi.new("char[]", str(k).encode("utf-8")) for k in hbm]
+        arr = ffi.new("const char *[]", names)
+        gbps = ffi.new("double[]", [_number("hbm[%r]" % k, v) for k, v in hbm.items()])
+        keep += [names, arr, gbps]
+        o.hbm_models, o.hbm_gbps, o.nhbm = arr, gbps, len(names)
+    out = ffi.new("tp_sizing **")
+    rc = lib.tp_size_model(topology._ptr, m, o, out)
+    s = ffi.gc(out[0], lib.tp_sizing_destroy) if out[0] != ffi.NULL else None
+    if rc < 0:
+        msg = ffi.string(lib.tp_sizing_errmsg(s)).decode("utf-8", "replace") if s else None
+        errors.check(rc, message=msg)
+    return s, [_option(lib.tp_sizing_get(s, i)) for i in range(lib.tp_sizing_count(s))]
+
+
+def _str(p):
+    return ffi.string(p).decode("utf-8") if p != ffi.NULL else None
+
+
+def _option(x):
+    return SizingOption(
+        model=_str(x.model), memory_gb=x.memory_gb, tp=x.tp, pp=x.pp, replicas=x.replicas,
+        gpus=x.gpus, nvlink_domain=x.nvlink_domain, weights_gb=x.weights_gb, kv_gb=x.kv_gb,
+        kv_token_bytes=x.kv_token_bytes, tokens=x.tokens, sequences=x.sequences,
+        step_us=x.step_us, tokens_per_s_gpu=x.tokens_per_s_gpu,
+        replica_level=_str(x.replica_level), tensor_level=_str(x.tensor_level))
+
+
+def size_model(topology, model, context, **kw):
+    """The ways to serve ``model`` (a :class:`Model`) on ``topology``, best first, as
+    :class:`SizingOption` (see tp_size_model()). Keywords: ``sequences``, ``tokens_per_s``,
+    ``goal`` (one of :data:`GOALS`), ``mem_utilisation``, ``overhead_gb``, ``max_tp``,
+    ``max_pp``, ``cross_domain`` and ``hbm`` (device model -> HBM GB/s, overriding the built-in
+    table). Raises :class:`~topoplace.errors.InvalidArgument` for a bad figure (the message
+    names the field) and :class:`~topoplace.errors.Infeasible` when no way exists (the message
+    gives each device model's reason)."""
+    return _size(topology, model, context, **kw)[1]
+
+
+def place_model(cluster, model, context, request=None, **kw):
+    """Size ``model`` on the cluster's topology, then place the best-ranked option that fits
+    now (tp_size_place()): ``request`` (a :class:`~topoplace.Request`, default an empty one)
+    gives the id, tenant, spread, caps and the rest; the options set the count, the tensor
+    groups and the device model. Returns ``(placement, option, why)``: the
+    :class:`~topoplace.Placement` (its status says whether it was placed), the
+    :class:`SizingOption` placed (None when none was) and, for each better-ranked option, why
+    it was not placed."""
+    from .request import Request
+    s, opts = _size(cluster.topology, model, context, **kw)
+    req = request if request is not None else Request(count=1)
+    keep = []
+    r = req._to_c(keep)
+    out = ffi.new("tp_placement **")
+    chosen = ffi.new("size_t *", 2 ** 64 - 1)
+    why = ffi.new("char[4096]")
+    rc = lib.tp_size_place(cluster._p, s, r, out, chosen, why, len(why))
+    pl = cluster._result(rc, out[0])
+    lines = [ln for ln in ffi.string(why).decode("utf-8", "replace").split("\n") if ln]
+    return pl, (opts[chosen[0]] if rc == 0 else None), lines

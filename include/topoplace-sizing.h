@@ -1,0 +1,224 @@
+/*
+ * libtopoplace: size a model for serving on the devices a topology has.
+ * SPDX-License-Identifier: MIT
+ */
+/**
+ * @file topoplace-sizing.h
+ * @brief List the ways to serve a model on a fleet (device model, tensor and pipeline degrees,
+ * replicas), with the memory each leaves for the KV cache, the sequences it then holds and its
+ * modelled decode step, ranked by the caller's goal.
+ *
+ * The memory model (docs/serving.md, with worked examples), per GPU of a replica of tensor
+ * degree @c tp and pipeline degree @c pp on a device of @c memory_gb:
+ * - usable = memory_gb x @c mem_utilisation - @c overhead_gb;
+ * - weights = params x weight_bytes / (tp x pp);
+ * - KV per token = 2 (K and V) x ceil(layers / pp) x kv_heads_per_gpu x head_dim x kv_bytes,
+ *   where kv_heads_per_gpu = kv_heads / tp when tp <= kv_heads, else 1 (a KV head is then
+ *   replicated on tp / kv_heads GPUs);
+ * - KV room = usable - weights; tokens = floor(KV room / KV per token), the same on every GPU of
+ *   the replica (each holds its share of every token); sequences = floor(tokens / context).
+ *
+ * GB are 10^9 bytes. The decode step is memory-bound: every stage reads its active weights and
+ * the KV cache of the batch at full context from HBM, stages run one after the other, and the
+ * tensor all-reduces (two a layer) and pipeline hand-offs of the batch's activations are priced
+ * by tp_cost_step_us() on the replica's devices packed on an empty fleet. The library reads no
+ * files and prints nothing.
+ */
+#ifndef TOPOPLACE_SIZING_H
+#define TOPOPLACE_SIZING_H
+
+#include <stddef.h>
+
+#include "topoplace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief The version of ::tp_model_desc this header describes. @since 0.4.0 */
+#define TP_MODEL_DESC_VERSION 1
+
+/** @brief A transformer model as sizing needs it. @since 0.4.0 */
+typedef struct tp_model_desc {
+	unsigned version;     /**< ::TP_MODEL_DESC_VERSION */
+	double params;        /**< parameters in all (> 0; 70.6e9 for Llama-3.1-70B) */
+	double active_params; /**< parameters read per token (a MoE's active ones); 0: @c params */
+	double weight_bytes;  /**< bytes per parameter: 2 (fp16/bf16), 1 (fp8), 0.5 (fp4); > 0 */
+	double kv_bytes;      /**< bytes per KV-cache element: 2, 1 or 0.5; > 0 */
+	unsigned layers;      /**< transformer layers (> 0) */
+	unsigned heads;       /**< attention heads (> 0; a multiple of @c kv_heads) */
+	unsigned kv_heads;    /**< key/value heads (> 0; fewer than @c heads with GQA) */
+	unsigned head_dim;    /**< dimension of a head (> 0) */
+	unsigned hidden;      /**< hidden size, the activations exchanged per token (> 0) */
+} tp_model_desc;
+
+/** @brief Initialiser of ::tp_model_desc: fp16 weights and KV cache, every size 0. */
+#define TP_MODEL_DESC_INIT {TP_MODEL_DESC_VERSION, 0.0, 0.0, 2.0, 2.0, 0, 0, 0, 0, 0}
+
+/** @brief What the ranking of tp_size_model() puts first. @since 0.4.0 */
+typedef enum tp_size_goal {
+	TP_SIZE_FEWEST_GPUS = 0,        /**< fewest GPUs, then best throughput per GPU */
+	TP_SIZE_MOST_KV_PER_GPU = 1,    /**< most KV-cache GB per GPU, then fewest GPUs */
+	TP_SIZE_BEST_THROUGHPUT = 2     /**< most decode tokens/s per GPU, then fewest GPUs */
+} tp_size_goal;
+
+/** @brief The version of ::tp_sizing_options this header describes. @since 0.4.0 */
+#define TP_SIZING_OPTIONS_VERSION 1
+
+/** @brief The default share of a device's memory the server may use (vLLM's default). */
+#define TP_SIZING_DEFAULT_UTILISATION 0.9
+/** @brief The default memory per GPU kept for activations and the runtime, GB. */
+#define TP_SIZING_DEFAULT_OVERHEAD_GB 2.0
+
+/** @brief The serving target and the knobs of the memory model. @since 0.4.0 */
+typedef struct tp_sizing_options {
+	unsigned version;        /**< ::TP_SIZING_OPTIONS_VERSION */
+	unsigned context;        /**< tokens of one sequence, prompt and output (> 0) */
+	unsigned sequences;      /**< concurrent sequences to hold in all (0: one replica) */
+	double tokens_per_s;     /**< decode throughput to reach in all (0: no goal) */
+	tp_size_goal goal;       /**< how options are ranked */
+	double mem_utilisation;  /**< share of memory the server uses, in (0, 1] */
+	double overhead_gb;      /**< GB per GPU kept for activations and the runtime (>= 0) */
+	unsigned max_tp;         /**< largest tensor degree tried (0: 64) */
+	unsigned max_pp;         /**< largest pipeline degree tried (0: 1, no pipeline) */
+	int cross_domain;        /**< nonzero: a tensor group may leave its NVLink domain */
+	const char *const *hbm_models; /**< device models whose HBM bandwidth is given here */
+	const double *hbm_gbps;  /**< their HBM GB/s (> 0), overriding the built-in table */
+	size_t nhbm;             /**< entries of @c hbm_models and @c hbm_gbps */
+	const tp_allocator *alloc; /**< allocator of the result and the scratch, or NULL for the
+	                                C library's */
+} tp_sizing_options;
+
+/** @brief Initialiser of ::tp_sizing_options with the defaults (context 0 must be set). */
+#define TP_SIZING_OPTIONS_INIT                                                                  \
+	{TP_SIZING_OPTIONS_VERSION, 0, 0, 0.0, TP_SIZE_FEWEST_GPUS,                             \
+	 TP_SIZING_DEFAULT_UTILISATION, TP_SIZING_DEFAULT_OVERHEAD_GB, 0, 0, 0, NULL, NULL, 0, NULL}
+
+/**
+ * @brief Initialise options to ::TP_SIZING_OPTIONS_INIT (for bindings that cannot use the
+ * macro). @param[out] o The options. @param version ::TP_SIZING_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1 (@p o is then unchanged).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_sizing_options_init(tp_sizing_options *o, unsigned version);
+
+/**
+ * @brief Initialise a model description to ::TP_MODEL_DESC_INIT.
+ * @param[out] m The description. @param version ::TP_MODEL_DESC_VERSION.
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1. @since 0.4.0
+ */
+TP_API int tp_model_desc_init(tp_model_desc *m, unsigned version);
+
+/**
+ * @brief The HBM bandwidth of a well-known device model, from the built-in table
+ * (docs/serving.md lists it and its sources): H100 3350, H200 4800, B200 and GB200 8000, A100
+ * 2039, L4 300, L40S 864, T4 320, V100 900, MI300X 5300 GB/s. Names match without regard to case.
+ * @param model The device model. @return GB/s, or 0 when the table does not know it.
+ * @since 0.4.0
+ */
+TP_API double tp_sizing_hbm_gbps(const char *model);
+
+/** @brief One way to serve the model. @since 0.4.0 */
+typedef struct tp_sizing_option {
+	const char *model;       /**< device model (owned by the result) */
+	double memory_gb;        /**< memory of one device */
+	unsigned tp;             /**< tensor-parallel degree */
+	unsigned pp;             /**< pipeline-parallel degree */
+	unsigned replicas;       /**< replicas needed for the target */
+	unsigned gpus;           /**< replicas x tp x pp */
+	unsigned nvlink_domain;  /**< devices of the NVLink domain a tensor group stays in */
+	double weights_gb;       /**< weights per GPU */
+	double kv_gb;            /**< KV-cache room per GPU */
+	double kv_token_bytes;   /**< KV-cache bytes per token per GPU */
+	double tokens;           /**< tokens of KV cache one replica holds */
+	unsigned sequences;      /**< sequences of @c context tokens one replica holds */
+	double step_us;          /**< modelled decode step of a replica with every sequence it
+	                              holds in its batch */
+	double tokens_per_s_gpu; /**< decode tokens/s per GPU at that batch */
+	const char *replica_level; /**< the smallest level one of whose domains holds a replica
+	                                (owned by the topology), or NULL when a replica is larger
+	                                than a top-level domain */
+	const char *tensor_level;  /**< the same for a tensor group of @c tp devices */
+} tp_sizing_option;
+
+/** @brief The ranked options of tp_size_model(), or why there are none. */
+typedef struct tp_sizing tp_sizing;
+
+/**
+ * @brief List and rank the ways to serve @p m on the devices of @p t.
+ *
+ * For every device model of @p t with a known memory (nodes without a model or memory are left
+ * out) and every tensor degree (powers of two up to @c max_tp that divide @c heads, with @c
+ * kv_heads a multiple of the degree or the degree a multiple of @c kv_heads, and within the
+ * model's NVLink domain unless @c cross_domain) and pipeline degree (powers of two up to
+ * @c max_pp and @c layers), the option is kept when a replica holds at least one sequence of
+ * @c context tokens and the fleet has the GPUs its replicas need. Replicas = the most of 1,
+ * ceil(@c sequences / sequences per replica) and ceil(@c tokens_per_s / a replica's tokens/s).
+ * A model's NVLink domain is its node, or the largest domain above it whose level's fabric is
+ * NVLink. Ties in the ranking are broken by device model name, then tp, then pp.
+ *
+ * Costs one pass over the nodes and one tp_cost_step_us() per option; not for the per-request
+ * path of a scheduler (call it when a service is defined, keep the answer).
+ *
+ * @param t The topology (read-only: may be shared by threads).
+ * @param m The model. @param o The options.
+ * @param[out] out Receives the result, also on failure (its message says why; NULL only when
+ *        @p out is NULL or memory ran out first). Destroy it with tp_sizing_destroy().
+ * @return 0; ::TP_EINVAL (a NULL argument, a version not 1, a figure out of range: the message
+ *         names the field and the value); ::TP_EINFEASIBLE (no option: the message gives each
+ *         device model's reason); ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_size_model(const tp_topology *t, const tp_model_desc *m,
+                         const tp_sizing_options *o, tp_sizing **out);
+
+/**
+ * @brief Place the best-ranked option of @p s that fits @p c now, as one request.
+ *
+ * Each option in rank order becomes @p tmpl with @c count = the option's GPUs, a group of tp
+ * devices (a tensor group) in one domain of @c tensor_level, @c select_model and
+ * @c select_min_memory_gb = the option's device model and memory, and, when pp > 1 and @p tmpl
+ * has no slices, one slice layer of tp x pp devices (a replica) at @c replica_level.
+ * Everything else comes from @p tmpl as the caller set it: id, tenant, class, priority, spread
+ * over failure domains, caps per domain (of groups: tensor groups, which are the replicas when
+ * pp is 1), exclusivity.
+ * The first option that tp_place() places is the answer.
+ *
+ * @param c The cluster (read-only: as tp_place(), it may run concurrently).
+ * @param s A successful tp_size_model() result for @p c's topology.
+ * @param tmpl The request the options fill in (its @c count, @c group_size, @c group_level,
+ *        @c select_model and @c select_min_memory_gb are replaced, and @c slices set for a
+ *        pipeline when it has none).
+ * @param[out] out The placement of the option placed, or of the best-ranked option when none
+ *        is placed (its status and message say why); always destroy it.
+ * @param[out] chosen The rank of the option placed (may be NULL; unchanged when none).
+ * @param why Receives, for each better-ranked option, why it was not placed ("#0 H100 tp 8 x
+ *        pp 1, 8 GPUs: busy: ...", tp_placement_errmsg() of its placement, one per line, cut to @p whylen); may be NULL.
+ * @param whylen Size of @p why (0 when it is NULL).
+ * @return 0 (placed); ::TP_EBUSY, ::TP_EFRAGMENTED or ::TP_EINFEASIBLE (no option placed: the
+ *         best-ranked option's code, or ::TP_EBUSY when any option was only busy);
+ *         ::TP_EINVAL (a NULL argument, a failed or empty @p s, a topology other than the one
+ *         @p s was made on); any other code of tp_place() for a request it refuses (the
+ *         message is in @p why and on @p *out); ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_size_place(const tp_cluster *c, const tp_sizing *s, const tp_request *tmpl,
+                         tp_placement **out, size_t *chosen, char *why, size_t whylen);
+
+/** @brief Number of options, best first. @param s The result. @return The count (0 on
+ *  failure). @since 0.4.0 */
+TP_API size_t tp_sizing_count(const tp_sizing *s);
+/** @brief One option. @param s The result. @param i Its rank, from 0.
+ *  @return The option (owned by @p s) or NULL when @p i is out of range. @since 0.4.0 */
+TP_API const tp_sizing_option *tp_sizing_get(const tp_sizing *s, size_t i);
+/** @brief The message of a failed tp_size_model(). @param s The result.
+ *  @return The message ("" on success). @since 0.4.0 */
+TP_API const char *tp_sizing_errmsg(const tp_sizing *s);
+/** @brief Free a result. @param s The result (NULL is accepted). @since 0.4.0 */
+TP_API void tp_sizing_destroy(tp_sizing *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
