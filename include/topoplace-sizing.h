@@ -217,6 +217,108 @@ TP_API const char *tp_sizing_errmsg(const tp_sizing *s);
 /** @brief Free a result. @param s The result (NULL is accepted). @since 0.4.0 */
 TP_API void tp_sizing_destroy(tp_sizing *s);
 
+/* ------------------------------------------------------------------------------------------ */
+/** @name Prefill/decode groups
+ * A disaggregated service: groups of @c prefill prefill instances and @c decode decode
+ * instances, each group kept inside one domain of @c locality (the KV cache's hand-off stays on
+ * that domain's fabric), the groups spread over the domains of @c spread_level with at most
+ * @c max_per_domain groups of the service in one. Instances are running jobs of the cluster,
+ * named `<service>/g<k>/p<i>` and `<service>/g<k>/d<j>` (class inference), so that a later call
+ * sees the groups already there: a call asks for the service's total number of groups and
+ * places the ones missing (scaling out keeps the ratio and the spread; after a failure,
+ * tp_pd_release_failed() then tp_pd_place() repairs it).
+ *  @{ */
+
+/** @brief The version of ::tp_pd_request this header describes. @since 0.4.0 */
+#define TP_PD_REQUEST_VERSION 1
+
+/** @brief A prefill/decode service. @since 0.4.0 */
+typedef struct tp_pd_request {
+	unsigned version;          /**< ::TP_PD_REQUEST_VERSION */
+	const char *service;       /**< the service's id (its jobs' prefix); no NUL, not empty */
+	const char *tenant;        /**< tenant of its jobs (NULL: "default") */
+	unsigned groups;           /**< groups the service should have in all (>= 1) */
+	unsigned prefill;          /**< prefill instances per group (>= 1) */
+	unsigned prefill_devices;  /**< devices per prefill instance (its tensor degree, >= 1) */
+	unsigned decode;           /**< decode instances per group (>= 1) */
+	unsigned decode_devices;   /**< devices per decode instance (>= 1) */
+	const char *instance_level;/**< level one instance lies in (NULL: the node level) */
+	const char *locality;      /**< level whose one domain holds a whole group, or NULL */
+	const char *spread_level;  /**< level whose domains the groups spread over, or NULL */
+	unsigned max_per_domain;   /**< most groups in one domain of @c spread_level (0: no cap) */
+	const char *select_model;  /**< only devices of this model, or NULL */
+} tp_pd_request;
+
+/** @brief Initialiser of ::tp_pd_request: one prefill and one decode instance of one device
+ *  a group, no locality, no spread. */
+#define TP_PD_REQUEST_INIT {TP_PD_REQUEST_VERSION, NULL, NULL, 1, 1, 1, 1, 1, NULL, NULL, NULL, \
+                            0, NULL}
+
+/** @brief One instance a call placed. @since 0.4.0 */
+typedef struct tp_pd_instance {
+	const char *job;         /**< its job id (owned by the result) */
+	unsigned group;          /**< its group's index */
+	int prefill;             /**< 1: a prefill instance; 0: a decode instance */
+	unsigned index;          /**< its index among the group's prefill or decode instances */
+	unsigned pair;           /**< decode: the prefill instance of its group that hands it the
+	                              KV cache (the nearest in the tree, then the least loaded);
+	                              prefill: the number of decode instances it serves */
+	const uint32_t *devices; /**< its devices in rank order (owned by the result) */
+	size_t ndevices;         /**< their count */
+} tp_pd_instance;
+
+/** @brief What tp_pd_place() placed, or why it could not. */
+typedef struct tp_pd_result tp_pd_result;
+
+/**
+ * @brief Place the groups of a prefill/decode service that are missing, and assign them.
+ *
+ * A group exists when its first prefill instance runs; groups @c 0 .. @c groups - 1 that do
+ * not are placed in index order. For each, the domains of @c spread_level (or the whole
+ * cluster) are tried fewest groups of the service first, then in index order, skipping those at
+ * @c max_per_domain: the prefill instances as one request inside one domain of @c locality
+ * (groups of @c prefill_devices in one domain of @c instance_level), then the decode instances
+ * colocated with them at @c locality (tp_request's colocate). All or nothing: when one group
+ * cannot be placed, nothing is assigned and the message names the group and why.
+ *
+ * Costs one or two tp_place() calls per domain tried and one lookup per group index; the
+ * service's existing groups are found by their names, never by a scan of the cluster's jobs.
+ *
+ * @param c The cluster (written: the instances are assigned to it on success).
+ * @param r The service. @param[out] out Receives the result, also on failure (NULL only when
+ *        @p out is NULL or memory ran out first); destroy it with tp_pd_result_destroy().
+ * @return 0 (the instances placed this call are in the result: none when every group
+ *         existed); ::TP_EINVAL (a NULL argument, a figure 0, an unknown level, a name too
+ *         long; the message names the field); ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_EINFEASIBLE
+ *         (a group could not be placed: the code of its last attempt); ::TP_ENOMEM. On
+ *         failure the cluster is unchanged.
+ * @since 0.4.0
+ */
+TP_API int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out);
+
+/**
+ * @brief Release every group of the service (its first @p groups) that has an instance on a
+ * device that is down, so that tp_pd_place() places it again.
+ * @param c The cluster. @param service The service's id. @param groups Its groups in all.
+ * @param[out] released Receives the number of groups released (may be NULL).
+ * @return 0, ::TP_EINVAL (NULL argument; message on @p c), ::TP_ENOMEM. @since 0.4.0
+ */
+TP_API int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned groups,
+                                unsigned *released);
+
+/** @brief Instances placed. @param res The result. @return The count. @since 0.4.0 */
+TP_API size_t tp_pd_result_count(const tp_pd_result *res);
+/** @brief One instance. @param res The result. @param i From 0.
+ *  @return The instance (owned by @p res) or NULL. @since 0.4.0 */
+TP_API const tp_pd_instance *tp_pd_result_get(const tp_pd_result *res, size_t i);
+/** @brief The message of a failed call ("" on success). @param res The result.
+ *  @return The message. @since 0.4.0 */
+TP_API const char *tp_pd_result_errmsg(const tp_pd_result *res);
+/** @brief Free a result. @param res The result, or NULL. @since 0.4.0 */
+TP_API void tp_pd_result_destroy(tp_pd_result *res);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

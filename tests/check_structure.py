@@ -29,7 +29,7 @@ MAX_FUNC_LINES = 120
 LAYERS = [
     ("model", [r"common\..", r"topology.*", r"nodetype\..", r"cluster.*", r"request_data\..",
                r"frag\.."]),
-    ("solver", [r"request\..", r"request_.*", r"cost\..", r"place.*", r"sizing\.."]),
+    ("solver", [r"request\..", r"request_.*", r"cost\..", r"place.*", r"sizing\..", r"serving_.*"]),
     ("planner", [r"defrag.*"]),
     ("importer", [r"hwloc_import.*", r"slurm_import.*", r"scenario_.*", r"nvsmi_import.*"]),
 ]

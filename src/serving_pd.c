@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Prefill/decode groups of a disaggregated service (topoplace-sizing.h, tp_pd_place): each
+ * group's prefill instances as one request inside a domain of the locality level, its decode
+ * instances colocated with them there, the groups spread over the domains of a level with a cap
+ * per domain, and a pairing of each decode instance with the nearest prefill instance.
+ *
+ * The service's groups are running jobs named <service>/g<k>/p<i> and <service>/g<k>/d<j>; a
+ * call finds the ones already there by name (one lookup per group index) and counts them per
+ * spread domain (the domain of the first device of p0), then places the missing groups one by
+ * one inside a savepoint, so that a failure rolls everything back. Over the public API only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_impl.h"
+#include "common.h"
+#include "topoplace-sizing.h"
+
+struct tp_pd_result {
+	tp_allocator a;
+	char errmsg[TP_ERRMSG_LEN];
+	tp_pd_instance *inst;
+	size_t n, cap;
+};
+
+/* What one call works with. */
+struct pd {
+	tp_cluster *c;
+	const tp_topology *t;
+	const tp_pd_request *r;
+	tp_pd_result *res;
+	int spread;           /* spread level index, or -1 */
+	uint32_t ndom;        /* domains of the spread level (1 without one) */
+	uint32_t *groups_in;  /* [ndom] groups of the service per domain */
+	uint32_t *order;      /* [ndom] scratch: the domains in trying order */
+};
+
+static void job_name(char *buf, size_t len, const char *service, unsigned g, char kind,
+                     unsigned i)
+{
+	snprintf(buf, len, "%s/g%u/%c%u", service, g, kind, i);
+}
+
+static int check_request(char *err, const tp_topology *t, const tp_pd_request *r)
+{
+	if (r->version != TP_PD_REQUEST_VERSION)
+		return tp_seterr(err, TP_EINVAL, "request.version %u is not %u", r->version,
+		                 TP_PD_REQUEST_VERSION);
+	if (!r->service || !r->service[0])
+		return tp_seterr(err, TP_EINVAL, "request.service is %s: a service needs an id",
+		                 r->service ? "empty" : "NULL");
+	if (strlen(r->service) + 32 > TP_MAX_NAME)
+		return tp_seterr(err, TP_EINVAL, "request.service is %zu bytes: its job names "
+		                 "would pass %d", strlen(r->service), TP_MAX_NAME);
+	const struct {
+		const char *name;
+		unsigned v;
+	} u[] = {{"groups", r->groups}, {"prefill", r->prefill},
+	         {"prefill_devices", r->prefill_devices}, {"decode", r->decode},
+	         {"decode_devices", r->decode_devices}};
+	for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
+		if (u[i].v == 0 || u[i].v > (1u << 20))
+			return tp_seterr(err, TP_EINVAL, "request.%s %u is outside 1 to 2^20", u[i].name,
+			                 u[i].v);
+	const struct {
+		const char *name, *v;
+	} l[] = {{"instance_level", r->instance_level}, {"locality", r->locality},
+	         {"spread_level", r->spread_level}};
+	for (size_t i = 0; i < sizeof l / sizeof l[0]; i++)
+		if (l[i].v && tp_topology_level_by_name(t, l[i].v) < 0)
+			return tp_seterr(err, TP_EINVAL, "request.%s '%s' is not a level of the topology",
+			                 l[i].name, l[i].v);
+	return 0;
+}
+
+/* ---- the service's groups already there ---------------------------------------------------- */
+
+/* The spread domain of group g, or TP_NONE when the group does not run. */
+static uint32_t group_domain(const struct pd *q, unsigned g)
+{
+	char name[TP_MAX_NAME + 1];
+	job_name(name, sizeof name, q->r->service, g, 'p', 0);
+	const uint32_t *devs;
+	size_t n;
+	if (tp_cluster_job_devices(q->c, name, &devs, &n) || n == 0)
+		return TP_NONE;
+	if (q->spread < 0)
+		return 0;
+	uint32_t node = tp_topology_device_node(q->t, devs[0]);
+	return tp_topology_node_domain(q->t, node, (unsigned)q->spread);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The spread domains below the cap, fewest groups first, then by index. */
+static uint32_t domain_order(struct pd *q, uint64_t *keys)
+{
+	uint32_t n = 0;
+	for (uint32_t d = 0; d < q->ndom; d++)
+		if (!q->r->max_per_domain || q->groups_in[d] < q->r->max_per_domain)
+			keys[n++] = (uint64_t)q->groups_in[d] << 32 | d;
+	qsort(keys, n, sizeof *keys, cmp_u64);
+	for (uint32_t i = 0; i < n; i++)
+		q->order[i] = (uint32_t)keys[i];
+	return n;
+}
+
+/* ---- one group ------------------------------------------------------------------------------ */
+
+static int result_push(tp_pd_result *res, const char *job, unsigned g, int prefill,
+                       unsigned index, const uint32_t *devs, size_t n)
+{
+	if (tp_grow(&res->a, (void **)&res->inst, &res->cap, res->n + 1, sizeof *res->inst))
+		return TP_ENOMEM;
+	char *j = tp_strdup(&res->a, job);
+	uint32_t *d = tp_mallocn(&res->a, n ? n : 1, sizeof *d);
+	if (!j || !d) {
+		tp_free(&res->a, j);
+		tp_free(&res->a, d);
+		return TP_ENOMEM;
+	}
+	memcpy(d, devs, n * sizeof *d);
+	res->inst[res->n++] = (tp_pd_instance){j, g, prefill, index, 0, d, n};
+	return 0;
+}
+
+/* Assign the instances of one placement (count x size devices in rank order) as jobs. */
+static int assign_instances(struct pd *q, const tp_placement *p, unsigned g, int prefill)
+{
+	size_t n;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	unsigned count = prefill ? q->r->prefill : q->r->decode;
+	unsigned size = prefill ? q->r->prefill_devices : q->r->decode_devices;
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.job_class = TP_CLASS_INFERENCE;
+	o.tenant = q->r->tenant;
+	for (unsigned i = 0; i < count; i++) {
+		char name[TP_MAX_NAME + 1];
+		job_name(name, sizeof name, q->r->service, g, prefill ? 'p' : 'd', i);
+		int rc = tp_cluster_assign(q->c, name, devs + (size_t)i * size, size, &o);
+		if (rc)
+			return tp_seterr(q->res->errmsg, rc, "group %u: assigning %s: %s", g, name,
+			                 tp_cluster_errmsg(q->c));
+		if ((rc = result_push(q->res, name, g, prefill, i, devs + (size_t)i * size, size)))
+			return tp_seterr(q->res->errmsg, rc, "out of memory recording %s", name);
+	}
+	(void)n;
+	return 0;
+}
+
+/* The request of one side of group g inside spread domain dom (TP_NONE: anywhere). */
+static tp_request side_request(const struct pd *q, int prefill, const char **nodes,
+                               size_t nnodes, const char *colocate)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = q->r->service;
+	r.job_class = TP_CLASS_INFERENCE;
+	r.tenant = q->r->tenant;
+	unsigned count = prefill ? q->r->prefill : q->r->decode;
+	unsigned size = prefill ? q->r->prefill_devices : q->r->decode_devices;
+	r.count = count * size;
+	r.group_size = size;
+	r.group_level = q->r->instance_level;
+	r.select_model = q->r->select_model;
+	if (nnodes) {
+		r.select_nodes = nodes;
+		r.nselect_nodes = nnodes;
+	}
+	if (prefill) {
+		r.required = q->r->locality;
+	} else if (q->r->locality) {
+		r.colocate_job = colocate;
+		r.colocate_level = q->r->locality;
+	} else {
+		r.required = NULL;
+	}
+	return r;
+}
+
+/* Try group g in one spread domain (TP_NONE: anywhere): 0, or the code of the failed side with
+ * its message in why. Leaves the instances assigned on success only. */
+static int try_group(struct pd *q, unsigned g, uint32_t dom, const char **nodes,
+                     char *why, size_t whylen)
+{
+	size_t nn = 0;
+	if (dom != TP_NONE) {
+		uint32_t first, n;
+		tp_topology_domain_nodes(q->t, (unsigned)q->spread, dom, &first, &n);
+		for (uint32_t i = 0; i < n; i++)
+			nodes[nn++] = tp_topology_node_name(q->t, first + i);
+	}
+	char p0[TP_MAX_NAME + 1];
+	job_name(p0, sizeof p0, q->r->service, g, 'p', 0);
+	size_t sp, mark = q->res->n;
+	int rc = tp_cluster_savepoint(q->c, &sp);
+	if (rc)
+		return tp_seterr(q->res->errmsg, rc, "%s", tp_cluster_errmsg(q->c));
+	for (int side = 1; side >= 0 && !rc; side--) {
+		tp_request r = side_request(q, side, nodes, nn, p0);
+		tp_placement *p = NULL;
+		rc = tp_place(q->c, &r, &p);
+		if (rc == 0)
+			rc = assign_instances(q, p, g, side);
+		else
+			snprintf(why, whylen, "%s: %s", side ? "prefill" : "decode",
+			         p ? tp_placement_errmsg(p) : "out of memory");
+		tp_placement_destroy(p);
+	}
+	if (rc) {
+		tp_cluster_rollback(q->c, sp);
+		while (q->res->n > mark) {
+			q->res->n--;
+			tp_free(&q->res->a, (void *)q->res->inst[q->res->n].job);
+			tp_free(&q->res->a, (void *)q->res->inst[q->res->n].devices);
+		}
+		return rc;
+	}
+	tp_cluster_savepoint_discard(q->c, sp);
+	return 0;
+}
+
+static int place_group(struct pd *q, unsigned g, uint64_t *keys, const char **nodes)
+{
+	uint32_t n = domain_order(q, keys);
+	char why[TP_ERRMSG_LEN] = "";
+	int last = TP_EINFEASIBLE;
+	if (n == 0)
+		return tp_seterr(q->res->errmsg, TP_EBUSY, "group %u: every %s holds %u groups of "
+		                 "service %s (request.max_per_domain)", g, q->r->spread_level,
+		                 q->r->max_per_domain, q->r->service);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t dom = q->spread < 0 ? TP_NONE : q->order[i];
+		int rc = try_group(q, g, dom, nodes, why, sizeof why);
+		if (rc == 0) {
+			q->groups_in[q->spread < 0 ? 0 : dom]++;
+			return 0;
+		}
+		if (rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
+			return q->res->errmsg[0] ? rc : tp_seterr(q->res->errmsg, rc, "group %u: %s", g,
+			                                          why);
+		last = rc;
+	}
+	char path[TP_MAX_NAME + 1] = "the cluster";
+	if (q->spread >= 0)
+		tp_topology_domain_path(q->t, (unsigned)q->spread, q->order[n - 1], path,
+		                        sizeof path);
+	return tp_seterr(q->res->errmsg, last, "group %u of service %s fits no %s (%u tried; the "
+	                 "last, %s: %s)", g, q->r->service,
+	                 q->spread < 0 ? "placement" : q->r->spread_level, n, path, why);
+}
+
+/* ---- pairing ------------------------------------------------------------------------------ */
+
+/* The deepest level whose one domain holds both devices (a larger figure is nearer). */
+static int nearness(const tp_topology *t, uint32_t a, uint32_t b)
+{
+	int level;
+	if (tp_topology_common_level(t, a, b, &level))
+		return -2;
+	return level;
+}
+
+/* Each decode instance of the groups placed gets the nearest prefill instance of its group,
+ * then the one serving fewest, then the lowest index. */
+static void pair_instances(const struct pd *q, size_t from)
+{
+	tp_pd_result *res = q->res;
+	for (size_t i = from; i < res->n; i++) {
+		tp_pd_instance *d = &res->inst[i];
+		if (d->prefill)
+			continue;
+		tp_pd_instance *best = NULL;
+		int best_near = -3;
+		for (size_t j = from; j < res->n; j++) {
+			tp_pd_instance *p = &res->inst[j];
+			if (!p->prefill || p->group != d->group)
+				continue;
+			int near = nearness(q->t, p->devices[0], d->devices[0]);
+			if (!best || near > best_near || (near == best_near && p->pair < best->pair)) {
+				best = p;
+				best_near = near;
+			}
+		}
+		d->pair = best ? best->index : 0;
+		if (best)
+			best->pair++;
+	}
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+
+static int pd_run(struct pd *q)
+{
+	const tp_pd_request *r = q->r;
+	tp_allocator *a = &q->res->a;
+	q->spread = r->spread_level ? tp_topology_level_by_name(q->t, r->spread_level) : -1;
+	q->ndom = q->spread < 0 ? 1 : tp_topology_domain_count(q->t, (unsigned)q->spread);
+	q->groups_in = tp_calloc(a, q->ndom, sizeof *q->groups_in);
+	q->order = tp_mallocn(a, q->ndom, sizeof *q->order);
+	uint64_t *keys = tp_mallocn(a, q->ndom, sizeof *keys);
+	uint32_t most = 0; /* nodes of the largest spread domain */
+	for (uint32_t d = 0; q->spread >= 0 && d < q->ndom; d++) {
+		uint32_t first, n;
+		tp_topology_domain_nodes(q->t, (unsigned)q->spread, d, &first, &n);
+		if (n > most)
+			most = n;
+	}
+	const char **nodes = tp_mallocn(a, most ? most : 1, sizeof *nodes);
+	int rc = 0;
+	if (!q->groups_in || !q->order || !keys || !nodes)
+		rc = tp_seterr(q->res->errmsg, TP_ENOMEM, "out of memory setting up the groups");
+	for (unsigned g = 0; !rc && g < r->groups; g++) {
+		uint32_t dom = group_domain(q, g);
+		if (dom != TP_NONE && dom < q->ndom)
+			q->groups_in[dom]++;
+	}
+	size_t sp = 0;
+	if (!rc && (rc = tp_cluster_savepoint(q->c, &sp)))
+		tp_seterr(q->res->errmsg, rc, "%s", tp_cluster_errmsg(q->c));
+	bool open = !rc;
+	for (unsigned g = 0; !rc && g < r->groups; g++)
+		if (group_domain(q, g) == TP_NONE)
+			rc = place_group(q, g, keys, nodes);
+	if (open) {
+		if (rc)
+			tp_cluster_rollback(q->c, sp);
+		else
+			tp_cluster_savepoint_discard(q->c, sp);
+	}
+	if (!rc)
+		pair_instances(q, 0);
+	tp_free(a, q->groups_in);
+	tp_free(a, q->order);
+	tp_free(a, keys);
+	tp_free(a, (void *)nodes);
+	return rc;
+}
+
+static void result_clear(tp_pd_result *res)
+{
+	for (size_t i = 0; i < res->n; i++) {
+		tp_free(&res->a, (void *)res->inst[i].job);
+		tp_free(&res->a, (void *)res->inst[i].devices);
+	}
+	res->n = 0;
+}
+
+int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
+{
+	if (!out)
+		return TP_EINVAL;
+	*out = NULL;
+	tp_allocator a = c ? c->alloc : tp_alloc_resolve(NULL);
+	tp_pd_result *res = tp_calloc(&a, 1, sizeof *res);
+	if (!res)
+		return TP_ENOMEM;
+	res->a = a;
+	*out = res;
+	if (!c || !r)
+		return tp_seterr(res->errmsg, TP_EINVAL, "%s is NULL", !c ? "the cluster" :
+		                 "the request");
+	const tp_topology *t = tp_cluster_topology(c);
+	int rc = check_request(res->errmsg, t, r);
+	if (rc)
+		return rc;
+	struct pd q = {.c = c, .t = t, .r = r, .res = res};
+	rc = pd_run(&q);
+	if (rc)
+		result_clear(res);
+	return rc;
+}
+
+int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned groups,
+                         unsigned *released)
+{
+	if (!c || !service)
+		return c ? tp_seterr(c->errmsg, TP_EINVAL, "tp_pd_release_failed: service is NULL")
+		         : TP_EINVAL;
+	unsigned n = 0;
+	size_t sp;
+	int rc = tp_cluster_savepoint(c, &sp);
+	for (unsigned g = 0; !rc && g < groups; g++) {
+		bool hit = false;
+		for (int side = 1; side >= 0 && !hit; side--)
+			for (unsigned i = 0;; i++) {
+				char name[TP_MAX_NAME + 1];
+				job_name(name, sizeof name, service, g, side ? 'p' : 'd', i);
+				const uint32_t *devs;
+				size_t nd;
+				if (tp_cluster_job_devices(c, name, &devs, &nd))
+					break;
+				for (size_t k = 0; k < nd && !hit; k++)
+					hit = tp_cluster_device_down(c, devs[k]) > 0;
+				if (hit)
+					break;
+			}
+		if (!hit)
+			continue;
+		for (int side = 1; side >= 0 && !rc; side--)
+			for (unsigned i = 0; !rc; i++) {
+				char name[TP_MAX_NAME + 1];
+				job_name(name, sizeof name, service, g, side ? 'p' : 'd', i);
+				const uint32_t *devs;
+				size_t nd;
+				if (tp_cluster_job_devices(c, name, &devs, &nd))
+					break;
+				rc = tp_cluster_release(c, name);
+			}
+		n++;
+	}
+	if (rc) {
+		tp_cluster_rollback(c, sp);
+		return rc;
+	}
+	tp_cluster_savepoint_discard(c, sp);
+	if (released)
+		*released = n;
+	return 0;
+}
+
+size_t tp_pd_result_count(const tp_pd_result *res)
+{
+	return res ? res->n : 0;
+}
+
+const tp_pd_instance *tp_pd_result_get(const tp_pd_result *res, size_t i)
+{
+	return res && i < res->n ? &res->inst[i] : NULL;
+}
+
+const char *tp_pd_result_errmsg(const tp_pd_result *res)
+{
+	return res ? res->errmsg : "";
+}
+
+void tp_pd_result_destroy(tp_pd_result *res)
+{
+	if (!res)
+		return;
+	result_clear(res);
+	tp_free(&res->a, res->inst);
+	tp_free(&res->a, res);
+}
