@@ -97,6 +97,7 @@ struct rstate {
 	bool *bad;        /* [ndev] rank still to be replaced */
 	Pvoid_t down;     /* Judy1 of failed devices */
 	Pvoid_t taken;    /* Judy1 of replacements given out */
+	int spares;       /* the pass: TP_PL_SPARES_ONLY, _TOO, or 0 (the cluster has none) */
 };
 
 /* Copy a Judy1 set. */
@@ -124,6 +125,7 @@ static int rctx_init(struct pctx *p, struct rstate *rs, const struct tp_rq *sub)
 			jl_add(p, &p->used[l], tp_node_ancestor(p->t, node, l), 1);
 	}
 	p->have_used = true;
+	p->spares = rs->spares;
 	p->filtered = true;
 	p->compact = true;
 	p->single_to = -1;
@@ -187,23 +189,25 @@ static bool ancestors_take(const struct pctx *p, int al, uint32_t dom, uint32_t 
 }
 
 static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
-                         uint32_t cnt, uint32_t *best)
+                         uint32_t cnt, uint32_t *best, int top)
 {
 	for (;;) {
 		int r = ancestors_take(p, *al, *dom, cnt)
 		            ? tp_pl_eval(p, *al, *dom, cnt, colq(p, *al), best)
 		            : 0;
-		/* never above the anchor, nor above the level the job's shape requires */
-		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required))
+		/* never above the anchor, nor above the level the job's shape requires (nor, for
+		 * the spares-only pass, above `top`) */
+		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required) ||
+		    *al <= top)
 			return r;
 		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
 		(*al)--;
 	}
 }
 
-static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
-                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
-                         uint32_t *need, int *ideal_ok)
+static int replace_class_pass(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
+                              const struct tp_rq_unit *ly, const struct rclass *cl,
+                              struct tp_rq *sub, uint32_t *need, int *ideal_ok)
 {
 	uint32_t n = rs->job->ndev, usz = ly[cl->a + 1].size;
 	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : n;
@@ -230,14 +234,21 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 			p->single_to = sub->colocate_level;
 	}
 	uint32_t best[W_MAX];
-	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
+	/* spares only: within the spare policy's domain of the healthy devices (a node's parent
+	 * without a policy), never further */
+	int top = -1;
+	if (rs->spares == TP_PL_SPARES_ONLY)
+		top = rs->c->spare_k ? (int)rs->c->spare_level : (int)p->nl - 1;
+	int r = eval_climbing(p, cl, &al, &dom, cnt, best, top);
+	if (r == 0 && rs->spares == TP_PL_SPARES_ONLY)
+		return 0; /* the caller tries again with every free device */
 	if (r == 0) {
 		/* could it fit the anchor with every other job gone? (the job itself stays) */
 		al = anchor_of(p, rs, ly, cl, &dom);
 		if (al < 0)
 			al = smallest_common(p, rs, &dom);
 		tp_pl_go_ideal(p);
-		r = eval_climbing(p, cl, &al, &dom, cnt, best);
+		r = eval_climbing(p, cl, &al, &dom, cnt, best, -1);
 		p->ideal = false;
 		p->ideal_plain = false;
 		p->filtered = true;
@@ -265,6 +276,26 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 				j1_set(p, &rs->taken, dev);
 			}
 	return p->err ? p->err : (at == cnt ? 1 : TP_ECORRUPT);
+}
+
+/* A class placed on spares first when the cluster has any (in the spare domain of its healthy
+ * devices), else on spares and free devices alike: the leaf tables take the tightest nodes
+ * first, and a spare node counts no free device, so spares still win ties there. */
+static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
+                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
+                         uint32_t *need, int *ideal_ok)
+{
+	if (!rs->c->nspare_nodes) {
+		rs->spares = 0;
+		return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
+	}
+	rs->spares = TP_PL_SPARES_ONLY;
+	int r = replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
+	if (r != 0)
+		return r;
+	tp_pl_ctx_fini(p);
+	rs->spares = TP_PL_SPARES_TOO;
+	return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
 }
 
 /* A replacement refused after the fact (its list breaks a rule the classes do not see): the
@@ -454,7 +485,7 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 {
 	const struct tp_job_impl *job = c->jobs[slot];
 	uint32_t n = job->ndev;
-	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL};
+	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL, 0};
 	struct tp_rq shape;
 	bool has_shape;
 	int shape_rc = replace_shape(pl, c, job, &shape, &has_shape), rc = 0;
