@@ -23,7 +23,8 @@ _LINK_CODE = {"nvlink": lib.TP_LINK_NVLINK, "pcie": lib.TP_LINK_PCIE, "ib": lib.
               "ethernet": lib.TP_LINK_ETHERNET}
 _LINK_NAME = {v: k for k, v in _LINK_CODE.items()}
 _DEVICE_STATE = {lib.TP_DEVICE_FREE: "free", lib.TP_DEVICE_HELD: "held",
-                 lib.TP_DEVICE_DOWN: "down", lib.TP_DEVICE_CORDONED: "cordoned"}
+                 lib.TP_DEVICE_DOWN: "down", lib.TP_DEVICE_CORDONED: "cordoned",
+                 lib.TP_DEVICE_SPARE: "spare"}
 _STATUS = {0: "ok", lib.TP_EINFEASIBLE: "infeasible", lib.TP_EBUSY: "busy",
            lib.TP_EFRAGMENTED: "fragmented"}
 #: ``TP_NONE``: "no such id" in the C API (the Python layer answers None instead).
