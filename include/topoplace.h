@@ -183,7 +183,9 @@ typedef enum tp_device_state {
 	TP_DEVICE_FREE = 0,      /**< healthy, not cordoned, held by no job */
 	TP_DEVICE_HELD = 1,      /**< held by a job (it may also be down or cordoned) */
 	TP_DEVICE_DOWN = 2,      /**< unhealthy and held by no job */
-	TP_DEVICE_CORDONED = 3   /**< healthy, closed to new work, held by no job */
+	TP_DEVICE_CORDONED = 3,  /**< healthy, closed to new work, held by no job */
+	TP_DEVICE_SPARE = 4      /**< a hot spare (tp_cluster_set_spares()): healthy, held by no
+	                              job, kept for tp_replace() (@since 0.4.0) */
 } tp_device_state;
 
 /** @} */

@@ -407,6 +407,8 @@ int tp_cluster_device_state(const tp_cluster *c, uint32_t dev, const char **job)
 		return TP_DEVICE_DOWN;
 	if (c->dstate[dev] & TP_DS_CORDONED)
 		return TP_DEVICE_CORDONED;
+	if (c->dstate[dev] & TP_DS_SPARE)
+		return TP_DEVICE_SPARE;
 	return TP_DEVICE_FREE;
 }
 
