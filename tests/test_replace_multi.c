@@ -275,3 +275,31 @@ Test(replace_multi, every_rank_failed_keeps_the_required_level)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* No replacement even with every other job gone: the code and message of tp_place, and the
+ * shrink alternative. */
+Test(replace_multi, infeasible_repair_offers_to_shrink)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = nvl72(1);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request s = TP_REQUEST_INIT;
+	s.count = 72;
+	s.group_size = 4;
+	s.required = "rack";
+	uint32_t f[] = {0}, n[] = {18};
+	job_runs(c, "wide", f, n, 1, &s);
+	uint32_t failed[4];
+	node_devs(9, failed);
+	cr_assert_eq(tp_cluster_set_down(c, failed, 4, 1), 0);
+	tp_placement *p = NULL;
+	int rc = tp_replace(c, "wide", failed, 4, &p);
+	TP_ASSERT_ERR(rc, TP_EINFEASIBLE, tp_placement_errmsg(p),
+	              "; the cheapest alternative: shrink to 17 of 18 groups (68 ranks)");
+	cr_assert(!strncmp(tp_placement_errmsg(p), "infeasible: ", 12), "%s",
+	          tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

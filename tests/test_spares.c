@@ -182,21 +182,22 @@ Test(spares, errors_name_the_field_and_leave_state_unchanged)
 	cr_assert_eq(tp_cluster_set_down(c, d + 3, 1, 1), 0);
 	uint64_t fp = tp_cluster_fingerprint(c);
 	TP_ASSERT_ERR(tp_cluster_set_spares(c, 2, 1, 0), TP_EINVAL, tp_cluster_errmsg(c),
-	              "spares.level 2 is not a level above the node");
+	              "spares.level 2 is not a level above the node (the topology has 3 levels, the "
+	              "node is level 2)");
 	TP_ASSERT_ERR(tp_cluster_set_spares(c, 1, 19, 0), TP_EINVAL, tp_cluster_errmsg(c),
 	              "spares.k 19 exceeds the 18 nodes of the largest rack");
 	TP_ASSERT_ERR(tp_cluster_set_spares(c, 1, 1, 4), TP_EINVAL, tp_cluster_errmsg(c),
-	              "spares.flags 0x4: no flag is defined");
+	              "spares.flags 0x4: no flag is defined (pass 0)");
 	TP_ASSERT_ERR(tp_cluster_set_node_spare(c, 18, 1), TP_EINVAL, tp_cluster_errmsg(c),
 	              "spare.node 18 is out of range (the topology has 18 nodes)");
 	TP_ASSERT_ERR(tp_cluster_set_node_spare(c, 4, 2), TP_EINVAL, tp_cluster_errmsg(c),
 	              "spare 2 is not 0 or 1");
 	TP_ASSERT_ERR(tp_cluster_set_node_spare(c, 0, 1), TP_EEXIST, tp_cluster_errmsg(c),
-	              "/0 is held by job 'j'");
+	              "spare.node block0-rack0-node0: device block0-rack0-node0/0 is held by job 'j'");
 	TP_ASSERT_ERR(tp_cluster_set_node_spare(c, 1, 1), TP_EBUSY, tp_cluster_errmsg(c),
-	              "/0 is cordoned");
+	              "spare.node block0-rack0-node1: device block0-rack0-node1/0 is cordoned");
 	TP_ASSERT_ERR(tp_cluster_set_node_spare(c, 2, 1), TP_EBUSY, tp_cluster_errmsg(c),
-	              "/3 is down");
+	              "spare.node block0-rack0-node2: device block0-rack0-node2/3 is down");
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 99), TP_EINVAL);
 	cr_assert_eq(tp_cluster_set_spares(NULL, 1, 1, 0), TP_EINVAL);
