@@ -347,6 +347,9 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		opts.job_class = j->cls;
 		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
 		opts.checkpoint_s = j->checkpoint_s;
+		tp_slice sl;
+		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id); /* tp_replace keeps it */
+		opts.shape = r->fail ? &shape : NULL;
 		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
 		if (rc < 0)
 			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
@@ -403,8 +406,7 @@ static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
 	sim_rebound(r, jid, devs, n, r->w->jobs[jid].checkpoint_s, 0);
 }
 
-/* Failures (sim_failures.c): the work since the last checkpoint is lost; repaired in place,
- * or released and requeued at the head of the queue. */
+/* Failures (sim_failures.c): the work since the last checkpoint is lost. */
 static double sim_lost_work(struct sim_run *r, uint32_t jid)
 {
 	double since = r->now - fmax(r->restart_end[jid], r->start[jid]);
@@ -428,7 +430,7 @@ static void sim_fail_requeue(void *ud, uint32_t jid)
 	r->remain[2 * jid + 1] = sim_lost_work(r, jid);
 	sim_failures_charge(r->fail, r->remain[2 * jid + 1] * r->w->jobs[jid].gpus, 0);
 	sim_finish(r, jid);
-	r->releases--; /* not a completion; its heap entries are stale */
+	r->releases--; /* not a completion; its heap entries are stale: */
 	r->end[jid] = -INFINITY;
 	memmove(r->queue + 1, r->queue, r->qlen++ * sizeof *r->queue);
 	r->queue[0] = jid;
@@ -761,7 +763,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.now = w->n ? w->jobs[0].submit_s : 0;
 	r.next_sample = r.now;
 	struct sim_fail_hooks fh = {&r, sim_fail_repaired, sim_fail_requeue};
-	if ((r.fail = sim_failures_create(o, f, r.pol, r.ctx.c, res, r.now, w0, w1)))
+	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))
 		r.remain = sim_failures_remain(n);
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;

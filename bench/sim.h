@@ -158,7 +158,7 @@ struct sim_result {
 	size_t nsamples;
 	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by
 	 * tp_replace and requeued; GPU-hours of work lost (redone) and of restarts, in the window */
-	long fail_nodes, fail_jobs, fail_replaced, fail_requeued, fail_on_spare;
+	long fail_nodes, fail_jobs, fail_replaced, fail_replaced_anew, fail_requeued, fail_on_spare;
 	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
 
@@ -245,11 +245,16 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 
+/* The request the topoplace policies place job j with (id: room for 24 bytes; sim_policy.c). */
+tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
+                          tp_slice *slice, char *id);
+
 struct sim_failures;
 /* What the event loop does for a job that a failure hit (sim.c). */
 struct sim_fail_hooks {
 	void *ud;
-	/* The job now sits on devs[0..n) (tp_replace): it restarts from its last checkpoint. */
+	/* The job now sits on devs[0..n) (tp_replace, or placed afresh): it restarts from its last
+	 * checkpoint. */
 	void (*repaired)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
 	/* The job is released and goes back to the head of the queue, from its last checkpoint. */
 	void (*requeue)(void *ud, uint32_t jid);
@@ -257,9 +262,9 @@ struct sim_fail_hooks {
 /* NULL when o->fail_rate is 0 or the policy keeps no cluster state. Sets the spare policy of
  * the topoplace policies (o->spares per base domain). */
 struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct sim_fleet *f,
+                                         const struct sim_workload *w,
                                          const struct sim_policy *pol, tp_cluster *c,
-                                         struct sim_result *res, double t0, double w0,
-                                         double w1);
+                                         struct sim_result *res, double t0);
 /* The time of the next failure or repair. */
 double sim_failures_next(const struct sim_failures *F);
 /* Whether a failed node is still under repair (the queue may yet start). */

@@ -49,13 +49,14 @@ struct sim_failures {
 	struct bench_rng rng;
 	double next_fail;   /* time of the next failure */
 	double per_s;       /* failures per second over the fleet */
-	double w0, w1;
+	const struct sim_workload *w;
 	uint32_t nnodes;
 	uint8_t *down;      /* [nnodes] under repair */
 	uint32_t nup;       /* nodes up */
 	struct sim_repair *rep; /* FIFO of repairs (all take the same time: in time order) */
 	size_t rep_head, rep_n, rep_cap;
 	uint32_t *devs;     /* scratch: the failed node's devices held by the job */
+	uint32_t *anew;     /* scratch: a fresh placement of the job */
 };
 
 static void fail_schedule(struct sim_failures *F, double from)
@@ -65,9 +66,9 @@ static void fail_schedule(struct sim_failures *F, double from)
 }
 
 struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct sim_fleet *f,
+                                         const struct sim_workload *w,
                                          const struct sim_policy *pol, tp_cluster *c,
-                                         struct sim_result *res, double t0, double w0,
-                                         double w1)
+                                         struct sim_result *res, double t0)
 {
 	if (!(o->fail_rate > 0) || !pol->uses_cluster)
 		return NULL;
@@ -78,14 +79,14 @@ struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct 
 	F->f = f;
 	F->c = c;
 	F->res = res;
-	F->w0 = w0;
-	F->w1 = w1;
+	F->w = w;
 	F->replace = strncmp(pol->name, "topoplace", 9) == 0;
 	F->nnodes = tp_topology_domain_count(f->t, f->node_level);
 	F->nup = F->nnodes;
 	F->down = calloc(F->nnodes, 1);
 	F->devs = malloc(f->node_gpus * sizeof *F->devs);
-	if (!F->down || !F->devs)
+	F->anew = malloc(f->gpus * sizeof *F->anew);
+	if (!F->down || !F->devs || !F->anew)
 		bench_die("out of memory");
 	F->per_s = o->fail_rate * f->gpus / 86400.0;
 	bench_rng_seed(&F->rng, o->seed ^ 0xfa11u);
@@ -113,6 +114,7 @@ void sim_failures_destroy(struct sim_failures *F)
 	free(F->down);
 	free(F->rep);
 	free(F->devs);
+	free(F->anew);
 	free(F);
 }
 
@@ -181,15 +183,69 @@ static uint32_t node_job(struct sim_failures *F, uint32_t node, uint32_t *n)
 	return id ? (uint32_t)strtoul(id + 1, NULL, 10) : UINT32_MAX;
 }
 
-/* Repair job jid through tp_replace: true when committed. */
+/* The job's placement afresh, as if it were released (inside a savepoint, undone): its
+ * efficiency, its devices in F->anew; -1 when it does not fit. */
+static double place_anew(struct sim_failures *F, uint32_t jid, const char *id)
+{
+	const struct sim_job *j = &F->w->jobs[jid];
+	size_t sp;
+	double eff = -1;
+	BENCH_CHECK(tp_cluster_savepoint(F->c, &sp), tp_cluster_errmsg(F->c));
+	BENCH_CHECK(tp_cluster_release(F->c, id), tp_cluster_errmsg(F->c));
+	tp_slice sl;
+	char rid[24];
+	tp_request r = sim_tp_request(F->f, j, jid, &sl, rid);
+	tp_placement *p = NULL;
+	if (tp_place(F->c, &r, &p) == 0) {
+		size_t n;
+		const uint32_t *d = tp_placement_devices(p, &n);
+		memcpy(F->anew, d, n * sizeof *d);
+		eff = sim_efficiency(F->f, j, d, F->o->use_cost);
+	}
+	tp_placement_destroy(p);
+	BENCH_CHECK(tp_cluster_rollback(F->c, sp), tp_cluster_errmsg(F->c));
+	return eff;
+}
+
+/* Move job jid to F->anew: released and assigned again with the same options. */
+static void move_anew(struct sim_failures *F, uint32_t jid, const char *id)
+{
+	const struct sim_job *j = &F->w->jobs[jid];
+	tp_slice sl;
+	char rid[24];
+	tp_request shape = sim_tp_request(F->f, j, jid, &sl, rid);
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.job_class = j->cls;
+	o.migratable = j->cls != TP_CLASS_INTERACTIVE;
+	o.checkpoint_s = j->checkpoint_s;
+	o.shape = &shape;
+	BENCH_CHECK(tp_cluster_release(F->c, id), tp_cluster_errmsg(F->c));
+	BENCH_CHECK(tp_cluster_assign(F->c, id, F->anew, j->gpus, &o), tp_cluster_errmsg(F->c));
+}
+
+/* Repair job jid: tp_replace keeps its healthy GPUs; a placement afresh moves every rank,
+ * which costs nothing more since the whole job restarts from its checkpoint anyway. The more
+ * efficient of the two (the simulator's model; tp_replace on a tie). False when neither fits. */
 static bool try_replace(struct sim_failures *F, uint32_t jid, uint32_t nfailed,
                         const struct sim_fail_hooks *h)
 {
+	const struct sim_job *j = &F->w->jobs[jid];
 	char id[24];
 	snprintf(id, sizeof id, "j%u", jid);
+	double anew = place_anew(F, jid, id), eff = -1;
 	tp_placement *p = NULL;
 	int rc = tp_replace(F->c, id, F->devs, nfailed, &p);
-	if (rc == 0) {
+	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
+		bench_die("tp_replace(%s): %s: %s", id, tp_err_name(rc), tp_placement_errmsg(p));
+	size_t n = 0;
+	const uint32_t *d = rc == 0 ? tp_placement_devices(p, &n) : NULL;
+	if (d)
+		eff = sim_efficiency(F->f, j, d, F->o->use_cost);
+	if (anew > eff + 1e-9) {
+		move_anew(F, jid, id);
+		F->res->fail_replaced_anew++;
+		h->repaired(h->ud, jid, F->anew, j->gpus);
+	} else if (d) {
 		for (size_t i = 0; i < nfailed; i++) {
 			uint32_t fd, rd;
 			if (tp_placement_replaced(p, i, &fd, &rd) == 0 &&
@@ -199,14 +255,11 @@ static bool try_replace(struct sim_failures *F, uint32_t jid, uint32_t nfailed,
 			}
 		}
 		BENCH_CHECK(tp_commit(F->c, p, NULL), tp_cluster_errmsg(F->c));
-		size_t n;
-		const uint32_t *d = tp_placement_devices(p, &n);
+		d = tp_placement_devices(p, &n);
 		h->repaired(h->ud, jid, d, (uint32_t)n);
-	} else if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND) {
-		bench_die("tp_replace(%s): %s: %s", id, tp_err_name(rc), tp_placement_errmsg(p));
 	}
 	tp_placement_destroy(p);
-	return rc == 0;
+	return anew >= 0 || eff >= 0;
 }
 
 static void fail_one(struct sim_failures *F, double t, const struct sim_fail_hooks *h)
@@ -264,17 +317,18 @@ void sim_failures_print(const struct sim_opts *o, const struct sim_fleet *f,
 	       "checkpoints every %g s; spares per %s: %u (topoplace policies)\n", o->fail_rate,
 	       o->fail_rate * f->node_gpus, f->node_gpus, o->repair_h, o->ckpt_every_s,
 	       f->level_name[f->base_level], o->spares);
-	printf("%-17s %7s %6s %8s %8s %7s %9s %9s\n", "policy", "nodes", "jobs", "replaced",
-	       "requeued", "spare", "lost_GPUh", "rstrt_GPUh");
+	printf("%-17s %7s %6s %8s %6s %8s %7s %9s %9s\n", "policy", "nodes", "jobs", "replaced",
+	       "anew", "requeued", "spare", "lost_GPUh", "rstrt_GPUh");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		if (!r->pol->uses_cluster)
 			continue;
-		printf("%-17s %7ld %6ld %8ld %8ld %7ld %9.0f %9.0f\n", r->pol->name, r->fail_nodes,
-		       r->fail_jobs, r->fail_replaced, r->fail_requeued, r->fail_on_spare,
+		printf("%-17s %7ld %6ld %8ld %6ld %8ld %7ld %9.0f %9.0f\n", r->pol->name,
+		       r->fail_nodes, r->fail_jobs, r->fail_replaced, r->fail_replaced_anew,
+		       r->fail_requeued, r->fail_on_spare,
 		       r->fail_lost_gpu_h, r->fail_restart_gpu_h);
 	}
-	printf("nodes = node failures; jobs = running jobs they hit; replaced = repaired in place "
-	       "by tp_replace (spare = of which on a hot spare); lost = work redone since the last "
+	printf("nodes = node failures; jobs = running jobs they hit; replaced = repaired by "
+	       "tp_replace (spare: on a hot spare) or, anew, placed afresh (more efficient); lost = work redone since the last "
 	       "checkpoint; rstrt = restart time (both in GPU-hours, the whole run)\n");
 }
