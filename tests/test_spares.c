@@ -103,8 +103,8 @@ Test(spares, placement_never_uses_a_spare)
 		cr_assert_eq(tp_cluster_node_is_spare(c, tp_topology_device_node(t, d[i])), 0,
 		             "rank %zu on spare device %u", i, d[i]);
 	tp_placement_destroy(p);
-	r.count = 132;
-	cr_assert_eq(tp_place(c, &r, &p), TP_EBUSY, "%s", tp_placement_errmsg(p));
+	r.count = 132; /* only with the spares: as with cordoned devices, infeasible */
+	cr_assert_eq(tp_place(c, &r, &p), TP_EINFEASIBLE, "%s", tp_placement_errmsg(p));
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -327,6 +327,29 @@ Test(spares, replace_falls_back_to_free_nodes)
 	cr_assert_eq(tp_placement_replaced(p, 0, &f, &r), 0);
 	cr_assert(tp_topology_device_node(t, r) < 18, "the replacement left rack 0");
 	cr_assert_eq(tp_cluster_node_is_spare(c, tp_topology_device_node(t, r)), 0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Spares count as a cordon does: a request that only spares could hold is infeasible. */
+Test(spares, a_request_only_spares_could_hold_is_infeasible)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = nvl72(2);
+	tp_cluster *c = tp_test_cluster(t);
+	cr_assert_eq(tp_cluster_set_spares(c, 1, 1, 0), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "rack";
+	r.count = 72;
+	r.group_size = 4;
+	r.required = "rack";
+	tp_placement *p = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINFEASIBLE, tp_placement_errmsg(p), "infeasible");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_set_spares(c, 1, 0, 0), 0);
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
