@@ -1313,6 +1313,20 @@ TP_API double tp_placement_step_comm_us(const tp_placement *p);
  */
 TP_API int tp_placement_nic(const tp_placement *p, size_t i);
 
+/**
+ * @brief For a tp_replace() that could not repair the job: the cheapest shrink, the job without
+ * its outermost slices (else groups, else devices) that hold a failed rank it could not
+ * replace. The message says the same and names the jobs whose eviction would make room.
+ * *Read-only.*
+ * @param p The result. @param[out] ranks Ranks the shrunk job keeps (0: nothing would be
+ *        left), or NULL. @param[out] units Whole slices (groups, devices) it keeps, or NULL.
+ * @param[out] of The job's slices (groups, devices), or NULL.
+ * @return 0, or ::TP_EINVAL (not a failed replacement with figures: a success, a bad argument,
+ *         or a refusal after the fact such as a spread). @since 0.4.0
+ */
+TP_API int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
+                                      uint32_t *of);
+
 /** @brief Version of ::tp_fit this header describes. */
 #define TP_FIT_VERSION 1
 

@@ -464,8 +464,8 @@ static int class_home(const struct pctx *p, const struct rstate *rs, const struc
 
 /* "shrink to K of N slices (R ranks)": the job without the outermost slices (else groups)
  * that hold a failed rank of the class that cannot be repaired (ranks [from, to)). */
-static void shrink_text(const struct rstate *rs, const struct tp_rq_unit *ly, unsigned nly,
-                        uint32_t from, uint32_t to, char *buf, size_t len)
+static void shrink_text(tp_placement *pl, const struct rstate *rs, const struct tp_rq_unit *ly,
+                        unsigned nly, uint32_t from, uint32_t to, char *buf, size_t len)
 {
 	uint32_t n = rs->job->ndev;
 	const struct tp_rq_unit *u = NULL;
@@ -483,6 +483,10 @@ static void shrink_text(const struct rstate *rs, const struct tp_rq_unit *ly, un
 		kept += !lost;
 	}
 	const char *what = !u ? "devices" : u->kind == TP_RQ_UNIT_SLICE ? "slices" : "groups";
+	pl->has_shrink = true;
+	pl->shrink_ranks = kept * size;
+	pl->shrink_units = kept;
+	pl->shrink_of = units;
 	if (kept)
 		snprintf(buf, len, "shrink to %u of %u %s (%u ranks)", kept, units, what, kept * size);
 	else
@@ -567,7 +571,7 @@ static void replace_explain(tp_placement *pl, struct pctx *p, const struct rstat
 		tp_topology_domain_path(t, (unsigned)al, dom, path, sizeof path);
 	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : rs->job->ndev;
 	uint32_t af = cl->a >= 0 ? cl->aunit * asz : 0;
-	shrink_text(rs, ly, nly, af, af + asz, shrink, sizeof shrink);
+	shrink_text(pl, rs, ly, nly, af, af + asz, shrink, sizeof shrink);
 	if (code == TP_EINFEASIBLE) {
 		snprintf(head, sizeof head, "%s", pl->errmsg);
 		tp_seterr(pl->errmsg, code, "%s; the cheapest alternative: %s", head, shrink);
@@ -690,6 +694,20 @@ out:
 	if (has_shape)
 		tp_rq_release(&pl->alloc, &shape);
 	return rc;
+}
+
+int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
+                               uint32_t *of)
+{
+	if (!p || !p->replace || !p->has_shrink)
+		return TP_EINVAL;
+	if (ranks)
+		*ranks = p->shrink_ranks;
+	if (units)
+		*units = p->shrink_units;
+	if (of)
+		*of = p->shrink_of;
+	return 0;
 }
 
 int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, size_t nfailed,

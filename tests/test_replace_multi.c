@@ -101,6 +101,7 @@ Test(replace_multi, three_failed_nodes_of_a_sliced_job_at_once)
 		cr_assert_eq(rack_of(t, r), rack_of(t, f), "device %u replaced outside its rack", f);
 	}
 	cr_assert_eq(tp_placement_replaced(p, 12, NULL, NULL), TP_ENOTFOUND);
+	cr_assert_eq(tp_placement_repair_shrink(p, NULL, NULL, NULL), TP_EINVAL, "a success");
 	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
 	assert_consistent(c);
 	tp_placement_destroy(p);
@@ -210,6 +211,12 @@ Test(replace_multi, impossible_repair_names_the_cheapest_alternatives)
 	cr_assert_eq(tp_placement_fit(p, &fit), 0);
 	cr_assert_eq(fit.level, 1);
 	cr_assert_eq(fit.best, 0);
+	uint32_t ranks, units, of;
+	cr_assert_eq(tp_placement_repair_shrink(p, &ranks, &units, &of), 0);
+	cr_assert_eq(ranks, 64);
+	cr_assert_eq(units, 1);
+	cr_assert_eq(of, 2);
+	cr_assert_eq(tp_placement_repair_shrink(NULL, NULL, NULL, NULL), TP_EINVAL);
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
@@ -298,6 +305,9 @@ Test(replace_multi, infeasible_repair_offers_to_shrink)
 	              "; the cheapest alternative: shrink to 17 of 18 groups (68 ranks)");
 	cr_assert(!strncmp(tp_placement_errmsg(p), "infeasible: ", 12), "%s",
 	          tp_placement_errmsg(p));
+	uint32_t ranks, units, of;
+	cr_assert_eq(tp_placement_repair_shrink(p, &ranks, &units, &of), 0);
+	cr_assert(ranks == 68 && units == 17 && of == 18, "%u ranks, %u of %u", ranks, units, of);
 	tp_placement_destroy(p);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
