@@ -1072,7 +1072,7 @@ static void sim_usage(FILE *f)
 	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
-	        "  bench/sim_failures.c; --spares K: hot spares per rack for the topoplace policies.\n");
+	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n");
 }
 
 int bench_sim_main(int argc, char **argv)
@@ -1110,7 +1110,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'F': o.fail_rate = bench_arg_num("--failures", optarg); break;
 		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
-		case 'A': o.spares = (unsigned)bench_arg_uint("--spares", optarg); break;
+		case 'A': o.spares = optarg; break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;

@@ -120,7 +120,8 @@ struct sim_opts {
 	double fail_rate;      /* node failures per GPU-day (0: none, the default; sim_failures.c) */
 	double repair_h;       /* hours a failed node stays down */
 	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
-	unsigned spares;       /* hot spares per base domain for the topoplace policies */
+	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
+	                        * policies (NULL: none) */
 	const char *json;
 	const char *csv;
 	const char *plot;

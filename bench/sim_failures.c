@@ -65,6 +65,28 @@ static void fail_schedule(struct sim_failures *F, double from)
 	F->next_fail = from - log(1.0 - u) / F->per_s;
 }
 
+/* --spares K or K/LEVEL into the level index and k; false without --spares. */
+static bool sim_spares_parse(const struct sim_opts *o, const struct sim_fleet *f,
+                             unsigned *level, unsigned *k)
+{
+	*level = f->base_level;
+	*k = 0;
+	if (!o->spares)
+		return false;
+	char *end;
+	unsigned long v = strtoul(o->spares, &end, 10);
+	if (end == o->spares || v > 1000 || (*end && *end != '/'))
+		bench_die("--spares: K or K/LEVEL, not '%s'", o->spares);
+	*k = (unsigned)v;
+	if (*end == '/') {
+		int l = tp_topology_level_by_name(f->t, end + 1);
+		if (l < 0 || (unsigned)l >= f->node_level)
+			bench_die("--spares %s: '%s' is not a level above the node", o->spares, end + 1);
+		*level = (unsigned)l;
+	}
+	return true;
+}
+
 struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct sim_fleet *f,
                                          const struct sim_workload *w,
                                          const struct sim_policy *pol, tp_cluster *c,
@@ -91,9 +113,9 @@ struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct 
 	F->per_s = o->fail_rate * f->gpus / 86400.0;
 	bench_rng_seed(&F->rng, o->seed ^ 0xfa11u);
 	fail_schedule(F, t0);
-	if (F->replace && o->spares)
-		BENCH_CHECK(tp_cluster_set_spares(c, f->base_level, o->spares, 0),
-		            tp_cluster_errmsg(c));
+	unsigned level, k;
+	if (F->replace && sim_spares_parse(o, f, &level, &k) && k)
+		BENCH_CHECK(tp_cluster_set_spares(c, level, k, 0), tp_cluster_errmsg(c));
 	return F;
 }
 
@@ -313,10 +335,12 @@ void sim_failures_print(const struct sim_opts *o, const struct sim_fleet *f,
 {
 	if (!(o->fail_rate > 0))
 		return;
+	unsigned level, k;
+	sim_spares_parse(o, f, &level, &k);
 	printf("\nnode failures: %g per GPU-day (%.4f per %u-GPU node-day), repaired after %g h; "
 	       "checkpoints every %g s; spares per %s: %u (topoplace policies)\n", o->fail_rate,
 	       o->fail_rate * f->node_gpus, f->node_gpus, o->repair_h, o->ckpt_every_s,
-	       f->level_name[f->base_level], o->spares);
+	       f->level_name[level], k);
 	printf("%-17s %7s %6s %8s %6s %8s %7s %9s %9s\n", "policy", "nodes", "jobs", "replaced",
 	       "anew", "requeued", "spare", "lost_GPUh", "rstrt_GPUh");
 	for (size_t i = 0; i < n; i++) {
