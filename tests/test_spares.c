@@ -355,3 +355,69 @@ Test(spares, a_request_only_spares_could_hold_is_infeasible)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* Random changes under a policy: after each, the state is consistent (tp_cluster_check
+ * recounts the spare marks and counts), every policy domain has k spares or no eligible node
+ * left, and a rollback gives back the fingerprint the savepoint saw. */
+Test(spares, random_changes_keep_the_policy)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = nvl72(3);
+	tp_cluster *c = tp_test_cluster(t);
+	uint64_t seed = 15;
+	cr_assert_eq(tp_cluster_set_spares(c, 1, 2, 0), 0);
+	unsigned njobs = 0;
+	for (int step = 0; step < 600; step++) {
+		size_t sp = 0;
+		bool open = tp_test_below(&seed, 8) == 0;
+		uint64_t fp = tp_cluster_fingerprint(c);
+		if (open)
+			cr_assert_eq(tp_cluster_savepoint(c, &sp), 0);
+		uint32_t node = tp_test_below(&seed, 54), d[4];
+		for (uint32_t i = 0; i < 4; i++)
+			d[i] = 4 * node + i;
+		char id[16];
+		switch (tp_test_below(&seed, 5)) {
+		case 0:
+		case 1: {
+			snprintf(id, sizeof id, "j%u", njobs);
+			uint32_t n = 1 + tp_test_below(&seed, 4);
+			bool held = false;
+			for (uint32_t i = 0; i < n; i++)
+				held |= tp_cluster_device_state(c, d[i], NULL) == TP_DEVICE_HELD;
+			if (!held && tp_cluster_assign(c, id, d, n, NULL) == 0)
+				njobs++;
+			break;
+		}
+		case 2:
+			snprintf(id, sizeof id, "j%u", tp_test_below(&seed, njobs ? njobs : 1));
+			(void)tp_cluster_release(c, id);
+			break;
+		case 3:
+			cr_assert_eq(tp_cluster_set_down(c, d, 4, (int)tp_test_below(&seed, 2)), 0);
+			break;
+		default:
+			cr_assert_eq(tp_cluster_set_spares(c, 1, tp_test_below(&seed, 4), 0), 0);
+			break;
+		}
+		assert_consistent(c);
+		unsigned k;
+		cr_assert_eq(tp_cluster_spare_policy(c, NULL, &k), 0);
+		for (uint32_t r = 0; r < 3; r++) {
+			uint32_t eligible = 0;
+			for (uint32_t x = 18 * r; x < 18 * r + 18; x++)
+				eligible += tp_cluster_free(c, 2, x) == 4 || tp_cluster_node_is_spare(c, x);
+			uint32_t want = k < eligible ? k : eligible;
+			cr_assert_geq(tp_cluster_spares(c, 1, r), want, "step %d: rack %u has %u spares of %u",
+			              step, r, tp_cluster_spares(c, 1, r), k);
+		}
+		if (open) {
+			cr_assert_eq(tp_cluster_rollback(c, sp), 0, "%s", tp_cluster_errmsg(c));
+			cr_assert_eq(tp_cluster_fingerprint(c), fp, "step %d: rollback", step);
+			assert_consistent(c);
+		}
+	}
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
