@@ -313,3 +313,48 @@ Test(replace_multi, infeasible_repair_offers_to_shrink)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* Allocation failures: tp_replace with spares (both passes) fails cleanly with TP_ENOMEM, leaks
+ * nothing and changes nothing, until it succeeds with the same answer. */
+Test(replace_multi, allocation_failures_with_spares)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = nvl72(4);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request shape = sliced_shape();
+	sliced_job(c, &shape);
+	cr_assert_eq(tp_cluster_set_spares(c, 1, 1, 0), 0);
+	uint32_t failed[12];
+	node_devs(2, failed);
+	node_devs(5, failed + 4);
+	node_devs(20, failed + 8);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_placement *want = NULL;
+	cr_assert_eq(tp_replace(c, "big", failed, 12, &want), 0, "%s", tp_placement_errmsg(want));
+	long live = tp_test_alloc_state.live;
+	int rc = TP_ENOMEM;
+	long n = 0;
+	for (; rc == TP_ENOMEM && n < 2000; n++) {
+		tp_placement *p = NULL;
+		tp_test_alloc_fail_at(n);
+		rc = tp_replace(c, "big", failed, 12, &p);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(p);
+			cr_assert_eq(tp_test_alloc_state.live, live, "failure %ld leaked", n);
+		} else {
+			cr_assert_eq(rc, 0, "%s", tp_placement_errmsg(p));
+			size_t n1, n2;
+			const uint32_t *a = tp_placement_devices(p, &n1), *b = tp_placement_devices(want, &n2);
+			cr_assert(n1 == n2 && !memcmp(a, b, n1 * sizeof *a), "another answer after failures");
+		}
+		tp_placement_destroy(p);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_gt(n, 3, "only %ld allocations were failed", n);
+	tp_placement_destroy(want);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
