@@ -74,6 +74,8 @@ struct sim_run {
 	double busy_all, busy_win, eff_win;
 	double next_sample;
 	size_t cap_samples;
+	struct sim_failures *fail; /* NULL: no failures (the default) */
+	double *remain;            /* [2 jobs] a requeued job's work and redo (s), else -1 */
 };
 
 /* ---- fleet -------------------------------------------------------------------------------- */
@@ -351,6 +353,9 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		opts.job_class = j->cls;
 		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
 		opts.checkpoint_s = j->checkpoint_s;
+		tp_slice sl;
+		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id); /* tp_replace keeps it */
+		opts.shape = r->fail ? &shape : NULL;
 		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
 		if (rc < 0)
 			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
@@ -360,35 +365,81 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		r->pool_free -= j->gpus;
 	}
 	r->eff[jid] = eff;
-	r->start[jid] = r->now;
 	r->busy += j->gpus;
-	r->contrib[jid] = j->gpus * eff;
-	r->eff_busy += r->contrib[jid];
 	r->running++;
-	r->res->started++;
-	r->end[jid] = r->now + j->duration_s / eff;
+	double *rq = r->remain && r->remain[2 * jid] >= 0 ? &r->remain[2 * jid] : NULL;
+	if (rq) { /* requeued after a failure: restart, redo the lost work, then the rest */
+		double rs = fmax(j->checkpoint_s, 60);
+		r->restart_end[jid] = r->now + rs + rq[1] / eff;
+		sim_failures_charge(r->fail, 0, rs * j->gpus);
+		r->end[jid] = r->restart_end[jid] + rq[0] / eff;
+		heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
+		rq[0] = -1;
+	} else {
+		r->start[jid] = r->now;
+		r->contrib[jid] = j->gpus * eff;
+		r->eff_busy += r->contrib[jid];
+		r->res->started++;
+		r->end[jid] = r->now + j->duration_s / eff;
+	}
 	heap_push(r, r->end[jid], jid);
 }
 
 /* A defrag plan moved running job jid: for its checkpoint and restart time (which grows with
  * its size, sim_checkpoint_s) it holds its new GPUs and does no useful work; then it continues
  * its remaining work at the new placement's efficiency. */
-static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+static void sim_rebound(struct sim_run *r, uint32_t jid, const uint32_t *devs, uint32_t n,
+                        double restart_s, double redo)
 {
-	struct sim_run *r = ud;
 	const struct sim_job *j = &r->w->jobs[jid];
 	if (n != j->gpus)
-		bench_die("defrag moved job %u to %u devices, not %u", jid, n, j->gpus);
+		bench_die("job %u moved to %u devices, not %u", jid, n, j->gpus);
 	double from = r->restart_end[jid] > r->now ? r->restart_end[jid] : r->now;
 	double work = (r->end[jid] - from) * r->eff[jid]; /* seconds at full locality */
 	double eff = sim_efficiency(r->f, j, devs, r->o->use_cost);
 	r->eff_busy -= r->contrib[jid];
 	r->contrib[jid] = 0;
 	r->eff[jid] = eff;
-	r->restart_end[jid] = r->now + j->checkpoint_s;
+	r->restart_end[jid] = r->now + restart_s + redo / eff; /* neither is useful work */
 	r->end[jid] = r->restart_end[jid] + (work > 0 ? work : 0) / eff;
 	heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
 	heap_push(r, r->end[jid], jid);
+}
+
+static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+{
+	struct sim_run *r = ud;
+	sim_rebound(r, jid, devs, n, r->w->jobs[jid].checkpoint_s, 0);
+}
+
+/* Failures (sim_failures.c): the work since the last checkpoint is lost. */
+static double sim_lost_work(struct sim_run *r, uint32_t jid)
+{
+	double since = r->now - fmax(r->restart_end[jid], r->start[jid]);
+	return since > 0 ? fmod(since, r->o->ckpt_every_s) * r->eff[jid] : 0;
+}
+
+static void sim_fail_repaired(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+{
+	struct sim_run *r = ud;
+	double lost = sim_lost_work(r, jid), rs = fmax(r->w->jobs[jid].checkpoint_s, 60);
+	sim_failures_charge(r->fail, lost * n, rs * n);
+	sim_rebound(r, jid, devs, n, rs, lost);
+}
+
+static void sim_finish(struct sim_run *r, uint32_t jid);
+static void sim_fail_requeue(void *ud, uint32_t jid)
+{
+	struct sim_run *r = ud;
+	double work = (r->end[jid] - fmax(r->restart_end[jid], r->now)) * r->eff[jid];
+	r->remain[2 * jid] = fmax(work, 0);
+	r->remain[2 * jid + 1] = sim_lost_work(r, jid);
+	sim_failures_charge(r->fail, r->remain[2 * jid + 1] * r->w->jobs[jid].gpus, 0);
+	sim_finish(r, jid);
+	r->releases--; /* not a completion; its heap entries are stale: */
+	r->end[jid] = -INFINITY;
+	memmove(r->queue + 1, r->queue, r->qlen++ * sizeof *r->queue);
+	r->queue[0] = jid;
 }
 
 /* A moved job's restart is over: it does useful work again. */
@@ -429,6 +480,8 @@ static void sim_finish(struct sim_run *r, uint32_t jid)
 	r->running--;
 	r->releases++;
 }
+
+static bool repairing(const struct sim_run *r) { return r->fail && sim_failures_repairing(r->fail); }
 
 static int sim_try(struct sim_run *r, uint32_t jid)
 {
@@ -715,10 +768,15 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	size_t next = 0;
 	r.now = w->n ? w->jobs[0].submit_s : 0;
 	r.next_sample = r.now;
-	while (next < w->n || r.nheap > 0) {
+	struct sim_fail_hooks fh = {&r, sim_fail_repaired, sim_fail_requeue};
+	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))
+		r.remain = sim_failures_remain(n);
+	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
 		double t_end = r.nheap ? r.heap[0].t : INFINITY;
 		double t = t_arr < t_end ? t_arr : t_end;
+		if (r.fail && sim_failures_next(r.fail) < t)
+			t = sim_failures_next(r.fail);
 		sim_advance(&r, t);
 		while (r.nheap && r.heap[0].t <= t) {
 			struct sim_ev ev = heap_pop(&r);
@@ -727,10 +785,12 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			else if (ev.t == r.end[ev.job]) /* else a stale entry of a moved job */
 				sim_finish(&r, ev.job);
 		}
+		if (r.fail)
+			sim_failures_due(r.fail, t, &fh);
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
 		sim_schedule(&r);
-		if (r.qlen > 0 && r.nheap == 0 && next == w->n) {
+		if (r.qlen > 0 && r.nheap == 0 && next == w->n && !repairing(&r)) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
 			if (getenv("TP_BENCH_DEBUG"))
 				for (size_t i = 0; i < r.qlen; i++)
@@ -761,6 +821,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			bench_die("tp_cluster_check after policy %s: %s", r.pol->name, buf);
 	}
 	r.pol->destroy(r.st);
+	sim_failures_destroy(r.fail);
+	free(r.remain);
 	tp_cluster_destroy(r.ctx.c);
 	free(r.queue);
 	free(r.heap);
@@ -998,6 +1060,7 @@ static void sim_usage(FILE *f)
 	        "                    [--queue besteffort|strict|easy] [--starve-h H]\n"
 	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
 	        "                    [--efficiency cost|standin]\n"
+	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1015,7 +1078,9 @@ static void sim_usage(FILE *f)
 	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
 	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"
 	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
-	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n");
+	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
+	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
+	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n");
 }
 
 int bench_sim_main(int argc, char **argv)
@@ -1023,7 +1088,7 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
-	                     .use_cost = true};
+	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -1037,6 +1102,8 @@ int bench_sim_main(int argc, char **argv)
 		{"queue", required_argument, NULL, 'Q'},    {"mix", required_argument, NULL, 'X'},
 		{"defrag-every-s", required_argument, NULL, 'D'},
 		{"defrag-max-cost", required_argument, NULL, 'M'},
+		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
+		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -1048,6 +1115,10 @@ int bench_sim_main(int argc, char **argv)
 		case 'D': o.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'M': o.defrag_max_cost = bench_arg_num("--defrag-max-cost", optarg); break;
 		case 'n': o.jobs = bench_arg_uint("--jobs", optarg); break;
+		case 'F': o.fail_rate = bench_arg_num("--failures", optarg); break;
+		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;
+		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
+		case 'A': o.spares = optarg; break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;
@@ -1122,6 +1193,7 @@ int bench_sim_main(int argc, char **argv)
 	if (n == 0)
 		bench_die("--policies selects no policy");
 	sim_print(&o, &f, &w, w0, w1, res, n);
+	sim_failures_print(&o, &f, res, n);
 	sim_json(&o, &f, &w, w0, w1, res, n);
 	if (o.csv)
 		sim_csv(&o, &f, res, n);

@@ -117,6 +117,11 @@ struct sim_opts {
 	double defrag_every_s;
 	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
 	bool use_cost;
+	double fail_rate;      /* node failures per GPU-day (0: none, the default; sim_failures.c) */
+	double repair_h;       /* hours a failed node stays down */
+	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
+	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
+	                        * policies (NULL: none) */
 	const char *json;
 	const char *csv;
 	const char *plot;
@@ -152,6 +157,10 @@ struct sim_result {
 	double defrag_cost_s, defrag_us_mean;
 	struct sim_sample *samples;
 	size_t nsamples;
+	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by
+	 * tp_replace and requeued; GPU-hours of work lost (redone) and of restarts, in the window */
+	long fail_nodes, fail_jobs, fail_replaced, fail_replaced_anew, fail_requeued, fail_on_spare;
+	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
 
 
@@ -234,5 +243,42 @@ struct sim_mover {
 };
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
+
+/* ---- node failures (sim_failures.c) ---------------------------------------------------- */
+
+/* The request the topoplace policies place job j with (id: room for 24 bytes; sim_policy.c). */
+tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
+                          tp_slice *slice, char *id);
+
+struct sim_failures;
+/* What the event loop does for a job that a failure hit (sim.c). */
+struct sim_fail_hooks {
+	void *ud;
+	/* The job now sits on devs[0..n) (tp_replace, or placed afresh): it restarts from its last
+	 * checkpoint. */
+	void (*repaired)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
+	/* The job is released and goes back to the head of the queue, from its last checkpoint. */
+	void (*requeue)(void *ud, uint32_t jid);
+};
+/* NULL when o->fail_rate is 0 or the policy keeps no cluster state. Sets the spare policy of
+ * the topoplace policies (o->spares per base domain). */
+struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct sim_fleet *f,
+                                         const struct sim_workload *w,
+                                         const struct sim_policy *pol, tp_cluster *c,
+                                         struct sim_result *res, double t0);
+/* The time of the next failure or repair. */
+double sim_failures_next(const struct sim_failures *F);
+/* Whether a failed node is still under repair (the queue may yet start). */
+bool sim_failures_repairing(const struct sim_failures *F);
+/* Carry out the failures and repairs due at or before t. */
+void sim_failures_due(struct sim_failures *F, double t, const struct sim_fail_hooks *h);
+/* Account lost work and restart time (GPU-seconds) if inside the window. */
+void sim_failures_charge(struct sim_failures *F, double lost_gpu_s, double restart_gpu_s);
+void sim_failures_destroy(struct sim_failures *F);
+/* The requeued jobs' [2 n] remaining work and redo, every entry -1 (free it). */
+double *sim_failures_remain(size_t n);
+/* One line per policy (nothing when failures are off). */
+void sim_failures_print(const struct sim_opts *o, const struct sim_fleet *f,
+                        const struct sim_result *res, size_t n);
 
 #endif

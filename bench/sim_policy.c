@@ -286,8 +286,8 @@ static int kueue_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, u
 /* ---- topoplace ---------------------------------------------------------------------------- */
 
 /* The tp_request of a job's shape; `slice` and `id` (24 bytes) must outlive it. */
-static tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
-                                 tp_slice *slice, char *id)
+tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
+                          tp_slice *slice, char *id)
 {
 	const struct sim_shape *s = &j->shape;
 	snprintf(id, 24, "j%u", jid);

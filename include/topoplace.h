@@ -183,7 +183,9 @@ typedef enum tp_device_state {
 	TP_DEVICE_FREE = 0,      /**< healthy, not cordoned, held by no job */
 	TP_DEVICE_HELD = 1,      /**< held by a job (it may also be down or cordoned) */
 	TP_DEVICE_DOWN = 2,      /**< unhealthy and held by no job */
-	TP_DEVICE_CORDONED = 3   /**< healthy, closed to new work, held by no job */
+	TP_DEVICE_CORDONED = 3,  /**< healthy, closed to new work, held by no job */
+	TP_DEVICE_SPARE = 4      /**< a hot spare (tp_cluster_set_spares()): healthy, held by no
+	                              job, kept for tp_replace() (@since 0.4.0) */
 } tp_device_state;
 
 /** @} */
@@ -1042,6 +1044,70 @@ TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_
                                    int cordoned);
 
 /**
+ * @brief Keep @p k hot spares in every domain of a level (for example 2 of the 18 nodes of
+ * each NVL72 rack).
+ *
+ * A spare is a whole node, healthy, uncordoned and free, held back from ordinary placement:
+ * tp_place() and the defrag planner never use it, its devices do not count as free
+ * (tp_cluster_free() and every figure leave them out), and tp_replace() uses spares first.
+ * The call first clears every spare mark (the policy's and tp_cluster_set_node_spare()'s),
+ * then marks in each domain of @p level its last @p k eligible nodes (highest node index
+ * first). The library keeps the policy from then on: after every change of devices (assign,
+ * release, commit, replace, health) a spare that became held, down or cordoned loses its mark,
+ * and a domain of the changed devices that has fewer than @p k spares takes its last eligible
+ * nodes again; only the domains of the changed devices are looked at, never the whole cluster.
+ * A domain with no eligible node simply has fewer spares until one frees. Spare marks and the
+ * policy are covered by savepoints.
+ *
+ * @param c The cluster (one writer). @param level A level above the node (an index as in
+ *        tp_cluster_free()). @param k Spares per domain; 0 clears every mark and the policy
+ *        (@p level is then ignored). @param flags 0 (no flag is defined yet).
+ * @return 0, ::TP_EINVAL (level not above the node, @p k above the nodes of the largest
+ *         domain, unknown flags; the message names the field), ::TP_ENOMEM (state unchanged).
+ *         O(nodes) for the clearing and marking, once per call.
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_set_spares(tp_cluster *c, unsigned level, unsigned k, unsigned flags);
+
+/**
+ * @brief Mark one node a spare (the caller's choice), or clear its mark.
+ *
+ * Under a policy (tp_cluster_set_spares()) a cleared node may be marked again by the next
+ * change in its domain if the domain then lacks spares.
+ * @param c The cluster. @param node Node index. @param spare 1 to mark, 0 to clear.
+ * @return 0 (also when already so), ::TP_EINVAL (node out of range, spare not 0 or 1),
+ *         ::TP_EEXIST (a device of the node is held by a job; the message names it),
+ *         ::TP_EBUSY (a device is down or cordoned), ::TP_ENOMEM (state unchanged).
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_set_node_spare(tp_cluster *c, uint32_t node, int spare);
+
+/**
+ * @brief Whether a node is a spare. *Read-only.* @param c The cluster. @param node Node index.
+ * @return 1, 0, or ::TP_EINVAL (no such node). O(1). @since 0.4.0
+ */
+TP_API int tp_cluster_node_is_spare(const tp_cluster *c, uint32_t node);
+
+/**
+ * @brief Spare nodes in a domain. *Read-only.*
+ * @param c The cluster. @param level Level (the node level: 1 for a spare node).
+ * @param dom Domain index. @return The count, 0 for a bad argument. O(1). @since 0.4.0
+ */
+TP_API uint32_t tp_cluster_spares(const tp_cluster *c, unsigned level, uint32_t dom);
+
+/** @brief Spare nodes in the whole cluster. *Read-only.* @param c The cluster.
+ *  @return The count (0 for NULL). O(1). @since 0.4.0 */
+TP_API uint32_t tp_cluster_spares_total(const tp_cluster *c);
+
+/**
+ * @brief The spare policy in force. *Read-only.*
+ * @param c The cluster. @param[out] level Its level (0 without a policy), or NULL.
+ * @param[out] k Spares per domain (0: no policy), or NULL.
+ * @return 0 or ::TP_EINVAL (c is NULL). @since 0.4.0
+ */
+TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigned *k);
+
+/**
  * @brief Free devices (healthy, not cordoned, held by no job) in a domain. *Read-only.*
  * @param c The cluster. @param level Level. @param dom Domain index (a node at the node level).
  * @return The count, 0 for a bad argument. O(1). @since 0.1.0
@@ -1319,6 +1385,20 @@ TP_API double tp_placement_step_comm_us(const tp_placement *p);
  * @since 0.2.0
  */
 TP_API int tp_placement_nic(const tp_placement *p, size_t i);
+
+/**
+ * @brief For a tp_replace() that could not repair the job: the cheapest shrink, the job without
+ * its outermost slices (else groups, else devices) that hold a failed rank it could not
+ * replace. The message says the same and names the jobs whose eviction would make room.
+ * *Read-only.*
+ * @param p The result. @param[out] ranks Ranks the shrunk job keeps (0: nothing would be
+ *        left), or NULL. @param[out] units Whole slices (groups, devices) it keeps, or NULL.
+ * @param[out] of The job's slices (groups, devices), or NULL.
+ * @return 0, or ::TP_EINVAL (not a failed replacement with figures: a success, a bad argument,
+ *         or a refusal after the fact such as a spread). @since 0.4.0
+ */
+TP_API int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
+                                      uint32_t *of);
 
 /** @brief Version of ::tp_fit this header describes. */
 #define TP_FIT_VERSION 1

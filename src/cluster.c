@@ -262,7 +262,7 @@ static int assign_prepare(struct tp_cluster *c, const char *id, const uint32_t *
 	if (!job)
 		goto nomem;
 	if (tp_grow(&c->alloc, (void **)&c->jobs, &c->cap_jobs, c->njobs + 1, sizeof *c->jobs) ||
-	    tp_cl_undo_reserve(c, 1))
+	    tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n)))
 		goto nomem;
 	JError_t err;
 	PPvoid_t p = JudySLGet(c->job_by_id, (const uint8_t *)id, &err);
@@ -338,6 +338,7 @@ int tp_cluster_assign_impl(struct tp_cluster *c, const char *id, const uint32_t 
 	if (rc)
 		return rc;
 	assign_apply(c, job, slotp);
+	tp_cl_spare_upkeep(c, job->devs, job->ndev);
 	return 0;
 }
 
@@ -379,7 +380,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 		tp_free(&c->alloc, nd);
 		nd = NULL;
 	}
-	if (!nd || tp_cl_undo_reserve(c, 1)) {
+	if (!nd || tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n + c->jobs[slot]->ndev))) {
 		tp_free(&c->alloc, nd);
 		tp_free(&c->alloc, nic);
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory moving job '%s'",
@@ -401,6 +402,8 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	job->nic = nic;
 	tp_cl_apply_devs(c, nd, n, &hold);
 	tp_cl_nic_apply(c, job, true);
+	tp_cl_spare_upkeep(c, nd, n);
+	tp_cl_spare_upkeep(c, e.devs, e.ndev);
 	if (c->nsp)
 		tp_cl_undo_push(c, e);
 	else {
@@ -447,10 +450,14 @@ static int create_arrays(struct tp_cluster *c)
 	for (unsigned l = 0; l <= nl; l++) {
 		uint32_t nd = t->lv[l].ndom;
 		c->free[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
-		if (!c->free[l])
+		c->spare_devs[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
+		if (!c->free[l] || !c->spare_devs[l])
 			return TP_ENOMEM;
 		if (l == nl)
 			break;
+		c->spare_nodes[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
+		if (!c->spare_nodes[l])
+			return TP_ENOMEM;
 		c->free_nodes[l] = tp_calloc(&c->alloc, nd, sizeof(uint32_t));
 		c->hist[l] = tp_calloc(&c->alloc, (size_t)nd * c->hstride, sizeof(uint32_t));
 		c->ckhist[l] = tp_calloc(&c->alloc, (size_t)nd * TP_CK_BUCKETS, sizeof(uint32_t));
@@ -518,6 +525,8 @@ void tp_cluster_destroy(tp_cluster *c)
 		tp_free(&c->alloc, c->free_nodes[l]);
 		tp_free(&c->alloc, c->hist[l]);
 		tp_free(&c->alloc, c->ckhist[l]);
+		tp_free(&c->alloc, c->spare_devs[l]);
+		tp_free(&c->alloc, c->spare_nodes[l]);
 	}
 	tp_free(&c->alloc, c->jobs);
 	tp_free(&c->alloc, c->undo);
@@ -721,10 +730,11 @@ static int release_job(tp_cluster *c, const char *job)
 	uint32_t slot = tp_cluster_job_slot(c, job);
 	if (slot == TP_NO_JOB)
 		return tp_seterr(c->errmsg, TP_ENOTFOUND, "job '%s' is not running", job);
-	if (tp_cl_undo_reserve(c, 1))
+	if (tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, c->jobs[slot]->ndev)))
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory releasing job '%s'", job);
 	tp_cl_idx_repair(c);
 	struct tp_job_impl *j = tp_cl_release_slot(c, slot);
+	tp_cl_spare_upkeep(c, j->devs, j->ndev);
 	if (c->nsp)
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_RELEASE, .slot = slot, .job = j});
 	else
@@ -754,11 +764,12 @@ static int set_health_bits(struct tp_cluster *c, const uint32_t *devs, size_t n,
 		changes += (c->dstate[devs[i]] & bit) != value;
 	if (!changes)
 		return 0;
-	if (tp_cl_undo_reserve(c, changes))
+	if (tp_cl_undo_reserve(c, changes + tp_cl_spare_need(c, n)))
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory changing %zu devices", n);
 	tp_cl_idx_repair(c);
 	struct devop op = {.kind = OP_HEALTH, .mask = bit, .value = value, .log = c->nsp > 0};
 	tp_cl_apply_devs(c, devs, n, &op);
+	tp_cl_spare_upkeep(c, devs, n);
 	c->generation = ++c->generations;
 	return 0;
 }
@@ -792,9 +803,9 @@ size_t tp_cluster_memory(const tp_cluster *c)
 	size_t m = sizeof *c + (size_t)t->ndevices * (sizeof *c->dstate + sizeof *c->dev_job +
 	                                              sizeof *c->dev_nic);
 	for (unsigned l = 0; l <= nl; l++) {
-		m += (size_t)t->lv[l].ndom * sizeof(uint32_t);
-		if (l < nl)
-			m += (size_t)t->lv[l].ndom * (1 + c->hstride + TP_CK_BUCKETS) * sizeof(uint32_t);
+		m += (size_t)t->lv[l].ndom * 2 * sizeof(uint32_t); /* free, spare_devs */
+		if (l < nl) /* free_nodes, spare_nodes, hist, ckhist */
+			m += (size_t)t->lv[l].ndom * (2 + c->hstride + TP_CK_BUCKETS) * sizeof(uint32_t);
 		m += Judy1MemUsed(c->index[l]);
 	}
 	m += c->cap_jobs * sizeof *c->jobs + c->cap_undo * sizeof *c->undo +

@@ -179,7 +179,7 @@ static int check_devices_state(const tp_cluster *c, char *buf, size_t len)
 		uint32_t f = 0;
 		for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++) {
 			uint8_t s = c->dstate[d];
-			if (s & ~(TP_DS_DOWN | TP_DS_CORDONED))
+			if (s & ~(TP_DS_DOWN | TP_DS_CORDONED | TP_DS_SPARE))
 				CHECK_FAIL("device %u has stray state bits 0x%x", d, s);
 			if (c->dev_job[d] != TP_NO_JOB && c->dev_job[d] >= c->njobs)
 				CHECK_FAIL("device %u names job slot %u of %zu", d, c->dev_job[d],
@@ -237,6 +237,48 @@ static int check_domains(const tp_cluster *c, char *buf, size_t len)
 					           h[k], cnt[k]);
 		}
 	}
+	return 0;
+}
+
+/* Spares: every device of a spare node marked, none held, down or cordoned; the counts per
+ * domain and the policy in range. */
+static int check_spares(const tp_cluster *c, char *buf, size_t len)
+{
+	const struct tp_topology *t = c->t;
+	unsigned nl = tp_node_level(t);
+	if (c->spare_k && c->spare_level >= nl)
+		CHECK_FAIL("spare policy at level %u, not above the node", c->spare_level);
+	uint32_t total = 0;
+	for (uint32_t node = 0; node < t->nnodes; node++) {
+		uint32_t marked = 0, n = tp_node_ndev(t, node);
+		for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1]; d++) {
+			if (!(c->dstate[d] & TP_DS_SPARE))
+				continue;
+			marked++;
+			if (c->dstate[d] != TP_DS_SPARE || c->dev_job[d] != TP_NO_JOB)
+				CHECK_FAIL("device %u is a spare but held, down or cordoned", d);
+		}
+		if (marked && marked != n)
+			CHECK_FAIL("node %u: %u of its %u devices are marked spare", node, marked, n);
+		if (c->spare_devs[nl][node] != marked)
+			CHECK_FAIL("node %u: spare_devs %u, recounted %u", node,
+			           c->spare_devs[nl][node], marked);
+		total += marked != 0;
+	}
+	if (c->nspare_nodes != total)
+		CHECK_FAIL("nspare_nodes %u, recounted %u", c->nspare_nodes, total);
+	for (unsigned l = 0; l < nl; l++)
+		for (uint32_t d = 0; d < t->lv[l].ndom; d++) {
+			uint32_t first, nn, sd = 0, sn = 0;
+			tp_dom_nodes(t, l, d, &first, &nn);
+			for (uint32_t node = first; node < first + nn; node++) {
+				sd += c->spare_devs[nl][node];
+				sn += c->spare_devs[nl][node] != 0;
+			}
+			if (c->spare_devs[l][d] != sd || c->spare_nodes[l][d] != sn)
+				CHECK_FAIL("level %u domain %u: spares %u nodes / %u devices, recounted %u / "
+				           "%u", l, d, c->spare_nodes[l][d], c->spare_devs[l][d], sn, sd);
+		}
 	return 0;
 }
 
@@ -385,6 +427,7 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 		buf[0] = '\0';
 	int rc;
 	if ((rc = check_devices_state(c, buf, len)) || (rc = check_domains(c, buf, len)) ||
+	    (rc = check_spares(c, buf, len)) ||
 	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
 	    (rc = check_jobs(c, buf, len)))
 		return rc;

@@ -29,6 +29,11 @@
 /* Health bits of a device. Down wins over cordoned wherever a device is counted. */
 #define TP_DS_DOWN 0x1u
 #define TP_DS_CORDONED 0x2u
+/* A hot spare (tp_cluster_set_spares): healthy, free, held back from ordinary placement. Every
+ * device of a spare node has it, and a spare device is never held, down or cordoned: a change
+ * that would make it so drops the node's mark (cluster_spare.c). Not free, so every aggregate
+ * leaves spares out and placement never sees them; tp_replace asks for them. */
+#define TP_DS_SPARE 0x4u
 
 /* Checkpoint buckets: 0 for checkpoint_s < 1, then four per octave from 1 s (the last one
  * open-ended). tp_ck_floor(b) is at most every checkpoint_s of bucket b, so a sum of floors is
@@ -83,8 +88,9 @@ enum tp_undo_kind {
 	TP_UNDO_HEALTH,   /* device dev had health byte old */
 	TP_UNDO_ASSIGN,   /* job was added at slot (undo: remove it) */
 	TP_UNDO_RELEASE,  /* job was removed from slot (undo: put it back); owns the job */
-	TP_UNDO_REBIND    /* the job at slot had devs[ndev] (undo: put them back); owns devs when
+	TP_UNDO_REBIND,   /* the job at slot had devs[ndev] (undo: put them back); owns devs when
 	                     devs_separate */
+	TP_UNDO_SPARES    /* the spare policy was level `slot`, k `ndev` (undo: put it back) */
 };
 
 struct tp_undo {
@@ -153,6 +159,12 @@ struct tp_cluster {
 	                            * pairs job holding it, -1: none (see tp_job_impl.nic) */
 	uint32_t npairs;           /* running jobs with NICs (gpu_nic_pairs): placement blocks
 	                            * taken NICs only when there are any */
+	uint32_t *spare_devs[TP_MAX_LEVELS];  /* [lv.ndom] devices marked TP_DS_SPARE, per level
+	                                       * (node level included) */
+	uint32_t *spare_nodes[TP_MAX_LEVELS]; /* [lv.ndom] spare nodes, levels above the node */
+	uint32_t nspare_nodes;                /* spare nodes in the cluster */
+	uint32_t spare_level;                 /* the spare policy: keep spare_k spares in every */
+	uint32_t spare_k;                     /* domain of spare_level (0: no policy) */
 	uint64_t plan_key;         /* tp_plan_apply_step's cursor: the key of the plan last
 	                            * applied here (defrag_plan.c), and its next step; on the
 	                            * cluster so that a plan stays read-only while applied */
@@ -243,6 +255,13 @@ int tp_cluster_check_job_options(struct tp_cluster *c, const tp_job_options *o);
 int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n);
 
 /* ---- shared by the cluster's own files (cluster*.c) only --------------------------------- */
+
+/* Spare upkeep (cluster_spare.c). Undo entries the upkeep after a change of devs may need
+ * (reserve them with the change's own); then, after the change, drop the mark of spare nodes of
+ * devs that are no longer healthy and free, and refill the policy's domains of devs. Both cost
+ * one branch without spares. */
+size_t tp_cl_spare_need(const struct tp_cluster *c, size_t n);
+void tp_cl_spare_upkeep(struct tp_cluster *c, const uint32_t *devs, size_t n);
 
 enum devop_kind {
 	OP_HOLD,    /* dev_job = slot */

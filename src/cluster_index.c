@@ -156,6 +156,25 @@ static void count_health(struct tp_cluster *c, uint8_t s, int sign)
 		c->ncordoned = (uint32_t)((int64_t)c->ncordoned + sign);
 }
 
+/* A device gained (+1) or lost (-1) its spare mark: the spare counts of it and its node (the
+ * node's first device speaks for the node: every device of a spare node has the mark). */
+static void spare_changed(struct tp_cluster *c, uint32_t dev, int sign)
+{
+	const struct tp_topology *t = c->t;
+	unsigned nl = tp_node_level(t);
+	uint32_t node = t->dev_node[dev], d = node;
+	bool first = dev == t->dev_first[node];
+	c->spare_devs[nl][node] = (uint32_t)((int64_t)c->spare_devs[nl][node] + sign);
+	if (first)
+		c->nspare_nodes = (uint32_t)((int64_t)c->nspare_nodes + sign);
+	for (unsigned l = nl; l-- > 0;) {
+		d = t->lv[l + 1].parent[d];
+		c->spare_devs[l][d] = (uint32_t)((int64_t)c->spare_devs[l][d] + sign);
+		if (first)
+			c->spare_nodes[l][d] = (uint32_t)((int64_t)c->spare_nodes[l][d] + sign);
+	}
+}
+
 void tp_cl_undo_push(struct tp_cluster *c, struct tp_undo e)
 {
 	if (c->nundo >= c->cap_undo) { /* room is reserved first: never, unless a bug */
@@ -177,6 +196,8 @@ static int dev_health(struct tp_cluster *c, uint32_t dev, const struct devop *op
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_HEALTH, .dev = dev, .old = s});
 	count_health(c, s, -1);
 	count_health(c, ns, +1);
+	if ((s ^ ns) & TP_DS_SPARE)
+		spare_changed(c, dev, (ns & TP_DS_SPARE) ? 1 : -1);
 	c->dstate[dev] = ns;
 	return (int)tp_dev_free(c, dev) - (int)was;
 }
@@ -386,6 +407,8 @@ int tp_cluster_device_state(const tp_cluster *c, uint32_t dev, const char **job)
 		return TP_DEVICE_DOWN;
 	if (c->dstate[dev] & TP_DS_CORDONED)
 		return TP_DEVICE_CORDONED;
+	if (c->dstate[dev] & TP_DS_SPARE)
+		return TP_DEVICE_SPARE;
 	return TP_DEVICE_FREE;
 }
 

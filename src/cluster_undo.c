@@ -114,6 +114,10 @@ static bool undo_log_sound(const struct tp_cluster *c, size_t start)
 			if (e->slot >= njobs)
 				return false;
 			break;
+		case TP_UNDO_SPARES:
+			if (e->ndev && e->slot >= tp_node_level(c->t))
+				return false;
+			break;
 		default:
 			return false;
 		}
@@ -171,8 +175,8 @@ static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
 {
 	switch (e->kind) {
 	case TP_UNDO_HEALTH: {
-		struct devop op = {.kind = OP_HEALTH, .mask = TP_DS_DOWN | TP_DS_CORDONED,
-		                   .value = e->old};
+		struct devop op = {.kind = OP_HEALTH,
+		                   .mask = TP_DS_DOWN | TP_DS_CORDONED | TP_DS_SPARE, .value = e->old};
 		tp_cl_apply_devs(c, &e->dev, 1, &op);
 		break;
 	}
@@ -184,6 +188,10 @@ static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
 		break;
 	case TP_UNDO_REBIND:
 		undo_rebind(c, e);
+		break;
+	case TP_UNDO_SPARES:
+		c->spare_level = e->slot;
+		c->spare_k = e->ndev;
 		break;
 	}
 }

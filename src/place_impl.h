@@ -32,6 +32,8 @@ struct tp_placement {
 	uint32_t ndom[TP_MAX_LEVELS];
 	double comm_us;
 	tp_fit fit;
+	bool has_shrink;             /* a failed replace: the shrink alternative below */
+	uint32_t shrink_ranks, shrink_units, shrink_of; /* (tp_placement_repair_shrink) */
 };
 
 #endif

@@ -72,6 +72,8 @@ struct pctx {
 	Pvoid_t xknown, xdirty;         /* Judy1 memo of the exclusive level's domains */
 	uint32_t self_slot;             /* replace: the job being repaired */
 	Pvoid_t extra_down;             /* Judy1 of devices treated as down (replace) */
+	int spares;                     /* replace: 1 spare nodes usable too, 2 only spares
+	                                 * (TP_PL_SPARES_*); 0 in placement (needs filtered) */
 	Pvoid_t taken;                  /* Judy1 of devices already given out in this call */
 	Pvoid_t used[TP_MAX_LEVELS];    /* JudyL dom -> devices this job already has there */
 	bool have_used;
@@ -171,10 +173,18 @@ static inline uint32_t cap_left(const struct pctx *p, unsigned l, uint32_t d)
 	return cap > u ? cap - u : 0;
 }
 
+/* What a replace may use of a domain (l, d; the whole cluster for l < 0) with spares: free and
+ * spare devices (p->spares 1) or spare devices only (2), place_usable.c. */
+#define TP_PL_SPARES_TOO 1
+#define TP_PL_SPARES_ONLY 2
+uint32_t tp_pl_spare_free(const struct pctx *p, int l, uint32_t d);
+
 static inline uint32_t floor_to(uint32_t x, uint32_t u) { return x - x % u; }
 
 static inline uint32_t dom_free(const struct pctx *p, int l, uint32_t d)
 {
+	if (p->spares) /* replace: spares are usable, and not free */
+		return tp_pl_spare_free(p, l, d);
 	return l < 0 ? p->c->nfree : p->c->free[l][d];
 }
 

@@ -97,6 +97,7 @@ struct rstate {
 	bool *bad;        /* [ndev] rank still to be replaced */
 	Pvoid_t down;     /* Judy1 of failed devices */
 	Pvoid_t taken;    /* Judy1 of replacements given out */
+	int spares;       /* the pass: TP_PL_SPARES_ONLY, _TOO, or 0 (the cluster has none) */
 };
 
 /* Copy a Judy1 set. */
@@ -124,6 +125,7 @@ static int rctx_init(struct pctx *p, struct rstate *rs, const struct tp_rq *sub)
 			jl_add(p, &p->used[l], tp_node_ancestor(p->t, node, l), 1);
 	}
 	p->have_used = true;
+	p->spares = rs->spares;
 	p->filtered = true;
 	p->compact = true;
 	p->single_to = -1;
@@ -187,23 +189,25 @@ static bool ancestors_take(const struct pctx *p, int al, uint32_t dom, uint32_t 
 }
 
 static int eval_climbing(struct pctx *p, const struct rclass *cl, int *al, uint32_t *dom,
-                         uint32_t cnt, uint32_t *best)
+                         uint32_t cnt, uint32_t *best, int top)
 {
 	for (;;) {
 		int r = ancestors_take(p, *al, *dom, cnt)
 		            ? tp_pl_eval(p, *al, *dom, cnt, colq(p, *al), best)
 		            : 0;
-		/* never above the anchor, nor above the level the job's shape requires */
-		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required))
+		/* never above the anchor, nor above the level the job's shape requires (nor, for
+		 * the spares-only pass, above `top`) */
+		if (r != 0 || *al < 0 || cl->a >= 0 || (p->q->required >= 0 && *al <= p->q->required) ||
+		    *al <= top)
 			return r;
 		*dom = *al > 0 ? p->t->lv[*al].parent[*dom] : 0;
 		(*al)--;
 	}
 }
 
-static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
-                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
-                         uint32_t *need, int *ideal_ok)
+static int replace_class_pass(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
+                              const struct tp_rq_unit *ly, const struct rclass *cl,
+                              struct tp_rq *sub, uint32_t *need, int *ideal_ok)
 {
 	uint32_t n = rs->job->ndev, usz = ly[cl->a + 1].size;
 	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : n;
@@ -230,14 +234,21 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 			p->single_to = sub->colocate_level;
 	}
 	uint32_t best[W_MAX];
-	int r = eval_climbing(p, cl, &al, &dom, cnt, best);
+	/* spares only: within the spare policy's domain of the healthy devices (a node's parent
+	 * without a policy), never further */
+	int top = -1;
+	if (rs->spares == TP_PL_SPARES_ONLY)
+		top = rs->c->spare_k ? (int)rs->c->spare_level : (int)p->nl - 1;
+	int r = eval_climbing(p, cl, &al, &dom, cnt, best, top);
+	if (r == 0 && rs->spares == TP_PL_SPARES_ONLY)
+		return 0; /* the caller tries again with every free device */
 	if (r == 0) {
 		/* could it fit the anchor with every other job gone? (the job itself stays) */
 		al = anchor_of(p, rs, ly, cl, &dom);
 		if (al < 0)
 			al = smallest_common(p, rs, &dom);
 		tp_pl_go_ideal(p);
-		r = eval_climbing(p, cl, &al, &dom, cnt, best);
+		r = eval_climbing(p, cl, &al, &dom, cnt, best, -1);
 		p->ideal = false;
 		p->ideal_plain = false;
 		p->filtered = true;
@@ -265,6 +276,26 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 				j1_set(p, &rs->taken, dev);
 			}
 	return p->err ? p->err : (at == cnt ? 1 : TP_ECORRUPT);
+}
+
+/* A class placed on spares first when the cluster has any (in the spare domain of its healthy
+ * devices), else on spares and free devices alike: the leaf tables take the tightest nodes
+ * first, and a spare node counts no free device, so spares still win ties there. */
+static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
+                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
+                         uint32_t *need, int *ideal_ok)
+{
+	if (!rs->c->nspare_nodes) {
+		rs->spares = 0;
+		return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
+	}
+	rs->spares = TP_PL_SPARES_ONLY;
+	int r = replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
+	if (r != 0)
+		return r;
+	tp_pl_ctx_fini(p);
+	rs->spares = TP_PL_SPARES_TOO;
+	return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
 }
 
 /* A replacement refused after the fact (its list breaks a rule the classes do not see): the
@@ -408,20 +439,176 @@ static int replace_check_whole(tp_placement *pl, struct pctx *p, const struct rs
 	return rc;
 }
 
+/* ---- when repair is impossible ------------------------------------------------------------ */
+
+/* Where the replacements of class cl may go: the anchor's domain, else the job's required
+ * domain (the one holding its healthy devices), else the whole cluster (-1). */
+static int class_home(const struct pctx *p, const struct rstate *rs, const struct tp_rq *shape,
+                      const struct tp_rq_unit *ly, const struct rclass *cl, uint32_t *dom)
+{
+	int al = anchor_of(p, rs, ly, cl, dom);
+	if (al >= 0 || shape->required < 0)
+		return al;
+	int l = smallest_common(p, rs, dom);
+	if (l < shape->required)
+		return -1;
+	uint32_t node = p->t->dev_node[p->t->dev_first[0]];
+	for (uint32_t r = 0; r < rs->job->ndev; r++)
+		if (!rs->bad[r]) {
+			node = p->t->dev_node[rs->devs[r]];
+			break;
+		}
+	*dom = tp_node_ancestor(p->t, node, (unsigned)shape->required);
+	return shape->required;
+}
+
+/* "shrink to K of N slices (R ranks)": the job without the outermost slices (else groups)
+ * that hold a failed rank of the class that cannot be repaired (ranks [from, to)). */
+static void shrink_text(tp_placement *pl, const struct rstate *rs, const struct tp_rq_unit *ly,
+                        unsigned nly, uint32_t from, uint32_t to, char *buf, size_t len)
+{
+	uint32_t n = rs->job->ndev;
+	const struct tp_rq_unit *u = NULL;
+	for (unsigned i = 0; i < nly && !u; i++)
+		if (ly[i].kind == TP_RQ_UNIT_SLICE)
+			u = &ly[i];
+	for (unsigned i = 0; i < nly && !u; i++)
+		if (ly[i].kind == TP_RQ_UNIT_GROUP && ly[i].size > 1)
+			u = &ly[i];
+	uint32_t size = u ? u->size : 1, units = n / size, kept = 0;
+	for (uint32_t k = 0; k < units; k++) {
+		bool lost = false;
+		for (uint32_t r = k * size; r < (k + 1) * size && !lost; r++)
+			lost = r >= from && r < to && rs->bad[r];
+		kept += !lost;
+	}
+	const char *what = !u ? "devices" : u->kind == TP_RQ_UNIT_SLICE ? "slices" : "groups";
+	pl->has_shrink = true;
+	pl->shrink_ranks = kept * size;
+	pl->shrink_units = kept;
+	pl->shrink_of = units;
+	if (kept)
+		snprintf(buf, len, "shrink to %u of %u %s (%u ranks)", kept, units, what, kept * size);
+	else
+		snprintf(buf, len, "none (no whole %s would be left to shrink to)", what);
+}
+
+static int cmp_evict(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y; /* devices << 32 | slot, fewest devices first */
+	return (*a > *b) - (*a < *b);
+}
+
+/* "evict job 'a' (8 devices) in block0/rack0": counted in devices, the smallest job of the home
+ * domain that frees what its free devices and spares lack, else its largest jobs until they
+ * do. Empty when the home is the whole cluster or evicting every job would not do. */
+static void evict_text(struct pctx *p, const struct rstate *rs, int al, uint32_t dom,
+                       uint32_t need, const char *path, char *buf, size_t len)
+{
+	const struct tp_cluster *c = rs->c;
+	buf[0] = '\0';
+	if (al < 0)
+		return;
+	uint32_t first, nn;
+	tp_dom_nodes(p->t, (unsigned)al, dom, &first, &nn);
+	Pvoid_t cnt = NULL;
+	for (uint32_t d = p->t->dev_first[first]; d < p->t->dev_first[first + nn]; d++) {
+		uint32_t j = c->dev_job[d];
+		if (j != TP_NO_JOB && j != rs->slot && !(c->dstate[d] & TP_DS_DOWN))
+			jl_add(p, &cnt, j, 1);
+	}
+	uint64_t ord[64];
+	size_t no = 0;
+	Word_t k = 0;
+	JError_t je;
+	for (PWord_t v = cnt ? (PWord_t)JudyLFirst(cnt, &k, &je) : NULL; v && v != PJERR && no < 64;
+	     v = (PWord_t)JudyLNext(cnt, &k, &je))
+		ord[no++] = (uint64_t)*v << 32 | k;
+	jl_free(&cnt);
+	qsort(ord, no, sizeof *ord, cmp_evict);
+	uint64_t have = (uint64_t)c->free[al][dom] + c->spare_devs[al][dom];
+	size_t take = 0, at = 0, one = no;
+	for (size_t i = 0; i < no && one == no; i++)
+		if (have + (ord[i] >> 32) >= need)
+			one = i;
+	if (one < no) {
+		ord[0] = ord[one];
+		take = 1;
+	} else {
+		for (size_t i = 0; i < no / 2; i++) { /* largest first */
+			uint64_t x = ord[i];
+			ord[i] = ord[no - 1 - i];
+			ord[no - 1 - i] = x;
+		}
+		while (take < no && have < need)
+			have += ord[take++] >> 32;
+		if (have < need)
+			return;
+	}
+	if (take == 0)
+		return;
+	at = (size_t)snprintf(buf, len, ", or evict");
+	for (size_t i = 0; i < take && i < 4 && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s job '%s' (%u devices)", i ? "," : "",
+		                       c->jobs[(uint32_t)ord[i]]->id, (unsigned)(ord[i] >> 32));
+	if (at < len)
+		snprintf(buf + at, len - at, "%s in %s", take > 4 ? " and more" : "", path);
+}
+
+/* A class could not be placed: say where its replacements must go (only a domain the job may
+ * use) and the cheapest alternatives. Keeps the code tp_pl_explain_failure() chose; an
+ * infeasible class keeps its message and gets the shrink alternative. */
+static void replace_explain(tp_placement *pl, struct pctx *p, const struct rstate *rs,
+                            const struct tp_rq *shape, const struct tp_rq_unit *ly, unsigned nly,
+                            const struct rclass *cl, uint32_t need, int code)
+{
+	const struct tp_topology *t = p->t;
+	const struct tp_cluster *c = rs->c;
+	uint32_t dom;
+	int al = class_home(p, rs, shape, ly, cl, &dom);
+	char path[256] = "the cluster", shrink[96], evict[320], head[TP_ERRMSG_LEN];
+	if (al >= 0)
+		tp_topology_domain_path(t, (unsigned)al, dom, path, sizeof path);
+	uint32_t asz = cl->a >= 0 ? ly[cl->a].size : rs->job->ndev;
+	uint32_t af = cl->a >= 0 ? cl->aunit * asz : 0;
+	shrink_text(pl, rs, ly, nly, af, af + asz, shrink, sizeof shrink);
+	if (code == TP_EINFEASIBLE) {
+		snprintf(head, sizeof head, "%s", pl->errmsg);
+		tp_seterr(pl->errmsg, code, "%s; the cheapest alternative: %s", head, shrink);
+		return;
+	}
+	uint32_t fr = al >= 0 ? c->free[al][dom] : c->nfree;
+	uint32_t sp = al >= 0 ? c->spare_devs[al][dom] : 0;
+	if (al < 0)
+		for (uint32_t d = 0; d < t->lv[0].ndom; d++)
+			sp += c->spare_devs[0][d];
+	evict_text(p, rs, al, dom, need, path, evict, sizeof evict);
+	pl->fit.level = al >= 0 ? al : 0;
+	pl->fit.best = fr + sp < need ? fr + sp : need;
+	tp_seterr(pl->errmsg, code,
+	          "%s: replace: the %u failed devices of job '%s' must be replaced inside %s (where "
+	          "its shape keeps them), which has %u free devices and %u spares, not enough in "
+	          "the shape they need; the cheapest alternatives: %s%s", code == TP_EBUSY ? "busy" : "fragmented", need,
+	          rs->job->id, path, fr, sp, shrink, evict);
+}
+
 /* Place each class in turn; the last one's context is kept for the result (*p, which then
  * points to *sub: the caller keeps it until the context is released). */
 static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate *rs,
                                  const struct tp_rq *shape, const struct tp_rq_unit *ly,
-                                 const struct rclass *cls, uint32_t ncls, const uint32_t *orig,
-                                 uint32_t nbad, struct tp_rq *sub)
+                                 unsigned nly, const struct rclass *cls, uint32_t ncls,
+                                 const uint32_t *orig, uint32_t nbad, struct tp_rq *sub)
 {
 	int rc = 0;
 	for (uint32_t i = 0; i < ncls && !rc; i++) {
 		uint32_t need;
 		int ideal_ok = -1;
 		int r = replace_class(p, rs, shape, ly, &cls[i], sub, &need, &ideal_ok);
-		if (r == 0)
+		if (r == 0) {
 			rc = tp_pl_explain_failure(pl, p, need, nbad, shape->required, ideal_ok);
+			if (rc == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED)
+				replace_explain(pl, p, rs, shape, ly, nly, &cls[i], need, rc);
+		}
 		else if (r < 0)
 			rc = r;
 		else if (i + 1 == ncls)
@@ -454,7 +641,7 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 {
 	const struct tp_job_impl *job = c->jobs[slot];
 	uint32_t n = job->ndev;
-	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL};
+	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL, 0};
 	struct tp_rq shape;
 	bool has_shape;
 	int shape_rc = replace_shape(pl, c, job, &shape, &has_shape), rc = 0;
@@ -484,7 +671,7 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 	nest_levels(ly, nly);
 	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
 	struct tp_rq sub;
-	rc = replace_place_classes(pl, &p, &rs, &shape, ly, cls, ncls, orig, nbad, &sub);
+	rc = replace_place_classes(pl, &p, &rs, &shape, ly, nly, cls, ncls, orig, nbad, &sub);
 	if (!rc) {
 		rc = replace_record(pl, &p, &rs, orig, nbad);
 		tp_pl_ctx_fini(&p);
@@ -507,6 +694,20 @@ out:
 	if (has_shape)
 		tp_rq_release(&pl->alloc, &shape);
 	return rc;
+}
+
+int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
+                               uint32_t *of)
+{
+	if (!p || !p->replace || !p->has_shrink)
+		return TP_EINVAL;
+	if (ranks)
+		*ranks = p->shrink_ranks;
+	if (units)
+		*units = p->shrink_units;
+	if (of)
+		*of = p->shrink_of;
+	return 0;
 }
 
 int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, size_t nfailed,

@@ -117,7 +117,8 @@ void tp_pl_go_ideal(struct pctx *p)
 	p->ideal = true;
 	p->ideal_plain = !p->filtered && !p->extra_down && !p->taken &&
 	                 p->self_slot == TP_NO_JOB && q->colocate_slot == TP_NO_JOB_SLOT &&
-	                 p->c->ndown == 0 && p->c->ncordoned == 0 && !(q->min_perf > 0);
+	                 p->c->ndown == 0 && p->c->ncordoned == 0 && p->c->nspare_nodes == 0 &&
+	                 !(q->min_perf > 0); /* spares, like cordons, are not there to take */
 	p->filtered = !p->ideal_plain;
 	p->root_kind = 0;
 	jl_free(&p->memo);

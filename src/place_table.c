@@ -40,7 +40,7 @@ static struct kid *kids_push(struct pctx *p, struct kid *ks, uint32_t *n, uint32
  * (capacity never exceeds free there, so keys below the amount can be skipped). */
 bool tp_pl_root_indexed(const struct pctx *p)
 {
-	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal;
+	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal && !p->spares;
 }
 
 /* The children of (l, d) (the top-level domains for l = -1) that can take at least kmin
@@ -85,7 +85,7 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 		}
 	} else {
 		for (uint32_t ch = first; ch < last; ch++) {
-			if (!p->ideal && c->free[cl][ch] < kmin)
+			if (!p->ideal && dom_free(p, (int)cl, ch) < kmin)
 				continue;
 			struct kid k = {ch, c->free[cl][ch], 0};
 			k.cap = tp_pl_capd(p, cl, ch);

@@ -68,8 +68,9 @@ static bool node_ok(struct pctx *p, uint32_t node)
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d)
 {
 	const struct tp_cluster *c = p->c;
-	if (c->dstate[d])
-		return false;
+	if (p->spares == TP_PL_SPARES_ONLY ? c->dstate[d] != TP_DS_SPARE
+	                                   : c->dstate[d] && !(p->spares && c->dstate[d] == TP_DS_SPARE))
+		return false; /* spares only for a replace that asks (a spare is never held) */
 	uint32_t j = c->dev_job[d];
 	if (j != TP_NO_JOB &&
 	    (!p->ideal || j == p->q->colocate_slot || j == p->self_slot))
@@ -81,6 +82,16 @@ bool tp_pl_dev_ok(const struct pctx *p, uint32_t d)
 	if (p->q->min_perf > 0 && !(p->t->dev_perf[d] >= p->q->min_perf))
 		return false;
 	return true;
+}
+
+uint32_t tp_pl_spare_free(const struct pctx *p, int l, uint32_t d)
+{
+	const struct tp_cluster *c = p->c;
+	uint32_t sp = l < 0 ? c->nspare_nodes ? UINT32_MAX : 0 : c->spare_devs[l][d];
+	if (p->spares == TP_PL_SPARES_ONLY)
+		return sp;
+	uint32_t f = l < 0 ? c->nfree : c->free[l][d];
+	return f > UINT32_MAX - sp ? UINT32_MAX : f + sp;
 }
 
 /* Usable devices of a node; their ids (index order) go to list when it is not NULL. */

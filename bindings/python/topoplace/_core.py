@@ -28,7 +28,8 @@ _NIC_KIND = {"unknown": lib.TP_NIC_UNKNOWN, "rdma": lib.TP_NIC_RDMA,
              "ethernet": lib.TP_NIC_ETHERNET}
 _NIC_KIND_NAME = {v: k for k, v in _NIC_KIND.items()}
 _DEVICE_STATE = {lib.TP_DEVICE_FREE: "free", lib.TP_DEVICE_HELD: "held",
-                 lib.TP_DEVICE_DOWN: "down", lib.TP_DEVICE_CORDONED: "cordoned"}
+                 lib.TP_DEVICE_DOWN: "down", lib.TP_DEVICE_CORDONED: "cordoned",
+                 lib.TP_DEVICE_SPARE: "spare"}
 _STATUS = {0: "ok", lib.TP_EINFEASIBLE: "infeasible", lib.TP_EBUSY: "busy",
            lib.TP_EFRAGMENTED: "fragmented"}
 #: ``TP_NONE``: "no such id" in the C API (the Python layer answers None instead).

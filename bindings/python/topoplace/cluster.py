@@ -184,6 +184,36 @@ class Cluster(_Owned):
         """A :class:`Savepoint` context manager."""
         return Savepoint(self, rollback)
 
+    # -- spares (tp_cluster_set_spares) ----------------------------------------------------
+    def set_spares(self, level, k):
+        """Keep ``k`` hot spare nodes in every domain of ``level`` (0 clears every mark): the
+        last healthy free nodes of each domain, kept up to date as nodes fail, are repaired
+        and free; placement never uses them, :meth:`replace` uses them first."""
+        check(lib.tp_cluster_set_spares(self._p, self._topo.level(level), k, 0), self)
+
+    def set_node_spare(self, node, spare=True):
+        """Mark a node (an id or a name) a spare, or clear its mark."""
+        check(lib.tp_cluster_set_node_spare(self._p, self._topo.node(node), 1 if spare else 0),
+              self)
+
+    def node_is_spare(self, node):
+        """Whether a node (an id or a name) is a spare."""
+        return bool(check(lib.tp_cluster_node_is_spare(self._p, self._topo.node(node)), None,
+                          "no node %r" % (node,)))
+
+    def spare_count(self, level=None, dom=None):
+        """Spare nodes in a domain (an id or a path), or in the cluster without arguments."""
+        if level is None:
+            return lib.tp_cluster_spares_total(self._p)
+        return lib.tp_cluster_spares(self._p, self._topo.level(level), self._dom(level, dom))
+
+    @property
+    def spare_policy(self):
+        """``(level, k)`` of the spare policy in force (k = 0: none)."""
+        level, k = ffi.new("unsigned *"), ffi.new("unsigned *")
+        check(lib.tp_cluster_spare_policy(self._p, level, k), self)
+        return level[0], k[0]
+
     # -- reading --------------------------------------------------------------------------
     def free_count(self, level, dom):
         """Number of free devices (healthy, not cordoned, held by no job) in a domain (an id
@@ -229,7 +259,8 @@ class Cluster(_Owned):
         return out[0]
 
     def device_state(self, dev):
-        """(state, job): state is "free", "held", "down" or "cordoned"; job the holder."""
+        """(state, job): state is "free", "held", "down", "cordoned" or "spare"; job the
+        holder."""
         job = ffi.new("char **")
         rc = lib.tp_cluster_device_state(self._p, self._topo.device(dev), job)
         check(rc, None, "no device %r" % (dev,))
