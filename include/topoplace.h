@@ -1357,6 +1357,36 @@ TP_API uint32_t tp_frag_down(const tp_frag *f);
  *  @return The count. @since 0.1.0 */
 TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
 
+/** @brief The most shapes tp_cluster_set_place_mix() takes. @since 0.4.0 */
+#define TP_PLACE_MIX_MAX 16
+
+/**
+ * @brief Set the job mix that placement protects (spec rule 3, refined). *Writing* on @p c.
+ *
+ * Among placements equal under rules 1 and 2 (fewest domains level by level, balance),
+ * tp_place() and tp_replace() prefer the one that least lowers the devices the mix could use
+ * at full locality, the figure of tp_frag_workload(): for each shape (d devices, level L,
+ * weight w) and each domain D of level L that the placement takes t devices from, the loss is
+ * w * d * (floor(f / d) - floor((f - t) / d)), f being D's free devices before. The losses are
+ * summed over the shapes and domains; best fit (the tightest domains, the highest level first)
+ * breaks the ties that remain. Weights are relative; they are scaled to integers summing to
+ * about 64 (each at least 1). The score reads only the free counts the cluster keeps, per
+ * domain used: no scan.
+ *
+ * @param c The cluster.
+ * @param mix The shapes (copied); NULL with @p nmix 0: the default mix, the one
+ *        tp_frag_report() uses (equal weights of 1 device and a whole node inside a node, half
+ *        and all of a domain of the lowest level above the node), which a new cluster has;
+ *        non-NULL with @p nmix 0: no mix (best fit alone, the rule of 0.3).
+ * @param nmix Number of shapes, at most ::TP_PLACE_MIX_MAX.
+ * @return 0, ::TP_EINVAL (NULL @p c, NULL @p mix with @p nmix > 0, more than
+ *         ::TP_PLACE_MIX_MAX shapes, a shape with no level, 0 devices or a weight that is not
+ *         finite and > 0), ::TP_ENOTFOUND (a level the topology lacks); on failure the mix is
+ *         unchanged and tp_cluster_errmsg() names the shape, the field and the value.
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */

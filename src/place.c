@@ -250,6 +250,25 @@ void tp_pl_ctx_fini(struct pctx *p)
 	tp_pl_ar_release(p, (struct amark){NULL, 0});
 }
 
+/* The mix's shapes by level, and the cost vector's layout (counts, the mix's loss when there
+ * is a mix, best fit). Shapes larger than every domain of their level can never lose. */
+static void set_mix(struct pctx *p)
+{
+	struct tp_place_shape sh[TP_PLACE_MIX_MAX];
+	unsigned n = tp_place_mix(p->c, sh);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned l = sh[i].level;
+		uint32_t md = p->t->lv[l].max_devices ? p->t->lv[l].max_devices : UINT32_MAX;
+		if (l >= p->nlev || sh[i].devices > md)
+			continue;
+		p->mix_dev[l][p->nmix[l]] = sh[i].devices;
+		p->mix_w[l][p->nmix[l]++] = sh[i].weight;
+		p->mix_on = true;
+	}
+	p->fb = p->nlev + (p->mix_on ? 1 : 0);
+	p->W = p->fb + p->nlev;
+}
+
 /* Set up a call for request q. self_slot: the job being repaired (TP_NO_JOB otherwise). */
 int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
                    uint32_t self_slot)
@@ -261,7 +280,7 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	p->a = &c->alloc;
 	p->nlev = c->t->nlevels;
 	p->nl = p->nlev - 1;
-	p->W = 2 * p->nlev;
+	set_mix(p);
 	p->self_slot = self_slot;
 	p->colevel = -1;
 	p->excl = q->exclusive;

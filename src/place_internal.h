@@ -12,7 +12,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define INF UINT32_MAX
-#define W_MAX (2 * TP_MAX_LEVELS)
+#define W_MAX (2 * TP_MAX_LEVELS + 1)
 #define S_MAX 64 /* spread minimums above this use the table with this many columns */
 
 /* ---- per-call scratch memory ---------------------------------------------------------------- */
@@ -49,6 +49,12 @@ struct pctx {
 	int err;                        /* first failure (TP_ENOMEM) */
 
 	unsigned nlev, nl, W;
+	unsigned fb;                    /* first best-fit component: nlev, or nlev + 1 after the
+	                                   mix-loss component (index nlev) when the mix is on */
+	bool mix_on;
+	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
+	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t u[TP_MAX_LEVELS];      /* devices per unit at each level */
 	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
 	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
@@ -199,14 +205,44 @@ static inline void c_copy(const struct pctx *p, uint32_t *dst, const uint32_t *a
 	memcpy(dst, a, p->W * sizeof *dst);
 }
 
-/* What using domain d of level l adds: one domain (none when the job already has devices
- * there) and its free devices. */
-static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t *v)
+/* What the mix loses when k of the f free devices of a level-l domain are taken: for each
+ * shape of that level, weight * devices * (whole jobs before - whole jobs after). */
+static inline uint32_t mix_loss(const struct pctx *p, int l, uint32_t f, uint32_t k)
+{
+	uint32_t loss = 0, after = k < f ? f - k : 0;
+	for (unsigned i = 0; i < p->nmix[l]; i++) {
+		uint32_t s = p->mix_dev[l][i];
+		loss += p->mix_w[l][i] * s * (f / s - after / s);
+	}
+	return loss;
+}
+
+/* What taking k devices from domain d of level l adds: one domain (none when the job already
+ * has devices there), the mix's loss and its free devices. */
+static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t k, uint32_t *v)
 {
 	if (l < 0)
 		return;
+	uint32_t f = dom_free(p, l, d);
 	v[l] += used_in(p, (unsigned)l, d) ? 0 : 1;
-	v[p->nlev + (unsigned)l] += dom_free(p, l, d);
+	if (p->mix_on)
+		v[p->nlev] += mix_loss(p, l, f, k);
+	v[p->fb + (unsigned)l] += f;
+}
+
+/* The least mix loss any placement of k devices can have below level l with b[x] domains at
+ * each level x > l: a level-x shape of s devices loses at least s * (floor(k / s) - b + 1)
+ * (each of the b parts loses less than one whole job to rounding). */
+static inline uint32_t mix_bound(const struct pctx *p, int l, uint32_t k, const uint32_t *v)
+{
+	uint32_t lb = 0;
+	for (unsigned x = (unsigned)(l + 1); x < p->nlev; x++)
+		for (unsigned i = 0; i < p->nmix[x]; i++) {
+			uint32_t s = p->mix_dev[x][i], w = k / s;
+			if (w + 1 > v[x])
+				lb += p->mix_w[x][i] * s * (w + 1 - v[x]);
+		}
+	return lb;
 }
 
 static inline uint32_t ul(const struct pctx *p, int l) { return p->u[l < 0 ? 0 : l]; }
@@ -245,7 +281,8 @@ static inline bool forced_single(const struct pctx *p, int l, uint32_t k)
 	return l + 1 <= p->single_to || (l + 1 <= (int)p->nl && p->u[l + 1] >= k);
 }
 
-/* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k. */
+/* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k, and
+ * the mix's loss its lower bound for those counts. */
 static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned col,
                                const uint32_t *v)
 {
@@ -257,7 +294,7 @@ static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned
 		if (v[x] != b)
 			return false;
 	}
-	return true;
+	return !p->mix_on || v[p->nlev] == mix_bound(p, l, k, v);
 }
 
 struct table {

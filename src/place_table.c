@@ -234,7 +234,7 @@ struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n)
 
 bool tp_pl_leaf_fast(const struct pctx *p, int l)
 {
-	return l == (int)p->nl - 1 && !p->have_used && p->sl != (int)p->nl &&
+	return !p->mix_on && l == (int)p->nl - 1 && !p->have_used && p->sl != (int)p->nl &&
 	       (l >= 0 || !p->scope[0]);
 }
 
@@ -262,7 +262,7 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 		uint32_t *e = tb_at(p, tb, j, col);
 		memset(e, 0, p->W * sizeof *e);
 		e[p->nl] = m;
-		e[p->nlev + p->nl] = (uint32_t)fs;
+		e[p->fb + p->nl] = (uint32_t)fs;
 	}
 	return 0;
 }
@@ -310,7 +310,7 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 
 bool tp_pl_linear_ok(const struct pctx *p, int l)
 {
-	return l == (int)p->nl - 2 && !p->have_used && p->sl < 0 && no_bounds(p);
+	return !p->mix_on && l == (int)p->nl - 2 && !p->have_used && p->sl < 0 && no_bounds(p);
 }
 
 static int kid_cap_cmp(const void *a, const void *b)
@@ -349,7 +349,7 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		memset(e, 0, p->W * sizeof *e);
 		e[cl] = m;
 		e[p->nl] = (uint32_t)(x / nd);
-		e[p->nlev + cl] = (uint32_t)fs;
+		e[p->fb + cl] = (uint32_t)fs;
 	}
 	return 0;
 }
@@ -397,7 +397,7 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 			if (l >= 0 && (uint64_t)j * p->u[l] < p->lb[l])
 				e[0] = INF;
 			else
-				add_self(p, l, d, e);
+				add_self(p, l, d, j * ul(p, l), e);
 		}
 	return 0;
 }
@@ -499,7 +499,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		if (k > tp_pl_capd(p, (unsigned)l, d) || k < p->lb[l])
 			return 0;
 		if (l == (int)p->nl) {
-			add_self(p, l, d, out);
+			add_self(p, l, d, k, out);
 			return 1;
 		}
 	}
@@ -511,7 +511,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		if (r < 0)
 			return r;
 		if (r) {
-			add_self(p, l, d, out);
+			add_self(p, l, d, k, out);
 			c_add(p, out, best);
 			return 1;
 		}
