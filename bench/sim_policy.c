@@ -313,6 +313,19 @@ static tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job
 	return r;
 }
 
+/* topoplace's set-up: the cluster keeps the library's default placement mix (rule 3 refined,
+ * tp_cluster_set_place_mix); TP_BENCH_PLACE_MIX=off turns the mix off (best fit alone, the
+ * rule of 0.3) for a side-by-side run. */
+static void *topoplace_create(struct sim_ctx *ctx)
+{
+	const char *m = getenv("TP_BENCH_PLACE_MIX");
+	if (m && !strcmp(m, "off")) {
+		static const tp_job_shape none[1];
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, none, 0), tp_cluster_errmsg(ctx->c));
+	}
+	return NULL;
+}
+
 static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                            uint32_t *devs)
 {
@@ -409,9 +422,9 @@ const struct sim_policy sim_policies[] = {
 	 sim_slurm_create, sim_slurm_block_place, sim_slurm_destroy, false},
 	{"slurm-tree-like", "Slurm topology/tree: lowest switch, best fit, best effort", true,
 	 sim_slurm_create, sim_slurm_tree_place, sim_slurm_destroy, false},
-	{"topoplace", "tp_place with the job's shape", true, no_state, topoplace_place, no_destroy,
-	 false},
-	{"topoplace-defrag", "tp_place + defrag planner", true, no_state, topoplace_place,
+	{"topoplace", "tp_place with the job's shape", true, topoplace_create, topoplace_place,
+	 no_destroy, false},
+	{"topoplace-defrag", "tp_place + defrag planner", true, topoplace_create, topoplace_place,
 	 no_destroy, true},
 	{"ideal", "full locality, perfect packing (upper bound)", false, no_state, NULL, no_destroy,
 	 false},

@@ -52,6 +52,9 @@ struct pctx {
 	unsigned fb;                    /* first best-fit component: nlev, or nlev + 1 after the
 	                                   mix-loss component (index nlev) when the mix is on */
 	bool mix_on;
+	uint32_t mb_k[TP_MAX_LEVELS + 1], mb_v[TP_MAX_LEVELS + 1]; /* tp_pl_mix_bound's last */
+	unsigned mb_col[TP_MAX_LEVELS + 1];                       /* answer per level, + 1 */
+	bool mb_set[TP_MAX_LEVELS + 1];
 	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
 	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
@@ -230,20 +233,6 @@ static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t k,
 	v[p->fb + (unsigned)l] += f;
 }
 
-/* The least mix loss any placement of k devices can have below level l with b[x] domains at
- * each level x > l: a level-x shape of s devices loses at least s * (floor(k / s) - b + 1)
- * (each of the b parts loses less than one whole job to rounding). */
-static inline uint32_t mix_bound(const struct pctx *p, int l, uint32_t k, const uint32_t *v)
-{
-	uint32_t lb = 0;
-	for (unsigned x = (unsigned)(l + 1); x < p->nlev; x++)
-		for (unsigned i = 0; i < p->nmix[x]; i++) {
-			uint32_t s = p->mix_dev[x][i], w = k / s;
-			if (w + 1 > v[x])
-				lb += p->mix_w[x][i] * s * (w + 1 - v[x]);
-		}
-	return lb;
-}
 
 static inline uint32_t ul(const struct pctx *p, int l) { return p->u[l < 0 ? 0 : l]; }
 
@@ -281,9 +270,8 @@ static inline bool forced_single(const struct pctx *p, int l, uint32_t k)
 	return l + 1 <= p->single_to || (l + 1 <= (int)p->nl && p->u[l + 1] >= k);
 }
 
-/* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k, and
- * the mix's loss its lower bound for those counts. */
-static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned col,
+/* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k. */
+static inline bool counts_meet(const struct pctx *p, int l, uint32_t k, unsigned col,
                                const uint32_t *v)
 {
 	for (unsigned x = (unsigned)(l + 1); x < p->nlev; x++) {
@@ -294,7 +282,18 @@ static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned
 		if (v[x] != b)
 			return false;
 	}
-	return !p->mix_on || v[p->nlev] == mix_bound(p, l, k, v);
+	return true;
+}
+
+uint32_t tp_pl_mix_bound(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *v);
+
+/* Whether the counts meet their lower bound and the mix's loss its lower bound for those
+ * counts: no other child can beat v. */
+static inline bool meets_bound(struct pctx *p, int l, uint32_t k, unsigned col,
+                               const uint32_t *v)
+{
+	return counts_meet(p, l, k, col, v) &&
+	       (!p->mix_on || v[p->nlev] == tp_pl_mix_bound(p, l, k, col, v));
 }
 
 struct table {

@@ -234,7 +234,7 @@ struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n)
 
 bool tp_pl_leaf_fast(const struct pctx *p, int l)
 {
-	return !p->mix_on && l == (int)p->nl - 1 && !p->have_used && p->sl != (int)p->nl &&
+	return l == (int)p->nl - 1 && !p->have_used && p->sl != (int)p->nl &&
 	       (l >= 0 || !p->scope[0]);
 }
 
@@ -246,13 +246,15 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
 	if (!ln)
 		return TP_ENOMEM;
-	uint32_t ratio = ul(p, l) / p->u[p->nl];
-	uint64_t acc = 0, fs = 0;
+	uint32_t ratio = ul(p, l) / p->u[p->nl], un = p->u[p->nl];
+	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the nodes taken whole */
 	uint32_t m = 0;
 	unsigned col = colq(p, l);
 	for (uint32_t j = 1; j <= tb->J; j++) {
 		uint64_t x = (uint64_t)j * ratio;
 		while (acc < x && m < n) {
+			if (m)
+				whole += mix_loss(p, (int)p->nl, ln[m - 1].free, ln[m - 1].v * un);
 			acc += ln[m].v;
 			fs += ln[m].free;
 			m++;
@@ -263,6 +265,10 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 		memset(e, 0, p->W * sizeof *e);
 		e[p->nl] = m;
 		e[p->fb + p->nl] = (uint32_t)fs;
+		if (p->mix_on) /* the last node takes what is left */
+			e[p->nlev] = (uint32_t)whole +
+			             mix_loss(p, (int)p->nl, ln[m - 1].free,
+			                      (uint32_t)(x - (acc - ln[m - 1].v)) * un);
 	}
 	return 0;
 }
@@ -310,7 +316,7 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 
 bool tp_pl_linear_ok(const struct pctx *p, int l)
 {
-	return !p->mix_on && l == (int)p->nl - 2 && !p->have_used && p->sl < 0 && no_bounds(p);
+	return l == (int)p->nl - 2 && !p->have_used && p->sl < 0 && no_bounds(p);
 }
 
 static int kid_cap_cmp(const void *a, const void *b)
@@ -334,11 +340,13 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		return p->err;
 	if (n > 1)
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
-	uint64_t acc = 0, fs = 0;
+	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the children taken whole */
 	uint32_t m = 0;
 	for (uint32_t j = 1; j <= tb->J; j++) {
 		uint64_t x = (uint64_t)j * ul(p, l);
 		while (acc < x && m < n) {
+			if (m)
+				whole += mix_loss(p, (int)cl, ks[m - 1].free, ks[m - 1].cap);
 			acc += ks[m].cap;
 			fs += ks[m].free;
 			m++;
@@ -350,6 +358,11 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		e[cl] = m;
 		e[p->nl] = (uint32_t)(x / nd);
 		e[p->fb + cl] = (uint32_t)fs;
+		if (p->mix_on) /* the last child takes what is left; nodes are taken whole */
+			e[p->nlev] = (uint32_t)whole +
+			             mix_loss(p, (int)cl, ks[m - 1].free,
+			                      (uint32_t)(x - (acc - ks[m - 1].cap))) +
+			             (uint32_t)(x / nd) * mix_loss(p, (int)p->nl, nd, nd);
 	}
 	return 0;
 }
@@ -402,6 +415,83 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 	return 0;
 }
 
+/* ---- the least mix loss, for the single-child search's stop ------------------------------- */
+
+/* The least loss of the level-x shapes for one domain taking t devices, whatever it holds
+ * free: s * floor(t / s) per shape (reached when the free count's remainder is large). */
+static uint32_t mix_floor(const struct pctx *p, unsigned x, uint32_t t)
+{
+	uint32_t h = 0;
+	for (unsigned i = 0; i < p->nmix[x]; i++)
+		h += p->mix_w[x][i] * p->mix_dev[x][i] * (t / p->mix_dev[x][i]);
+	return h;
+}
+
+/* The least loss at level x of k devices over exactly b domains, each holding a multiple of
+ * u[x] up to the level's size and cap: a knapsack over the parts when small, else the bound
+ * s * (floor(k / s) - b + 1) per shape (each part loses less than one job to rounding). */
+static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t b)
+{
+	if (!p->nmix[x] || !b)
+		return 0;
+	uint32_t ux = p->u[x], K = k / ux;
+	uint32_t md = p->t->lv[x].max_devices ? p->t->lv[x].max_devices : k;
+	if (p->capdev[x] != TP_RQ_NOCAP)
+		md = min32(md, p->capdev[x]);
+	uint32_t M = min32(md / ux, K);
+	if (b == 1)
+		return mix_floor(p, x, k);
+	if (M && (uint64_t)b * K * M <= 65536) {
+		struct amark m = tp_pl_ar_mark(p);
+		uint32_t *a = tp_pl_ar_alloc(p, 2 * ((size_t)K + 1) * sizeof *a);
+		if (a) {
+			uint32_t *cur = a, *nxt = a + K + 1;
+			for (uint32_t j = 0; j <= K; j++)
+				cur[j] = j ? INF : 0;
+			for (uint32_t part = 0; part < b; part++) {
+				for (uint32_t j = 0; j <= K; j++) {
+					nxt[j] = INF;
+					for (uint32_t t = 1; t <= M && t <= j; t++)
+						if (cur[j - t] != INF)
+							nxt[j] = min32(nxt[j], cur[j - t] + mix_floor(p, x, t * ux));
+				}
+				uint32_t *sw = cur;
+				cur = nxt;
+				nxt = sw;
+			}
+			uint32_t r = cur[K] == INF ? 0 : cur[K];
+			tp_pl_ar_release(p, m);
+			return r;
+		}
+		p->err = 0; /* the coarse bound below needs no memory */
+		tp_pl_ar_release(p, m);
+	}
+	uint32_t lb = 0;
+	for (unsigned i = 0; i < p->nmix[x]; i++) {
+		uint32_t s = p->mix_dev[x][i], w = k / s;
+		if (w + 1 > b)
+			lb += p->mix_w[x][i] * s * (w + 1 - b);
+	}
+	return lb;
+}
+
+/* The least mix loss of any placement of k devices below level l (levels l+1 .. node) with
+ * the domain counts v; the last answer per level is kept (the search asks it repeatedly). */
+uint32_t tp_pl_mix_bound(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *v)
+{
+	unsigned at = (unsigned)(l + 1);
+	if (p->mb_set[at] && p->mb_k[at] == k && p->mb_col[at] == col)
+		return p->mb_v[at];
+	uint32_t lb = 0;
+	for (unsigned x = at; x < p->nlev; x++)
+		lb += mix_level_bound(p, x, k, v[x]);
+	p->mb_set[at] = true;
+	p->mb_k[at] = k;
+	p->mb_col[at] = col;
+	p->mb_v[at] = lb;
+	return lb;
+}
+
 /* ---- point queries: f_D(k) ------------------------------------------------------------------ */
 
 
@@ -441,6 +531,24 @@ int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned co
 	return r;
 }
 
+/* Whether a child of level l + 1 with f free devices cannot beat best, which meets the count
+ * bound: its own loss plus the least loss below it exceeds best's, or equals it with more free
+ * devices (best fit). Candidates come tightest first, so this prunes without evaluating. */
+/* Children evaluated past the first that meets the count bound, when the mix's bound is not
+ * met (place.c: the mix's look-ahead). */
+#define MIX_LOOKAHEAD 8
+
+static bool cannot_beat(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *best,
+                        uint32_t f)
+{
+	if (!p->mix_on || p->have_used || !counts_meet(p, l, k, col, best))
+		return false;
+	uint32_t lb = mix_loss(p, l + 1, f, k) +
+	              tp_pl_mix_bound(p, l + 1, k, tp_pl_child_col(p, l, col), best);
+	uint32_t bm = best[p->nlev];
+	return lb > bm || (lb == bm && f > best[p->fb + (unsigned)(l + 1)]);
+}
+
 static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                             uint32_t *best, uint32_t *kid)
 {
@@ -449,10 +557,15 @@ static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsig
 		JError_t je;
 		Word_t key = (Word_t)k << 32;
 		int found = 0;
+		unsigned more = 0;
 		uint32_t tmp[W_MAX];
 		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1 && !p->err;
 		     r = Judy1Next(p->c->index[0], &key, &je)) {
 			uint32_t dom = (uint32_t)(key & 0xffffffffu);
+			if (found && cannot_beat(p, l, k, col, best, (uint32_t)(key >> 32)))
+				continue;
+			if (found && counts_meet(p, l, k, col, best) && more++ >= MIX_LOOKAHEAD)
+				break;
 			int e = tp_pl_eval(p, 0, dom, k, tp_pl_child_col(p, l, col), tmp);
 			if (e < 0)
 				return e;
@@ -471,8 +584,13 @@ static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsig
 	uint32_t n;
 	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
 	int found = 0;
+	unsigned more = 0;
 	uint32_t tmp[W_MAX];
 	for (uint32_t i = 0; i < n && !p->err; i++) {
+		if (found && cannot_beat(p, l, k, col, best, ks[i].free))
+			continue;
+		if (found && counts_meet(p, l, k, col, best) && more++ >= MIX_LOOKAHEAD)
+			break;
 		int r = tp_pl_eval(p, l + 1, ks[i].dom, k, tp_pl_child_col(p, l, col), tmp);
 		if (r < 0) {
 			found = r;
