@@ -768,17 +768,28 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes: 2 since 0.2.0 (`gpu_nic_pairs`).
- *  The library also reads version 1 requests (every field before `gpu_nic_pairs`; the missing
- *  fields take their defaults), so callers built against an older header keep working. */
-#define TP_REQUEST_VERSION 2
+/** @brief Version of ::tp_request this header describes: 3 since 0.4.0 (`comm`), 2 since
+ *  0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 and 2 (the fields that version
+ *  has; the missing fields take their defaults), so callers built against an older header keep
+ *  working. */
+#define TP_REQUEST_VERSION 3
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
  * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
  *
- * `version` must be 1 or 2 (::TP_REQUEST_VERSION); the library reads only the fields that
+ * `version` must be 1 to 3 (::TP_REQUEST_VERSION); the library reads only the fields that
  * version has.
+ *
+ * **How the job communicates** (`comm`, version 3): a ::tp_step_model whose degrees multiply
+ * to `count` (tp_cost_step_us() checks the same). Spec rule 4, refined: among candidate domains
+ * that tie on every earlier rule (rule 1, rule 2, the placement mix, best fit), the one where
+ * the whole job's modelled step time (tp_cost_step_us(): ring tensor all-reduces, the better of
+ * ring and hierarchical data-parallel all-reduce, pipeline transfers, expert all-to-all) is the
+ * least wins, so bandwidths (node types' NVLink figures, level fabrics) decide where the hard
+ * rules leave room. NULL (the default, and what a request of version 1 or 2 has): no step
+ * model; ties go to the lowest index as before. The model is copied with the request when a job
+ * records it (tp_commit()).
  *
  * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
  * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
@@ -831,12 +842,14 @@ typedef struct tp_request {
 	size_t nselect_nodes;        /**< number of names in select_nodes */
 	int gpu_nic_pairs;           /**< 1: every device a GPU paired with its own nearest NIC
 	                                  (see above); 0: no pairing. @since 0.2.0 (version 2) */
+	const struct tp_step_model *comm; /**< how the job communicates (see above), or NULL.
+	                                       @since 0.4.0 (version 3) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
-	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0}
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL}
 
 /** @brief Version of ::tp_job_options this header describes. */
 #define TP_JOB_OPTIONS_VERSION 1

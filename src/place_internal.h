@@ -370,6 +370,11 @@ int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned co
                       uint32_t *best, uint32_t *kid);
 int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint32_t *out);
 
+/* place_step.c: rule 4, the modelled step time on ties */
+
+bool tp_pl_step_on(const struct pctx *p, uint32_t k);
+double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
+
 /* place_dual.c: the top-level dual */
 
 bool tp_pl_dual_ok(const struct pctx *p);

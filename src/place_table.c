@@ -549,63 +549,92 @@ static bool cannot_beat(struct pctx *p, int l, uint32_t k, unsigned col, const u
 	return lb > bm || (lb == bm && f > best[p->fb + (unsigned)(l + 1)]);
 }
 
+/* Ties examined per search once the best meets its bounds (rule 4: each costs two emissions
+ * and a step time). */
+#define STEP_TIES 4
+
+/* The single-child search's state: what it has found, how far past the bounds it looks. */
+struct walk {
+	int found;
+	unsigned more, ties;
+	bool ties_only;   /* the best meets every bound: only equal candidates remain of interest */
+	double best_step; /* the best's modelled step, < 0: not computed yet */
+};
+
+/* Offer child dom (f free devices) of (l, d) to the search: 1 to stop the walk, 0 to go on,
+ * or an error. */
+static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
+                      uint32_t dom, uint32_t f, uint32_t *best, uint32_t *kid)
+{
+	unsigned cc = tp_pl_child_col(p, l, col);
+	if (w->ties_only && (f > best[p->fb + (unsigned)(l + 1)] || w->ties >= STEP_TIES))
+		return 1;
+	if (w->found && !w->ties_only) {
+		if (cannot_beat(p, l, k, col, best, f))
+			return 0;
+		if (counts_meet(p, l, k, col, best) && w->more++ >= MIX_LOOKAHEAD)
+			return 1;
+	}
+	uint32_t tmp[W_MAX];
+	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	if (e <= 0)
+		return e;
+	int cmp = w->found ? c_cmp(p, tmp, best) : -1;
+	if (cmp < 0) {
+		c_copy(p, best, tmp);
+		*kid = dom;
+		w->found = 1;
+		w->best_step = -1;
+		if (meets_bound(p, l, k, col, best)) {
+			if (!tp_pl_step_on(p, k))
+				return 1;
+			w->ties_only = true;
+		}
+	} else if (cmp == 0 && tp_pl_step_on(p, k)) {
+		w->ties++;
+		if (w->best_step < 0)
+			w->best_step = tp_pl_step_of(p, l + 1, *kid, k, cc);
+		double s = tp_pl_step_of(p, l + 1, dom, k, cc);
+		if (p->err)
+			return p->err;
+		if (s >= 0 && w->best_step >= 0 && s < w->best_step) {
+			*kid = dom;
+			w->best_step = s;
+		}
+	}
+	return 0;
+}
+
 static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                             uint32_t *best, uint32_t *kid)
 {
+	struct walk w = {0, 0, 0, false, -1};
 	if (l < 0 && tp_pl_root_indexed(p)) {
 		/* walk the index lazily: the search usually stops at the first few domains */
 		JError_t je;
 		Word_t key = (Word_t)k << 32;
-		int found = 0;
-		unsigned more = 0;
-		uint32_t tmp[W_MAX];
 		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1 && !p->err;
 		     r = Judy1Next(p->c->index[0], &key, &je)) {
-			uint32_t dom = (uint32_t)(key & 0xffffffffu);
-			if (found && cannot_beat(p, l, k, col, best, (uint32_t)(key >> 32)))
-				continue;
-			if (found && counts_meet(p, l, k, col, best) && more++ >= MIX_LOOKAHEAD)
-				break;
-			int e = tp_pl_eval(p, 0, dom, k, tp_pl_child_col(p, l, col), tmp);
+			int e = walk_offer(p, &w, l, k, col, (uint32_t)(key & 0xffffffffu),
+			                   (uint32_t)(key >> 32), best, kid);
 			if (e < 0)
 				return e;
-			if (e && (!found || c_cmp(p, tmp, best) < 0)) {
-				c_copy(p, best, tmp);
-				*kid = dom;
-				found = 1;
-				if (meets_bound(p, l, k, col, best))
-					break;
-			}
+			if (e)
+				break;
 		}
-		return p->err ? p->err : found;
+		return p->err ? p->err : w.found;
 	}
 
 	struct amark m = tp_pl_ar_mark(p);
 	uint32_t n;
 	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
-	int found = 0;
-	unsigned more = 0;
-	uint32_t tmp[W_MAX];
-	for (uint32_t i = 0; i < n && !p->err; i++) {
-		if (found && cannot_beat(p, l, k, col, best, ks[i].free))
-			continue;
-		if (found && counts_meet(p, l, k, col, best) && more++ >= MIX_LOOKAHEAD)
-			break;
-		int r = tp_pl_eval(p, l + 1, ks[i].dom, k, tp_pl_child_col(p, l, col), tmp);
-		if (r < 0) {
-			found = r;
-			break;
-		}
-		if (r && (!found || c_cmp(p, tmp, best) < 0)) {
-			c_copy(p, best, tmp);
-			*kid = ks[i].dom;
-			found = 1;
-			if (meets_bound(p, l, k, col, best))
-				break;
-		}
-	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !p->err && !rc; i++)
+		rc = walk_offer(p, &w, l, k, col, ks[i].dom, ks[i].free, best, kid);
 	tp_pl_ar_release(p, m);
-	return p->err ? p->err : found;
+	if (rc < 0)
+		return rc;
+	return p->err ? p->err : w.found;
 }
 
 /* f_D(k) for domain d of level l (the root for l = -1) at spread column col (colq(l) for
