@@ -51,6 +51,15 @@
  * domain) none of these limits binds and the test mix_loss_is_least_among_rule12_optima checks
  * the loss is the least among the rule-1/2 optima.
  *
+ * Rule 4 refined (request.comm, place_step.c). The modelled step time of the whole job
+ * (tp_cost_step_us over the devices emission would give) is not additive, so it is no part of
+ * the vector: in the single-child search, once the best candidate meets its bounds, the
+ * children that tie with it on the whole vector (the same free count first: they come
+ * tightest first) are compared by the step time of the job placed inside them, at most
+ * STEP_TIES (4) per search, and the fastest wins; a tie found earlier is compared the same way.
+ * It applies only where one child holds the whole job (never inside a knapsack) and never
+ * overrides an earlier rule. Without comm nothing changes (the lowest index wins a tie).
+ *
  * Rule 2 (balanced) is not additive (a minimum), so it is handled as constraints: with the
  * rule-1 optimum c* known, for each level from the top where c* uses >= 2 domains, a binary
  * search finds the largest lower bound T such that a placement with every used domain of that
