@@ -315,11 +315,13 @@ static tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job
 
 /*
  * topoplace's set-up and the placement mix it gives the library (rule 3 refined,
- * tp_cluster_set_place_mix). TP_BENCH_PLACE_MIX picks it: "default" (the library's default
- * mix, which a new cluster has), "off" (no mix: best fit alone, the rule of 0.3) or "learn"
- * (the sizes of the requests seen so far, weighted by their GPUs, each inside the smallest
- * level that holds it: node, NVLink domain, top-level domain; the 16 heaviest, updated every
- * 32 requests). Unset: learn.
+ * tp_cluster_set_place_mix). TP_BENCH_PLACE_MIX picks it: "off" (no mix: best fit alone, the
+ * rule of 0.3 and what a new cluster has; also when unset), "default" (tp_frag_report's default
+ * mix: 1 GPU and a node inside a node, half and all of an NVLink rack), "node" (1 GPU and a
+ * whole node inside a node, equal weights: FGD's node-level view) or "learn" (the sizes of the
+ * requests seen so far, weighted by their GPUs, each inside the smallest level that holds it:
+ * node, NVLink domain, top-level domain; the 16 heaviest, updated every 32 requests). On the
+ * quick grid "default" and "learn" measured worse on average than "off" (docs/benchmarks.md).
  */
 #define LEARN_SIZES 64
 
@@ -334,14 +336,18 @@ struct tp_learn {
 static void *topoplace_create(struct sim_ctx *ctx)
 {
 	const char *m = getenv("TP_BENCH_PLACE_MIX");
-	if (m && !strcmp(m, "off")) {
-		static const tp_job_shape none[1];
-		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, none, 0), tp_cluster_errmsg(ctx->c));
+	if (m && !strcmp(m, "default"))
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, NULL, 0), tp_cluster_errmsg(ctx->c));
+	if (m && !strcmp(m, "node")) {
+		const tp_job_shape node[2] = {{1, ctx->f->level_name[ctx->f->node_level], 1.0},
+		                              {ctx->f->node_gpus,
+		                               ctx->f->level_name[ctx->f->node_level], 1.0}};
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, node, 2), tp_cluster_errmsg(ctx->c));
 	}
 	struct tp_learn *L = calloc(1, sizeof *L);
 	if (!L)
 		bench_die("out of memory");
-	L->on = !m || !strcmp(m, "learn");
+	L->on = m && !strcmp(m, "learn");
 	return L;
 }
 

@@ -1387,10 +1387,14 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  * domain used: no scan.
  *
  * @param c The cluster.
- * @param mix The shapes (copied); NULL with @p nmix 0: the default mix, the one
- *        tp_frag_report() uses (equal weights of 1 device and a whole node inside a node, half
- *        and all of a domain of the lowest level above the node), which a new cluster has;
- *        non-NULL with @p nmix 0: no mix (best fit alone, the rule of 0.3).
+ * A new cluster has no mix (best fit alone, the rule of 0.3): on the simulator's comparison
+ * grid the default mix below measured worse than best fit (docs/benchmarks.md), so the mix is
+ * the caller's choice, best its own job mix.
+ *
+ * @param mix The shapes (copied); NULL with @p nmix 0: the mix tp_frag_report() uses by
+ *        default (equal weights of 1 device and a whole node inside a node, half and all of a
+ *        domain of the lowest level above the node); non-NULL with @p nmix 0: no mix (best fit
+ *        alone, as a new cluster has).
  * @param nmix Number of shapes, at most ::TP_PLACE_MIX_MAX.
  * @return 0, ::TP_EINVAL (NULL @p c, NULL @p mix with @p nmix > 0, more than
  *         ::TP_PLACE_MIX_MAX shapes, a shape with no level, 0 devices or a weight that is not

@@ -163,8 +163,8 @@ struct tp_cluster {
 	                            * applied here (defrag_plan.c), and its next step; on the
 	                            * cluster so that a plan stays read-only while applied */
 	size_t plan_next;
-	/* the job mix placement protects (tp_cluster_set_place_mix, frag.c): 0 the default mix,
-	 * 1 the caller's pmix[0 .. npmix), 2 none (best fit alone) */
+	/* the job mix placement protects (tp_cluster_set_place_mix, frag.c): 0 none (best fit
+	 * alone; a new cluster), 1 the caller's pmix[0 .. npmix), 2 tp_frag_report's default mix */
 	int pmix_mode;
 	unsigned npmix;
 	struct tp_place_shape pmix[TP_PLACE_MIX_MAX];

@@ -197,7 +197,7 @@ static unsigned scale_weights(const struct shape *sh, size_t n, struct tp_place_
 
 unsigned tp_place_mix(const struct tp_cluster *c, struct tp_place_shape *out)
 {
-	if (c->pmix_mode == 2)
+	if (c->pmix_mode == 0)
 		return 0;
 	if (c->pmix_mode == 1) {
 		memcpy(out, c->pmix, c->npmix * sizeof *out);
@@ -232,10 +232,10 @@ static int set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix)
 		sh[i] = (struct shape){mix[i].devices, (unsigned)l, mix[i].weight};
 	}
 	if (!mix) {
-		c->pmix_mode = 0;
+		c->pmix_mode = 2;
 		c->npmix = 0;
 	} else if (!nmix) {
-		c->pmix_mode = 2;
+		c->pmix_mode = 0;
 		c->npmix = 0;
 	} else {
 		c->pmix_mode = 1;

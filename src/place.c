@@ -20,8 +20,8 @@
  *      free devices of the used domains summed at level 0, ..., at the node level)
  * compared lexicographically. The first part is rule 1 (fewest domains level by level from the
  * top). The second is rule 3 as this solver refines it: the job mix the cluster protects
- * (tp_cluster_set_place_mix: shapes of d devices inside one domain of a level L, weight w; by
- * default the mix of tp_frag_report) loses, for each used domain D of level L that the
+ * (tp_cluster_set_place_mix: shapes of d devices inside one domain of a level L, weight w; a
+ * new cluster has none, so the vector is then rule 1 and best fit as in 0.3) loses, for each used domain D of level L that the
  * placement takes t of its f free devices from, w * d * (floor(f / d) - floor((f - t) / d))
  * summed over D's shapes: the whole jobs of the mix that D could still start. This is the
  * workload figure of tp_frag_report made incremental, and FGD's idea (Weng et al., USENIX ATC

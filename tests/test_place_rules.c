@@ -39,14 +39,17 @@ static unsigned rack_of_node_job(tp_cluster *c)
 	return rack;
 }
 
-Test(place_rules, default_mix_keeps_a_half_rack_that_best_fit_breaks)
+Test(place_rules, frag_report_mix_keeps_a_half_rack_that_best_fit_breaks)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
 	two_racks(&t, &c);
-	/* Best fit takes the tighter rack 0 (37 -> 33: no 36-GPU job fits there any more); the
-	 * default mix (1, 4, 36, 72 GPUs) takes rack 1 (40 -> 36: still one). */
+	/* A new cluster has no mix: best fit takes the tighter rack 0 (37 -> 33: no 36-GPU job
+	 * fits there any more); the default mix (1, 4, 36, 72 GPUs) takes rack 1 (40 -> 36: still
+	 * one). */
+	cr_assert_eq(rack_of_node_job(c), 0);
+	cr_assert_eq(tp_cluster_set_place_mix(c, NULL, 0), 0);
 	cr_assert_eq(rack_of_node_job(c), 1);
 	static const tp_job_shape none[1];
 	cr_assert_eq(tp_cluster_set_place_mix(c, none, 0), 0);
@@ -58,7 +61,7 @@ Test(place_rules, default_mix_keeps_a_half_rack_that_best_fit_breaks)
 	tp_job_shape half = {36, "rack", 2.0};
 	cr_assert_eq(tp_cluster_set_place_mix(c, &half, 1), 0);
 	cr_assert_eq(rack_of_node_job(c), 1);
-	cr_assert_eq(tp_cluster_set_place_mix(c, NULL, 0), 0); /* back to the default */
+	cr_assert_eq(tp_cluster_set_place_mix(c, NULL, 0), 0); /* the frag report's mix again */
 	cr_assert_eq(rack_of_node_job(c), 1);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
