@@ -1388,7 +1388,7 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  *
  * @param c The cluster.
  * A new cluster has no mix (best fit alone, the rule of 0.3): on the simulator's comparison
- * grid the default mix below measured worse than best fit (docs/benchmarks.md), so the mix is
+ * grid the default mix below measured worse than best fit (docs/concepts.md, "The placement mix"), so the mix is
  * the caller's choice, best its own job mix.
  *
  * @param mix The shapes (copied); NULL with @p nmix 0: the mix tp_frag_report() uses by
