@@ -1386,11 +1386,11 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  * about 64 (each at least 1). The score reads only the free counts the cluster keeps, per
  * domain used: no scan.
  *
- * @param c The cluster.
  * A new cluster has no mix (best fit alone, the rule of 0.3): on the simulator's comparison
- * grid the default mix below measured worse than best fit (docs/concepts.md, "The placement mix"), so the mix is
- * the caller's choice, best its own job mix.
+ * grid the default mix below measured worse than best fit (docs/concepts.md, "The placement
+ * mix"), so the mix is the caller's choice, best its own job mix.
  *
+ * @param c The cluster.
  * @param mix The shapes (copied); NULL with @p nmix 0: the mix tp_frag_report() uses by
  *        default (equal weights of 1 device and a whole node inside a node, half and all of a
  *        domain of the lowest level above the node); non-NULL with @p nmix 0: no mix (best fit
