@@ -49,6 +49,7 @@ struct place_opts {
 	long baseline_requests;
 	double occupancy;
 	const char *json;
+	bool mix_on; /* --mix on: tp_cluster_set_place_mix(c, NULL, 0), the frag report's mix */
 };
 
 /* Per template: timings and outcomes of both sides. */
@@ -77,8 +78,11 @@ static void place_usage(FILE *f)
 	fprintf(f,
 	        "usage: tp-bench place [--sizes 10000,100000,1000000] [--seed N] [--requests N]\n"
 	        "                      [--baseline-requests N] [--occupancy 0.7] [--json FILE]\n"
+	        "                      [--mix on|off]\n"
 	        "  p50/p99 of tp_place over a request mix on NVL72 fleets at ~70%% occupancy, and\n"
-	        "  of a Kueue-like baseline that recounts every node per request.\n");
+	        "  of a Kueue-like baseline that recounts every node per request. --mix on: the\n"
+	        "  cluster protects tp_frag_report's default job mix (tp_cluster_set_place_mix\n"
+	        "  with NULL); off (default): no mix, best fit alone, as a new cluster has.\n");
 }
 
 /* The tp_request of a template. `slice` must outlive the request. */
@@ -239,6 +243,8 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	tp_cluster *c;
 	BENCH_CHECK(tp_topology_generate_nvl72(&t, res->blocks, res->rpb, NULL), "generate");
 	BENCH_CHECK(tp_cluster_create(&c, t, NULL), "cluster create");
+	if (o->mix_on)
+		BENCH_CHECK(tp_cluster_set_place_mix(c, NULL, 0), tp_cluster_errmsg(c));
 	struct kq *kq = kq_create(t);
 	if (!kq)
 		bench_die("out of memory");
@@ -454,6 +460,7 @@ int bench_place_main(int argc, char **argv)
 		{"baseline-requests", required_argument, NULL, 'b'},
 		{"occupancy", required_argument, NULL, 'o'},
 		{"json", required_argument, NULL, 'j'},
+		{"mix", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int ch;
@@ -469,6 +476,11 @@ int bench_place_main(int argc, char **argv)
 		case 'b': o.baseline_requests = strtol(optarg, NULL, 0); break;
 		case 'o': o.occupancy = bench_arg_num("--occupancy", optarg); break;
 		case 'j': o.json = optarg; break;
+		case 'm':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				bench_die("--mix: expected on or off, not '%s'", optarg);
+			o.mix_on = !strcmp(optarg, "on");
+			break;
 		case 'h': place_usage(stdout); return 0;
 		default: place_usage(stderr); return 2;
 		}

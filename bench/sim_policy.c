@@ -313,10 +313,95 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
 	return r;
 }
 
+/*
+ * topoplace's set-up and the placement mix it gives the library (rule 3 refined,
+ * tp_cluster_set_place_mix). TP_BENCH_PLACE_MIX picks it: "off" (no mix: best fit alone, the
+ * rule of 0.3 and what a new cluster has; also when unset), "default" (tp_frag_report's default
+ * mix: 1 GPU and a node inside a node, half and all of an NVLink rack), "node" (1 GPU and a
+ * whole node inside a node, equal weights: FGD's node-level view) or "learn" (the sizes of the
+ * requests seen so far, weighted by their GPUs, each inside the smallest level that holds it:
+ * node, NVLink domain, top-level domain; the 16 heaviest, updated every 32 requests). On the
+ * quick grid "default" and "learn" measured worse on average than "off" (docs/benchmarks.md).
+ */
+#define LEARN_SIZES 64
+
+struct tp_learn {
+	bool on;
+	uint32_t seen;
+	unsigned n;
+	uint32_t size[LEARN_SIZES];
+	double gpus[LEARN_SIZES];
+};
+
+static void *topoplace_create(struct sim_ctx *ctx)
+{
+	const char *m = getenv("TP_BENCH_PLACE_MIX");
+	if (m && !strcmp(m, "default"))
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, NULL, 0), tp_cluster_errmsg(ctx->c));
+	if (m && !strcmp(m, "node")) {
+		const tp_job_shape node[2] = {{1, ctx->f->level_name[ctx->f->node_level], 1.0},
+		                              {ctx->f->node_gpus,
+		                               ctx->f->level_name[ctx->f->node_level], 1.0}};
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, node, 2), tp_cluster_errmsg(ctx->c));
+	}
+	struct tp_learn *L = calloc(1, sizeof *L);
+	if (!L)
+		bench_die("out of memory");
+	L->on = m && !strcmp(m, "learn");
+	return L;
+}
+
+static void topoplace_destroy(void *st) { free(st); }
+
+static int cmp_learn(const void *a, const void *b)
+{
+	const double *x = a, *y = b;
+	return (*x < *y) - (*x > *y);
+}
+
+/* Count job j's size; every 32 requests, hand the heaviest sizes to the library. */
+static void learn_mix(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j)
+{
+	const struct sim_fleet *f = ctx->f;
+	unsigned i = 0;
+	while (i < L->n && L->size[i] != j->gpus)
+		i++;
+	if (i == L->n && L->n < LEARN_SIZES) {
+		L->size[L->n] = j->gpus;
+		L->gpus[L->n++] = 0;
+	}
+	if (i < L->n)
+		L->gpus[i] += j->gpus;
+	if (++L->seen % 32)
+		return;
+	struct {
+		double w;
+		uint32_t size;
+	} order[LEARN_SIZES];
+	for (unsigned k = 0; k < L->n; k++) {
+		order[k].w = L->gpus[k];
+		order[k].size = L->size[k];
+	}
+	qsort(order, L->n, sizeof order[0], cmp_learn);
+	tp_job_shape mix[TP_PLACE_MIX_MAX];
+	size_t nm = 0;
+	for (unsigned k = 0; k < L->n && nm < TP_PLACE_MIX_MAX; k++) {
+		uint32_t n = order[k].size;
+		int lv = n <= f->node_gpus ? (int)f->node_level
+		         : n <= f->nv_gpus ? (int)f->nv_level : n <= f->top_gpus ? 0 : -1;
+		if (lv >= 0)
+			mix[nm++] = (tp_job_shape){n, f->level_name[lv], order[k].w};
+	}
+	if (nm)
+		BENCH_CHECK(tp_cluster_set_place_mix(ctx->c, mix, nm), tp_cluster_errmsg(ctx->c));
+}
+
 static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                            uint32_t *devs)
 {
-	(void)st;
+	struct tp_learn *L = st;
+	if (L->on)
+		learn_mix(L, ctx, j);
 	char id[24];
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
@@ -409,10 +494,10 @@ const struct sim_policy sim_policies[] = {
 	 sim_slurm_create, sim_slurm_block_place, sim_slurm_destroy, false},
 	{"slurm-tree-like", "Slurm topology/tree: lowest switch, best fit, best effort", true,
 	 sim_slurm_create, sim_slurm_tree_place, sim_slurm_destroy, false},
-	{"topoplace", "tp_place with the job's shape", true, no_state, topoplace_place, no_destroy,
-	 false},
-	{"topoplace-defrag", "tp_place + defrag planner", true, no_state, topoplace_place,
-	 no_destroy, true},
+	{"topoplace", "tp_place with the job's shape", true, topoplace_create, topoplace_place,
+	 topoplace_destroy, false},
+	{"topoplace-defrag", "tp_place + defrag planner", true, topoplace_create, topoplace_place,
+	 topoplace_destroy, true},
 	{"ideal", "full locality, perfect packing (upper bound)", false, no_state, NULL, no_destroy,
 	 false},
 };

@@ -843,17 +843,28 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes: 2 since 0.2.0 (`gpu_nic_pairs`).
- *  The library also reads version 1 requests (every field before `gpu_nic_pairs`; the missing
- *  fields take their defaults), so callers built against an older header keep working. */
-#define TP_REQUEST_VERSION 2
+/** @brief Version of ::tp_request this header describes: 3 since 0.4.0 (`comm`), 2 since
+ *  0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 and 2 (the fields that version
+ *  has; the missing fields take their defaults), so callers built against an older header keep
+ *  working. */
+#define TP_REQUEST_VERSION 3
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
  * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
  *
- * `version` must be 1 or 2 (::TP_REQUEST_VERSION); the library reads only the fields that
+ * `version` must be 1 to 3 (::TP_REQUEST_VERSION); the library reads only the fields that
  * version has.
+ *
+ * **How the job communicates** (`comm`, version 3): a ::tp_step_model whose degrees multiply
+ * to `count` (tp_cost_step_us() checks the same). Spec rule 4, refined: among candidate domains
+ * that tie on every earlier rule (rule 1, rule 2, the placement mix, best fit), the one where
+ * the whole job's modelled step time (tp_cost_step_us(): ring tensor all-reduces, the better of
+ * ring and hierarchical data-parallel all-reduce, pipeline transfers, expert all-to-all) is the
+ * least wins, so bandwidths (node types' NVLink figures, level fabrics) decide where the hard
+ * rules leave room. NULL (the default, and what a request of version 1 or 2 has): no step
+ * model; ties go to the lowest index as before. The model is copied with the request when a job
+ * records it (tp_commit()).
  *
  * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
  * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
@@ -906,12 +917,14 @@ typedef struct tp_request {
 	size_t nselect_nodes;        /**< number of names in select_nodes */
 	int gpu_nic_pairs;           /**< 1: every device a GPU paired with its own nearest NIC
 	                                  (see above); 0: no pairing. @since 0.2.0 (version 2) */
+	const struct tp_step_model *comm; /**< how the job communicates (see above), or NULL.
+	                                       @since 0.4.0 (version 3) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
-	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0}
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL}
 
 /** @brief Version of ::tp_job_options this header describes. */
 #define TP_JOB_OPTIONS_VERSION 1
@@ -1509,6 +1522,40 @@ TP_API uint32_t tp_frag_down(const tp_frag *f);
 /** @brief Devices cordoned (and not down) when the report was made. @param f The report.
  *  @return The count. @since 0.1.0 */
 TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
+
+/** @brief The most shapes tp_cluster_set_place_mix() takes. @since 0.4.0 */
+#define TP_PLACE_MIX_MAX 16
+
+/**
+ * @brief Set the job mix that placement protects (spec rule 3, refined). *Writing* on @p c.
+ *
+ * Among placements equal under rules 1 and 2 (fewest domains level by level, balance),
+ * tp_place() and tp_replace() prefer the one that least lowers the devices the mix could use
+ * at full locality, the figure of tp_frag_workload(): for each shape (d devices, level L,
+ * weight w) and each domain D of level L that the placement takes t devices from, the loss is
+ * w * d * (floor(f / d) - floor((f - t) / d)), f being D's free devices before. The losses are
+ * summed over the shapes and domains; best fit (the tightest domains, the highest level first)
+ * breaks the ties that remain. Weights are relative; they are scaled to integers summing to
+ * about 64 (each at least 1). The score reads only the free counts the cluster keeps, per
+ * domain used: no scan.
+ *
+ * A new cluster has no mix (best fit alone, the rule of 0.3): on the simulator's comparison
+ * grid the default mix below measured worse than best fit (docs/concepts.md, "The placement
+ * mix"), so the mix is the caller's choice, best its own job mix.
+ *
+ * @param c The cluster.
+ * @param mix The shapes (copied); NULL with @p nmix 0: the mix tp_frag_report() uses by
+ *        default (equal weights of 1 device and a whole node inside a node, half and all of a
+ *        domain of the lowest level above the node); non-NULL with @p nmix 0: no mix (best fit
+ *        alone, as a new cluster has).
+ * @param nmix Number of shapes, at most ::TP_PLACE_MIX_MAX.
+ * @return 0, ::TP_EINVAL (NULL @p c, NULL @p mix with @p nmix > 0, more than
+ *         ::TP_PLACE_MIX_MAX shapes, a shape with no level, 0 devices or a weight that is not
+ *         finite and > 0), ::TP_ENOTFOUND (a level the topology lacks); on failure the mix is
+ *         unchanged and tp_cluster_errmsg() names the shape, the field and the value.
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix);
 
 /** @} */
 

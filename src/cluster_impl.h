@@ -112,6 +112,12 @@ struct tp_savepoint {
 	uint64_t serial;   /* the handle tp_cluster_savepoint() gave: never reused */
 };
 
+/* One shape of the placement mix: jobs of `devices` inside one domain of `level`. */
+struct tp_place_shape {
+	uint32_t devices, weight;
+	unsigned level;
+};
+
 struct tp_cluster {
 	tp_allocator alloc;
 	uint64_t id;               /* tp_identity_next() at creation: placements record it */
@@ -169,7 +175,16 @@ struct tp_cluster {
 	                            * applied here (defrag_plan.c), and its next step; on the
 	                            * cluster so that a plan stays read-only while applied */
 	size_t plan_next;
+	/* the job mix placement protects (tp_cluster_set_place_mix, frag.c): 0 none (best fit
+	 * alone; a new cluster), 1 the caller's pmix[0 .. npmix), 2 tp_frag_report's default mix */
+	int pmix_mode;
+	unsigned npmix;
+	struct tp_place_shape pmix[TP_PLACE_MIX_MAX];
 };
+
+/* The mix placement scores with (frag.c): its shapes, weights scaled to integers summing to
+ * about 64 (each >= 1); returns their number, 0 when the score is off. */
+unsigned tp_place_mix(const struct tp_cluster *c, struct tp_place_shape *out);
 
 /* Whether a job keeps other tenants out of its domains (its shape has `exclusive`). */
 static inline bool tp_job_exclusive(const struct tp_job_impl *j)

@@ -442,6 +442,11 @@ static int model_check(const struct tp_step_model *m, size_t n, char *err, size_
 	return 0;
 }
 
+int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len)
+{
+	return model_check(m, n, err, len);
+}
+
 /* The arguments of tp_cost_step_us and tp_cost_efficiency. */
 static int step_check(const void *out, const struct tp_topology *t, const uint32_t *devs,
                       size_t n, const struct tp_step_model *m, const tp_allocator *alloc,

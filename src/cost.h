@@ -63,6 +63,11 @@ double tp_cost_alltoall_us(const struct tp_topology *t, const uint32_t *devs, si
  * bytes / bandwidth of their link class; 0 when a == b. */
 double tp_cost_p2p_us(const struct tp_topology *t, uint32_t a, uint32_t b, double bytes);
 
+/* Check a step model's own fields for a job of n devices (version, degrees that multiply to
+ * n, figures): 0, or TP_EINVAL with a message ("model.tp 2 x model.pp 1 x model.dp 3 is not the
+ * 8 devices") in err (len bytes). */
+int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len);
+
 /* The training step model (tp_step_model, tp_cost_step_us, tp_cost_efficiency) is public:
  * include/topoplace.h. Its scratch comes from the caller's allocator, not the topology's. */
 

@@ -5,6 +5,7 @@
  * question, not the per-request path).
  */
 #include <math.h>
+#include <string.h>
 
 #include "cluster_impl.h"
 
@@ -178,3 +179,75 @@ double tp_frag_fragmentation(const tp_frag *f, unsigned level)
 double tp_frag_workload(const tp_frag *f) { return f ? f->workload : 0.0; }
 uint32_t tp_frag_down(const tp_frag *f) { return f ? f->down : 0; }
 uint32_t tp_frag_cordoned(const tp_frag *f) { return f ? f->cordoned : 0; }
+
+/* ---- the mix placement protects (spec rule 3, refined; see place.c) ------------------------ */
+
+/* Weights scaled to integers summing to about 64, each >= 1. */
+static unsigned scale_weights(const struct shape *sh, size_t n, struct tp_place_shape *out)
+{
+	double wsum = 0;
+	for (size_t i = 0; i < n; i++)
+		wsum += sh[i].weight;
+	for (size_t i = 0; i < n; i++) {
+		double w = floor(64.0 * sh[i].weight / wsum + 0.5);
+		out[i] = (struct tp_place_shape){sh[i].devices, w < 1 ? 1 : (uint32_t)w, sh[i].level};
+	}
+	return (unsigned)n;
+}
+
+unsigned tp_place_mix(const struct tp_cluster *c, struct tp_place_shape *out)
+{
+	if (c->pmix_mode == 0)
+		return 0;
+	if (c->pmix_mode == 1) {
+		memcpy(out, c->pmix, c->npmix * sizeof *out);
+		return c->npmix;
+	}
+	struct shape dflt[4];
+	return scale_weights(dflt, default_mix(c->t, dflt), out);
+}
+
+static int set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix)
+{
+	if (!mix && nmix)
+		return tp_seterr(c->errmsg, TP_EINVAL, "place mix: NULL with %zu shapes", nmix);
+	if (nmix > TP_PLACE_MIX_MAX)
+		return tp_seterr(c->errmsg, TP_EINVAL, "place mix: %zu shapes, at most %d", nmix,
+		                 TP_PLACE_MIX_MAX);
+	struct shape sh[TP_PLACE_MIX_MAX];
+	for (size_t i = 0; i < nmix; i++) {
+		if (!mix[i].level)
+			return tp_seterr(c->errmsg, TP_EINVAL, "place mix[%zu].level is NULL", i);
+		if (mix[i].devices == 0)
+			return tp_seterr(c->errmsg, TP_EINVAL, "place mix[%zu].devices is 0", i);
+		if (!(mix[i].weight > 0) || !isfinite(mix[i].weight))
+			return tp_seterr(c->errmsg, TP_EINVAL,
+			                 "place mix[%zu].weight %g is not a finite number > 0", i,
+			                 mix[i].weight);
+		int l = tp_topology_level_index(c->t, mix[i].level);
+		if (l < 0)
+			return tp_seterr(c->errmsg, TP_ENOTFOUND,
+			                 "place mix[%zu].level '%s' is not a level of the topology", i,
+			                 mix[i].level);
+		sh[i] = (struct shape){mix[i].devices, (unsigned)l, mix[i].weight};
+	}
+	if (!mix) {
+		c->pmix_mode = 2;
+		c->npmix = 0;
+	} else if (!nmix) {
+		c->pmix_mode = 0;
+		c->npmix = 0;
+	} else {
+		c->pmix_mode = 1;
+		c->npmix = scale_weights(sh, nmix, c->pmix);
+	}
+	c->errmsg[0] = '\0';
+	return 0;
+}
+
+int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix)
+{
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, set_place_mix(c, mix, nmix));
+}

@@ -14,15 +14,51 @@
  * multiple of u[l]. Every multiple of u[l] up to the capacity can then be taken, so capacities
  * alone decide feasibility.
  *
- * Objective (spec rule 1, then rule 3). A placement costs the vector
- *     (domains used at level 0, ..., at the node level, free devices of the used domains summed
- *      at level 0, ..., at the node level)
- * compared lexicographically. The first half is rule 1 (fewest domains level by level from the
- * top); the second half is this solver's best fit (rule 3): the tightest domains, the highest
- * level first. The cost is additive over the tree and lexicographic order on integer vectors is
+ * Objective (spec rule 1, then rule 3 refined). A placement costs the vector
+ *     (domains used at level 0, ..., at the node level,
+ *      the mix's loss (only when the cluster has a placement mix),
+ *      free devices of the used domains summed at level 0, ..., at the node level)
+ * compared lexicographically. The first part is rule 1 (fewest domains level by level from the
+ * top). The second is rule 3 as this solver refines it: the job mix the cluster protects
+ * (tp_cluster_set_place_mix: shapes of d devices inside one domain of a level L, weight w; a
+ * new cluster has none, so the vector is then rule 1 and best fit as in 0.3) loses, for each used domain D of level L that the
+ * placement takes t of its f free devices from, w * d * (floor(f / d) - floor((f - t) / d))
+ * summed over D's shapes: the whole jobs of the mix that D could still start. This is the
+ * workload figure of tp_frag_report made incremental, and FGD's idea (Weng et al., USENIX ATC
+ * '23: score a choice by how much it lowers the expected capacity for the job mix) extended
+ * to every level: FGD scores one node's GPUs; here each shape is charged at the level that
+ * must hold it whole (a 36-GPU job at the rack, a 4-GPU job at the node), so a placement that
+ * keeps a rack's half free is preferred to one that keeps its free count lowest. The loss is
+ * a function of one domain's free count before and after, so the cost stays additive over the
+ * tree; it reads c->free of the domains a candidate touches, never a scan. The last part is
+ * best fit (the tightest domains, the highest level first), which breaks the ties the mix
+ * leaves. The cost is additive over the tree and lexicographic order on integer vectors is
  * translation-invariant, so min-plus dynamic programming over the tree is exact:
- *     f_D(k) = self(D) + min over k = sum k_c of sum_c f_c(k_c)   (f_c(0) = 0)
+ *     f_D(k) = self(D, k) + min over k = sum k_c of sum_c f_c(k_c)   (f_c(0) = 0)
  * a knapsack over the children of D with vector costs ("tables", one entry per unit amount).
+ *
+ * Where the mix is not exact. The single-child search stops at the first child that meets
+ * the count bound and the mix's lower bound (tp_pl_mix_bound: per level, a small knapsack of
+ * the least loss s * floor(t / s) over the parts the counts allow); a child whose own loss plus
+ * the bound below cannot beat the best is skipped unevaluated; past the first child that meets
+ * the count bound at most MIX_LOOKAHEAD (8) more are evaluated when the mix's bound is not
+ * met, so on a large cluster the mix decides among the tightest candidates, not all (a bounded
+ * look-ahead that keeps a call far from a scan). Leaf parents and uniform subtrees keep their
+ * fast paths and charge the loss of the prefix they count (the largest children whole, the
+ * last in part), which emission's tightest choice may beat or miss. The top-level dual (wide
+ * requests spread over several top-level domains) counts domains only. Failure-domain
+ * searches are exact for rule 1 only. On the oracle's tiny clusters (at most a few nodes per
+ * domain) none of these limits binds and the test mix_loss_is_least_among_rule12_optima checks
+ * the loss is the least among the rule-1/2 optima.
+ *
+ * Rule 4 refined (request.comm, place_step.c). The modelled step time of the whole job
+ * (tp_cost_step_us over the devices emission would give) is not additive, so it is no part of
+ * the vector: in the single-child search, once the best candidate meets its bounds, the
+ * children that tie with it on the whole vector (the same free count first: they come
+ * tightest first) are compared by the step time of the job placed inside them, at most
+ * STEP_TIES (4) per search, and the fastest wins; a tie found earlier is compared the same way.
+ * It applies only where one child holds the whole job (never inside a knapsack) and never
+ * overrides an earlier rule. Without comm nothing changes (the lowest index wins a tie).
  *
  * Rule 2 (balanced) is not additive (a minimum), so it is handled as constraints: with the
  * rule-1 optimum c* known, for each level from the top where c* uses >= 2 domains, a binary
@@ -250,6 +286,25 @@ void tp_pl_ctx_fini(struct pctx *p)
 	tp_pl_ar_release(p, (struct amark){NULL, 0});
 }
 
+/* The mix's shapes by level, and the cost vector's layout (counts, the mix's loss when there
+ * is a mix, best fit). Shapes larger than every domain of their level can never lose. */
+static void set_mix(struct pctx *p)
+{
+	struct tp_place_shape sh[TP_PLACE_MIX_MAX];
+	unsigned n = tp_place_mix(p->c, sh);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned l = sh[i].level;
+		uint32_t md = p->t->lv[l].max_devices ? p->t->lv[l].max_devices : UINT32_MAX;
+		if (l >= p->nlev || sh[i].devices > md)
+			continue;
+		p->mix_dev[l][p->nmix[l]] = sh[i].devices;
+		p->mix_w[l][p->nmix[l]++] = sh[i].weight;
+		p->mix_on = true;
+	}
+	p->fb = p->nlev + (p->mix_on ? 1 : 0);
+	p->W = p->fb + p->nlev;
+}
+
 /* Set up a call for request q. self_slot: the job being repaired (TP_NO_JOB otherwise). */
 int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
                    uint32_t self_slot)
@@ -261,7 +316,7 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	p->a = &c->alloc;
 	p->nlev = c->t->nlevels;
 	p->nl = p->nlev - 1;
-	p->W = 2 * p->nlev;
+	set_mix(p);
 	p->self_slot = self_slot;
 	p->colevel = -1;
 	p->excl = q->exclusive;

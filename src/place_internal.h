@@ -12,7 +12,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define INF UINT32_MAX
-#define W_MAX (2 * TP_MAX_LEVELS)
+#define W_MAX (2 * TP_MAX_LEVELS + 1)
 #define S_MAX 64 /* spread minimums above this use the table with this many columns */
 
 /* ---- per-call scratch memory ---------------------------------------------------------------- */
@@ -49,6 +49,15 @@ struct pctx {
 	int err;                        /* first failure (TP_ENOMEM) */
 
 	unsigned nlev, nl, W;
+	unsigned fb;                    /* first best-fit component: nlev, or nlev + 1 after the
+	                                   mix-loss component (index nlev) when the mix is on */
+	bool mix_on;
+	uint32_t mb_k[TP_MAX_LEVELS + 1], mb_v[TP_MAX_LEVELS + 1]; /* tp_pl_mix_bound's last */
+	unsigned mb_col[TP_MAX_LEVELS + 1];                       /* answer per level, + 1 */
+	bool mb_set[TP_MAX_LEVELS + 1];
+	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
+	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t u[TP_MAX_LEVELS];      /* devices per unit at each level */
 	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
 	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
@@ -209,15 +218,31 @@ static inline void c_copy(const struct pctx *p, uint32_t *dst, const uint32_t *a
 	memcpy(dst, a, p->W * sizeof *dst);
 }
 
-/* What using domain d of level l adds: one domain (none when the job already has devices
- * there) and its free devices. */
-static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t *v)
+/* What the mix loses when k of the f free devices of a level-l domain are taken: for each
+ * shape of that level, weight * devices * (whole jobs before - whole jobs after). */
+static inline uint32_t mix_loss(const struct pctx *p, int l, uint32_t f, uint32_t k)
+{
+	uint32_t loss = 0, after = k < f ? f - k : 0;
+	for (unsigned i = 0; i < p->nmix[l]; i++) {
+		uint32_t s = p->mix_dev[l][i];
+		loss += p->mix_w[l][i] * s * (f / s - after / s);
+	}
+	return loss;
+}
+
+/* What taking k devices from domain d of level l adds: one domain (none when the job already
+ * has devices there), the mix's loss and its free devices. */
+static inline void add_self(const struct pctx *p, int l, uint32_t d, uint32_t k, uint32_t *v)
 {
 	if (l < 0)
 		return;
+	uint32_t f = dom_free(p, l, d);
 	v[l] += used_in(p, (unsigned)l, d) ? 0 : 1;
-	v[p->nlev + (unsigned)l] += dom_free(p, l, d);
+	if (p->mix_on)
+		v[p->nlev] += mix_loss(p, l, f, k);
+	v[p->fb + (unsigned)l] += f;
 }
+
 
 static inline uint32_t ul(const struct pctx *p, int l) { return p->u[l < 0 ? 0 : l]; }
 
@@ -256,7 +281,7 @@ static inline bool forced_single(const struct pctx *p, int l, uint32_t k)
 }
 
 /* Whether the counts below level l (l+1 .. node) meet the absolute lower bound for k. */
-static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned col,
+static inline bool counts_meet(const struct pctx *p, int l, uint32_t k, unsigned col,
                                const uint32_t *v)
 {
 	for (unsigned x = (unsigned)(l + 1); x < p->nlev; x++) {
@@ -268,6 +293,17 @@ static inline bool meets_bound(const struct pctx *p, int l, uint32_t k, unsigned
 			return false;
 	}
 	return true;
+}
+
+uint32_t tp_pl_mix_bound(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *v);
+
+/* Whether the counts meet their lower bound and the mix's loss its lower bound for those
+ * counts: no other child can beat v. */
+static inline bool meets_bound(struct pctx *p, int l, uint32_t k, unsigned col,
+                               const uint32_t *v)
+{
+	return counts_meet(p, l, k, col, v) &&
+	       (!p->mix_on || v[p->nlev] == tp_pl_mix_bound(p, l, k, col, v));
 }
 
 struct table {
@@ -355,6 +391,11 @@ unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col);
 int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                       uint32_t *best, uint32_t *kid);
 int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint32_t *out);
+
+/* place_step.c: rule 4, the modelled step time on ties */
+
+bool tp_pl_step_on(const struct pctx *p, uint32_t k);
+double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
 
 /* place_dual.c: the top-level dual */
 

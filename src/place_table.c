@@ -246,13 +246,15 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
 	if (!ln)
 		return TP_ENOMEM;
-	uint32_t ratio = ul(p, l) / p->u[p->nl];
-	uint64_t acc = 0, fs = 0;
+	uint32_t ratio = ul(p, l) / p->u[p->nl], un = p->u[p->nl];
+	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the nodes taken whole */
 	uint32_t m = 0;
 	unsigned col = colq(p, l);
 	for (uint32_t j = 1; j <= tb->J; j++) {
 		uint64_t x = (uint64_t)j * ratio;
 		while (acc < x && m < n) {
+			if (m)
+				whole += mix_loss(p, (int)p->nl, ln[m - 1].free, ln[m - 1].v * un);
 			acc += ln[m].v;
 			fs += ln[m].free;
 			m++;
@@ -262,7 +264,11 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 		uint32_t *e = tb_at(p, tb, j, col);
 		memset(e, 0, p->W * sizeof *e);
 		e[p->nl] = m;
-		e[p->nlev + p->nl] = (uint32_t)fs;
+		e[p->fb + p->nl] = (uint32_t)fs;
+		if (p->mix_on) /* the last node takes what is left */
+			e[p->nlev] = (uint32_t)whole +
+			             mix_loss(p, (int)p->nl, ln[m - 1].free,
+			                      (uint32_t)(x - (acc - ln[m - 1].v)) * un);
 	}
 	return 0;
 }
@@ -334,11 +340,13 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		return p->err;
 	if (n > 1)
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
-	uint64_t acc = 0, fs = 0;
+	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the children taken whole */
 	uint32_t m = 0;
 	for (uint32_t j = 1; j <= tb->J; j++) {
 		uint64_t x = (uint64_t)j * ul(p, l);
 		while (acc < x && m < n) {
+			if (m)
+				whole += mix_loss(p, (int)cl, ks[m - 1].free, ks[m - 1].cap);
 			acc += ks[m].cap;
 			fs += ks[m].free;
 			m++;
@@ -349,7 +357,12 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		memset(e, 0, p->W * sizeof *e);
 		e[cl] = m;
 		e[p->nl] = (uint32_t)(x / nd);
-		e[p->nlev + cl] = (uint32_t)fs;
+		e[p->fb + cl] = (uint32_t)fs;
+		if (p->mix_on) /* the last child takes what is left; nodes are taken whole */
+			e[p->nlev] = (uint32_t)whole +
+			             mix_loss(p, (int)cl, ks[m - 1].free,
+			                      (uint32_t)(x - (acc - ks[m - 1].cap))) +
+			             (uint32_t)(x / nd) * mix_loss(p, (int)p->nl, nd, nd);
 	}
 	return 0;
 }
@@ -397,9 +410,86 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 			if (l >= 0 && (uint64_t)j * p->u[l] < p->lb[l])
 				e[0] = INF;
 			else
-				add_self(p, l, d, e);
+				add_self(p, l, d, j * ul(p, l), e);
 		}
 	return 0;
+}
+
+/* ---- the least mix loss, for the single-child search's stop ------------------------------- */
+
+/* The least loss of the level-x shapes for one domain taking t devices, whatever it holds
+ * free: s * floor(t / s) per shape (reached when the free count's remainder is large). */
+static uint32_t mix_floor(const struct pctx *p, unsigned x, uint32_t t)
+{
+	uint32_t h = 0;
+	for (unsigned i = 0; i < p->nmix[x]; i++)
+		h += p->mix_w[x][i] * p->mix_dev[x][i] * (t / p->mix_dev[x][i]);
+	return h;
+}
+
+/* The least loss at level x of k devices over exactly b domains, each holding a multiple of
+ * u[x] up to the level's size and cap: a knapsack over the parts when small, else the bound
+ * s * (floor(k / s) - b + 1) per shape (each part loses less than one job to rounding). */
+static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t b)
+{
+	if (!p->nmix[x] || !b)
+		return 0;
+	uint32_t ux = p->u[x], K = k / ux;
+	uint32_t md = p->t->lv[x].max_devices ? p->t->lv[x].max_devices : k;
+	if (p->capdev[x] != TP_RQ_NOCAP)
+		md = min32(md, p->capdev[x]);
+	uint32_t M = min32(md / ux, K);
+	if (b == 1)
+		return mix_floor(p, x, k);
+	if (M && (uint64_t)b * K * M <= 65536) {
+		struct amark m = tp_pl_ar_mark(p);
+		uint32_t *a = tp_pl_ar_alloc(p, 2 * ((size_t)K + 1) * sizeof *a);
+		if (a) {
+			uint32_t *cur = a, *nxt = a + K + 1;
+			for (uint32_t j = 0; j <= K; j++)
+				cur[j] = j ? INF : 0;
+			for (uint32_t part = 0; part < b; part++) {
+				for (uint32_t j = 0; j <= K; j++) {
+					nxt[j] = INF;
+					for (uint32_t t = 1; t <= M && t <= j; t++)
+						if (cur[j - t] != INF)
+							nxt[j] = min32(nxt[j], cur[j - t] + mix_floor(p, x, t * ux));
+				}
+				uint32_t *sw = cur;
+				cur = nxt;
+				nxt = sw;
+			}
+			uint32_t r = cur[K] == INF ? 0 : cur[K];
+			tp_pl_ar_release(p, m);
+			return r;
+		}
+		p->err = 0; /* the coarse bound below needs no memory */
+		tp_pl_ar_release(p, m);
+	}
+	uint32_t lb = 0;
+	for (unsigned i = 0; i < p->nmix[x]; i++) {
+		uint32_t s = p->mix_dev[x][i], w = k / s;
+		if (w + 1 > b)
+			lb += p->mix_w[x][i] * s * (w + 1 - b);
+	}
+	return lb;
+}
+
+/* The least mix loss of any placement of k devices below level l (levels l+1 .. node) with
+ * the domain counts v; the last answer per level is kept (the search asks it repeatedly). */
+uint32_t tp_pl_mix_bound(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *v)
+{
+	unsigned at = (unsigned)(l + 1);
+	if (p->mb_set[at] && p->mb_k[at] == k && p->mb_col[at] == col)
+		return p->mb_v[at];
+	uint32_t lb = 0;
+	for (unsigned x = at; x < p->nlev; x++)
+		lb += mix_level_bound(p, x, k, v[x]);
+	p->mb_set[at] = true;
+	p->mb_k[at] = k;
+	p->mb_col[at] = col;
+	p->mb_v[at] = lb;
+	return lb;
 }
 
 /* ---- point queries: f_D(k) ------------------------------------------------------------------ */
@@ -441,53 +531,110 @@ int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned co
 	return r;
 }
 
+/* Whether a child of level l + 1 with f free devices cannot beat best, which meets the count
+ * bound: its own loss plus the least loss below it exceeds best's, or equals it with more free
+ * devices (best fit). Candidates come tightest first, so this prunes without evaluating. */
+/* Children evaluated past the first that meets the count bound, when the mix's bound is not
+ * met (place.c: the mix's look-ahead). */
+#define MIX_LOOKAHEAD 8
+
+static bool cannot_beat(struct pctx *p, int l, uint32_t k, unsigned col, const uint32_t *best,
+                        uint32_t f)
+{
+	if (!p->mix_on || p->have_used || !counts_meet(p, l, k, col, best))
+		return false;
+	uint32_t lb = mix_loss(p, l + 1, f, k) +
+	              tp_pl_mix_bound(p, l + 1, k, tp_pl_child_col(p, l, col), best);
+	uint32_t bm = best[p->nlev];
+	return lb > bm || (lb == bm && f > best[p->fb + (unsigned)(l + 1)]);
+}
+
+/* Ties examined per search once the best meets its bounds (rule 4: each costs two emissions
+ * and a step time). */
+#define STEP_TIES 4
+
+/* The single-child search's state: what it has found, how far past the bounds it looks. */
+struct walk {
+	int found;
+	unsigned more, ties;
+	bool ties_only;   /* the best meets every bound: only equal candidates remain of interest */
+	double best_step; /* the best's modelled step, < 0: not computed yet */
+};
+
+/* Offer child dom (f free devices) of (l, d) to the search: 1 to stop the walk, 0 to go on,
+ * or an error. */
+static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
+                      uint32_t dom, uint32_t f, uint32_t *best, uint32_t *kid)
+{
+	unsigned cc = tp_pl_child_col(p, l, col);
+	if (w->ties_only && (f > best[p->fb + (unsigned)(l + 1)] || w->ties >= STEP_TIES))
+		return 1;
+	if (w->found && !w->ties_only) {
+		if (cannot_beat(p, l, k, col, best, f))
+			return 0;
+		if (counts_meet(p, l, k, col, best) && w->more++ >= MIX_LOOKAHEAD)
+			return 1;
+	}
+	uint32_t tmp[W_MAX];
+	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	if (e <= 0)
+		return e;
+	int cmp = w->found ? c_cmp(p, tmp, best) : -1;
+	if (cmp < 0) {
+		c_copy(p, best, tmp);
+		*kid = dom;
+		w->found = 1;
+		w->best_step = -1;
+		if (meets_bound(p, l, k, col, best)) {
+			if (!tp_pl_step_on(p, k))
+				return 1;
+			w->ties_only = true;
+		}
+	} else if (cmp == 0 && tp_pl_step_on(p, k)) {
+		w->ties++;
+		if (w->best_step < 0)
+			w->best_step = tp_pl_step_of(p, l + 1, *kid, k, cc);
+		double s = tp_pl_step_of(p, l + 1, dom, k, cc);
+		if (p->err)
+			return p->err;
+		if (s >= 0 && w->best_step >= 0 && s < w->best_step) {
+			*kid = dom;
+			w->best_step = s;
+		}
+	}
+	return 0;
+}
+
 static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                             uint32_t *best, uint32_t *kid)
 {
+	struct walk w = {0, 0, 0, false, -1};
 	if (l < 0 && tp_pl_root_indexed(p)) {
 		/* walk the index lazily: the search usually stops at the first few domains */
 		JError_t je;
 		Word_t key = (Word_t)k << 32;
-		int found = 0;
-		uint32_t tmp[W_MAX];
 		for (int r = Judy1First(p->c->index[0], &key, &je); r == 1 && !p->err;
 		     r = Judy1Next(p->c->index[0], &key, &je)) {
-			uint32_t dom = (uint32_t)(key & 0xffffffffu);
-			int e = tp_pl_eval(p, 0, dom, k, tp_pl_child_col(p, l, col), tmp);
+			int e = walk_offer(p, &w, l, k, col, (uint32_t)(key & 0xffffffffu),
+			                   (uint32_t)(key >> 32), best, kid);
 			if (e < 0)
 				return e;
-			if (e && (!found || c_cmp(p, tmp, best) < 0)) {
-				c_copy(p, best, tmp);
-				*kid = dom;
-				found = 1;
-				if (meets_bound(p, l, k, col, best))
-					break;
-			}
+			if (e)
+				break;
 		}
-		return p->err ? p->err : found;
+		return p->err ? p->err : w.found;
 	}
 
 	struct amark m = tp_pl_ar_mark(p);
 	uint32_t n;
 	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
-	int found = 0;
-	uint32_t tmp[W_MAX];
-	for (uint32_t i = 0; i < n && !p->err; i++) {
-		int r = tp_pl_eval(p, l + 1, ks[i].dom, k, tp_pl_child_col(p, l, col), tmp);
-		if (r < 0) {
-			found = r;
-			break;
-		}
-		if (r && (!found || c_cmp(p, tmp, best) < 0)) {
-			c_copy(p, best, tmp);
-			*kid = ks[i].dom;
-			found = 1;
-			if (meets_bound(p, l, k, col, best))
-				break;
-		}
-	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !p->err && !rc; i++)
+		rc = walk_offer(p, &w, l, k, col, ks[i].dom, ks[i].free, best, kid);
 	tp_pl_ar_release(p, m);
-	return p->err ? p->err : found;
+	if (rc < 0)
+		return rc;
+	return p->err ? p->err : w.found;
 }
 
 /* f_D(k) for domain d of level l (the root for l = -1) at spread column col (colq(l) for
@@ -499,7 +646,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		if (k > tp_pl_capd(p, (unsigned)l, d) || k < p->lb[l])
 			return 0;
 		if (l == (int)p->nl) {
-			add_self(p, l, d, out);
+			add_self(p, l, d, k, out);
 			return 1;
 		}
 	}
@@ -511,7 +658,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		if (r < 0)
 			return r;
 		if (r) {
-			add_self(p, l, d, out);
+			add_self(p, l, d, k, out);
 			c_add(p, out, best);
 			return 1;
 		}

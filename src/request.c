@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cluster_impl.h"
+#include "cost.h"
 
 int tp_request_level_or_kind(const struct tp_topology *t, const char *name)
 {
@@ -311,6 +312,19 @@ static int resolve_names(const tp_request *r, struct tp_rq *q, char *err)
 	return 0;
 }
 
+/* comm: a step model whose degrees multiply to the count (rule 4, refined). */
+static int resolve_comm(const tp_request *r, struct tp_rq *q, char *err)
+{
+	if (!r->comm)
+		return 0;
+	char why[TP_ERRMSG_LEN - 32];
+	int rc = tp_cost_model_check(r->comm, r->count, why, sizeof why);
+	if (rc)
+		return tp_seterr(err, rc, "request.comm: %s", why);
+	q->comm = r->comm;
+	return 0;
+}
+
 /* gpu_nic_pairs: a flag. Whether the topology can give the pairs is the solver's to say. */
 static int resolve_pairs(const tp_request *r, struct tp_rq *q, char *err)
 {
@@ -356,6 +370,8 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 		rc = resolve_select(t, r, q, a, err);
 	if (!rc)
 		rc = resolve_pairs(r, q, err);
+	if (!rc)
+		rc = resolve_comm(r, q, err);
 	if (rc)
 		tp_rq_release(a, q);
 	return rc;

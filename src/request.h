@@ -56,6 +56,7 @@ struct tp_rq {
 	uint32_t *nodes;             /* [nnodes] sorted node ids of the allow-list, owned */
 	size_t nnodes;
 	bool pairs;                  /* gpu_nic_pairs: each GPU with a distinct nearest NIC */
+	const tp_step_model *comm;   /* how the job communicates (rule 4), borrowed; NULL: none */
 };
 
 #define TP_NO_JOB_SLOT UINT32_MAX

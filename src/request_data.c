@@ -36,6 +36,8 @@ size_t tp_request_size(unsigned version)
 	switch (version) {
 	case 1:
 		return offsetof(tp_request, gpu_nic_pairs);
+	case 2:
+		return offsetof(tp_request, comm);
 	case TP_REQUEST_VERSION:
 		return sizeof(tp_request);
 	default:
@@ -67,8 +69,12 @@ static void pack_request(struct packer *p, const tp_request *orig, tp_request *d
 	                         ? pack_bytes(p, src->select_nodes,
 	                                      src->nselect_nodes * sizeof *nodes, _Alignof(char *))
 	                         : NULL;
+	tp_step_model *comm = src->comm ? pack_bytes(p, src->comm, sizeof *comm,
+	                                             _Alignof(tp_step_model))
+	                                : NULL;
 	tp_request r = *src;
 	r.version = TP_REQUEST_VERSION;
+	r.comm = comm;
 	r.id = pack_str(p, src->id);
 	r.tenant = pack_str(p, src->tenant);
 	r.group_level = pack_str(p, src->group_level);

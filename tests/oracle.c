@@ -1198,7 +1198,63 @@ struct brute {
 	bool found;
 	int v[OR_MAXL], s[OR_MAXL];
 	unsigned per[OR_MAXL][OR_MAXD];
+	const struct or_mix *mix;       /* or_mix_best: the least loss among the optimal */
+	bool mfound;
+	int mv[OR_MAXL], ms[OR_MAXL];
+	unsigned long mloss;
 };
+
+static bool s_greater(const int *a, const int *b, unsigned n);
+
+/* Free devices (healthy, uncordoned, held by no job) of every domain of level l. */
+static void free_per_domain(const struct or_case *k, int l, unsigned *f)
+{
+	memset(f, 0, OR_MAXN * sizeof *f);
+	for (unsigned n = 0; n < k->nnodes; n++)
+		for (unsigned i = 0; i < k->gpus[n]; i++) {
+			int job;
+			if (or_device_state(k, n, i, &job) == TP_DEVICE_FREE)
+				f[dom_at(k, n, l)]++;
+		}
+}
+
+static unsigned long mix_loss_counts(const struct or_case *k, const struct or_mix *m,
+                                     const unsigned *cnt)
+{
+	unsigned long loss = 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		int l = m->level[i];
+		unsigned f[OR_MAXN], take[OR_MAXN] = {0}, sz = m->devices[i];
+		free_per_domain(k, l, f);
+		for (unsigned n = 0; n < k->nnodes; n++)
+			take[dom_at(k, n, l)] += cnt[n];
+		for (unsigned d = 0; d < ndom_at(k, l); d++)
+			loss += (unsigned long)m->weight[i] * sz * (f[d] / sz - (f[d] - take[d]) / sz);
+	}
+	return loss;
+}
+
+/* Keep the least mix loss among the placements best under rule 1 (and rule 2 if balanced). */
+static void mix_offer(struct brute *b, const int *v, const int *s)
+{
+	const struct or_case *k = b->k;
+	bool bal = k->req.balanced;
+	int cmp = -1;
+	if (b->mfound) {
+		cmp = 0;
+		for (unsigned l = 0; l < k->L && !cmp; l++)
+			cmp = v[l] < b->mv[l] ? -1 : v[l] > b->mv[l] ? 1 : 0;
+		if (!cmp && bal)
+			cmp = s_greater(s, b->ms, k->L - 1) ? -1 : s_greater(b->ms, s, k->L - 1) ? 1 : 0;
+	}
+	unsigned long ml = mix_loss_counts(k, b->mix, b->cnt);
+	if (cmp < 0 || (cmp == 0 && ml < b->mloss)) {
+		b->mfound = true;
+		b->mloss = ml;
+		memcpy(b->mv, v, sizeof b->mv);
+		memcpy(b->ms, s, sizeof b->ms);
+	}
+}
 
 /* Whether the subtree of domain d of level l, starting at rank offset o (mod g), can be
  * ordered so that every domain of the cap level touches at most `cap` groups. */
@@ -1291,6 +1347,8 @@ static void brute_eval(struct brute *b)
 		v16[l] = (int16_t)v[l];
 		b16[l] = (int16_t)b->v[l];
 	}
+	if (b->mix)
+		mix_offer(b, v, s);
 	bool better = !b->found || vec_less(v16, b16, k->L) ||
 	              (!vec_less(b16, v16, k->L) && s_greater(s, b->s, k->L - 1));
 	if (better) {
@@ -1368,6 +1426,37 @@ int or_witness(const struct or_case *k, unsigned long budget, uint32_t *devs, si
 	*n = b->found ? materialize(k, b->best_cnt, 0, devs) : 0;
 	free(b);
 	return rc;
+}
+
+unsigned long or_mix_loss(const struct or_case *k, const struct or_mix *m, const uint32_t *devs,
+                          size_t n)
+{
+	unsigned cnt[OR_MAXN] = {0};
+	for (size_t i = 0; i < n; i++) {
+		unsigned node, idx;
+		if (dev_split(k, devs[i], &node, &idx))
+			cnt[node]++;
+	}
+	return mix_loss_counts(k, m, cnt);
+}
+
+bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
+{
+	if (!or_brute_supported(k))
+		return false;
+	struct brute *b = calloc(1, sizeof *b);
+	if (!b)
+		abort();
+	b->k = k;
+	b->mix = m;
+	compute_avail(k, 0, b->avail);
+	for (unsigned node = k->nnodes; node-- > 0;)
+		b->suffix[node] = b->suffix[node + 1] + b->avail[node];
+	brute_rec(b, 0, k->req.count);
+	bool found = b->mfound;
+	*loss = b->mloss;
+	free(b);
+	return found;
 }
 
 bool or_brute_supported(const struct or_case *k)

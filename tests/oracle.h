@@ -132,6 +132,24 @@ bool or_solve(const struct or_case *k, enum or_engine e, struct or_answer *a);
  * another order than the canonical one. */
 int or_witness(const struct or_case *k, unsigned long budget, uint32_t *devs, size_t *n);
 
+/* A job mix for rule 3 as refined by the library (tp_cluster_set_place_mix): shape i is
+ * devices[i] devices inside one domain of tree level level[i], with an integer weight; the
+ * weights sum to 64 so that the library's scaling keeps them exactly. */
+struct or_mix {
+	unsigned n;
+	unsigned devices[4], weight[4];
+	int level[4];
+};
+
+/* The mix's loss of a placement: for each shape and each domain D of its level,
+ * weight * devices * (whole jobs in D's free devices before - after). */
+unsigned long or_mix_loss(const struct or_case *k, const struct or_mix *m, const uint32_t *devs,
+                          size_t n);
+
+/* By brute force (tiny cases): the least mix loss among the placements optimal under rule 1
+ * (and rule 2 with balanced). False when nothing can be placed or the case is not tiny. */
+bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss);
+
 /* Names as given to the library. */
 const char *or_level_name(const struct or_case *k, int level);
 const char *or_tenant_name(int tenant, bool explicit_default);

@@ -681,3 +681,156 @@ Test(place_oracle, random_cases)
 	             run.failed, run.cases, run.max_dumps);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- rule 3 refined: the job mix (tp_cluster_set_place_mix) ------------------------------- */
+
+/* A mix drawn from the seed: 1 to 4 shapes at tree levels, integer weights summing to 64. */
+static void mix_of_seed(const struct or_case *k, uint64_t seed, struct or_mix *m)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 1;
+	s ^= s >> 29;
+	m->n = 1 + (unsigned)(s % 4);
+	unsigned left = 64;
+	for (unsigned i = 0; i < m->n; i++) {
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		m->level[i] = (int)((s >> 33) % k->L);
+		m->devices[i] = 1 + (unsigned)((s >> 40) % 8);
+		unsigned w = i + 1 == m->n ? left : 1 + (unsigned)((s >> 20) % (left - (m->n - i - 1)));
+		if (w > left - (m->n - i - 1))
+			w = left - (m->n - i - 1);
+		m->weight[i] = w;
+		left -= w;
+	}
+}
+
+/* Whether the case's request has a failure-domain rule (placed by a search that is exact for
+ * rule 1 only, see place.c). */
+static bool has_fd_rule(const struct or_case *k)
+{
+	const struct or_req *r = &k->req;
+	bool fd = r->spread_l == OR_FD;
+	for (unsigned i = 0; i < r->ncaps; i++)
+		fd = fd || r->cl[i] == OR_FD;
+	return fd;
+}
+
+/* On tiny cases placed under rule 1, the solver's placement loses the least mix capacity
+ * among the placements optimal under rules 1 and 2 (brute force). */
+Test(place_oracle, mix_loss_is_least_among_rule12_optima)
+{
+	tp_test_alloc_reset();
+	unsigned long cases = env_number("TP_ORACLE_CASES", DEFAULT_CASES, NULL);
+	unsigned compared = 0, bad = 0;
+	for (uint64_t seed = 1; seed <= cases; seed++) {
+		struct or_case *k = malloc(sizeof *k);
+		cr_assert(k);
+		or_generate(k, seed);
+		const struct or_req *r = &k->req;
+		bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
+		if (k->kind != OR_TINY || !rule1 || has_fd_rule(k)) {
+			free(k);
+			continue;
+		}
+		struct or_mix m;
+		mix_of_seed(k, seed, &m);
+		tp_topology *t = NULL;
+		tp_cluster *c = NULL;
+		char why[512];
+		cr_assert_eq(or_build(k, &tp_test_allocator, &t, &c, why, sizeof why), 0, "%s", why);
+		tp_job_shape sh[4];
+		for (unsigned i = 0; i < m.n; i++)
+			sh[i] = (tp_job_shape){m.devices[i], or_level_name(k, m.level[i]), m.weight[i]};
+		cr_assert_eq(tp_cluster_set_place_mix(c, sh, m.n), 0, "%s", tp_cluster_errmsg(c));
+		tp_request req;
+		struct or_req_store store;
+		or_request(k, &req, &store);
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &req, &p);
+		unsigned long best;
+		if (rc == 0 && or_mix_best(k, &m, &best)) {
+			size_t n;
+			const uint32_t *devs = tp_placement_devices(p, &n);
+			unsigned long got = or_mix_loss(k, &m, devs, n);
+			compared++;
+			if (got != best && bad++ < 5)
+				fprintf(stderr, "seed %" PRIu64 ": mix loss %lu, the least is %lu\n", seed,
+				        got, best);
+		}
+		tp_placement_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+		free(k);
+	}
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+	cr_assert_gt(compared, 200, "only %u cases compared", compared);
+	cr_assert_eq(bad, 0, "%u of %u cases lose more mix capacity than they need", bad, compared);
+}
+
+/* ---- rule 4 refined: the step model never overrides an earlier rule ------------------------ */
+
+/* On random cases with a mix, a request that says how it communicates (tensor parallel over
+ * all its devices) gets a valid placement with the same rule-1 counts, rule-2 shares and mix
+ * loss as the same request without it: the step time only breaks ties. */
+Test(place_oracle, comm_keeps_rules_1_to_3)
+{
+	tp_test_alloc_reset();
+	unsigned long cases = env_number("TP_ORACLE_CASES", DEFAULT_CASES, NULL) / 3;
+	unsigned compared = 0, bad = 0;
+	for (uint64_t seed = 1; seed <= cases; seed++) {
+		struct or_case *k = malloc(sizeof *k);
+		cr_assert(k);
+		or_generate(k, seed);
+		if (has_fd_rule(k)) {
+			free(k);
+			continue;
+		}
+		struct or_mix m;
+		mix_of_seed(k, seed, &m);
+		tp_topology *t = NULL;
+		tp_cluster *c = NULL;
+		char why[512];
+		cr_assert_eq(or_build(k, &tp_test_allocator, &t, &c, why, sizeof why), 0, "%s", why);
+		tp_job_shape sh[4];
+		for (unsigned i = 0; i < m.n; i++)
+			sh[i] = (tp_job_shape){m.devices[i], or_level_name(k, m.level[i]), m.weight[i]};
+		cr_assert_eq(tp_cluster_set_place_mix(c, sh, m.n), 0);
+		tp_request req;
+		struct or_req_store store;
+		or_request(k, &req, &store);
+		tp_placement *p0 = NULL, *p1 = NULL;
+		int rc0 = tp_place(c, &req, &p0);
+		tp_step_model sm = TP_STEP_MODEL_INIT;
+		sm.tp = k->req.count;
+		sm.tp_bytes = 64.0 * 1024 * 1024;
+		sm.tp_msgs = 16;
+		req.comm = &sm;
+		int rc1 = tp_place(c, &req, &p1);
+		if (rc0 != rc1 && bad++ < 5)
+			fprintf(stderr, "seed %" PRIu64 ": %s without comm, %s with\n", seed,
+			        tp_err_name(rc0), tp_err_name(rc1));
+		if (rc0 == 0 && rc1 == 0) {
+			size_t n0, n1;
+			const uint32_t *d0 = tp_placement_devices(p0, &n0);
+			const uint32_t *d1 = tp_placement_devices(p1, &n1);
+			int v0[OR_MAXL], s0[OR_MAXL], v1[OR_MAXL], s1[OR_MAXL];
+			or_placement_shape(k, d0, n0, v0, s0);
+			or_placement_shape(k, d1, n1, v1, s1);
+			bool same = or_check_placement(k, d1, n1, why, sizeof why) &&
+			            !memcmp(v0, v1, sizeof(int) * k->L) &&
+			            (!k->req.balanced || !memcmp(s0, s1, sizeof(int) * (k->L - 1))) &&
+			            or_mix_loss(k, &m, d0, n0) == or_mix_loss(k, &m, d1, n1);
+			compared++;
+			if (!same && bad++ < 5)
+				fprintf(stderr, "seed %" PRIu64 ": comm changed an earlier rule (%s)\n", seed,
+				        why);
+		}
+		tp_placement_destroy(p0);
+		tp_placement_destroy(p1);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+		free(k);
+	}
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+	cr_assert_gt(compared, 200, "only %u cases compared", compared);
+	cr_assert_eq(bad, 0, "%u of %u cases differ", bad, compared);
+}

@@ -295,6 +295,31 @@ def test_gpu_nic_pairs(tp):
     assert "request.gpu_nic_pairs" in str(e.value)
 
 
+def test_comm_breaks_ties_by_step_time(tp):
+    types = []
+    for gbps in (50.0, 900.0):
+        nt = tp.NodeType(4)
+        for a in range(4):
+            for b in range(a + 1, 4):
+                nt.set_nvlink(a, b, gbps)
+        types.append(nt)
+    t = (tp.TopologyBuilder(["rack", "node"])
+         .add_node("slow", ["r0"], 4, node_type=types[0])
+         .add_node("fast", ["r0"], 4, node_type=types[1])
+         .build())
+    c = tp.Cluster(t)
+    comm = {"tp": 2, "tp_bytes": 64 * 2**20, "tp_msgs": 128}
+    assert c.place(tp.Request(count=2, required="node")).devices[0].startswith("slow/")
+    p = c.place(tp.Request(count=2, required="node", comm=comm))
+    assert p.ok and p.devices[0].startswith("fast/"), p.devices
+    c.commit(p)
+    shape = c.job_info(p.job).shape
+    assert shape.comm["tp"] == 2 and shape.comm["tp_msgs"] == 128
+    with pytest.raises(tp.InvalidArgument) as e:
+        c.place(tp.Request(count=2, required="node", comm={"tp": 3}))
+    assert "request.comm: model.tp 3" in str(e.value)
+
+
 def test_replace(tp):
     c = tp.Cluster(small(tp))
     c.assign("a", ["x1/0", "x1/1"])

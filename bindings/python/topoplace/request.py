@@ -15,6 +15,8 @@ from .errors import InvalidArgument
 __all__ = ["Slice", "DomainCap", "Spread", "Colocate", "Select", "Request"]
 
 _REQ = _defaults.REQUEST
+_COMM_FIELDS = ("tp", "pp", "dp", "ep", "compute_us", "tp_bytes", "tp_msgs", "dp_bytes",
+                "dp_overlap", "pp_bytes", "pp_msgs", "ep_bytes", "ep_msgs")
 _SEL = _defaults.SELECT
 
 
@@ -80,6 +82,11 @@ class Request:
     select: Optional[Select] = None
     #: every device a GPU paired with a distinct nearest NIC of its node (``gpu_nic_pairs``)
     gpu_nic_pairs: bool = _REQ["gpu_nic_pairs"]
+    #: how the job communicates (``comm``, a ``tp_step_model``): a dict of its fields (tp, pp,
+    #: dp, ep, compute_us, tp_bytes, tp_msgs, dp_bytes, dp_overlap, pp_bytes, pp_msgs,
+    #: ep_bytes, ep_msgs; the others keep ``TP_STEP_MODEL_INIT``), or None. Rule 4: the
+    #: modelled step time breaks the ties every earlier rule leaves.
+    comm: Optional[dict] = None
 
     def __post_init__(self):
         self.slices = [_coerce(Slice, s) for s in self.slices]
@@ -146,6 +153,13 @@ class Request:
             raise InvalidArgument("request.gpu_nic_pairs: must be true or false, not %r"
                                   % (self.gpu_nic_pairs,))
         r.gpu_nic_pairs = 1 if self.gpu_nic_pairs else 0
+        if self.comm is not None:
+            m = _defaults.c_init("step_model")
+            keep.append(m)
+            for k in _COMM_FIELDS:
+                if k in self.comm:
+                    setattr(m, k, self.comm[k])
+            r.comm = m
         return r
 
     @classmethod
@@ -171,4 +185,5 @@ class Request:
             if r.spread_level != ffi.NULL else None,
             colocate=Colocate(_s(r.colocate_job), _s(r.colocate_level))
             if r.colocate_job != ffi.NULL else None,
-            exclusive=_s(r.exclusive), select=sel, gpu_nic_pairs=bool(r.gpu_nic_pairs))
+            exclusive=_s(r.exclusive), select=sel, gpu_nic_pairs=bool(r.gpu_nic_pairs),
+            comm={k: getattr(r.comm, k) for k in _COMM_FIELDS} if r.comm != ffi.NULL else None)

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The objective's policy rules as the library refines them: rule 3, the job mix that placement
+ * protects (tp_cluster_set_place_mix), its messages and how it changes an answer.
+ */
+#include "testutil.h"
+
+/* One NVL72 block of two racks (18 nodes of 4 GPUs each): rack 0 with 37 free GPUs (35 held:
+ * nodes 0-7 and 3 GPUs of node 8), rack 1 with 40 (nodes 18-25 held). */
+static void two_racks(tp_topology **t, tp_cluster **c)
+{
+	cr_assert_eq(tp_topology_generate_nvl72(t, 1, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+	uint32_t a[35], b[32];
+	for (uint32_t i = 0; i < 35; i++)
+		a[i] = i;
+	for (uint32_t i = 0; i < 32; i++)
+		b[i] = 72 + i;
+	cr_assert_eq(tp_cluster_assign(*c, "a", a, 35, NULL), 0, "%s", tp_cluster_errmsg(*c));
+	cr_assert_eq(tp_cluster_assign(*c, "b", b, 32, NULL), 0, "%s", tp_cluster_errmsg(*c));
+}
+
+/* The rack a 4-GPU, one-node, required-rack request lands in. */
+static unsigned rack_of_node_job(tp_cluster *c)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.group_size = 4;
+	r.required = "rack";
+	tp_placement *p;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	unsigned rack = d[0] / 72;
+	for (size_t i = 1; i < n; i++)
+		cr_assert_eq(d[i] / 72, rack);
+	tp_placement_destroy(p);
+	return rack;
+}
+
+Test(place_rules, frag_report_mix_keeps_a_half_rack_that_best_fit_breaks)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_racks(&t, &c);
+	/* A new cluster has no mix: best fit takes the tighter rack 0 (37 -> 33: no 36-GPU job
+	 * fits there any more); the default mix (1, 4, 36, 72 GPUs) takes rack 1 (40 -> 36: still
+	 * one). */
+	cr_assert_eq(rack_of_node_job(c), 0);
+	cr_assert_eq(tp_cluster_set_place_mix(c, NULL, 0), 0);
+	cr_assert_eq(rack_of_node_job(c), 1);
+	static const tp_job_shape none[1];
+	cr_assert_eq(tp_cluster_set_place_mix(c, none, 0), 0);
+	cr_assert_eq(rack_of_node_job(c), 0);
+	/* A mix of whole nodes only: both racks lose the same, best fit decides. */
+	tp_job_shape node4 = {4, "node", 1.0};
+	cr_assert_eq(tp_cluster_set_place_mix(c, &node4, 1), 0);
+	cr_assert_eq(rack_of_node_job(c), 0);
+	tp_job_shape half = {36, "rack", 2.0};
+	cr_assert_eq(tp_cluster_set_place_mix(c, &half, 1), 0);
+	cr_assert_eq(rack_of_node_job(c), 1);
+	cr_assert_eq(tp_cluster_set_place_mix(c, NULL, 0), 0); /* the frag report's mix again */
+	cr_assert_eq(rack_of_node_job(c), 1);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+static void expect_fail(tp_cluster *c, const tp_job_shape *mix, size_t n, int code,
+                        const char *msg)
+{
+	tp_job_shape keep = {36, "rack", 1.0};
+	cr_assert_eq(tp_cluster_set_place_mix(c, &keep, 1), 0);
+	cr_assert_eq(tp_cluster_set_place_mix(c, mix, n), code, "%s", tp_cluster_errmsg(c));
+	cr_assert_str_eq(tp_cluster_errmsg(c), msg);
+	/* unchanged: the 36-GPU mix still sends the job to rack 1 */
+	cr_assert_eq(rack_of_node_job(c), 1);
+}
+
+Test(place_rules, bad_mix_is_refused_and_names_the_field)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_racks(&t, &c);
+	cr_assert_eq(tp_cluster_set_place_mix(NULL, NULL, 0), TP_EINVAL);
+	expect_fail(c, NULL, 2, TP_EINVAL, "place mix: NULL with 2 shapes");
+	tp_job_shape many[TP_PLACE_MIX_MAX + 1];
+	for (size_t i = 0; i < TP_PLACE_MIX_MAX + 1; i++)
+		many[i] = (tp_job_shape){1, "node", 1.0};
+	expect_fail(c, many, TP_PLACE_MIX_MAX + 1, TP_EINVAL, "place mix: 17 shapes, at most 16");
+	tp_job_shape bad[2] = {{4, "node", 1.0}, {4, NULL, 1.0}};
+	expect_fail(c, bad, 2, TP_EINVAL, "place mix[1].level is NULL");
+	bad[1] = (tp_job_shape){0, "rack", 1.0};
+	expect_fail(c, bad, 2, TP_EINVAL, "place mix[1].devices is 0");
+	bad[1] = (tp_job_shape){4, "rack", -1.0};
+	expect_fail(c, bad, 2, TP_EINVAL, "place mix[1].weight -1 is not a finite number > 0");
+	bad[1] = (tp_job_shape){4, "pod", 1.0};
+	expect_fail(c, bad, 2, TP_ENOTFOUND,
+	            "place mix[1].level 'pod' is not a level of the topology");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+/* ---- rule 4 refined: the modelled step time (request.comm) --------------------------------- */
+
+/* One rack of two 4-GPU nodes that differ only in their NVLink figures: n0 50 GB/s between
+ * every pair, n1 900 GB/s. */
+static tp_topology *two_node_types(void)
+{
+	static const char *const levels[] = {"rack", "node"};
+	static const char *const path[] = {"r0"};
+	tp_topology_builder *b;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	tp_nodetype *nt[2];
+	const double gbps[2] = {50, 900};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tp_nodetype_create(&nt[i], 4, &tp_test_allocator), 0);
+		for (unsigned a = 0; a < 4; a++)
+			for (unsigned c = a + 1; c < 4; c++)
+				cr_assert_eq(tp_nodetype_set_nvlink(nt[i], a, c, gbps[i]), 0);
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.type = nt[i];
+		cr_assert_eq(tp_topology_builder_add_node(b, i ? "n1" : "n0", path, 4, &o), 0,
+		             "%s", tp_topology_builder_errmsg(b));
+		tp_nodetype_destroy(nt[i]);
+	}
+	tp_topology *t;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* The node (0 or 1) a 2-GPU required-node request lands on, with or without a step model. */
+static unsigned node_of(tp_cluster *c, const tp_step_model *m)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.required = "node";
+	r.comm = m;
+	tp_placement *p;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 2);
+	unsigned node = d[0] / 4;
+	cr_assert_eq(d[1] / 4, node);
+	tp_placement_destroy(p);
+	return node;
+}
+
+Test(place_rules, step_time_breaks_a_tie_between_node_types)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_node_types();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	tp_step_model m = TP_STEP_MODEL_INIT;
+	m.tp = 2;
+	m.tp_bytes = 64.0 * 1024 * 1024;
+	m.tp_msgs = 128;
+	cr_assert_eq(node_of(c, NULL), 0); /* a tie on every earlier rule: the lowest index */
+	cr_assert_eq(node_of(c, &m), 1);   /* the faster NVLink */
+	double slow, fast;
+	const uint32_t on0[2] = {0, 1}, on1[2] = {4, 5};
+	cr_assert_eq(tp_cost_step_us(&slow, t, on0, 2, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(tp_cost_step_us(&fast, t, on1, 2, &m, NULL, NULL, 0), 0);
+	cr_assert_lt(fast, slow);
+	/* the step model never overrides an earlier rule: with n1 partly used, best fit takes it */
+	const uint32_t held[1] = {7};
+	cr_assert_eq(tp_cluster_assign(c, "x", held, 1, NULL), 0);
+	cr_assert_eq(node_of(c, NULL), 1);
+	cr_assert_eq(tp_cluster_release(c, "x"), 0);
+	const uint32_t held0[1] = {3};
+	cr_assert_eq(tp_cluster_assign(c, "y", held0, 1, NULL), 0);
+	cr_assert_eq(node_of(c, &m), 0); /* n0 is tighter: rule 3 decides before rule 4 */
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+Test(place_rules, bad_comm_is_refused_and_names_the_field)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_node_types();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	tp_step_model m = TP_STEP_MODEL_INIT;
+	m.tp = 3;
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 2;
+	r.required = "node";
+	r.comm = &m;
+	tp_placement *p;
+	cr_assert_eq(tp_place(c, &r, &p), TP_EINVAL);
+	cr_assert_str_eq(tp_placement_errmsg(p),
+	                 "request.comm: model.tp 3 x model.pp 1 x model.dp 1 is not the 2 devices");
+	tp_placement_destroy(p);
+	m.tp = 2;
+	m.dp_overlap = 2;
+	cr_assert_eq(tp_place(c, &r, &p), TP_EINVAL);
+	cr_assert_str_eq(tp_placement_errmsg(p), "request.comm: model.dp_overlap 2 is outside [0, 1]");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
