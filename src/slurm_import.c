@@ -118,8 +118,8 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 			slot = &r.nodes;
 		else if (k == KIND_TREE && key_is(&kv[i], "Switches"))
 			slot = &r.kids;
-		else if (k == KIND_TREE && key_is(&kv[i], "LinkSpeed"))
-			continue;
+		else if (k == KIND_TREE && (key_is(&kv[i], "LinkSpeed") || key_is(&kv[i], "Level")))
+			continue; /* Level= is what scontrol show topology prints; levels are computed */
 		if (!slot)
 			return tp_sl_fail(c, TP_EPARSE, "line %u: unknown key '%.*s' on a %s line", line,
 			            (int)kv[i].klen, kv[i].key, k == KIND_TREE ? "SwitchName" : "BlockName");
@@ -135,9 +135,6 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 	if (r.nodes == SIZE_MAX && r.kids == SIZE_MAX && k == KIND_TREE)
 		tp_sl_warn(c, "line %u: switch '%s' has no Nodes or Switches (an empty leaf switch)", line,
 		     text_at(c, r.name));
-	if (r.nodes != SIZE_MAX && r.kids != SIZE_MAX)
-		tp_sl_warn(c, "line %u: switch '%s' has both Nodes and Switches; its nodes stand below it "
-		     "at every lower level", line, text_at(c, r.name));
 	if (tp_grow(c->a, (void **)&c->rec, &c->cap_rec, c->nrec + 1, sizeof *c->rec))
 		return tp_sl_nomem(c);
 	uintptr_t old = 0;
@@ -359,11 +356,49 @@ struct node_ctx {
 	uint32_t rec;
 };
 
+/* Whether switch `below` is in the subtree of switch `top` (bounded: the parents are not yet
+ * checked for cycles). */
+static bool in_subtree(const struct conf *c, uint32_t below, uint32_t top)
+{
+	for (size_t steps = 0; below != NONE && steps <= c->nrec; steps++, below = c->rec[below].parent)
+		if (below == top)
+			return true;
+	return false;
+}
+
+/* A name of record r seen before, in record old: Slurm keeps a node once (its records hold
+ * node bitmaps). A switch's Nodes that are in its subtree are the union scontrol show
+ * topology prints: nothing to add. A name listed twice in one record is counted once; a node
+ * on two leaf switches stays on the first. A node in two blocks is refused: blocks partition
+ * the nodes here. */
+static int node_seen(struct conf *c, uint32_t r, uint32_t old, const char *name)
+{
+	unsigned line = c->rec[r].line;
+	if (old == r) {
+		tp_sl_warn(c, "line %u: node '%s' is listed twice in '%s'; counted once", line, name,
+		           rec_name(c, r));
+		return 0;
+	}
+	if (c->kind == KIND_TREE && c->rec[r].kids != SIZE_MAX && in_subtree(c, old, r))
+		return 0;
+	if (c->kind == KIND_TREE) {
+		tp_sl_warn(c, "line %u: node '%s' is on two leaf switches: '%s' (line %u) and '%s'; "
+		           "kept on '%s'", line, name, rec_name(c, old), c->rec[old].line,
+		           rec_name(c, r), rec_name(c, old));
+		return 0;
+	}
+	return tp_sl_fail(c, TP_EPARSE, "line %u: node '%s' is in two blocks: '%s' (line %u) and "
+	                  "'%s'", line, name, rec_name(c, old), c->rec[old].line, rec_name(c, r));
+}
+
 /* A node of record r: checked, listed once, stored. */
 static int add_node_name(struct conf *c, void *ctx, const char *name)
 {
 	uint32_t r = ((struct node_ctx *)ctx)->rec;
 	unsigned line = c->rec[r].line;
+	uintptr_t old = tp_sl_map_get(c->node_by_name, name);
+	if (old)
+		return node_seen(c, r, (uint32_t)old - 1, name);
 	if (c->nnode >= NODES_MAX)
 		return tp_sl_fail(c, TP_ELIMIT, "line %u: more than %u nodes", line, NODES_MAX);
 	/* The budgets are checked while reading, before a builder holds any of it. */
@@ -377,33 +412,11 @@ static int add_node_name(struct conf *c, void *ctx, const char *name)
 		            "tp_slurm_options.max_devices %u", line, c->nnode + 1, c->gpus,
 		            (unsigned long long)(c->nnode + 1) * c->gpus, (unsigned)c->max_devices);
 	int rc = check_name(c, line, "node", name);
-	if (rc)
-		return rc;
-	uintptr_t old = 0;
-	rc = tp_sl_map_put(c, &c->node_by_name, name, (uintptr_t)r + 1, &old);
-	if (rc)
-		return rc;
-	if (old) {
-		/* Slurm keeps a node once (its records hold node bitmaps): a name listed twice in
-		 * one record is counted once; a node on two leaf switches stays on the first. A
-		 * node in two blocks is refused: blocks partition the nodes here. */
-		if (old - 1 == r) {
-			tp_sl_warn(c, "line %u: node '%s' is listed twice in '%s'; counted once", line, name,
-			     rec_name(c, r));
-			return 0;
-		}
-		if (c->kind == KIND_TREE) {
-			tp_sl_warn(c, "line %u: node '%s' is on two leaf switches: '%s' (line %u) and '%s'; "
-			     "kept on '%s'", line, name, rec_name(c, (uint32_t)old - 1),
-			     c->rec[old - 1].line, rec_name(c, r), rec_name(c, (uint32_t)old - 1));
-			return 0;
-		}
-		return tp_sl_fail(c, TP_EPARSE, "line %u: node '%s' is in two blocks: '%s' (line %u) and "
-		            "'%s'", line, name, rec_name(c, (uint32_t)old - 1), c->rec[old - 1].line,
-		            rec_name(c, r));
-	}
+	if (!rc)
+		rc = tp_sl_map_put(c, &c->node_by_name, name, (uintptr_t)r + 1, &old);
 	size_t off;
-	rc = tp_sl_pool_put(c, &c->names, name, strlen(name), &off);
+	if (!rc)
+		rc = tp_sl_pool_put(c, &c->names, name, strlen(name), &off);
 	if (!rc && tp_grow(c->a, (void **)&c->node, &c->cap_node, c->nnode + 1, sizeof *c->node))
 		rc = tp_sl_nomem(c);
 	if (!rc)
@@ -442,21 +455,33 @@ static int add_kid_name(struct conf *c, void *ctx, const char *name)
 
 static int expand_records(struct conf *c)
 {
-	for (uint32_t r = 0; r < c->nrec; r++) {
-		struct rec *x = &c->rec[r];
-		struct node_ctx ctx = {r};
-		int rc = 0;
-		x->kid_first = (uint32_t)c->nkid;
-		x->node_first = (uint32_t)c->nnode;
-		if (x->kids != SIZE_MAX)
-			rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->kids), add_kid_name, &ctx);
-		if (!rc && x->nodes != SIZE_MAX)
-			rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->nodes), add_node_name, &ctx);
-		if (rc)
-			return rc;
-		x = &c->rec[r];
-		x->nkids = (uint32_t)c->nkid - x->kid_first;
-		x->nnodes = (uint32_t)c->nnode - x->node_first;
+	/* Child switches first, then the nodes of leaf switches (and blocks), then those of
+	 * switches that also list switches, so that their Nodes can be told apart from the
+	 * union of their subtree (what scontrol show topology prints). */
+	for (int pass = 0; pass < 3; pass++) {
+		for (uint32_t r = 0; r < c->nrec; r++) {
+			struct rec *x = &c->rec[r];
+			struct node_ctx ctx = {r};
+			int rc = 0;
+			if (pass == 0 && x->kids != SIZE_MAX) {
+				x->kid_first = (uint32_t)c->nkid;
+				rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->kids), add_kid_name, &ctx);
+				c->rec[r].nkids = (uint32_t)c->nkid - c->rec[r].kid_first;
+			}
+			if (pass > 0 && x->nodes != SIZE_MAX && (x->kids != SIZE_MAX) == (pass == 2)) {
+				x->node_first = (uint32_t)c->nnode;
+				rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->nodes), add_node_name,
+				                         &ctx);
+				x = &c->rec[r];
+				x->nnodes = (uint32_t)c->nnode - x->node_first;
+				if (!rc && pass == 2 && x->nnodes)
+					tp_sl_warn(c, "line %u: switch '%s' has both Nodes and Switches; the "
+					           "nodes below none of its switches stand below it at every "
+					           "lower level", x->line, rec_name(c, r));
+			}
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }

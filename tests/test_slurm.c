@@ -606,8 +606,14 @@ Test(slurm, tree_leniencies_warn_and_import)
 		{"SwitchName=a Nodes=n1\nSwitchName=e\nSwitchName=t Switches=a,e\n",
 		 "line 2: switch 'e' has no Nodes or Switches (an empty leaf switch)\n", "t/a"},
 		{"SwitchName=a Nodes=n1\nSwitchName=t Switches=a Nodes=n2\n",
-		 "line 2: switch 't' has both Nodes and Switches; its nodes stand below it at every "
-		 "lower level\n", "t/t t/a"},
+		 "line 2: switch 't' has both Nodes and Switches; the nodes below none of its "
+		 "switches stand below it at every lower level\n", "t/t t/a"},
+		/* what scontrol show topology prints (Slurm 22.05, a real run): a switch's Nodes
+		 * are the union of its subtree, and Level= is given */
+		{"SwitchName=leaf0 Level=0 LinkSpeed=1 Nodes=gpu[001-004]\n"
+		 "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[005-008]\n"
+		 "SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[001-008] Switches=leaf[0-1]\n", "",
+		 "spine/leaf0 spine/leaf1"},
 		{"SwitchName=a Nodes=n1\nSwitchName=t Switches=a,a\n",
 		 "line 2: switch 't' lists switch 'a' twice; counted once\n", "t/a"},
 		{"SwitchName=a Nodes=n1,,n2,\n", "", "a"},

@@ -141,6 +141,9 @@ def main(argv=None, stdin=None, stdout=None):
     """Run the tool; returns the exit status (see the module's documentation)."""
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
+    if argv[:1] == ["import"]:       # scheduler formats in: topoplace.importers
+        from .importers import main as import_main
+        return import_main(argv[1:], out)
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
     watchdog = _Watchdog(None, out)
     try:
