@@ -508,6 +508,211 @@ def main(argv, stdout=None):
     """``python3 -m topoplace import ...``: prints one JSON document; returns the status."""
     out = stdout if stdout is not None else sys.stdout
     code, doc = run_import(argv)
-    out.write(json.dumps(doc, indent=1 if code == EXIT_OK else None) + "\n")
+    out.write(json.dumps(doc) + "\n")
     out.flush()
     return code
+
+
+# --------------------------------------------------------------------------------------------
+# Kubernetes: kubectl get nodes -o json, kubectl get pods -A -o json, a Kueue Topology
+# --------------------------------------------------------------------------------------------
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Taints that only keep non-GPU pods off GPU nodes (the GPU operator's and the cloud
+# providers' convention): not a cordon.
+GPU_TAINTS = {"nvidia.com/gpu", "amd.com/gpu"}
+# Pod labels that name the job a pod belongs to, most specific first.
+GROUP_LABELS = (("jobset.sigs.k8s.io/jobset-name", "jobset"),
+                ("leaderworkerset.sigs.k8s.io/name", "lws"),
+                ("batch.kubernetes.io/job-name", "job"),
+                ("job-name", "job"))
+
+
+def _items(path, doc, kind):
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        raise ImportError_(path, "items", "expected the 'items' list of kubectl get %s -o json"
+                           % kind)
+    return items
+
+
+def _quantity(text, path, where):
+    """A Kubernetes quantity of whole devices ("8", 8)."""
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    if isinstance(text, str) and re.fullmatch(r"\d+", text):
+        return int(text)
+    raise ImportError_(path, where, "%s is not a whole number of devices" % json.dumps(text))
+
+
+def read_kueue_levels(path, text):
+    """The node labels of a Kueue Topology object, outermost first."""
+    doc = _load_json(path, text)
+    if not isinstance(doc, dict) or doc.get("kind") != "Topology":
+        raise ImportError_(path, "kind", "expected a Kueue Topology object (kind: Topology)")
+    levels = doc.get("spec", {}).get("levels") if isinstance(doc.get("spec"), dict) else None
+    if not isinstance(levels, list) or not levels:
+        raise ImportError_(path, "spec.levels", "expected a non-empty list of levels")
+    out = []
+    for i, lv in enumerate(levels):
+        lab = lv.get("nodeLabel") if isinstance(lv, dict) else None
+        if not isinstance(lab, str) or not lab:
+            raise ImportError_(path, "spec.levels[%d].nodeLabel" % i, "expected a label key")
+        out.append(lab)
+    return out
+
+
+def level_name(label):
+    """The scenario level of a node label key: the key with its '/' as ':' (a character no
+    label key holds, so :func:`label_key` undoes it): ``cloud.google.com:gce-topology-block``."""
+    return label.replace("/", ":")
+
+
+def label_key(level):
+    """The node label key of a level made by :func:`level_name`."""
+    return level.replace(":", "/")
+
+
+def _node_state(n, path, where):
+    spec, status = n.get("spec") or {}, n.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if isinstance(c, dict)
+             and c.get("type") == "Ready"]
+    down = not ready or ready[0].get("status") != "True"
+    taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
+    cordon = spec.get("unschedulable") is True or any(
+        t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") not in GPU_TAINTS
+        for t in taints)
+    return down, cordon
+
+
+def read_k8s_nodes(path, text, labels):
+    """[(name, [label values of the levels above the node], gpus, down, cordoned)] and the
+    warnings, from kubectl get nodes -o json."""
+    items = _items(path, _load_json(path, text), "nodes")
+    host_last = labels and labels[-1] == HOSTNAME_LABEL
+    above = labels[:-1] if host_last else labels
+    out, warnings, seen = [], [], set()
+    for i, n in enumerate(items):
+        where = "items[%d]" % i
+        meta = n.get("metadata") if isinstance(n, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ImportError_(path, where + ".metadata.name", "expected a node name")
+        if name in seen:
+            raise ImportError_(path, where + ".metadata.name", "node '%s' is listed twice" % name)
+        seen.add(name)
+        lab = meta.get("labels") or {}
+        alloc = (n.get("status") or {}).get("allocatable") or {}
+        gpus = _quantity(alloc.get(GPU_RESOURCE, "0"), path,
+                         where + ".status.allocatable[\"%s\"]" % GPU_RESOURCE)
+        if gpus == 0:
+            warnings.append("%s: node '%s' has no allocatable %s; left out" % (path, name,
+                                                                                GPU_RESOURCE))
+            continue
+        missing = [k for k in above if not isinstance(lab.get(k), str) or not lab.get(k)]
+        if missing:
+            warnings.append("%s: node '%s' has no label %s; left out (Kueue leaves it out of "
+                            "the topology too)" % (path, name, missing[0]))
+            continue
+        bad = [lab[k] for k in above if "/" in lab[k]]
+        if bad:
+            raise ImportError_(path, where + ".metadata.labels", "label value '%s' holds a '/'"
+                               % bad[0])
+        down, cordon = _node_state(n, path, where)
+        out.append((name, [lab[k] for k in above], gpus, down, cordon and not down))
+    return out, warnings
+
+
+def _pod_gpus(pod, path, where):
+    total = 0
+    for kind in ("initContainers", "containers"):
+        for k, c in enumerate((pod.get("spec") or {}).get(kind) or []):
+            res = (c or {}).get("resources") or {}
+            v = (res.get("limits") or {}).get(GPU_RESOURCE,
+                                                 (res.get("requests") or {}).get(GPU_RESOURCE, 0))
+            g = _quantity(v, path, "%s.spec.%s[%d].resources" % (where, kind, k))
+            total = max(total, g) if kind == "initContainers" else total + g
+    return total
+
+
+def _pod_group(pod, group_label):
+    meta = pod.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    lab = meta.get("labels") or {}
+    if group_label:
+        if lab.get(group_label):
+            return "%s/%s" % (ns, lab[group_label])
+    else:
+        for key, kind in GROUP_LABELS:
+            if lab.get(key):
+                return "%s/%s/%s" % (ns, kind, lab[key])
+        owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+        if owners and owners[0].get("name"):
+            return "%s/%s/%s" % (ns, str(owners[0].get("kind", "owner")).lower(),
+                                 owners[0]["name"])
+    return "%s/pod/%s" % (ns, meta.get("name"))
+
+
+def read_k8s_pods(path, text, group_label, gpus_of):
+    """{job id: {node: GPU count}} of the bound, unfinished pods that request GPUs."""
+    jobs = {}
+    for i, p in enumerate(_items(path, _load_json(path, text), "pods")):
+        where = "items[%d]" % i
+        if not isinstance(p, dict):
+            raise ImportError_(path, where, "expected a pod object")
+        node = (p.get("spec") or {}).get("nodeName")
+        phase = (p.get("status") or {}).get("phase")
+        if not node or phase in ("Succeeded", "Failed"):
+            continue
+        g = _pod_gpus(p, path, where)
+        if not g:
+            continue
+        if node not in gpus_of:
+            raise ImportError_(path, where + ".spec.nodeName", "pod '%s' is bound to node '%s', "
+                               "which is not among the imported GPU nodes"
+                               % ((p.get("metadata") or {}).get("name"), node))
+        job = jobs.setdefault(_pod_group(p, group_label), {})
+        job[node] = job.get(node, 0) + g
+        if sum(j.get(node, 0) for j in jobs.values()) > gpus_of[node]:
+            raise ImportError_(path, where, "the pods on node '%s' request more than its %d "
+                               "allocatable %s" % (node, gpus_of[node], GPU_RESOURCE))
+    return jobs
+
+
+def k8s_scenario(nodes, pods=None, kueue=None, levels=None, group_label=None):
+    """A scenario-v1 document and the warnings, from ``(file, text)`` of kubectl get nodes -o
+    json, optionally of kubectl get pods -A -o json, and the levels: a Kueue Topology
+    ``(file, text)`` or a list of node label keys, outermost first."""
+    labels = read_kueue_levels(*kueue) if kueue else [s.strip() for s in levels if s.strip()]
+    if not labels:
+        raise ImportError_("(command line)", "--levels", "no level given")
+    if len(set(labels)) != len(labels):
+        raise ImportError_(kueue[0] if kueue else "(command line)",
+                           "spec.levels" if kueue else "--levels", "a label is given twice")
+    found, warnings = read_k8s_nodes(nodes[0], nodes[1], labels)
+    if not found:
+        raise ImportError_(nodes[0], "items", "no node has allocatable %s and every level "
+                           "label%s" % (GPU_RESOURCE, " (the first: %s)" % warnings[0].split(
+                               ": ", 1)[1] if warnings else ""))
+    above = labels[:-1] if labels[-1] == HOSTNAME_LABEL else labels
+    names = [level_name(lab) for lab in above] + ["node"]
+    if any(n in ("node", "cluster") for n in names[:-1]):
+        raise ImportError_(kueue[0] if kueue else "(command line)", "spec.levels" if kueue
+                           else "--levels", "a level label may not be named node or cluster")
+    doc_nodes = [{"name": n, "path": p, "gpus": g} for n, p, g, _, _ in found]
+    doc = {"version": 1, "topology": {"levels": names, "nodes": doc_nodes}}
+    st = {}
+    down = [n for n, _, _, dn, _ in found if dn]
+    cordoned = [n for n, _, _, _, c in found if c]
+    if pods:
+        jobs = read_k8s_pods(pods[0], pods[1], group_label, {n: g for n, _, g, _, _ in found})
+        if jobs:
+            st["jobs"] = [{"id": j, "devices": d} for j, d in sorted(jobs.items())]
+    if down:
+        st["down"] = down
+    if cordoned:
+        st["cordoned"] = cordoned
+    if st:
+        doc["state"] = st
+    return doc, warnings
