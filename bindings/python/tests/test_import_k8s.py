@@ -103,3 +103,39 @@ def test_refusals_name_file_and_path(tp, tmp_path, name, text, flag, expect):
     assert code == 2 and doc["status"] == "invalid"
     assert doc["path"] == expect[0]
     assert doc["message"] == "%s: %s: %s" % (str(tmp_path / name), expect[0], expect[1])
+
+
+def test_round_trip_import_place_format_kueue(tp, tmp_path):
+    """import k8s, place, --format kueue: the TopologyAssignment's levels are the Kueue
+    Topology's node labels, every domain's values are the labels of a real node, the pod counts
+    add up to count / group size, and each pod's node selector matches its node's labels."""
+    code, doc, _ = imp("--nodes", d("nodes.json"), "--pods", d("pods.json"), "--topology",
+                       d("kueue-topology.json"))
+    assert code == 0
+    doc["state"].pop("cordoned")
+    doc["request"] = {"id": "new", "count": 8, "group": {"size": 2},
+                      "required": "cloud.google.com:gce-topology-block"}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    out = {}
+    for fmt in ("json", "kueue"):
+        p = subprocess.run([python(), "-m", "topoplace", "place", str(path), "--format", fmt],
+                           stdout=subprocess.PIPE, universal_newlines=True)
+        assert p.returncode == 0, p.stdout
+        out[fmt] = json.loads(p.stdout)
+    ta = out["kueue"]["topologyAssignment"]
+    kueue = json.load(open(d("kueue-topology.json")))
+    assert ta["levels"] == [lv["nodeLabel"] for lv in kueue["spec"]["levels"]]
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"]
+              for n in json.load(open(d("nodes.json")))["items"]}
+    for dom in ta["domains"]:
+        node = dom["values"][-1]
+        assert dom["values"] == [labels[node][k] for k in ta["levels"]]
+    assert sum(dom["count"] for dom in ta["domains"]) == 8 // 2
+    assert len({dom["values"][0] for dom in ta["domains"]}) == 1     # one block
+    sel = out["kueue"]["podNodeSelectors"]
+    assert len(sel) == 4 and all(labels[s["kubernetes.io/hostname"]][k] == v
+                                 for s in sel for k, v in s.items())
+    # the same nodes as the json answer, in rank order, 2 devices a pod
+    nodes = [dev.rsplit("/", 1)[0] for dev in out["json"]["placement"]["devices"]]
+    assert [s["kubernetes.io/hostname"] for s in sel] == nodes[::2]

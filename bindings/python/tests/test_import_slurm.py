@@ -158,3 +158,36 @@ def test_hostlists_round_trip():
     assert hostlist_expand("r[1-2]n[01-02]") == ["r1n01", "r1n02", "r2n01", "r2n02"]
     with pytest.raises(ValueError):
         hostlist_expand("n[3-1]")
+
+
+def test_round_trip_import_place_format_slurm(tp, tmp_path):
+    """import slurm, place, --format slurm: the hostlist expands to imported nodes, the GPU
+    indices are the json answer's devices in rank order, and none is held by a job."""
+    code, doc, _ = imp("slurm", "--topology", d("h100-tree.conf"), "--nodes",
+                       d("scontrol-nodes-v0.0.40.json"), "--jobs", d("squeue-v0.0.40.json"))
+    assert code == 0
+    # 12 GPUs in pods of 4 in one leaf switch: only leaf0 has them free (gpu001's 8 and the
+    # 4 that job 4102 leaves on gpu002; gpu003 is cordoned, gpu004 down; leaf1 has gpu008 only)
+    doc["request"] = {"id": "new", "count": 12, "group": {"size": 4}, "required": "switch0"}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    out = {}
+    for fmt in ("json", "slurm"):
+        p = subprocess.run([python(), "-m", "topoplace", "place", str(path), "--format", fmt],
+                           stdout=subprocess.PIPE, universal_newlines=True)
+        assert p.returncode == 0, p.stdout
+        out[fmt] = json.loads(p.stdout)
+    from topoplace.importers import hostlist_expand
+    ans = out["slurm"]
+    nodes = hostlist_expand(ans["nodelist"])
+    imported = {n["name"]: n for n in doc["topology"]["nodes"]}
+    assert set(nodes) <= set(imported) and sorted(nodes) == ["gpu001", "gpu002"]
+    assert ans["sbatch"] == "--nodelist=%s --nodes=2" % ans["nodelist"]
+    assert sorted(ans["gpus"]["gpu002"].split(",")) == ["4", "5", "6", "7"]
+    held = {(n, i) for j in doc["state"]["jobs"] for n, ix in j["devices"].items() for i in ix}
+    got = [(n, int(i)) for n in nodes for i in ans["gpus"][n].split(",")]
+    assert not set(got) & held
+    assert not set(nodes) & set(doc["state"]["down"] + doc["state"]["cordoned"])
+    assert ["%s/%d" % g for g in got] == out["json"]["placement"]["devices"]
+    leaf = {imported[n]["path"][1] for n in nodes}
+    assert len(leaf) == 1                                  # required: one leaf switch

@@ -64,8 +64,10 @@ def _parser():
                             "ones, which moves make a job fit.")
     p.add_argument("command", choices=sc_mod.COMMANDS, help="the question to answer")
     p.add_argument("file", help="the scenario file, or - for standard input")
-    p.add_argument("--format", choices=("json", "text"), default="json",
-                   help="json (default): one JSON document; text: a picture for a person")
+    p.add_argument("--format", choices=("json", "text", "slurm", "kueue"), default="json",
+                   help="json (default): one JSON document; text: a picture for a person; "
+                        "slurm / kueue: a placement as sbatch --nodelist and GPU indices, or "
+                        "as a Kueue TopologyAssignment (topoplace.importers)")
     p.add_argument("--strict", action="store_true",
                    help="also validate the sections the command does not use")
     p.add_argument("--max-input-bytes", type=_max_bytes, default=sc_mod.MAX_INPUT_BYTES,
@@ -166,6 +168,9 @@ def main(argv=None, stdin=None, stdout=None):
 
 
 def _write(answer, fmt, out):
+    if fmt in ("slurm", "kueue") and answer.doc.get("status") == "ok":
+        from .importers import scheduler_answer
+        answer = scheduler_answer(answer, fmt, _internal_error)
     try:
         if fmt == "text":
             from .text import render
@@ -277,7 +282,8 @@ def _place(sc, topo, cluster):
                        placement=pl, command="place")
     doc = {"status": "ok", "job": pl.job, "placement": placement_json(topo, pl),
            "score": score_json(topo, pl)}
-    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place")
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place",
+                   request=req)
 
 
 def _replace(sc, topo, cluster):

@@ -716,3 +716,76 @@ def k8s_scenario(nodes, pods=None, kueue=None, levels=None, group_label=None):
     if st:
         doc["state"] = st
     return doc, warnings
+
+
+# --------------------------------------------------------------------------------------------
+# answers in the scheduler's terms: --format slurm, --format kueue
+# --------------------------------------------------------------------------------------------
+
+def _by_node(devices):
+    """[(node, [indices in rank order])] in the order the nodes first appear in rank order."""
+    order, idx = [], {}
+    for dev in devices:
+        node, i = dev.rsplit("/", 1)
+        if node not in idx:
+            idx[node] = []
+            order.append(node)
+        idx[node].append(int(i))
+    return [(n, idx[n]) for n in order]
+
+
+def slurm_answer(doc):
+    """A placed answer (``place``, ``replace``, ``defrag``) as Slurm takes it: the compressed
+    hostlist for ``sbatch --nodelist``, and per node the GPU indices in rank order, the
+    ``CUDA_VISIBLE_DEVICES`` of the job's tasks there. Other answers are returned as they
+    are."""
+    pl = doc.get("placement") if doc.get("status") == "ok" else None
+    if not pl:
+        return doc
+    nodes = _by_node(pl["devices"])
+    return {"status": "ok", "job": doc.get("job"),
+            "nodelist": hostlist_compress([n for n, _ in nodes]),
+            "sbatch": "--nodelist=%s --nodes=%d" % (hostlist_compress([n for n, _ in nodes]),
+                                                    len(nodes)),
+            "gpus": {n: ",".join(str(i) for i in ix) for n, ix in nodes}}
+
+
+def kueue_answer(doc, topo, pod_size):
+    """A placed answer as Kueue's TopologyAssignment: ``levels`` (node label keys, outermost
+    first: a level imported from a label is that label, the node level is
+    ``kubernetes.io/hostname``) and ``domains`` (the values of every level for each node used,
+    in rank order, with its pod count: devices / ``pod_size``, the request's group size), and
+    each pod's node selector in rank order."""
+    pl = doc.get("placement") if doc.get("status") == "ok" else None
+    if not pl:
+        return doc
+    levels = [label_key(lv) for lv in topo.levels[:-1]] + [HOSTNAME_LABEL]
+    domains, selectors = [], []
+    for node, ix in _by_node(pl["devices"]):
+        n = topo.node(node)
+        values = [topo.domain_name(lv, topo.node_domain(n, lv))
+                  for lv in range(len(topo.levels) - 1)] + [node]
+        pods, rest = divmod(len(ix), pod_size)
+        if rest:
+            raise ValueError("node %s holds %d devices, not whole pods of %d"
+                             % (node, len(ix), pod_size))
+        domains.append({"values": values, "count": pods})
+        selectors += [dict(zip(levels, values))] * pods
+    return {"status": "ok", "job": doc.get("job"),
+            "topologyAssignment": {"levels": levels, "domains": domains},
+            "podNodeSelectors": selectors}
+
+
+def scheduler_answer(answer, fmt, on_error):
+    """The CLI's answer rewritten for ``--format slurm|kueue`` (the same object, its document
+    replaced); a failure becomes ``on_error(exception)``."""
+    try:
+        if fmt == "slurm":
+            answer.doc = slurm_answer(answer.doc)
+        else:
+            req = answer.ctx.get("request")
+            answer.doc = kueue_answer(answer.doc, answer.ctx["topo"],
+                                      getattr(req, "group_size", 1) or 1)
+    except Exception as e:   # a bug: reported as the CLI reports one
+        return on_error(e)
+    return answer
