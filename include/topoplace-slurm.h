@@ -4,7 +4,8 @@
  */
 /**
  * @file topoplace-slurm.h
- * @brief Start a ::tp_topology_builder from the text of a Slurm `topology.conf`.
+ * @brief Start a ::tp_topology_builder from the text of a Slurm `topology.conf` or
+ * `topology.yaml`.
  *
  * The library reads no files: the caller passes the file's text. Both of Slurm's plugins are
  * read (one per file, as Slurm does):
@@ -33,6 +34,15 @@
  * with bracketed ranges, several brackets per name (`r[1-2]n[01-18]` is r1n01 ... r2n18, the
  * first bracket varying slowest), zero padding taken from the width of the range's first
  * number (`gpu[001-018,020]`).
+ *
+ * As Slurm 25.x reads it: what Slurm accepts with at most a warning is imported (a switch with
+ * several parents stays below the first; a node on two leaf switches stays on the first; an
+ * empty leaf switch; a switch with both Nodes and Switches, whose Nodes below its switches are
+ * the union `scontrol show topology` prints and whose other nodes stand below it; a name listed
+ * twice; empty hostlist items; `Level=`), and the warnings go to ::tp_slurm_options.warnbuf.
+ * Blocks may be empty or smaller than the base block (`AllowGaps=yes`, Slurm 25.05's default;
+ * `AllowGaps=no` refuses them); `BlockLevels=0-4` (Slurm 23.11) is read. `RingName` is refused
+ * as not yet supported.
  *
  * Every node gets @p gpus_per_node devices and default attributes; fabrics keep the builder's
  * defaults. The caller may set fabrics, add failure domains or more nodes, then build.
@@ -64,11 +74,11 @@ extern "C" {
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
  * @return 0; ::TP_EINVAL (NULL @p out or @p conf, @p gpus_per_node out of range, an invalid
- *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist or
- *         BlockSizes, a switch or block defined twice, an unknown switch, a switch with two
- *         parents, switches in a cycle, a switch with both or neither of Nodes and Switches, a
- *         node listed twice, a block smaller than the base block size, a bad name, tree and
- *         block lines in one file, no switch or block at all); ::TP_ELIMIT (more levels than
+ *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist,
+ *         BlockSizes, BlockLevels or AllowGaps, a switch or block defined twice, an unknown
+ *         switch, switches in a cycle, a node in two blocks, a block smaller than the base
+ *         block size with AllowGaps=no, a bad name, tree and block lines in one file, no switch
+ *         or block with nodes, RingName, a topology.yaml); ::TP_ELIMIT (more levels than
  *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes,
  *         more than ::TP_DEFAULT_MAX_DEVICES devices: see tp_topology_builder_from_slurm_ext());
  *         ::TP_ENOMEM.
