@@ -686,3 +686,34 @@ Test(slurm, block_gaps_and_block_levels)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* The shapes NVIDIA topograph writes (written here after its tests/ci/expected.*.conf): dotted
+ * switch names with bracketed suffixes, a comment line per record, and NVLink domains padded
+ * into blocks smaller than the base block or empty, which Slurm 25.05 accepts. */
+Test(slurm, topograph_shaped_outputs)
+{
+	tp_test_alloc_reset();
+	char warn[256];
+	tp_topology *t = build_warned("# switch.3.1=core\nSwitchName=switch.3.1 Switches=switch.2.[1-2]\n"
+	                              "# switch.2.1=spine-1\nSwitchName=switch.2.1 Switches=switch.1.[1-2]\n"
+	                              "SwitchName=switch.2.2 Switches=switch.1.[3-4]\n"
+	                              "SwitchName=switch.1.1 Nodes=srv[1101-1102]\n"
+	                              "SwitchName=switch.1.2 Nodes=srv[1201-1202]\n"
+	                              "SwitchName=switch.1.3 Nodes=srv[2101-2102]\n"
+	                              "SwitchName=switch.1.4 Nodes=srv[2201-2202]\n", warn, sizeof warn);
+	cr_assert_str_empty(warn);
+	cr_assert_str_eq(paths(t, 1), "switch.3.1/switch.2.1 switch.3.1/switch.2.2");
+	cr_assert_eq(tp_topology_node_count(t), 8);
+	tp_topology_destroy(t);
+	t = build_warned("# rack11=nvl-1-1\nBlockName=rack11 Nodes=srv[1101-1108]\n"
+	                 "BlockName=rack12 Nodes=srv[1201-1208]\n"
+	                 "# rack21=nvl-2-1 (padded: 4 of 8 nodes)\nBlockName=rack21 Nodes=srv[2101-2104]\n"
+	                 "BlockName=rack22\nBlockSizes=8,16,32\n", warn, sizeof warn);
+	cr_assert_str_empty(warn);
+	const char *levels[] = {"agg32", "agg16", "block", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 1), "rack[11-12,21-22]/rack[11-12] rack[11-12,21-22]/rack[21-22]");
+	cr_assert_eq(tp_topology_node_count(t), 20);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
