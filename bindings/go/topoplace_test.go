@@ -241,3 +241,39 @@ func TestSlurmImporters(t *testing.T) {
 		t.Fatalf("flat: %v", err)
 	}
 }
+
+func TestNodeTypeImporters(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "tests", "data", "nvsmi", "8x4090-2nic.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt, err := NodeTypeFromNvidiaSmi(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nt.Close()
+	if nt.GPUCount() != 8 {
+		t.Fatalf("%d GPUs", nt.GPUCount())
+	}
+	b, _ := NewTopologyBuilder("rack", "node")
+	defer b.Close()
+	if err := b.AddNodeOfType("w1", []string{"r1"}, nt); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close()
+	if topo.DeviceCount() != 8 {
+		t.Fatalf("%d devices", topo.DeviceCount())
+	}
+	_, err = NodeTypeFromNvidiaSmi("\tGPU0\tGPU1\nGPU0\t X \tNVX\n")
+	if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad matrix: %v", err)
+	}
+	_, err = NodeTypeFromHwlocXML("SwitchName=s Nodes=n1\n")
+	if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "Slurm topology.conf") {
+		t.Fatalf("not hwloc XML: %v", err)
+	}
+}
