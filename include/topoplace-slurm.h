@@ -4,7 +4,8 @@
  */
 /**
  * @file topoplace-slurm.h
- * @brief Start a ::tp_topology_builder from the text of a Slurm `topology.conf`.
+ * @brief Start a ::tp_topology_builder from the text of a Slurm `topology.conf` or
+ * `topology.yaml`.
  *
  * The library reads no files: the caller passes the file's text. Both of Slurm's plugins are
  * read (one per file, as Slurm does):
@@ -33,6 +34,15 @@
  * with bracketed ranges, several brackets per name (`r[1-2]n[01-18]` is r1n01 ... r2n18, the
  * first bracket varying slowest), zero padding taken from the width of the range's first
  * number (`gpu[001-018,020]`).
+ *
+ * As Slurm 25.x reads it: what Slurm accepts with at most a warning is imported (a switch with
+ * several parents stays below the first; a node on two leaf switches stays on the first; an
+ * empty leaf switch; a switch with both Nodes and Switches, whose Nodes below its switches are
+ * the union `scontrol show topology` prints and whose other nodes stand below it; a name listed
+ * twice; empty hostlist items; `Level=`), and the warnings go to ::tp_slurm_options.warnbuf.
+ * Blocks may be empty or smaller than the base block (`AllowGaps=yes`, Slurm 25.05's default;
+ * `AllowGaps=no` refuses them); `BlockLevels=0-4` (Slurm 23.11) is read. `RingName` is refused
+ * as not yet supported.
  *
  * Every node gets @p gpus_per_node devices and default attributes; fabrics keep the builder's
  * defaults. The caller may set fabrics, add failure domains or more nodes, then build.
@@ -64,11 +74,11 @@ extern "C" {
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
  * @return 0; ::TP_EINVAL (NULL @p out or @p conf, @p gpus_per_node out of range, an invalid
- *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist or
- *         BlockSizes, a switch or block defined twice, an unknown switch, a switch with two
- *         parents, switches in a cycle, a switch with both or neither of Nodes and Switches, a
- *         node listed twice, a block smaller than the base block size, a bad name, tree and
- *         block lines in one file, no switch or block at all); ::TP_ELIMIT (more levels than
+ *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist,
+ *         BlockSizes, BlockLevels or AllowGaps, a switch or block defined twice, an unknown
+ *         switch, switches in a cycle, a node in two blocks, a block smaller than the base
+ *         block size with AllowGaps=no, a bad name, tree and block lines in one file, no switch
+ *         or block with nodes, RingName, a topology.yaml); ::TP_ELIMIT (more levels than
  *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes,
  *         more than ::TP_DEFAULT_MAX_DEVICES devices: see tp_topology_builder_from_slurm_ext());
  *         ::TP_ENOMEM.
@@ -80,22 +90,41 @@ TP_API int tp_topology_builder_from_slurm(tp_topology_builder **out, const char 
                                           const tp_allocator *alloc, char *errbuf,
                                           size_t errlen);
 
-/** @brief Version of ::tp_slurm_options this header describes. */
-#define TP_SLURM_OPTIONS_VERSION 1
+/** @brief Version of ::tp_slurm_options this header describes (2 since 0.4.0: warnings and
+ * the topology.yaml entry). */
+#define TP_SLURM_OPTIONS_VERSION 2
 
 /**
- * @brief Budgets of tp_topology_builder_from_slurm_ext(): a short file can name millions of
- * nodes (`Nodes=b0[0-1048575]`), so the import stops, while reading, at the first node past
- * either budget. The builder keeps them (tp_topology_builder_set_limits()).
+ * @brief Options of tp_topology_builder_from_slurm_ext() and
+ * tp_topology_builder_from_slurm_yaml().
+ *
+ * Budgets: a short file can name millions of nodes (`Nodes=b0[0-1048575]`), so the import
+ * stops, while reading, at the first node past either budget. The builder keeps them
+ * (tp_topology_builder_set_limits()).
+ *
+ * Warnings (version 2): what Slurm 25.x accepts with a warning (a switch with several parents,
+ * a node on two leaf switches, an empty leaf switch, a switch with both Nodes and Switches, a
+ * name listed twice) is imported and described in @p warnbuf, one warning per line, each
+ * ending in `\n` and naming the line ("line 3: switch 'l' has several parents: 'a' (line 1)
+ * and 'b'; kept below 'a'"). The library never prints them.
  */
 typedef struct tp_slurm_options {
-	unsigned version;     /**< ::TP_SLURM_OPTIONS_VERSION */
+	unsigned version;     /**< ::TP_SLURM_OPTIONS_VERSION (1 or 2) */
 	uint32_t max_devices; /**< most devices (nodes x gpus_per_node); 0: ::TP_DEFAULT_MAX_DEVICES */
 	uint32_t max_nodes;   /**< most nodes; 0: ::TP_DEFAULT_MAX_NODES */
+	/** Version 2: receives the warnings, NUL-terminated, cut to @p warnlen bytes when they do
+	 * not fit ("" when there are none; on a failure, those found before it); NULL: none kept.
+	 * Owned by the caller. @since 0.4.0 */
+	char *warnbuf;
+	size_t warnlen; /**< Version 2: size of @p warnbuf. @since 0.4.0 */
+	/** Version 2, topology.yaml only: the name of the topology to read (its `topology:`);
+	 * NULL: the first with `cluster_default: true`, else the first of the file. Borrowed for
+	 * the call. @since 0.4.0 */
+	const char *topology;
 } tp_slurm_options;
 
-/** @brief Initialiser for ::tp_slurm_options: the default budgets. */
-#define TP_SLURM_OPTIONS_INIT {TP_SLURM_OPTIONS_VERSION, 0, 0}
+/** @brief Initialiser for ::tp_slurm_options: the default budgets, no warnings kept. */
+#define TP_SLURM_OPTIONS_INIT {TP_SLURM_OPTIONS_VERSION, 0, 0, NULL, 0, NULL}
 
 /**
  * @brief tp_topology_builder_from_slurm() with budgets.
@@ -115,6 +144,39 @@ TP_API int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const c
                                               const tp_allocator *alloc,
                                               const tp_slurm_options *opts, char *errbuf,
                                               size_t errlen);
+
+/**
+ * @brief Start a topology builder from a Slurm `topology.yaml` (Slurm 24.05 and later; read
+ * before topology.conf when both exist).
+ *
+ * The file is a YAML list of topologies as topology.yaml(5) defines them: each a mapping with
+ * `topology` (its name), optionally `cluster_default`, and one of `tree` (`switches`: a list
+ * of `switch`, `children`, `nodes`), `block` (`block_sizes`, `blocks`: a list of `block`,
+ * `nodes`) or `flat`. The topology read is `opts->topology`, else the first with
+ * `cluster_default: true`, else the first. A tree or block topology gives the levels and
+ * domains tp_topology_builder_from_slurm() gives for the same topology.conf, with the same
+ * leniencies and warnings; `flat`, `ring` and `torus3d` topologies are refused as not yet
+ * supported. Parsed with libyaml; no file is read.
+ *
+ * @param[out] out The builder, owned by the caller; NULL on failure.
+ * @param yaml The file's text (UTF-8). @param len Bytes of @p yaml.
+ * @param gpus_per_node Devices of every node, 1 to ::TP_MAX_NODE_DEVICES.
+ * @param alloc Allocator for the builder, or NULL (libyaml's own allocations use the C
+ *        library's).
+ * @param opts Budgets, warnings, the topology to read; or NULL.
+ * @param errbuf Receives the message of a failure, naming the line of the YAML and the
+ *        topology (may be NULL). @param errlen Its size.
+ * @return 0; ::TP_EINVAL (as tp_topology_builder_from_slurm_ext()); ::TP_EPARSE (not YAML,
+ *         not a list of topologies, an unknown or missing key, a value of the wrong kind, no
+ *         topology of the name asked, a flat, ring or torus3d topology, and every error of
+ *         topology.conf); ::TP_ELIMIT; ::TP_ENOMEM.
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_topology_builder_from_slurm_yaml(tp_topology_builder **out, const char *yaml,
+                                               size_t len, unsigned gpus_per_node,
+                                               const tp_allocator *alloc,
+                                               const tp_slurm_options *opts, char *errbuf,
+                                               size_t errlen);
 
 #ifdef __cplusplus
 }

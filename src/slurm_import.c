@@ -19,329 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common.h"
-
-#define NONE UINT32_MAX
-#define HOSTLIST_MAX (1u << 20)  /* names one hostlist may expand to */
-#define NODES_MAX (1u << 22)     /* nodes in one file */
-#define HOSTLIST_GROUPS 8        /* bracket groups in one name */
-#define MAX_KEYS 8               /* Key=Value pairs on one line */
-#define MAX_BLOCK_LEVELS 16      /* as Slurm: aggregation up to 2^15 base blocks */
-
-enum kind { KIND_NONE = 0, KIND_TREE, KIND_BLOCK };
-
-/* A growable byte pool of NUL-terminated strings, referred to by offset (stable over growth). */
-struct pool {
-	char *s;
-	size_t len, cap;
-};
-
-/* One SwitchName or BlockName line. */
-struct rec {
-	size_t name;        /* offset in text */
-	size_t nodes, kids; /* offsets of the Nodes / Switches hostlists in text, or SIZE_MAX */
-	unsigned line;
-	uint32_t parent;               /* tree: parent switch, or NONE */
-	uint32_t kid_first, nkids;     /* tree: child switches in kid[] */
-	uint32_t node_first, nnodes;   /* nodes in node[] */
-	int level;                     /* tree: Slurm's switch level (leaves 0) */
-};
-
-struct conf {
-	const tp_allocator *a;
-	char *err;
-	size_t errlen;
-	struct pool text;  /* record names and hostlists as read */
-	struct pool names; /* expanded node names and aggregate names */
-	struct rec *rec;
-	size_t nrec, cap_rec;
-	enum kind kind;
-	unsigned kind_line;
-	size_t *node; /* offsets in names */
-	size_t nnode, cap_node;
-	uint32_t *kid;
-	size_t nkid, cap_kid;
-	Pvoid_t rec_by_name;  /* JudySL: record name -> index + 1 */
-	Pvoid_t node_by_name; /* JudySL: node name -> record index + 1 */
-	unsigned long sizes[MAX_BLOCK_LEVELS];
-	unsigned nsizes, sizes_line;
-	char *line; /* the logical line being read */
-	size_t line_cap;
-	uint32_t max_devices, max_nodes; /* the caller's budgets (tp_slurm_options) */
-	unsigned gpus;                   /* devices per node */
-};
-
-/* ---- messages and small helpers ----------------------------------------------------------- */
-
-static int fail(struct conf *c, int code, const char *fmt, ...) TP_PRINTF(3, 4);
-
-static int fail(struct conf *c, int code, const char *fmt, ...)
-{
-	if (c->err && c->errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
-static int nomem(struct conf *c)
-{
-	return fail(c, TP_ENOMEM, "out of memory reading topology.conf");
-}
-
-/* Append n bytes and a NUL to a pool; the new string's offset goes to *off. */
-static int pool_put(struct conf *c, struct pool *p, const char *s, size_t n, size_t *off)
-{
-	if (n > SIZE_MAX - p->len - 1 ||
-	    tp_grow(c->a, (void **)&p->s, &p->cap, p->len + n + 1, 1))
-		return nomem(c);
-	memcpy(p->s + p->len, s, n);
-	p->s[p->len + n] = '\0';
-	*off = p->len;
-	p->len += n + 1;
-	return 0;
-}
-
-static const char *text_at(const struct conf *c, size_t off) { return c->text.s + off; }
-static const char *name_at(const struct conf *c, size_t off) { return c->names.s + off; }
-static const char *rec_name(const struct conf *c, uint32_t r) { return text_at(c, c->rec[r].name); }
-
-static int push_u32(struct conf *c, uint32_t **arr, size_t *n, size_t *cap, uint32_t v)
-{
-	if (tp_grow(c->a, (void **)arr, cap, *n + 1, sizeof **arr))
-		return nomem(c);
-	(*arr)[(*n)++] = v;
-	return 0;
-}
-
-/* JudySL lookup: the value stored for key (index + 1), 0 when absent. */
-static uintptr_t map_get(Pvoid_t map, const char *key)
-{
-	PJError_t err = NULL;
-	PPvoid_t slot = JudySLGet(map, (const uint8_t *)key, err);
-	return slot && slot != PPJERR ? (uintptr_t)*slot : 0;
-}
-
-/* JudySL insert of key -> v (> 0); *old receives the value already there (0 when new). */
-static int map_put(struct conf *c, Pvoid_t *map, const char *key, uintptr_t v, uintptr_t *old)
-{
-	PJError_t err = NULL;
-	PPvoid_t slot = JudySLIns(map, (const uint8_t *)key, err);
-	if (slot == PPJERR)
-		return nomem(c);
-	*old = (uintptr_t)*slot;
-	if (!*old)
-		*slot = (void *)v;
-	return 0;
-}
-
-/* ---- hostlists ---------------------------------------------------------------------------- */
-
-struct range {
-	unsigned long lo, hi;
-	int width; /* digits of lo as written: the zero padding */
-};
-
-/* One name of a hostlist: literal pieces around up to HOSTLIST_GROUPS bracket groups. */
-struct hterm {
-	const char *lit[HOSTLIST_GROUPS + 1];
-	size_t litn[HOSTLIST_GROUPS + 1];
-	size_t first[HOSTLIST_GROUPS + 1]; /* group g's ranges: first[g] .. first[g + 1] - 1 */
-	unsigned ngroups;
-};
-
-typedef int (*name_fn)(struct conf *c, void *ctx, const char *name);
-
-/* A number of 1 to 18 digits at *p (advanced); -1 when there is none. */
-static int read_number(const char **p, const char *end, unsigned long *v, int *width)
-{
-	const char *q = *p;
-	unsigned long x = 0;
-	while (q < end && isdigit((unsigned char)*q) && q - *p < 18)
-		x = x * 10 + (unsigned long)(*q++ - '0');
-	if (q == *p || (q < end && isdigit((unsigned char)*q)))
-		return -1;
-	*width = (int)(q - *p);
-	*v = x;
-	*p = q;
-	return 0;
-}
-
-static int hostlist_err(struct conf *c, unsigned line, const char *expr, const char *why)
-{
-	return fail(c, TP_EPARSE, "line %u: malformed hostlist '%.200s': %s", line, expr, why);
-}
-
-/* Parse the ranges of one bracket group [p, end) (without the brackets) into *rs. */
-static int parse_group(struct conf *c, unsigned line, const char *expr, const char *p,
-                       const char *end, struct range **rs, size_t *nr, size_t *cap,
-                       unsigned long *count)
-{
-	for (;;) {
-		struct range r;
-		if (read_number(&p, end, &r.lo, &r.width))
-			return hostlist_err(c, line, expr, "a range needs a number of 1 to 18 digits");
-		r.hi = r.lo;
-		if (p < end && *p == '-') {
-			int w;
-			p++;
-			if (read_number(&p, end, &r.hi, &w))
-				return hostlist_err(c, line, expr, "a range needs a number after '-'");
-			if (r.hi < r.lo)
-				return hostlist_err(c, line, expr, "a range decreases");
-		}
-		if (r.hi - r.lo >= HOSTLIST_MAX || *count + (r.hi - r.lo + 1) > HOSTLIST_MAX)
-			return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names",
-			            line, expr, HOSTLIST_MAX);
-		*count += r.hi - r.lo + 1;
-		if (tp_grow(c->a, (void **)rs, cap, *nr + 1, sizeof **rs))
-			return nomem(c);
-		(*rs)[(*nr)++] = r;
-		if (p == end)
-			return 0;
-		if (*p != ',')
-			return hostlist_err(c, line, expr, "unexpected character in brackets");
-		p++;
-	}
-}
-
-/* Split one name [p, end) into literals and groups; the ranges go to *rs. */
-static int parse_term(struct conf *c, unsigned line, const char *expr, const char *p,
-                      const char *end, struct hterm *t, struct range **rs, size_t *cap,
-                      unsigned long *names)
-{
-	size_t nr = 0;
-	unsigned long total = 1;
-	t->ngroups = 0;
-	t->lit[0] = p;
-	for (;;) {
-		const char *open = memchr(p, '[', (size_t)(end - p));
-		const char *close = memchr(p, ']', (size_t)(end - p));
-		if (close && (!open || close < open))
-			return hostlist_err(c, line, expr, "']' without '['");
-		unsigned g = t->ngroups;
-		if (!open) {
-			t->litn[g] = (size_t)(end - p);
-			break;
-		}
-		if (g == HOSTLIST_GROUPS)
-			return hostlist_err(c, line, expr, "more than 8 bracket groups in one name");
-		t->litn[g] = (size_t)(open - p);
-		close = memchr(open, ']', (size_t)(end - open));
-		if (!close)
-			return hostlist_err(c, line, expr, "'[' without ']'");
-		if (memchr(open + 1, '[', (size_t)(close - open - 1)))
-			return hostlist_err(c, line, expr, "nested '['");
-		t->first[g] = nr;
-		unsigned long count = 0;
-		int rc = parse_group(c, line, expr, open + 1, close, rs, &nr, cap, &count);
-		if (rc)
-			return rc;
-		if (total > HOSTLIST_MAX / count)
-			return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names",
-			            line, expr, HOSTLIST_MAX);
-		total *= count;
-		t->ngroups++;
-		p = close + 1;
-		t->lit[g + 1] = p;
-	}
-	t->first[t->ngroups] = nr;
-	if (t->ngroups == 0 && t->litn[0] == 0)
-		return hostlist_err(c, line, expr, "an empty name");
-	*names += total;
-	if (*names > HOSTLIST_MAX)
-		return fail(c, TP_ELIMIT, "line %u: hostlist '%.200s' has more than %u names", line,
-		            expr, HOSTLIST_MAX);
-	return 0;
-}
-
-/* Call fn for every name of term t, the first group varying slowest. */
-static int expand_term(struct conf *c, unsigned line, const char *expr, const struct hterm *t,
-                       const struct range *rs, name_fn fn, void *ctx)
-{
-	size_t ri[HOSTLIST_GROUPS] = {0};  /* current range of each group */
-	unsigned long v[HOSTLIST_GROUPS];  /* current value of each group */
-	for (unsigned g = 0; g < t->ngroups; g++) {
-		ri[g] = t->first[g];
-		v[g] = rs[ri[g]].lo;
-	}
-	char name[TP_MAX_NAME + 2];
-	for (;;) {
-		size_t n = 0;
-		bool too_long = false;
-		for (unsigned g = 0; g <= t->ngroups && !too_long; g++) {
-			if (n + t->litn[g] > TP_MAX_NAME) {
-				too_long = true;
-				break;
-			}
-			memcpy(name + n, t->lit[g], t->litn[g]);
-			n += t->litn[g];
-			if (g < t->ngroups) {
-				int k = snprintf(name + n, sizeof name - n, "%0*lu", rs[ri[g]].width, v[g]);
-				if (k < 0 || n + (size_t)k > TP_MAX_NAME)
-					too_long = true;
-				else
-					n += (size_t)k;
-			}
-		}
-		if (too_long)
-			return fail(c, TP_EPARSE, "line %u: hostlist '%.200s' makes a name longer than %d "
-			            "bytes", line, expr, TP_MAX_NAME);
-		name[n] = '\0';
-		int rc = fn(c, ctx, name);
-		if (rc)
-			return rc;
-		/* Advance the odometer: the last group fastest. */
-		unsigned g = t->ngroups;
-		while (g-- > 0) {
-			if (v[g] < rs[ri[g]].hi) {
-				v[g]++;
-				break;
-			}
-			if (ri[g] + 1 < t->first[g + 1]) {
-				ri[g]++;
-				v[g] = rs[ri[g]].lo;
-				break;
-			}
-			ri[g] = t->first[g];
-			v[g] = rs[ri[g]].lo;
-		}
-		if (g == (unsigned)-1)
-			return 0;
-	}
-}
-
-/* Call fn for every name of a hostlist expression, in order. */
-static int hostlist_each(struct conf *c, unsigned line, const char *expr, name_fn fn, void *ctx)
-{
-	struct range *rs = NULL;
-	size_t cap = 0;
-	unsigned long names = 0;
-	int rc = 0;
-	const char *p = expr, *end = expr + strlen(expr);
-	while (!rc) {
-		/* A name ends at a comma outside brackets. */
-		const char *q = p;
-		int depth = 0;
-		while (q < end && (*q != ',' || depth > 0)) {
-			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
-			q++;
-		}
-		struct hterm t;
-		rc = parse_term(c, line, expr, p, q, &t, &rs, &cap, &names);
-		if (!rc)
-			rc = expand_term(c, line, expr, &t, rs, fn, ctx);
-		if (q == end)
-			break;
-		p = q + 1;
-		if (p == end && !rc)
-			rc = hostlist_err(c, line, expr, "an empty name after ','");
-	}
-	tp_free(c->a, rs);
-	return rc;
-}
+#include "slurm_internal.h"
 
 /* ---- reading lines ------------------------------------------------------------------------ */
 
@@ -367,7 +45,7 @@ static int split_pairs(struct conf *c, unsigned line, char *s, struct kv *kv, un
 		if (!*s)
 			return 0;
 		if (*n == MAX_KEYS)
-			return fail(c, TP_EPARSE, "line %u: more than %d keys", line, MAX_KEYS);
+			return tp_sl_fail(c, TP_EPARSE, "line %u: more than %d keys", line, MAX_KEYS);
 		struct kv *k = &kv[(*n)++];
 		k->key = s;
 		while (isalnum((unsigned char)*s) || *s == '_' || *s == '.')
@@ -376,7 +54,7 @@ static int split_pairs(struct conf *c, unsigned line, char *s, struct kv *kv, un
 		while (is_blank(*s))
 			s++;
 		if (k->klen == 0 || *s != '=')
-			return fail(c, TP_EPARSE, "line %u: expected Key=Value at '%.40s'", line, k->key);
+			return tp_sl_fail(c, TP_EPARSE, "line %u: expected Key=Value at '%.40s'", line, k->key);
 		s++;
 		while (is_blank(*s))
 			s++;
@@ -385,7 +63,7 @@ static int split_pairs(struct conf *c, unsigned line, char *s, struct kv *kv, un
 			while (*s && *s != '"')
 				s++;
 			if (!*s)
-				return fail(c, TP_EPARSE, "line %u: unclosed '\"' after %.*s=", line,
+				return tp_sl_fail(c, TP_EPARSE, "line %u: unclosed '\"' after %.*s=", line,
 				            (int)k->klen, k->key);
 			k->vlen = (size_t)(s++ - k->val);
 		} else {
@@ -395,7 +73,7 @@ static int split_pairs(struct conf *c, unsigned line, char *s, struct kv *kv, un
 			k->vlen = (size_t)(s - k->val);
 		}
 		if (k->vlen == 0)
-			return fail(c, TP_EPARSE, "line %u: %.*s has an empty value", line, (int)k->klen,
+			return tp_sl_fail(c, TP_EPARSE, "line %u: %.*s has an empty value", line, (int)k->klen,
 			            k->key);
 	}
 }
@@ -410,7 +88,7 @@ static int set_kind(struct conf *c, unsigned line, enum kind k, const char *key)
 	}
 	if (c->kind == k)
 		return 0;
-	return fail(c, TP_EPARSE, "line %u: %s line in a %s topology (line %u); a topology.conf "
+	return tp_sl_fail(c, TP_EPARSE, "line %u: %s line in a %s topology (line %u); a topology.conf "
 	            "describes the tree plugin or the block plugin, not both", line, key,
 	            c->kind == KIND_TREE ? "tree (SwitchName)" : "block (BlockName)", c->kind_line);
 }
@@ -420,7 +98,7 @@ static int check_name(struct conf *c, unsigned line, const char *what, const cha
 {
 	const char *why = tp_name_problem(name, true);
 	if (why)
-		return fail(c, TP_EPARSE, "line %u: %s '%.200s' %s", line, what, name, why);
+		return tp_sl_fail(c, TP_EPARSE, "line %u: %s '%.200s' %s", line, what, name, why);
 	return 0;
 }
 
@@ -430,7 +108,7 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 {
 	const char *what = k == KIND_TREE ? "switch" : "block";
 	struct rec r = {.nodes = SIZE_MAX, .kids = SIZE_MAX, .line = line, .parent = NONE};
-	int rc = pool_put(c, &c->text, kv[0].val, kv[0].vlen, &r.name);
+	int rc = tp_sl_pool_put(c, &c->text, kv[0].val, kv[0].vlen, &r.name);
 	if (rc)
 		return rc;
 	rc = check_name(c, line, what, text_at(c, r.name));
@@ -440,32 +118,31 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 			slot = &r.nodes;
 		else if (k == KIND_TREE && key_is(&kv[i], "Switches"))
 			slot = &r.kids;
-		else if (k == KIND_TREE && key_is(&kv[i], "LinkSpeed"))
-			continue;
+		else if (k == KIND_TREE && (key_is(&kv[i], "LinkSpeed") || key_is(&kv[i], "Level")))
+			continue; /* Level= is what scontrol show topology prints; levels are computed */
 		if (!slot)
-			return fail(c, TP_EPARSE, "line %u: unknown key '%.*s' on a %s line", line,
+			return tp_sl_fail(c, TP_EPARSE, "line %u: unknown key '%.*s' on a %s line", line,
 			            (int)kv[i].klen, kv[i].key, k == KIND_TREE ? "SwitchName" : "BlockName");
 		if (*slot != SIZE_MAX)
-			return fail(c, TP_EPARSE, "line %u: %.*s given twice", line, (int)kv[i].klen,
+			return tp_sl_fail(c, TP_EPARSE, "line %u: %.*s given twice", line, (int)kv[i].klen,
 			            kv[i].key);
-		rc = pool_put(c, &c->text, kv[i].val, kv[i].vlen, slot);
+		rc = tp_sl_pool_put(c, &c->text, kv[i].val, kv[i].vlen, slot);
 	}
 	if (rc)
 		return rc;
-	if (r.nodes == SIZE_MAX && r.kids == SIZE_MAX)
-		return fail(c, TP_EPARSE, "line %u: %s '%s' has no %s", line, what,
-		            text_at(c, r.name), k == KIND_TREE ? "Nodes or Switches" : "Nodes");
-	if (r.nodes != SIZE_MAX && r.kids != SIZE_MAX)
-		return fail(c, TP_EPARSE, "line %u: switch '%s' has both Nodes and Switches", line,
-		            text_at(c, r.name));
+	/* As Slurm 25.x: an empty leaf switch is warned about, an empty block is a gap (refused
+	 * with AllowGaps=no, in build_blocks), and a switch may hold nodes and switches. */
+	if (r.nodes == SIZE_MAX && r.kids == SIZE_MAX && k == KIND_TREE)
+		tp_sl_warn(c, "line %u: switch '%s' has no Nodes or Switches (an empty leaf switch)", line,
+		     text_at(c, r.name));
 	if (tp_grow(c->a, (void **)&c->rec, &c->cap_rec, c->nrec + 1, sizeof *c->rec))
-		return nomem(c);
+		return tp_sl_nomem(c);
 	uintptr_t old = 0;
-	rc = map_put(c, &c->rec_by_name, text_at(c, r.name), c->nrec + 1, &old);
+	rc = tp_sl_map_put(c, &c->rec_by_name, text_at(c, r.name), c->nrec + 1, &old);
 	if (rc)
 		return rc;
 	if (old)
-		return fail(c, TP_EPARSE, "line %u: %s '%s' is defined twice (first at line %u)", line,
+		return tp_sl_fail(c, TP_EPARSE, "line %u: %s '%s' is defined twice (first at line %u)", line,
 		            what, text_at(c, r.name), c->rec[old - 1].line);
 	c->rec[c->nrec++] = r;
 	return 0;
@@ -475,17 +152,17 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 static int read_block_sizes(struct conf *c, unsigned line, const struct kv *kv)
 {
 	if (c->nsizes)
-		return fail(c, TP_EPARSE, "line %u: BlockSizes given twice (first at line %u)", line,
+		return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes given twice (first at line %u)", line,
 		            c->sizes_line);
 	const char *p = kv->val, *end = kv->val + kv->vlen;
 	for (;;) {
 		unsigned long v;
 		int w;
-		if (read_number(&p, end, &v, &w) || v == 0 || (p < end && *p != ','))
-			return fail(c, TP_EPARSE, "line %u: BlockSizes '%.*s' is not a list of positive "
+		if (tp_sl_read_number(&p, end, &v, &w) || v == 0 || (p < end && *p != ','))
+			return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes '%.*s' is not a list of positive "
 			            "numbers", line, (int)kv->vlen, kv->val);
 		if (c->nsizes == MAX_BLOCK_LEVELS)
-			return fail(c, TP_EPARSE, "line %u: BlockSizes has more than %d sizes", line,
+			return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes has more than %d sizes", line,
 			            MAX_BLOCK_LEVELS);
 		c->sizes[c->nsizes++] = v;
 		if (p == end)
@@ -494,6 +171,78 @@ static int read_block_sizes(struct conf *c, unsigned line, const struct kv *kv)
 	}
 	c->sizes_line = line;
 	return 0;
+}
+
+/* AllowGaps=yes|no (Slurm 25.05; yes by default): whether blocks may be empty or smaller
+ * than the base block. */
+static int read_allow_gaps(struct conf *c, unsigned line, const struct kv *kv)
+{
+	static const char *const yes[] = {"yes", "true", "1", "y"}, *const no[] = {"no", "false",
+	                                                                            "0", "n"};
+	if (c->allow_gaps >= 0)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: AllowGaps given twice (first at line %u)", line,
+		            c->gaps_line);
+	for (unsigned i = 0; i < 4; i++) {
+		if (kv->vlen == strlen(yes[i]) && !strncasecmp(kv->val, yes[i], kv->vlen))
+			c->allow_gaps = 1;
+		if (kv->vlen == strlen(no[i]) && !strncasecmp(kv->val, no[i], kv->vlen))
+			c->allow_gaps = 0;
+	}
+	if (c->allow_gaps < 0)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: AllowGaps '%.*s' is not yes or no", line,
+		            (int)kv->vlen, kv->val);
+	c->gaps_line = line;
+	return 0;
+}
+
+/* BlockLevels=0-4 (Slurm 23.11's form of BlockSizes): aggregation levels as powers of two of
+ * the base block, a list of numbers and ranges from 0 to 15. */
+static int read_block_levels(struct conf *c, unsigned line, const struct kv *kv)
+{
+	if (c->levels || c->nsizes)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: BlockLevels given with BlockSizes or twice (first "
+		            "at line %u)", line, c->levels ? c->levels_line : c->sizes_line);
+	const char *p = kv->val, *end = kv->val + kv->vlen;
+	for (;;) {
+		unsigned long lo, hi;
+		int w;
+		if (tp_sl_read_number(&p, end, &lo, &w))
+			break;
+		hi = lo;
+		if (p < end && *p == '-' && (++p, tp_sl_read_number(&p, end, &hi, &w)))
+			break;
+		if (hi < lo || hi > 15 || (p < end && *p != ','))
+			break;
+		for (unsigned long l = lo; l <= hi; l++)
+			c->levels |= 1u << l;
+		if (p == end) {
+			c->levels |= 1u; /* the blocks themselves are always a level here */
+			c->levels_line = line;
+			return 0;
+		}
+		p++;
+	}
+	return tp_sl_fail(c, TP_EPARSE, "line %u: BlockLevels '%.*s' is not a list of levels 0 to 15 "
+	            "(such as 0-4)", line, (int)kv->vlen, kv->val);
+}
+
+/* The file-wide keys of the block plugin: BlockSizes, BlockLevels, AllowGaps. */
+static int read_block_key(struct conf *c, unsigned line, const struct kv *kv, unsigned n,
+                          const char *key)
+{
+	int rc = set_kind(c, line, KIND_BLOCK, key);
+	if (!rc && n > 1)
+		rc = tp_sl_fail(c, TP_EPARSE, "line %u: %s takes no other key", line, key);
+	if (rc)
+		return rc;
+	if (key_is(kv, "AllowGaps"))
+		return read_allow_gaps(c, line, kv);
+	if (key_is(kv, "BlockLevels"))
+		return read_block_levels(c, line, kv);
+	if (c->levels)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes given with BlockLevels (line %u)", line,
+		            c->levels_line);
+	return read_block_sizes(c, line, kv);
 }
 
 static int read_line(struct conf *c, unsigned line, char *s)
@@ -511,17 +260,18 @@ static int read_line(struct conf *c, unsigned line, char *s)
 		rc = set_kind(c, line, KIND_BLOCK, "BlockName");
 		return rc ? rc : read_record(c, line, kv, n, KIND_BLOCK);
 	}
-	if (key_is(&kv[0], "BlockSizes")) {
-		rc = set_kind(c, line, KIND_BLOCK, "BlockSizes");
-		if (!rc && n > 1)
-			rc = fail(c, TP_EPARSE, "line %u: BlockSizes takes no other key", line);
-		return rc ? rc : read_block_sizes(c, line, &kv[0]);
-	}
+	if (key_is(&kv[0], "BlockSizes") || key_is(&kv[0], "BlockLevels") ||
+	    key_is(&kv[0], "AllowGaps"))
+		return read_block_key(c, line, kv, n, key_is(&kv[0], "BlockSizes") ? "BlockSizes"
+		                      : key_is(&kv[0], "AllowGaps") ? "AllowGaps" : "BlockLevels");
+	if (key_is(&kv[0], "RingName"))
+		return tp_sl_fail(c, TP_EPARSE, "line %u: RingName (Slurm's topology/ring) is recognised but "
+		            "not yet supported; this importer reads the tree and block plugins", line);
 	if (key_is(&kv[0], "Include"))
-		return fail(c, TP_EPARSE, "line %u: Include is not supported (the library reads no "
+		return tp_sl_fail(c, TP_EPARSE, "line %u: Include is not supported (the library reads no "
 		            "files; pass the included text in the buffer)", line);
-	return fail(c, TP_EPARSE, "line %u: unknown key '%.*s' (expected SwitchName, BlockName or "
-	            "BlockSizes)", line, (int)kv[0].klen, kv[0].key);
+	return tp_sl_fail(c, TP_EPARSE, "line %u: unknown key '%.*s' (expected SwitchName, BlockName, "
+	            "BlockSizes, BlockLevels or AllowGaps)", line, (int)kv[0].klen, kv[0].key);
 }
 
 /* Append physical line [p, q) to the logical line, without its comment; a trailing '\\' is
@@ -538,15 +288,38 @@ static int append_physical(struct conf *c, const char *p, const char *q, size_t 
 		q--;
 	size_t add = (size_t)(q - p);
 	if (tp_grow(c->a, (void **)&c->line, &c->line_cap, *n + add + 1, 1))
-		return nomem(c);
+		return tp_sl_nomem(c);
 	memcpy(c->line + *n, p, add);
 	*n += add;
 	c->line[*n] = '\0';
 	return 0;
 }
 
+/* Whether the text opens like a topology.yaml: its first line that is not blank or a comment
+ * is "---" or starts with "- topology:" or "topology:". */
+static bool looks_like_yaml(const char *p, const char *end)
+{
+	while (p < end) {
+		const char *q = memchr(p, '\n', (size_t)(end - p));
+		q = q ? q : end;
+		while (p < q && is_blank(*p))
+			p++;
+		if (p < q && *p != '#') {
+			size_t n = (size_t)(q - p);
+			return (n >= 3 && !memcmp(p, "---", 3)) ||
+			       (n >= 11 && !memcmp(p, "- topology:", 11)) ||
+			       (n >= 9 && !memcmp(p, "topology:", 9));
+		}
+		p = q + 1;
+	}
+	return false;
+}
+
 static int read_all(struct conf *c, const char *conf, size_t len)
 {
+	if (looks_like_yaml(conf, conf + len))
+		return tp_sl_fail(c, TP_EPARSE, "the text looks like a topology.yaml (YAML), not a "
+		            "topology.conf (read it with tp_topology_builder_from_slurm_yaml())");
 	const char *p = conf, *end = conf + len;
 	unsigned lineno = 0, first = 0;
 	size_t n = 0;
@@ -555,7 +328,7 @@ static int read_all(struct conf *c, const char *conf, size_t len)
 	if (nul) {
 		for (const char *q = conf; q < nul; q++)
 			lineno += *q == '\n';
-		return fail(c, TP_EPARSE, "line %u: a NUL byte in the text", lineno + 1);
+		return tp_sl_fail(c, TP_EPARSE, "line %u: a NUL byte in the text", lineno + 1);
 	}
 	while (p < end) {
 		const char *q = memchr(p, '\n', (size_t)(end - p));
@@ -583,43 +356,69 @@ struct node_ctx {
 	uint32_t rec;
 };
 
+/* Whether switch `below` is in the subtree of switch `top` (bounded: the parents are not yet
+ * checked for cycles). */
+static bool in_subtree(const struct conf *c, uint32_t below, uint32_t top)
+{
+	for (size_t steps = 0; below != NONE && steps <= c->nrec; steps++, below = c->rec[below].parent)
+		if (below == top)
+			return true;
+	return false;
+}
+
+/* A name of record r seen before, in record old: Slurm keeps a node once (its records hold
+ * node bitmaps). A switch's Nodes that are in its subtree are the union scontrol show
+ * topology prints: nothing to add. A name listed twice in one record is counted once; a node
+ * on two leaf switches stays on the first. A node in two blocks is refused: blocks partition
+ * the nodes here. */
+static int node_seen(struct conf *c, uint32_t r, uint32_t old, const char *name)
+{
+	unsigned line = c->rec[r].line;
+	if (old == r) {
+		tp_sl_warn(c, "line %u: node '%s' is listed twice in '%s'; counted once", line, name,
+		           rec_name(c, r));
+		return 0;
+	}
+	if (c->kind == KIND_TREE && c->rec[r].kids != SIZE_MAX && in_subtree(c, old, r))
+		return 0;
+	if (c->kind == KIND_TREE) {
+		tp_sl_warn(c, "line %u: node '%s' is on two leaf switches: '%s' (line %u) and '%s'; "
+		           "kept on '%s'", line, name, rec_name(c, old), c->rec[old].line,
+		           rec_name(c, r), rec_name(c, old));
+		return 0;
+	}
+	return tp_sl_fail(c, TP_EPARSE, "line %u: node '%s' is in two blocks: '%s' (line %u) and "
+	                  "'%s'", line, name, rec_name(c, old), c->rec[old].line, rec_name(c, r));
+}
+
 /* A node of record r: checked, listed once, stored. */
 static int add_node_name(struct conf *c, void *ctx, const char *name)
 {
 	uint32_t r = ((struct node_ctx *)ctx)->rec;
 	unsigned line = c->rec[r].line;
+	uintptr_t old = tp_sl_map_get(c->node_by_name, name);
+	if (old)
+		return node_seen(c, r, (uint32_t)old - 1, name);
 	if (c->nnode >= NODES_MAX)
-		return fail(c, TP_ELIMIT, "line %u: more than %u nodes", line, NODES_MAX);
+		return tp_sl_fail(c, TP_ELIMIT, "line %u: more than %u nodes", line, NODES_MAX);
 	/* The budgets are checked while reading, before a builder holds any of it. */
 	if (c->nnode + 1 > c->max_nodes)
-		return fail(c, TP_ELIMIT,
+		return tp_sl_fail(c, TP_ELIMIT,
 		            "line %u: more than %u nodes, the budget tp_slurm_options.max_nodes", line,
 		            (unsigned)c->max_nodes);
 	if ((uint64_t)(c->nnode + 1) * c->gpus > c->max_devices)
-		return fail(c, TP_ELIMIT,
+		return tp_sl_fail(c, TP_ELIMIT,
 		            "line %u: %zu nodes of %u GPUs are %llu devices, more than the budget "
 		            "tp_slurm_options.max_devices %u", line, c->nnode + 1, c->gpus,
 		            (unsigned long long)(c->nnode + 1) * c->gpus, (unsigned)c->max_devices);
 	int rc = check_name(c, line, "node", name);
-	if (rc)
-		return rc;
-	uintptr_t old = 0;
-	rc = map_put(c, &c->node_by_name, name, (uintptr_t)r + 1, &old);
-	if (rc)
-		return rc;
-	if (old) {
-		const char *what = c->kind == KIND_TREE ? "leaf switches" : "blocks";
-		if (old - 1 == r)
-			return fail(c, TP_EPARSE, "line %u: node '%s' is listed twice in '%s'", line,
-			            name, rec_name(c, r));
-		return fail(c, TP_EPARSE, "line %u: node '%s' is in two %s: '%s' (line %u) and '%s'",
-		            line, name, what, rec_name(c, (uint32_t)old - 1), c->rec[old - 1].line,
-		            rec_name(c, r));
-	}
+	if (!rc)
+		rc = tp_sl_map_put(c, &c->node_by_name, name, (uintptr_t)r + 1, &old);
 	size_t off;
-	rc = pool_put(c, &c->names, name, strlen(name), &off);
+	if (!rc)
+		rc = tp_sl_pool_put(c, &c->names, name, strlen(name), &off);
 	if (!rc && tp_grow(c->a, (void **)&c->node, &c->cap_node, c->nnode + 1, sizeof *c->node))
-		rc = nomem(c);
+		rc = tp_sl_nomem(c);
 	if (!rc)
 		c->node[c->nnode++] = off;
 	return rc;
@@ -630,38 +429,59 @@ static int add_kid_name(struct conf *c, void *ctx, const char *name)
 {
 	uint32_t r = ((struct node_ctx *)ctx)->rec;
 	unsigned line = c->rec[r].line;
-	uintptr_t k = map_get(c->rec_by_name, name);
+	uintptr_t k = tp_sl_map_get(c->rec_by_name, name);
 	if (!k)
-		return fail(c, TP_EPARSE, "line %u: switch '%s' lists unknown switch '%s'", line,
+		return tp_sl_fail(c, TP_EPARSE, "line %u: switch '%s' lists unknown switch '%s'", line,
 		            rec_name(c, r), name);
 	uint32_t kid = (uint32_t)k - 1;
 	if (kid == r)
-		return fail(c, TP_EPARSE, "line %u: switch '%s' lists itself (a cycle)", line, name);
-	if (c->rec[kid].parent != NONE)
-		return fail(c, TP_EPARSE, "line %u: switch '%s' has two parents: '%s' (line %u) and "
-		            "'%s'", line, name, rec_name(c, c->rec[kid].parent),
-		            c->rec[c->rec[kid].parent].line, rec_name(c, r));
+		return tp_sl_fail(c, TP_EPARSE, "line %u: switch '%s' lists itself (a cycle)", line, name);
+	/* Slurm accepts several parents (a fat tree: every spine lists every leaf); the tree
+	 * here keeps the first and says so. */
+	if (c->rec[kid].parent == r) {
+		tp_sl_warn(c, "line %u: switch '%s' lists switch '%s' twice; counted once", line,
+		     rec_name(c, r), name);
+		return 0;
+	}
+	if (c->rec[kid].parent != NONE) {
+		tp_sl_warn(c, "line %u: switch '%s' has several parents: '%s' (line %u) and '%s'; kept "
+		     "below '%s'", line, name, rec_name(c, c->rec[kid].parent),
+		     c->rec[c->rec[kid].parent].line, rec_name(c, r), rec_name(c, c->rec[kid].parent));
+		return 0;
+	}
 	c->rec[kid].parent = r;
-	return push_u32(c, &c->kid, &c->nkid, &c->cap_kid, kid);
+	return tp_sl_push_u32(c, &c->kid, &c->nkid, &c->cap_kid, kid);
 }
 
 static int expand_records(struct conf *c)
 {
-	for (uint32_t r = 0; r < c->nrec; r++) {
-		struct rec *x = &c->rec[r];
-		struct node_ctx ctx = {r};
-		int rc = 0;
-		x->kid_first = (uint32_t)c->nkid;
-		x->node_first = (uint32_t)c->nnode;
-		if (x->kids != SIZE_MAX)
-			rc = hostlist_each(c, x->line, text_at(c, x->kids), add_kid_name, &ctx);
-		if (!rc && x->nodes != SIZE_MAX)
-			rc = hostlist_each(c, x->line, text_at(c, x->nodes), add_node_name, &ctx);
-		if (rc)
-			return rc;
-		x = &c->rec[r];
-		x->nkids = (uint32_t)c->nkid - x->kid_first;
-		x->nnodes = (uint32_t)c->nnode - x->node_first;
+	/* Child switches first, then the nodes of leaf switches (and blocks), then those of
+	 * switches that also list switches, so that their Nodes can be told apart from the
+	 * union of their subtree (what scontrol show topology prints). */
+	for (int pass = 0; pass < 3; pass++) {
+		for (uint32_t r = 0; r < c->nrec; r++) {
+			struct rec *x = &c->rec[r];
+			struct node_ctx ctx = {r};
+			int rc = 0;
+			if (pass == 0 && x->kids != SIZE_MAX) {
+				x->kid_first = (uint32_t)c->nkid;
+				rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->kids), add_kid_name, &ctx);
+				c->rec[r].nkids = (uint32_t)c->nkid - c->rec[r].kid_first;
+			}
+			if (pass > 0 && x->nodes != SIZE_MAX && (x->kids != SIZE_MAX) == (pass == 2)) {
+				x->node_first = (uint32_t)c->nnode;
+				rc = tp_sl_hostlist_each(c, x->line, text_at(c, x->nodes), add_node_name,
+				                         &ctx);
+				x = &c->rec[r];
+				x->nnodes = (uint32_t)c->nnode - x->node_first;
+				if (!rc && pass == 2 && x->nnodes)
+					tp_sl_warn(c, "line %u: switch '%s' has both Nodes and Switches; the "
+					           "nodes below none of its switches stand below it at every "
+					           "lower level", x->line, rec_name(c, r));
+			}
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -686,7 +506,7 @@ static int cycle_error(struct conf *c, uint32_t s)
 		int k = snprintf(buf + len, sizeof buf - len, "%s -> ", rec_name(c, walk[i]));
 		len = k < 0 ? sizeof buf : len + (size_t)k;
 	}
-	return fail(c, TP_EPARSE, "line %u: switches form a cycle (%.200s%s%s, each listing the "
+	return tp_sl_fail(c, TP_EPARSE, "line %u: switches form a cycle (%.200s%s%s, each listing the "
 	            "next)", c->rec[s].line, len < sizeof buf ? buf : "", t == s ? "" : "... -> ",
 	            rec_name(c, walk[n - 1]));
 }
@@ -724,7 +544,7 @@ static int tree_levels(struct conf *c, uint32_t *order, int *top)
 		*top = x->level > *top ? x->level : *top;
 	}
 	if (*top + 2 > TP_MAX_LEVELS)
-		return fail(c, TP_ELIMIT, "the switch tree has %d levels; at most %d fit with the node "
+		return tp_sl_fail(c, TP_ELIMIT, "the switch tree has %d levels; at most %d fit with the node "
 		            "level", *top + 1, TP_MAX_LEVELS - 1);
 	return 0;
 }
@@ -745,7 +565,7 @@ static int add_nodes(struct conf *c, struct build *bd, uint32_t r, const char *c
 		const char *name = name_at(c, c->node[x->node_first + i]);
 		int rc = tp_topology_builder_add_node(bd->b, name, path, bd->gpus, NULL);
 		if (rc)
-			return fail(c, rc, "line %u: node '%s': %s", x->line, name,
+			return tp_sl_fail(c, rc, "line %u: node '%s': %s", x->line, name,
 			            tp_topology_builder_errmsg(bd->b));
 	}
 	return 0;
@@ -758,10 +578,10 @@ static int create_builder(struct conf *c, struct build *bd)
 		names[l] = bd->level_names[l];
 	int rc = tp_topology_builder_create(&bd->b, names, bd->nlevels, c->a);
 	if (rc)
-		return fail(c, rc, "could not create the builder (%s)", tp_strerror(rc));
+		return tp_sl_fail(c, rc, "could not create the builder (%s)", tp_strerror(rc));
 	/* The builder keeps the budgets for what the caller adds later. */
 	if (tp_topology_builder_set_limits(bd->b, c->max_devices, c->max_nodes))
-		return fail(c, TP_EINTERNAL, "internal error: %s",
+		return tp_sl_fail(c, TP_EINTERNAL, "internal error: %s",
 		            tp_topology_builder_errmsg(bd->b));
 	return 0;
 }
@@ -787,7 +607,7 @@ static int build_tree(struct conf *c, struct build *bd)
 {
 	uint32_t *order = tp_mallocn(c->a, c->nrec, sizeof *order);
 	if (!order)
-		return nomem(c);
+		return tp_sl_nomem(c);
 	int top = 0;
 	int rc = tree_levels(c, order, &top);
 	if (!rc) {
@@ -806,7 +626,7 @@ static int build_tree(struct conf *c, struct build *bd)
 	while (!rc && sp > 0) {
 		uint32_t s = order[--sp];
 		const struct rec *x = &c->rec[s];
-		if (x->nkids == 0) {
+		if (x->nnodes > 0) {
 			const char *path[TP_MAX_LEVELS];
 			tree_path(c, s, top, path);
 			rc = add_nodes(c, bd, s, path);
@@ -822,31 +642,41 @@ static int build_tree(struct conf *c, struct build *bd)
 static int block_levels(struct conf *c, unsigned long *mult, unsigned *nmult,
                         unsigned long *base)
 {
-	*base = c->nsizes ? c->sizes[0] : c->rec[0].nnodes;
-	for (uint32_t r = 0; r < c->nrec; r++)
+	/* Without BlockSizes the base is the first block's node count (its first non-empty one
+	 * where gaps are allowed). */
+	*base = c->nsizes ? c->sizes[0] : 0;
+	for (uint32_t r = 0; r < c->nrec && !*base; r++)
+		*base = c->rec[r].nnodes;
+	if (!*base)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: no block has nodes", c->rec[0].line);
+	/* Slurm 25.05 allows gaps by default: blocks may be empty or smaller than the base. */
+	for (uint32_t r = 0; r < c->nrec && c->allow_gaps == 0; r++)
 		if (c->rec[r].nnodes < *base)
-			return fail(c, TP_EPARSE, "line %u: block '%s' has %u nodes, fewer than the base "
-			            "block size %lu", c->rec[r].line, rec_name(c, r), c->rec[r].nnodes,
-			            *base);
+			return tp_sl_fail(c, TP_EPARSE, "line %u: block '%s' has %u nodes, fewer than the base "
+			            "block size %lu (AllowGaps=no, line %u)", c->rec[r].line,
+			            rec_name(c, r), c->rec[r].nnodes, *base, c->gaps_line);
 	for (unsigned i = 0; i < c->nsizes; i++) {
 		unsigned long m = c->sizes[i] / *base;
 		if (c->sizes[i] % *base || (m & (m - 1)) || m > (1ul << 15))
-			return fail(c, TP_EPARSE, "line %u: BlockSizes value %lu is not the base block "
+			return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes value %lu is not the base block "
 			            "size %lu times a power of two up to 2^15", c->sizes_line,
 			            c->sizes[i], *base);
 		if (i && c->sizes[i] <= c->sizes[i - 1])
-			return fail(c, TP_EPARSE, "line %u: BlockSizes must increase (%lu after %lu)",
+			return tp_sl_fail(c, TP_EPARSE, "line %u: BlockSizes must increase (%lu after %lu)",
 			            c->sizes_line, c->sizes[i], c->sizes[i - 1]);
 	}
 	/* As Slurm: stop after the first size that holds every block. */
 	*nmult = 0;
-	for (unsigned i = 0; i < (c->nsizes ? c->nsizes : 5u); i++) {
+	uint32_t lv = c->nsizes ? 0 : c->levels ? c->levels : 0x1fu;
+	for (unsigned i = 0; c->nsizes ? i < c->nsizes : i < 16; i++) {
+		if (!c->nsizes && !(lv & (1u << i)))
+			continue;
 		mult[(*nmult)++] = c->nsizes ? c->sizes[i] / *base : 1ul << i;
 		if (mult[*nmult - 1] >= c->nrec)
 			break;
 	}
 	if (*nmult + 1 > TP_MAX_LEVELS)
-		return fail(c, TP_ELIMIT, "%u block levels and the node level are more than %d levels",
+		return tp_sl_fail(c, TP_ELIMIT, "%u block levels and the node level are more than %d levels",
 		            *nmult, TP_MAX_LEVELS);
 	return 0;
 }
@@ -937,7 +767,7 @@ static int block_domains(struct conf *c, const unsigned long *mult, unsigned nmu
 		size_t ngroups = (nb + m - 1) / m;
 		agg[j] = tp_mallocn(c->a, ngroups, sizeof **agg);
 		if (!agg[j])
-			return nomem(c);
+			return tp_sl_nomem(c);
 		for (size_t g = 0; g < ngroups; g++) {
 			uint32_t first = (uint32_t)(g * m);
 			uint32_t left = nb - first;
@@ -951,7 +781,7 @@ static int block_domains(struct conf *c, const unsigned long *mult, unsigned nmu
 			} else if (!ranged_name(c, first, left < m ? left : (uint32_t)m, name)) {
 				snprintf(name, sizeof name, "agg%lu-%zu", m * base, g);
 			}
-			rc = pool_put(c, &c->names, name, strlen(name), &off);
+			rc = tp_sl_pool_put(c, &c->names, name, strlen(name), &off);
 			if (rc)
 				return rc;
 			agg[j][g] = off;
@@ -1008,12 +838,15 @@ static void conf_free(struct conf *c)
 static int resolve_and_build(struct conf *c, struct build *bd)
 {
 	if (c->kind == KIND_NONE || c->nrec == 0)
-		return fail(c, TP_EPARSE, c->kind == KIND_BLOCK
+		return tp_sl_fail(c, TP_EPARSE, c->kind == KIND_BLOCK
 		                              ? "BlockSizes without any BlockName line"
 		                              : "no SwitchName or BlockName line");
 	int rc = expand_records(c);
 	if (rc)
 		return rc;
+	if (c->kind == KIND_TREE && c->nnode == 0)
+		return tp_sl_fail(c, TP_EPARSE, "no SwitchName or BlockName line with nodes (every "
+		                  "switch is empty)");
 	return c->kind == KIND_TREE ? build_tree(c, bd) : build_blocks(c, bd);
 }
 
@@ -1033,16 +866,21 @@ static int slurm_budgets(struct conf *c, const tp_slurm_options *o)
 	if (!o)
 		return 0;
 	if (o->version < 1 || o->version > TP_SLURM_OPTIONS_VERSION)
-		return fail(c, TP_EINVAL, "opts.version %u is not 1 to %d", o->version,
+		return tp_sl_fail(c, TP_EINVAL, "opts.version %u is not 1 to %d", o->version,
 		            TP_SLURM_OPTIONS_VERSION);
 	if (o->max_devices)
 		c->max_devices = o->max_devices;
 	if (o->max_nodes)
 		c->max_nodes = o->max_nodes;
 	if (c->max_devices > TP_LIMIT_MAX_DEVICES || c->max_nodes > TP_LIMIT_MAX_DEVICES)
-		return fail(c, TP_EINVAL, "opts.max_devices %u or opts.max_nodes %u is above %u",
+		return tp_sl_fail(c, TP_EINVAL, "opts.max_devices %u or opts.max_nodes %u is above %u",
 		            (unsigned)c->max_devices, (unsigned)c->max_nodes,
 		            (unsigned)TP_LIMIT_MAX_DEVICES);
+	if (o->version >= 2 && o->warnbuf && o->warnlen) {
+		c->warn = o->warnbuf;
+		c->warnlen = o->warnlen;
+		c->warn[0] = '\0';
+	}
 	return 0;
 }
 
@@ -1052,18 +890,19 @@ int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const char *co
                                        size_t errlen)
 {
 	tp_allocator a = tp_alloc_resolve(alloc);
-	struct conf c = {.a = &a, .err = errbuf, .errlen = errlen, .gpus = gpus_per_node};
+	struct conf c = {.a = &a, .err = errbuf, .errlen = errlen, .gpus = gpus_per_node,
+	                 .allow_gaps = -1};
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (!out)
-		return fail(&c, TP_EINVAL, "out is NULL");
+		return tp_sl_fail(&c, TP_EINVAL, "out is NULL");
 	*out = NULL;
 	if (!conf)
-		return fail(&c, TP_EINVAL, "conf is NULL");
+		return tp_sl_fail(&c, TP_EINVAL, "conf is NULL");
 	if (!tp_alloc_valid(alloc))
-		return fail(&c, TP_EINVAL, "alloc lacks a function");
+		return tp_sl_fail(&c, TP_EINVAL, "alloc lacks a function");
 	if (gpus_per_node < 1 || gpus_per_node > TP_MAX_NODE_DEVICES)
-		return fail(&c, TP_EINVAL, "gpus_per_node %u is not in 1..%d", gpus_per_node,
+		return tp_sl_fail(&c, TP_EINVAL, "gpus_per_node %u is not in 1..%d", gpus_per_node,
 		            TP_MAX_NODE_DEVICES);
 	int rc0 = slurm_budgets(&c, opts);
 	if (rc0)

@@ -31,7 +31,7 @@ LAYERS = [
                r"frag\.."]),
     ("solver", [r"request\..", r"request_.*", r"cost\..", r"place.*", r"sizing\..", r"serving_.*"]),
     ("planner", [r"defrag.*"]),
-    ("importer", [r"hwloc_import.*", r"slurm_import.*", r"scenario_.*", r"nvsmi_import.*"]),
+    ("importer", [r"hwloc_import.*", r"slurm_.*", r"scenario_.*", r"nvsmi_import.*"]),
 ]
 
 # Files whose split is in progress on other branches (size limits reported, not enforced).
@@ -50,7 +50,7 @@ def layer_of(name):
     return None, None
 
 
-FAMILIES = ("place", "defrag", "topology", "cluster", "scenario")
+FAMILIES = ("place", "defrag", "topology", "cluster", "scenario", "slurm")
 
 
 def module_of(name):

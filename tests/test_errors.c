@@ -388,12 +388,12 @@ Test(errors, slurm_tree)
 	} cases[] = {
 		{"SwitchName=s1 Nodes=n1 Speed=10\n", "line 1: unknown key 'Speed' on a SwitchName line"},
 		{"SwitchName=s1 Nodes=n[1-\n", "line 1: malformed hostlist 'n[1-': '[' without ']'"},
-		{"SwitchName=s1 Nodes=n1,n1\n", "line 1: node 'n1' is listed twice in 's1'"},
+		{"BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n1\n",
+		 "line 2: node 'n1' is in two blocks: 'b1' (line 1) and 'b2'"},
 		{"SwitchName=top Switches=s9\n", "line 1: switch 'top' lists unknown switch 's9'"},
 		{"SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n",
 		 "line 2: switch 's1' is defined twice (first at line 1)"},
-		{"SwitchName=s1 Nodes=n1 Switches=s2\nSwitchName=s2 Nodes=n2\n",
-		 "line 1: switch 's1' has both Nodes and Switches"},
+		{"RingName=r0 Nodes=n[1-8]\n", "line 1: RingName (Slurm's topology/ring) is recognised"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char err[256];

@@ -178,8 +178,6 @@ Test(slurm, malformed_hostlists)
 		{"n[1-]", "after '-'"},
 		{"n[1-2[3]]", "nested"},
 		{"n[1x]", "unexpected character"},
-		{"a,,b", "empty name"},
-		{"a,", "empty name"},
 		{"n[1234567890123456789]", "number"},
 		{"n[1]m[1]o[1]p[1]q[1]r[1]s[1]t[1]u[1]", "more than 8"},
 		{"bad/name", "contains '/'"},
@@ -220,19 +218,15 @@ Test(slurm, tree_errors_name_the_line_and_problem)
 	} cases[] = {
 		{"SwitchName=a Nodes=n1\nSwitchName=b Switches=a,z\n",
 		 "line 2: switch 'b' lists unknown switch 'z'"},
-		{"SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2\n",
-		 "line 2: node 'n2' is in two leaf switches: 'a' (line 1) and 'b'"},
-		{"SwitchName=a Nodes=n1,n2,n1\n", "line 1: node 'n1' is listed twice in 'a'"},
 		{"SwitchName=l Nodes=n1\nSwitchName=a Switches=b\nSwitchName=b Switches=a\n",
 		 "switches form a cycle"},
 		{"SwitchName=a Switches=a\n", "line 1: switch 'a' lists itself"},
-		{"SwitchName=l Nodes=n1\nSwitchName=a Switches=l\nSwitchName=b Switches=l\n",
-		 "line 3: switch 'l' has two parents: 'a' (line 2) and 'b'"},
 		{"SwitchName=a Nodes=n1\n\nSwitchName=a Nodes=n2\n",
 		 "line 3: switch 'a' is defined twice (first at line 1)"},
-		{"SwitchName=a Nodes=n1 Switches=b\nSwitchName=b Nodes=n2\n",
-		 "line 1: switch 'a' has both Nodes and Switches"},
-		{"SwitchName=a LinkSpeed=10\n", "line 1: switch 'a' has no Nodes or Switches"},
+		{"RingName=ring0 Nodes=n[01-08]\n", "line 1: RingName (Slurm's topology/ring) is "
+		 "recognised but not yet supported"},
+		{"---\n- topology: t\n", "looks like a topology.yaml (YAML)"},
+		{"SwitchName=a\n", "no SwitchName or BlockName line with nodes"},
 		{"SwitchName=a Nodes=n1 Color=red\n", "line 1: unknown key 'Color'"},
 		{"SwitchName=a Nodes=n1 Nodes=n2\n", "line 1: Nodes given twice"},
 		{"NodeName=n1\n", "line 1: unknown key 'NodeName'"},
@@ -362,8 +356,19 @@ Test(slurm, block_errors)
 	} cases[] = {
 		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[4-7]\n",
 		 "line 2: node 'n4' is in two blocks: 'b1' (line 1) and 'b2'"},
-		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-3]\n",
-		 "line 2: block 'b2' has 3 nodes, fewer than the base block size 4"},
+		{"AllowGaps=no\nBlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-3]\n",
+		 "line 3: block 'b2' has 3 nodes, fewer than the base block size 4 (AllowGaps=no, "
+		 "line 1)"},
+		{"BlockName=b1 Nodes=n[1-4]\nAllowGaps=no\nBlockName=b2\n",
+		 "line 3: block 'b2' has 0 nodes, fewer than the base block size 4"},
+		{"AllowGaps=maybe\nBlockName=b1 Nodes=n1\n", "line 1: AllowGaps 'maybe' is not yes or no"},
+		{"AllowGaps=yes\nAllowGaps=no\nBlockName=b1 Nodes=n1\n",
+		 "line 2: AllowGaps given twice (first at line 1)"},
+		{"BlockLevels=0-16\nBlockName=b1 Nodes=n1\n",
+		 "line 1: BlockLevels '0-16' is not a list of levels 0 to 15"},
+		{"BlockLevels=0-2\nBlockSizes=4\nBlockName=b1 Nodes=n1\n",
+		 "line 2: BlockSizes given with BlockLevels (line 1)"},
+		{"BlockName=b1\nBlockName=b2\n", "line 1: no block has nodes"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,12\n", "line 2: BlockSizes value 12"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6\n", "line 2: BlockSizes value 6"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-4]\nBlockSizes=4,16,8\n",
@@ -375,7 +380,6 @@ Test(slurm, block_errors)
 		{"BlockSizes=4 Nodes=n1\n", "BlockSizes takes no other key"},
 		{"BlockSizes=4\n", "BlockSizes without any BlockName"},
 		{"BlockName=b1 Switches=s1\n", "line 1: unknown key 'Switches' on a BlockName line"},
-		{"BlockName=b1\n", "line 1: block 'b1' has no Nodes"},
 		{"BlockName=b1 Nodes=n1\nBlockName=b1 Nodes=n2\n", "block 'b1' is defined twice"},
 		{"BlockName=b1 Nodes=n1\nSwitchName=s Nodes=n2\n",
 		 "line 2: SwitchName line in a block (BlockName) topology (line 1)"},
@@ -552,14 +556,164 @@ Test(slurm, caller_budgets_are_honoured_and_kept)
 	TP_ASSERT_ERR(tp_topology_builder_add_node(b, "extra", path, 4, NULL), TP_ELIMIT,
 	              tp_topology_builder_errmsg(b), "more than max_nodes 8");
 	tp_topology_builder_destroy(b);
-	o.version = 2;
+	o.version = 3;
 	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
 	                                                 &tp_test_allocator, &o, err, sizeof err),
-	              TP_EINVAL, err, "opts.version 2 is not 1 to 1");
+	              TP_EINVAL, err, "opts.version 3 is not 1 to 2");
 	o.version = 1;
 	o.max_devices = 1u << 31;
 	TP_ASSERT_ERR(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4,
 	                                                 &tp_test_allocator, &o, err, sizeof err),
 	              TP_EINVAL, err, "opts.max_devices 2147483648 or opts.max_nodes 8 is above");
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- Slurm 25.x leniencies: accepted, and warned about where Slurm warns ------------------- */
+
+/* Import conf with a warnings buffer; build; the warnings go to warn. */
+static tp_topology *build_warned(const char *conf, char *warn, size_t warnlen)
+{
+	tp_slurm_options o = TP_SLURM_OPTIONS_INIT;
+	o.warnbuf = warn;
+	o.warnlen = warnlen;
+	tp_topology_builder *b = NULL;
+	char err[256];
+	int rc = tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4, &tp_test_allocator,
+	                                            &o, err, sizeof err);
+	cr_assert_eq(rc, 0, "%s", err);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+Test(slurm, tree_leniencies_warn_and_import)
+{
+	static const struct {
+		const char *conf, *warning, *leaves;
+	} cases[] = {
+		/* example 2 of Slurm's topology guide: every spine lists every leaf */
+		{"SwitchName=l0 Nodes=n[1-2]\nSwitchName=l1 Nodes=n[3-4]\n"
+		 "SwitchName=sp0 Switches=l[0-1]\nSwitchName=sp1 Switches=l[0-1]\n",
+		 "line 4: switch 'l0' has several parents: 'sp0' (line 3) and 'sp1'; kept below 'sp0'\n"
+		 "line 4: switch 'l1' has several parents: 'sp0' (line 3) and 'sp1'; kept below 'sp0'\n",
+		 "sp0/l0 sp0/l1"},
+		{"SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2,n3\n",
+		 "line 2: node 'n2' is on two leaf switches: 'a' (line 1) and 'b'; kept on 'a'\n",
+		 "a b"},
+		{"SwitchName=a Nodes=n1,n2,n1\n", "line 1: node 'n1' is listed twice in 'a'; counted "
+		 "once\n", "a"},
+		{"SwitchName=a Nodes=n1\nSwitchName=e\nSwitchName=t Switches=a,e\n",
+		 "line 2: switch 'e' has no Nodes or Switches (an empty leaf switch)\n", "t/a"},
+		{"SwitchName=a Nodes=n1\nSwitchName=t Switches=a Nodes=n2\n",
+		 "line 2: switch 't' has both Nodes and Switches; the nodes below none of its "
+		 "switches stand below it at every lower level\n", "t/t t/a"},
+		/* what scontrol show topology prints (Slurm 22.05, a real run): a switch's Nodes
+		 * are the union of its subtree, and Level= is given */
+		{"SwitchName=leaf0 Level=0 LinkSpeed=1 Nodes=gpu[001-004]\n"
+		 "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[005-008]\n"
+		 "SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[001-008] Switches=leaf[0-1]\n", "",
+		 "spine/leaf0 spine/leaf1"},
+		{"SwitchName=a Nodes=n1\nSwitchName=t Switches=a,a\n",
+		 "line 2: switch 't' lists switch 'a' twice; counted once\n", "t/a"},
+		{"SwitchName=a Nodes=n1,,n2,\n", "", "a"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char warn[512];
+		tp_topology *t = build_warned(cases[i].conf, warn, sizeof warn);
+		cr_assert_str_eq(warn, cases[i].warning, "case %zu", i);
+		unsigned leaf = tp_topology_level_count(t) - 2;
+		cr_assert_str_eq(paths(t, leaf), cases[i].leaves, "case %zu", i);
+		tp_topology_destroy(t);
+		TP_ASSERT_NO_LEAKS();
+	}
+	/* the node on two leaves stays on the first; the mixed switch's node is below it */
+	tp_test_alloc_reset();
+	char warn[512];
+	tp_topology *t = build_warned(cases[4].conf, warn, sizeof warn);
+	cr_assert_eq(tp_topology_node_count(t), 2);
+	uint32_t n2;
+	cr_assert_eq(tp_topology_node_by_name(t, "n2", &n2), 0);
+	char p[64];
+	tp_topology_domain_path(t, 0, tp_topology_node_domain(t, n2, 0), p, sizeof p);
+	cr_assert_str_eq(p, "t");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, warnings_are_cut_to_the_buffer)
+{
+	char warn[40];
+	memset(warn, 'x', sizeof warn);
+	tp_topology *t = build_warned("SwitchName=a Nodes=n1,n1,n1\n", warn, sizeof warn);
+	cr_assert_eq(strlen(warn), sizeof warn - 1);
+	cr_assert(!strncmp(warn, "line 1: node 'n1' is listed twice", 33), "%s", warn);
+	tp_topology_destroy(t);
+	/* a version-1 caller gets no warnings and the same tree */
+	tp_slurm_options o1 = {1, 0, 0, NULL, 0, NULL};
+	tp_topology_builder *b = NULL;
+	char err[256];
+	const char *conf = "SwitchName=a Nodes=n1,n1\n";
+	cr_assert_eq(tp_topology_builder_from_slurm_ext(&b, conf, strlen(conf), 4, NULL, &o1, err,
+	                                                sizeof err), 0, "%s", err);
+	tp_topology_builder_destroy(b);
+}
+
+Test(slurm, block_gaps_and_block_levels)
+{
+	tp_test_alloc_reset();
+	char warn[256];
+	/* topograph pads NVLink domains: an empty block and a short one (AllowGaps is the
+	 * default since Slurm 25.05) */
+	tp_topology *t = build_warned("BlockName=b1 Nodes=n[01-04]\nBlockName=b2\n"
+	                              "BlockName=b3 Nodes=n[09-10]\nBlockName=b4 Nodes=n[13-16]\n"
+	                              "BlockSizes=4,16\n", warn, sizeof warn);
+	cr_assert_str_empty(warn);
+	const char *levels[] = {"agg16", "block", "node"};
+	assert_levels(t, levels, 3);
+	cr_assert_str_eq(paths(t, 0), "b[1-4]");
+	cr_assert_str_eq(paths(t, 1), "b[1-4]/b1 b[1-4]/b3 b[1-4]/b4");
+	cr_assert_eq(tp_topology_node_count(t), 10);
+	tp_topology_destroy(t);
+	/* BlockLevels=0-1 (Slurm 23.11): base block and pairs */
+	t = build_warned("AllowGaps=yes\nBlockLevels=0-1\nBlockName=b1 Nodes=n[1-2]\n"
+	                 "BlockName=b2 Nodes=n[3-4]\nBlockName=b3 Nodes=n[5-6]\n"
+	                 "BlockName=b4 Nodes=n[7-8]\n", warn, sizeof warn);
+	const char *levels2[] = {"agg4", "block", "node"};
+	assert_levels(t, levels2, 3);
+	cr_assert_str_eq(paths(t, 0), "b[1-2] b[3-4]");
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The shapes NVIDIA topograph writes (written here after its tests/ci/expected.*.conf): dotted
+ * switch names with bracketed suffixes, a comment line per record, and NVLink domains padded
+ * into blocks smaller than the base block or empty, which Slurm 25.05 accepts. */
+Test(slurm, topograph_shaped_outputs)
+{
+	tp_test_alloc_reset();
+	char warn[256];
+	tp_topology *t = build_warned("# switch.3.1=core\nSwitchName=switch.3.1 Switches=switch.2.[1-2]\n"
+	                              "# switch.2.1=spine-1\nSwitchName=switch.2.1 Switches=switch.1.[1-2]\n"
+	                              "SwitchName=switch.2.2 Switches=switch.1.[3-4]\n"
+	                              "SwitchName=switch.1.1 Nodes=srv[1101-1102]\n"
+	                              "SwitchName=switch.1.2 Nodes=srv[1201-1202]\n"
+	                              "SwitchName=switch.1.3 Nodes=srv[2101-2102]\n"
+	                              "SwitchName=switch.1.4 Nodes=srv[2201-2202]\n", warn, sizeof warn);
+	cr_assert_str_empty(warn);
+	cr_assert_str_eq(paths(t, 1), "switch.3.1/switch.2.1 switch.3.1/switch.2.2");
+	cr_assert_eq(tp_topology_node_count(t), 8);
+	tp_topology_destroy(t);
+	t = build_warned("# rack11=nvl-1-1\nBlockName=rack11 Nodes=srv[1101-1108]\n"
+	                 "BlockName=rack12 Nodes=srv[1201-1208]\n"
+	                 "# rack21=nvl-2-1 (padded: 4 of 8 nodes)\nBlockName=rack21 Nodes=srv[2101-2104]\n"
+	                 "BlockName=rack22\nBlockSizes=8,16,32\n", warn, sizeof warn);
+	cr_assert_str_empty(warn);
+	const char *levels[] = {"agg32", "agg16", "block", "node"};
+	assert_levels(t, levels, 4);
+	cr_assert_str_eq(paths(t, 1), "rack[11-12,21-22]/rack[11-12] rack[11-12,21-22]/rack[21-22]");
+	cr_assert_eq(tp_topology_node_count(t), 20);
+	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }

@@ -80,8 +80,10 @@ def _parser():
                    help="compact: the level whose domains to free (required)")
     p.add_argument("--domains", type=_positive, default=None, metavar="N",
                    help="compact: how many domains of --level to leave fully free (default 1)")
-    p.add_argument("--format", choices=("json", "text"), default="json",
-                   help="json (default): one JSON document; text: a picture for a person")
+    p.add_argument("--format", choices=("json", "text", "slurm", "kueue"), default="json",
+                   help="json (default): one JSON document; text: a picture for a person; "
+                        "slurm / kueue: a placement as sbatch --nodelist and GPU indices, or "
+                        "as a Kueue TopologyAssignment (topoplace.importers)")
     p.add_argument("--strict", action="store_true",
                    help="also validate the sections the command does not use")
     p.add_argument("--max-input-bytes", type=_max_bytes, default=sc_mod.MAX_INPUT_BYTES,
@@ -168,7 +170,10 @@ def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
     if argv[:1] == ["import"]:
-        return _import_main(argv[1:], stdin, out)
+        if argv[1:2] and argv[1] in ("hwloc", "nvidia-smi"):   # node types: cli_import
+            return _import_main(argv[1:], stdin, out)
+        from .importers import main as import_main   # scheduler formats: importers
+        return import_main(argv[1:], out)
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
     watchdog = _Watchdog(None, out)
     try:
@@ -231,6 +236,9 @@ def _import_main(argv, stdin, out):
 
 
 def _write(answer, fmt, out):
+    if fmt in ("slurm", "kueue") and answer.doc.get("status") == "ok":
+        from .importers import scheduler_answer
+        answer = scheduler_answer(answer, fmt, _internal_error)
     try:
         if fmt == "text":
             from .text import render
@@ -377,7 +385,8 @@ def _place(sc, topo, cluster):
                        placement=pl, command="place")
     doc = {"status": "ok", "job": pl.job, "placement": placement_json(topo, pl),
            "score": score_json(topo, pl)}
-    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place")
+    return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place",
+                   request=req)
 
 
 def _replace(sc, topo, cluster):

@@ -472,6 +472,14 @@ class Topology(_Owned):
                                                 perf).build()
 
     @classmethod
+    def from_slurm(cls, text, gpus_per_node=1, format=None, topology=None):
+        """A topology from a Slurm topology.conf or topology.yaml (detected, or ``format``
+        "conf" / "yaml"): returns ``(topology, warnings)``; see
+        :func:`topoplace.importers.topology_from_slurm`."""
+        from .importers import topology_from_slurm
+        return topology_from_slurm(text, gpus_per_node, format, topology)
+
+    @classmethod
     def nvl72(cls, blocks, racks_per_block):
         """A GB200 NVL72 fleet: levels block, rack, node; 18 nodes x 4 GPUs per rack."""
         out = ffi.new("tp_topology **")

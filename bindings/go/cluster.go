@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+
+package topoplace
+
+/*
+#include <stdlib.h>
+#include <topoplace.h>
+
+static tp_request tpgo_request_init(void) { tp_request r = TP_REQUEST_INIT; return r; }
+static tp_defrag_policy tpgo_policy_init(void) { tp_defrag_policy p = TP_DEFRAG_POLICY_INIT; return p; }
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Cluster is the mutable state of a Topology: which job holds which device, and the health of
+// every device. One writer at a time.
+type Cluster struct {
+	p    *C.tp_cluster
+	topo *Topology // kept alive while the cluster lives
+}
+
+// NewCluster makes an empty cluster state on t: every device free and healthy.
+func NewCluster(t *Topology) (*Cluster, error) {
+	var p *C.tp_cluster
+	if rc := C.tp_cluster_create(&p, t.p, nil); rc != 0 {
+		return nil, fail(rc, "cannot create a cluster on this topology")
+	}
+	c := &Cluster{p: p, topo: t}
+	runtime.SetFinalizer(c, (*Cluster).Close)
+	return c, nil
+}
+
+// Close frees the cluster state. Safe to call twice.
+func (c *Cluster) Close() error {
+	if c != nil && c.p != nil {
+		C.tp_cluster_destroy(c.p)
+		c.p = nil
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// Topology is the cluster's topology.
+func (c *Cluster) Topology() *Topology { return c.topo }
+
+func (c *Cluster) err(rc C.int) error {
+	if rc == 0 {
+		return nil
+	}
+	return fail(rc, C.GoString(C.tp_cluster_errmsg(c.p)))
+}
+
+func cdevs(devs []uint32) (*C.uint32_t, C.size_t) {
+	if len(devs) == 0 {
+		return nil, 0
+	}
+	return (*C.uint32_t)(unsafe.Pointer(&devs[0])), C.size_t(len(devs))
+}
+
+// Assign records a running job on devices, in rank order.
+func (c *Cluster) Assign(job string, devices []uint32) error {
+	defer runtime.KeepAlive(c)
+	cs := C.CString(job)
+	defer C.free(unsafe.Pointer(cs))
+	p, n := cdevs(devices)
+	return c.err(C.tp_cluster_assign(c.p, cs, p, n, nil))
+}
+
+// Release removes a running job; its devices become free.
+func (c *Cluster) Release(job string) error {
+	defer runtime.KeepAlive(c)
+	cs := C.CString(job)
+	defer C.free(unsafe.Pointer(cs))
+	return c.err(C.tp_cluster_release(c.p, cs))
+}
+
+// SetDown marks devices down (never allocated) or up again.
+func (c *Cluster) SetDown(devices []uint32, down bool) error {
+	defer runtime.KeepAlive(c)
+	p, n := cdevs(devices)
+	return c.err(C.tp_cluster_set_down(c.p, p, n, cbool(down)))
+}
+
+// SetCordoned closes devices to new work (running jobs stay), or opens them.
+func (c *Cluster) SetCordoned(devices []uint32, cordoned bool) error {
+	defer runtime.KeepAlive(c)
+	p, n := cdevs(devices)
+	return c.err(C.tp_cluster_set_cordoned(c.p, p, n, cbool(cordoned)))
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Slice is one layer of a request's slices: Size devices in one domain of Level.
+type Slice struct {
+	Level string
+	Size  uint32
+}
+
+// Request is what a job asks for (the C tp_request's main fields).
+type Request struct {
+	ID         string
+	Count      uint32
+	GroupSize  uint32 // devices per group (pod, rank); 0: 1
+	GroupLevel string // the level each group lies in; "": the node level
+	Required   string // every device in one domain of this level
+	Preferred  string // as few domains as possible, from this level up
+	Slices     []Slice
+	Balanced   bool
+	Tenant     string
+	Priority   int
+}
+
+// withC calls fn with the request as a C tp_request whose strings live in C memory until fn
+// returns.
+func (r *Request) withC(fn func(*C.tp_request) C.int) C.int {
+	req := C.tpgo_request_init()
+	var frees []unsafe.Pointer
+	str := func(s string) *C.char {
+		p := cstr(s)
+		if p != nil {
+			frees = append(frees, unsafe.Pointer(p))
+		}
+		return p
+	}
+	defer func() {
+		for _, p := range frees {
+			C.free(p)
+		}
+	}()
+	req.id = str(r.ID)
+	req.count = C.uint32_t(r.Count)
+	req.group_size = C.uint32_t(r.GroupSize)
+	req.group_level = str(r.GroupLevel)
+	req.required = str(r.Required)
+	req.preferred = str(r.Preferred)
+	req.balanced = cbool(r.Balanced)
+	req.tenant = str(r.Tenant)
+	req.priority = C.int(r.Priority)
+	if len(r.Slices) > 0 {
+		sl := (*C.tp_slice)(C.malloc(C.size_t(len(r.Slices)) * C.size_t(unsafe.Sizeof(C.tp_slice{}))))
+		frees = append(frees, unsafe.Pointer(sl))
+		v := unsafe.Slice(sl, len(r.Slices))
+		for i, s := range r.Slices {
+			v[i].level = str(s.Level)
+			v[i].size = C.uint32_t(s.Size)
+		}
+		req.slices = sl
+		req.nslices = C.size_t(len(r.Slices))
+	}
+	return fn(&req)
+}
+
+// Placement is the answer of Place or Replace: devices in rank order. Close it when done (or
+// Commit it first).
+type Placement struct {
+	p *C.tp_placement
+	c *Cluster
+	// Job is the job the placement is for.
+	Job string
+	// Devices are the device ids in rank order (nil when not placed).
+	Devices []uint32
+}
+
+func wrapPlacement(c *Cluster, p *C.tp_placement, rc C.int) (*Placement, error) {
+	if p == nil {
+		return nil, fail(rc, C.GoString(C.tp_cluster_errmsg(c.p)))
+	}
+	pl := &Placement{p: p, c: c, Job: C.GoString(C.tp_placement_job(p))}
+	runtime.SetFinalizer(pl, (*Placement).Close)
+	if rc != 0 {
+		err := fail(rc, C.GoString(C.tp_placement_errmsg(p)))
+		pl.Close()
+		return nil, err
+	}
+	var n C.size_t
+	d := C.tp_placement_devices(p, &n)
+	pl.Devices = append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(d)), int(n))...)
+	return pl, nil
+}
+
+// Close frees the placement. Safe to call twice.
+func (p *Placement) Close() error {
+	if p != nil && p.p != nil {
+		C.tp_placement_destroy(p.p)
+		p.p = nil
+		runtime.SetFinalizer(p, nil)
+	}
+	return nil
+}
+
+// DeviceNames are the placement's devices by name, in rank order.
+func (p *Placement) DeviceNames() []string {
+	out := make([]string, len(p.Devices))
+	for i, d := range p.Devices {
+		out[i] = p.c.topo.DeviceName(d)
+	}
+	return out
+}
+
+// Place answers where the request would go, without changing the cluster. A request that
+// cannot be placed returns an *Error with code ErrInfeasible, ErrBusy or ErrFragmented and the
+// library's explanation.
+func (c *Cluster) Place(r Request) (*Placement, error) {
+	defer runtime.KeepAlive(c)
+	var p *C.tp_placement
+	rc := r.withC(func(req *C.tp_request) C.int { return C.tp_place(c.p, req, &p) })
+	return wrapPlacement(c, p, rc)
+}
+
+// Replace finds replacements for the failed devices of a running job (read-only); Commit
+// applies them.
+func (c *Cluster) Replace(job string, failed []uint32) (*Placement, error) {
+	defer runtime.KeepAlive(c)
+	cs := C.CString(job)
+	defer C.free(unsafe.Pointer(cs))
+	var p *C.tp_placement
+	fp, n := cdevs(failed)
+	rc := C.tp_replace(c.p, cs, fp, n, &p)
+	return wrapPlacement(c, p, rc)
+}
+
+// Commit applies a placement made on this cluster (unchanged since): a new job, or a job's
+// replacements.
+func (c *Cluster) Commit(p *Placement) error {
+	defer runtime.KeepAlive(c)
+	defer runtime.KeepAlive(p)
+	if p == nil || p.p == nil {
+		return fail(C.TP_EINVAL, "placement is nil or closed")
+	}
+	return c.err(C.tp_commit(c.p, p.p, nil))
+}
+
+// LevelFrag is the fragmentation report of one level.
+type LevelFrag struct {
+	Level         string
+	Domains       uint32
+	Free          uint32
+	FullyFree     uint32
+	LargestFree   uint32
+	Fragmentation float64
+}
+
+// Frag reports the fragmentation of every level (the default job mix).
+func (c *Cluster) Frag() ([]LevelFrag, error) {
+	defer runtime.KeepAlive(c)
+	var f *C.tp_frag
+	if rc := C.tp_frag_report(c.p, nil, 0, &f); rc != 0 {
+		return nil, fail(rc, "cannot build the fragmentation report")
+	}
+	defer C.tp_frag_destroy(f)
+	levels := c.topo.Levels()
+	out := make([]LevelFrag, len(levels))
+	for i, name := range levels {
+		l := C.unsigned(i)
+		out[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)), uint32(C.tp_frag_free(f, l)),
+			uint32(C.tp_frag_fully_free(f, l)), uint32(C.tp_frag_largest_free(f, l)),
+			float64(C.tp_frag_fragmentation(f, l))}
+	}
+	return out, nil
+}
+
+// Step is one step of a defragmentation plan.
+type Step struct {
+	Action string // "migrate", "preempt" or "place"
+	Job    string
+	From   []uint32
+	To     []uint32
+}
+
+// Plan is a defragmentation plan, copied out of the library.
+type Plan struct {
+	Steps        []Step
+	MovedJobs    uint32
+	MovedDevices uint32
+	CostS        float64
+}
+
+// Policy bounds a defragmentation plan (the library's defaults when zero, except as noted).
+type Policy struct {
+	NoMigrate bool    // forbid migrations
+	NoPreempt bool    // forbid preemptions
+	MaxMoves  uint32  // most jobs moved; 0: no limit
+	MaxCostS  float64 // most checkpoint-seconds; 0: no limit
+}
+
+// DefragPlan plans the moves that make the request placeable (tp_defrag_plan(): the cluster
+// is the same afterwards); apply the steps with the scheduler's own actions.
+func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
+	defer runtime.KeepAlive(c)
+	cp := C.tpgo_policy_init()
+	cp.migrate = cbool(!pol.NoMigrate)
+	cp.preempt = cbool(!pol.NoPreempt)
+	if pol.MaxMoves > 0 {
+		cp.max_moves = C.uint32_t(pol.MaxMoves)
+	}
+	if pol.MaxCostS > 0 {
+		cp.max_cost_s = C.double(pol.MaxCostS)
+	}
+	var p *C.tp_plan
+	rc := r.withC(func(req *C.tp_request) C.int { return C.tp_defrag_plan(c.p, req, &cp, &p) })
+	if p == nil {
+		return nil, c.err(rc)
+	}
+	defer C.tp_plan_destroy(p)
+	if rc != 0 {
+		return nil, fail(rc, C.GoString(C.tp_plan_errmsg(p)))
+	}
+	plan := &Plan{MovedJobs: uint32(C.tp_plan_moved_jobs(p)),
+		MovedDevices: uint32(C.tp_plan_moved_devices(p)), CostS: float64(C.tp_plan_cost_s(p))}
+	for i := C.size_t(0); i < C.tp_plan_step_count(p); i++ {
+		var act C.tp_step_action
+		var job *C.char
+		var from, to *C.uint32_t
+		var nfrom, nto C.size_t
+		C.tp_plan_step(p, i, &act, &job, &from, &nfrom, &to, &nto)
+		s := Step{Action: [...]string{"migrate", "preempt", "place"}[act], Job: C.GoString(job)}
+		s.From = append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(from)), int(nfrom))...)
+		s.To = append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(to)), int(nto))...)
+		plan.Steps = append(plan.Steps, s)
+	}
+	return plan, nil
+}

@@ -1,0 +1,3 @@
+module topoplace
+
+go 1.19
