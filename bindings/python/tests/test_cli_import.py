@@ -132,9 +132,10 @@ def test_hwloc_1x_site_file(tp):
     (("nvidia-smi", "{tmp}/dgx.txt", "--max-input-bytes", "100"),
      "{tmp}/dgx.txt: larger than 100 bytes, the most an import reads (--max-input-bytes sets "
      "it)"),
-    (("slurm", "x"), "usage: argument format: invalid choice: 'slurm' (choose from 'hwloc', "
-                     "'nvidia-smi') (python3 -m topoplace import {{hwloc|nvidia-smi}} FILE "
-                     "[--nvlink-gbps GBPS] [--max-input-bytes N])"),
+    (("tar", "x"), "usage: import takes a format first: hwloc, nvidia-smi, slurm or k8s, not "
+                   "'tar' (python3 -m topoplace import {{hwloc|nvidia-smi}} FILE "
+                   "[--nvlink-gbps GBPS] [--max-input-bytes N]; python3 -m topoplace import "
+                   "{{slurm|k8s}} --help)"),
     (("nvidia-smi", "{tmp}/dgx.txt", "--nvlink-gbps", "x"),
      "usage: argument --nvlink-gbps: --nvlink-gbps: 'x' is not a positive number "
      "(python3 -m topoplace import {{hwloc|nvidia-smi}} FILE [--nvlink-gbps GBPS] "

@@ -170,10 +170,21 @@ def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     out = stdout if stdout is not None else sys.stdout
     if argv[:1] == ["import"]:
-        if argv[1:2] and argv[1] in ("hwloc", "nvidia-smi"):   # node types: cli_import
+        source = argv[1] if len(argv) > 1 else None
+        if source in ("hwloc", "nvidia-smi"):        # node types: cli_import
             return _import_main(argv[1:], stdin, out)
-        from .importers import main as import_main   # scheduler formats: importers
-        return import_main(argv[1:], out)
+        if source in ("slurm", "k8s"):               # scheduler formats: importers
+            from .importers import main as import_main
+            return import_main(argv[1:], out)
+        if source not in ("-h", "--help"):
+            from .cli_import import USAGE, dumps
+            out.write(dumps({"status": "invalid", "message": "usage: import takes a format "
+                             "first: hwloc, nvidia-smi, slurm or k8s, %s (%s; python3 -m "
+                             "topoplace import {slurm|k8s} --help)"
+                             % ("not %r" % source if source else "none given", USAGE)}) + "\n")
+            out.flush()
+            return EXIT_INVALID
+        return _import_main(argv[1:], stdin, out)
     fmt = "text" if "--format=text" in argv or _pair(argv, "--format", "text") else "json"
     watchdog = _Watchdog(None, out)
     try:
