@@ -150,6 +150,8 @@ struct sim_result {
 	double planner_p99_ms, planner_total_s, wait_p50_s;
 	long defrag_moves, defrag_calls, defrag_refused;
 	double defrag_cost_s, defrag_us_mean;
+	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
+	long resv_refused; /* EASY: jobs that fit now but were refused the reserved nodes */
 	struct sim_sample *samples;
 	size_t nsamples;
 };
@@ -192,6 +194,29 @@ struct sim_policy {
 };
 
 extern const struct sim_policy sim_policies[];
+
+/* The EASY reservation (sim_easy.c): a running job and the time it is due to end. */
+struct sim_due {
+	double t;
+	uint32_t job;
+};
+/* Sorts due[0..n), releases those jobs in end order on a savepoint of ctx->c and places the top
+ * job with pol->place after each end time until it fits; marks the nodes it would get in
+ * reserved[] (listed in list[0..*nlist)) and returns that time, the shadow time (INFINITY: it
+ * never fits, nothing marked). Leaves the cluster and ctx->rng as they were. */
+double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
+                        const struct sim_job *top, uint32_t top_id, struct sim_due *due,
+                        size_t n, double now, uint32_t *devs, uint8_t *reserved,
+                        uint32_t *list, uint32_t *nlist, long *calls);
+/* The ideal bound's reservation, a GPU count: the first end time of due[0..n) (sorted here) at
+ * which `need` GPUs are free, given `fr` free now; *extra the GPUs free then beyond need. */
+double sim_easy_count(struct sim_due *due, size_t n, const struct sim_workload *w,
+                      uint64_t fr, uint32_t need, double now, uint64_t *extra);
+/* Free GPUs now on the nodes list[0..n). */
+uint32_t sim_easy_free_on(const struct sim_ctx *ctx, const uint32_t *list, uint32_t n);
+/* How many of devs[0..n) lie on reserved nodes. */
+uint32_t sim_easy_overlap(const struct sim_ctx *ctx, const uint8_t *reserved,
+                          const uint32_t *devs, uint32_t n);
 
 /* The Slurm baselines (sim_slurm.c). */
 void *sim_slurm_create(struct sim_ctx *ctx);
