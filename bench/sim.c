@@ -61,14 +61,15 @@ struct sim_run {
 	struct sim_due *running_end; /* scratch of the EASY reservation */
 	uint32_t *running_gpus;
 	/* The EASY reservation of this pass (sim_reserve). */
-	bool resv_on;
+	bool resv_on, resv_valid;
+	uint64_t resv_key[4];  /* top job, releases, starts, moves when it was computed */
 	double shadow;
-	uint64_t extra;        /* the ideal bound (no nodes): GPUs free at the shadow it leaves */
+	uint64_t extra, resv_extra; /* the ideal bound (no nodes): GPUs free at the shadow it leaves */
 	uint8_t *resv_node;    /* [nodes] reserved for the top job */
 	uint32_t *resv_list;   /* the reserved nodes */
 	uint32_t nresv;
 	uint32_t resv_free;    /* free GPUs on the reserved nodes now */
-	uint32_t *resv_devs;   /* [gpus] the top job's trial placement */
+	uint32_t *resv_devs;   /* [2 x gpus] the top job's trial placements */
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
 	uint64_t releases;  /* jobs finished so far */
@@ -507,19 +508,33 @@ static void sim_memo_set(struct sim_run *r, uint16_t key)
 static void sim_reservation(struct sim_run *r, uint32_t top)
 {
 	const struct sim_job *j = &r->w->jobs[top];
+	r->resv_on = true;
+	/* The same top job on the same state (nothing started, ended or moved since): the same
+	 * reservation. */
+	uint64_t key[4] = {top, r->releases, r->res->started, (uint64_t)r->res->defrag_moves};
+	if (r->resv_valid && !memcmp(key, r->resv_key, sizeof key)) {
+		r->extra = r->resv_extra;
+		r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
+		return;
+	}
+	memcpy(r->resv_key, key, sizeof key);
+	r->resv_valid = true;
 	struct sim_due *due = r->running_end;
 	size_t n = 0;
 	for (size_t i = 0; i < r->nheap; i++) {
 		uint32_t jid = r->heap[i].job;
 		if (!(jid & SIM_EV_RESTART) && r->heap[i].t == r->end[jid])
-			due[n++] = (struct sim_due){r->heap[i].t, jid};
+			due[n++] = (struct sim_due){r->heap[i].t, jid, r->w->jobs[jid].gpus};
 	}
-	r->resv_on = true;
+	for (uint32_t k = 0; k < r->nresv; k++)
+		r->resv_node[r->resv_list[k]] = 0;
+	r->nresv = 0;
 	if (!r->pol->uses_cluster) {
-		r->shadow = sim_easy_count(due, n, r->w, sim_free(r), j->gpus, r->now, &r->extra);
+		r->shadow = sim_easy_count(due, n, sim_free(r), j->gpus, r->now, &r->resv_extra);
+		r->extra = r->resv_extra;
 		return;
 	}
-	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->now, r->resv_devs,
+	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->resv_devs,
 	                             r->resv_node, r->resv_list, &r->nresv, &r->res->resv_calls);
 	r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
 }
@@ -556,15 +571,6 @@ static bool sim_easy_admits(struct sim_run *r, const struct sim_job *j, double e
 	return true;
 }
 
-static void sim_reservation_clear(struct sim_run *r)
-{
-	for (uint32_t k = 0; k < r->nresv; k++)
-		r->resv_node[r->resv_list[k]] = 0;
-	r->nresv = 0;
-	r->resv_free = 0;
-	r->resv_on = false;
-}
-
 /*
  * One pass over the queue at the current time, in submission order (every job has the same
  * priority, so Slurm's priority order is the age order too). Each job is tried in turn, at most
@@ -583,6 +589,7 @@ static void sim_schedule(struct sim_run *r)
 {
 	size_t scanned = 0, out = 0;
 	bool strict = false, blocked = false;
+	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
 	for (size_t i = 0; i < r->qlen; i++) {
@@ -594,6 +601,10 @@ static void sim_schedule(struct sim_run *r)
 		r->oldest = out == 0;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
+		if (may_try && top != UINT32_MAX) { /* computed when a later job needs it */
+			sim_reservation(r, top);
+			top = UINT32_MAX;
+		}
 		if (may_try && r->resv_on && r->now + j->duration_s > r->shadow &&
 		    sim_needs_reserved(r, j))
 			may_try = false; /* EASY: it would delay the top job wherever it went */
@@ -616,8 +627,8 @@ static void sim_schedule(struct sim_run *r)
 				sim_memo_set(r, j->shape_key);
 				if (q == SIM_QUEUE_STRICT) {
 					blocked = true;
-				} else if (q == SIM_QUEUE_EASY && !r->resv_on) {
-					sim_reservation(r, jid);
+				} else if (q == SIM_QUEUE_EASY && !r->resv_on && top == UINT32_MAX) {
+					top = jid;
 				}
 			}
 		}
@@ -626,7 +637,7 @@ static void sim_schedule(struct sim_run *r)
 			r->queue[out++] = jid;
 	}
 	r->qlen = out;
-	sim_reservation_clear(r);
+	r->resv_on = false; /* kept for the next pass while nothing changes */
 	for (size_t i = 0; i < r->nmemo; i++)
 		r->memo[r->memo_set[i]] = 0;
 	r->nmemo = 0;
@@ -723,7 +734,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.running_end = malloc(n * sizeof *r.running_end);
 	r.resv_node = calloc(tp_topology_node_count(f->t), 1);
 	r.resv_list = malloc(tp_topology_node_count(f->t) * sizeof *r.resv_list);
-	r.resv_devs = malloc(f->gpus * sizeof *r.resv_devs);
+	r.resv_devs = malloc(2 * (size_t)f->gpus * sizeof *r.resv_devs);
 	r.devs = malloc(f->gpus * sizeof *r.devs);
 	r.memo = calloc(65536, 1);
 	r.memo_set = malloc(65536 * sizeof *r.memo_set);

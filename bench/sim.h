@@ -195,23 +195,26 @@ struct sim_policy {
 
 extern const struct sim_policy sim_policies[];
 
-/* The EASY reservation (sim_easy.c): a running job and the time it is due to end. */
+/* The EASY reservation (sim_easy.c): a running job, its GPUs and the time it is due to end. */
 struct sim_due {
 	double t;
 	uint32_t job;
+	uint32_t gpus;
 };
-/* Sorts due[0..n), releases those jobs in end order on a savepoint of ctx->c and places the top
- * job with pol->place after each end time until it fits; marks the nodes it would get in
- * reserved[] (listed in list[0..*nlist)) and returns that time, the shadow time (INFINITY: it
- * never fits, nothing marked). Leaves the cluster and ctx->rng as they were. */
+/* Sorts due[0..n) and finds, on a savepoint of ctx->c with those jobs released in end order,
+ * the first end time after which pol->place fits the top job: returns it (the shadow time),
+ * leaves the placement in devs[0..top->gpus) (devs: room for 2 x top->gpus) and marks its
+ * nodes in reserved[] (listed in list[0..*nlist)); INFINITY if it never fits. Leaves the
+ * cluster and ctx->rng as they were; *calls counts the placement calls. */
 double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
                         const struct sim_job *top, uint32_t top_id, struct sim_due *due,
-                        size_t n, double now, uint32_t *devs, uint8_t *reserved,
-                        uint32_t *list, uint32_t *nlist, long *calls);
+                        size_t n, uint32_t *devs, uint8_t *reserved, uint32_t *list,
+                        uint32_t *nlist, long *calls);
 /* The ideal bound's reservation, a GPU count: the first end time of due[0..n) (sorted here) at
- * which `need` GPUs are free, given `fr` free now; *extra the GPUs free then beyond need. */
-double sim_easy_count(struct sim_due *due, size_t n, const struct sim_workload *w,
-                      uint64_t fr, uint32_t need, double now, uint64_t *extra);
+ * which `need` GPUs are free, given `fr` free now (now if they are; INFINITY if never);
+ * *extra the GPUs free then beyond need. */
+double sim_easy_count(struct sim_due *due, size_t n, uint64_t fr, uint32_t need, double now,
+                      uint64_t *extra);
 /* Free GPUs now on the nodes list[0..n). */
 uint32_t sim_easy_free_on(const struct sim_ctx *ctx, const uint32_t *list, uint32_t n);
 /* How many of devs[0..n) lie on reserved nodes. */

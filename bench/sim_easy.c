@@ -26,67 +26,131 @@ static int cmp_due(const void *a, const void *b)
 	return (x->job > y->job) - (x->job < y->job);
 }
 
-static void release_due(tp_cluster *c, const struct sim_due *d)
+/* The running jobs on a savepoint: due[0..n) released in order, in whole end-time groups. */
+struct easy_proj {
+	tp_cluster *c;
+	const struct sim_due *due;
+	size_t n;
+	size_t cur; /* due[0..cur) are released */
+};
+
+static void release_to(struct easy_proj *p, size_t k)
 {
 	char id[24];
-	snprintf(id, sizeof id, "j%u", d->job);
-	BENCH_CHECK(tp_cluster_release(c, id), tp_cluster_errmsg(c));
+	for (; p->cur < k; p->cur++) {
+		snprintf(id, sizeof id, "j%u", p->due[p->cur].job);
+		BENCH_CHECK(tp_cluster_release(p->c, id), tp_cluster_errmsg(p->c));
+	}
+}
+
+/* The end of the end-time group that starts at due[i]. */
+static size_t group_end(const struct sim_due *due, size_t n, size_t i)
+{
+	size_t k = i;
+	while (k < n && due[k].t == due[i].t)
+		k++;
+	return k;
+}
+
+/* Place the top job with due[0..k) released; the rng is the same for every trial. */
+static int try_at(struct easy_proj *p, size_t k, struct sim_ctx *ctx,
+                  const struct sim_policy *pol, void *st, const struct sim_job *top,
+                  uint32_t top_id, uint32_t *devs, const struct bench_rng *rng, long *calls)
+{
+	release_to(p, k);
+	ctx->rng = *rng;
+	(*calls)++;
+	return pol->place(st, ctx, top, top_id, devs);
 }
 
 /*
- * The running jobs are due[0..n) (sorted here by end time, then index). Releases them in that
- * order on a savepoint of ctx->c: first as many as the top job's GPU count needs (it cannot fit
- * with fewer free), then one end time at a time, placing the top job with pol->place after each
- * step until it fits. On success the nodes of that placement are marked in reserved[] (listed
- * in list[0..*nlist)) and the shadow time is returned; INFINITY when it never fits (then
- * nothing is marked). The cluster, the policy's random stream and everything else are left as
- * they were. *calls counts the placement calls made.
+ * The running jobs are due[0..n) (sorted here by end time, then index). On a savepoint of
+ * ctx->c, the first end time after which pol->place fits the top job: from the first at which
+ * enough GPUs are free (it cannot fit with fewer), galloping forward over the end times
+ * (1, 2, 4, ... end times further, each trial on its own savepoint) and then bisecting between
+ * the last failure and the first success. Slurm's will-run test tries every end time in turn;
+ * this finds the same time wherever freeing more GPUs never makes the top job fail, in
+ * O(log n) placements instead of O(n). On success the nodes of that placement are marked in
+ * reserved[] (listed in list[0..*nlist)), devs[0..top->gpus) holds it (devs has room for
+ * 2 x top->gpus) and the shadow time is returned; INFINITY when it never fits (nothing
+ * marked). The cluster and ctx->rng are left as they were. *calls counts the placements.
  */
 double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
                         const struct sim_job *top, uint32_t top_id, struct sim_due *due,
-                        size_t n, double now, uint32_t *devs, uint8_t *reserved,
-                        uint32_t *list, uint32_t *nlist, long *calls)
+                        size_t n, uint32_t *devs, uint8_t *reserved, uint32_t *list,
+                        uint32_t *nlist, long *calls)
 {
 	tp_cluster *c = ctx->c;
-	const tp_topology *t = ctx->f->t;
 	qsort(due, n, sizeof *due, cmp_due);
-	size_t sp;
-	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
-	struct bench_rng rng = ctx->rng; /* a trial placement draws nothing from the real stream */
-	double shadow = now;
-	size_t i = 0;
-	while (i < n && tp_cluster_free_total(c) < top->gpus) {
-		shadow = due[i].t;
-		for (; i < n && due[i].t == shadow; i++)
-			release_due(c, &due[i]);
+	*nlist = 0;
+	/* lo: a state known to fail (by its GPU count, or the state now); hi: the next to try */
+	uint64_t fr = tp_cluster_free_total(c);
+	size_t lo = 0, hi = 0;
+	while (fr < top->gpus && hi < n) {
+		size_t k = group_end(due, n, hi);
+		for (size_t i = hi; i < k; i++)
+			fr += due[i].gpus;
+		if (fr < top->gpus)
+			lo = k;
+		hi = k;
 	}
-	double found = INFINITY;
-	while (tp_cluster_free_total(c) >= top->gpus) {
-		(*calls)++;
-		int rc = pol->place(st, ctx, top, top_id, devs);
+	if (fr < top->gpus || n == 0)
+		return INFINITY;
+	if (hi == 0) /* enough GPUs free now, yet the top job failed now */
+		hi = group_end(due, n, 0);
+	struct easy_proj p = {c, due, n, 0};
+	const struct bench_rng rng = ctx->rng; /* trials draw nothing from the real stream */
+	uint32_t *trial = devs + top->gpus;
+	size_t sp, sp_try;
+	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
+	release_to(&p, lo);
+	int rc;
+	for (size_t step = 1;; step *= 2) { /* gallop */
+		BENCH_CHECK(tp_cluster_savepoint(c, &sp_try), tp_cluster_errmsg(c));
+		rc = try_at(&p, hi, ctx, pol, st, top, top_id, devs, &rng, calls);
 		if (rc == 0) {
-			found = shadow;
+			BENCH_CHECK(tp_cluster_rollback(c, sp_try), tp_cluster_errmsg(c));
+			p.cur = lo;
 			break;
 		}
-		if (rc == TP_EINFEASIBLE || i == n)
+		if (rc == TP_EINFEASIBLE || hi == n)
 			break;
-		shadow = due[i].t;
-		for (; i < n && due[i].t == shadow; i++)
-			release_due(c, &due[i]);
+		BENCH_CHECK(tp_cluster_savepoint_discard(c, sp_try), tp_cluster_errmsg(c));
+		lo = hi;
+		for (size_t g = 0; g < step && hi < n; g++)
+			hi = group_end(due, n, hi);
+	}
+	while (rc == 0) { /* bisect over the end times strictly between lo and hi */
+		size_t groups = 0, mid = lo;
+		for (size_t k = group_end(due, n, lo); k < hi; k = group_end(due, n, k))
+			groups++;
+		if (groups == 0)
+			break;
+		for (size_t g = 0; g < (groups + 1) / 2; g++)
+			mid = group_end(due, n, mid);
+		BENCH_CHECK(tp_cluster_savepoint(c, &sp_try), tp_cluster_errmsg(c));
+		if (try_at(&p, mid, ctx, pol, st, top, top_id, trial, &rng, calls) == 0) {
+			memcpy(devs, trial, top->gpus * sizeof *devs);
+			hi = mid;
+			BENCH_CHECK(tp_cluster_rollback(c, sp_try), tp_cluster_errmsg(c));
+			p.cur = lo;
+		} else {
+			BENCH_CHECK(tp_cluster_savepoint_discard(c, sp_try), tp_cluster_errmsg(c));
+			lo = mid;
+		}
 	}
 	ctx->rng = rng;
 	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
-	*nlist = 0;
-	if (found == INFINITY)
-		return found;
-	for (uint32_t k = 0; k < top->gpus; k++) {
-		uint32_t node = tp_topology_device_node(t, devs[k]);
+	if (rc != 0)
+		return INFINITY;
+	for (uint32_t i = 0; i < top->gpus; i++) {
+		uint32_t node = tp_topology_device_node(ctx->f->t, devs[i]);
 		if (!reserved[node]) {
 			reserved[node] = 1;
 			list[(*nlist)++] = node;
 		}
 	}
-	return found;
+	return due[hi - 1].t;
 }
 
 /*
@@ -94,13 +158,13 @@ double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void 
  * (now if they are), and *extra the GPUs free then that the top job does not need; INFINITY
  * (and *extra 0) if they never are.
  */
-double sim_easy_count(struct sim_due *due, size_t n, const struct sim_workload *w,
-                      uint64_t fr, uint32_t need, double now, uint64_t *extra)
+double sim_easy_count(struct sim_due *due, size_t n, uint64_t fr, uint32_t need, double now,
+                      uint64_t *extra)
 {
 	qsort(due, n, sizeof *due, cmp_due);
 	double shadow = now;
 	for (size_t i = 0; i < n && fr < need; i++) {
-		fr += w->jobs[due[i].job].gpus;
+		fr += due[i].gpus;
 		shadow = due[i].t;
 	}
 	*extra = fr >= need ? fr - need : 0;
