@@ -2,7 +2,8 @@
 /*
  * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator. Shared by
  * sim.c (the event loop and the metrics), sim_workload.c (the bundled generator, the CSV
- * reader and job shapes) and sim_policy.c (the placement policies). See docs/benchmarks.md.
+ * reader and job shapes), sim_policy.c (the placement policies) and sim_easy.c (the EASY
+ * reservation of the Slurm queue). See docs/benchmarks.md.
  */
 #ifndef TP_BENCH_SIM_H
 #define TP_BENCH_SIM_H
