@@ -58,8 +58,18 @@ struct sim_run {
 	double *end;   /* [jobs] current end (a heap entry with another time is stale) */
 	double *contrib;     /* [jobs] GPUs x efficiency the job adds to eff_busy now */
 	double *restart_end; /* [jobs] end of a moved job's checkpoint and restart (no work) */
-	double *running_end; /* scratch of the EASY reservation */
+	struct sim_due *running_end; /* scratch of the EASY reservation */
 	uint32_t *running_gpus;
+	/* The EASY reservation of this pass (sim_reserve). */
+	bool resv_on, resv_valid;
+	uint64_t resv_key[4];  /* top job, releases, starts, moves when it was computed */
+	double shadow;
+	uint64_t extra, resv_extra; /* the ideal bound (no nodes): GPUs free at the shadow it leaves */
+	uint8_t *resv_node;    /* [nodes] reserved for the top job */
+	uint32_t *resv_list;   /* the reserved nodes */
+	uint32_t nresv;
+	uint32_t resv_free;    /* free GPUs on the reserved nodes now */
+	uint32_t *resv_devs;   /* [2 x gpus] the top job's trial placements */
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
 	uint64_t releases;  /* jobs finished so far */
@@ -545,46 +555,93 @@ static void sim_memo_set(struct sim_run *r, uint16_t key)
 	r->memo_set[r->nmemo++] = key;
 }
 
-struct sim_endgpus {
-	double t;
-	uint32_t gpus;
-};
-
-static int cmp_endgpus(const void *a, const void *b)
-{
-	const struct sim_endgpus *x = a, *y = b;
-	return (x->t > y->t) - (x->t < y->t);
-}
-
 /*
- * The EASY reservation of the top job (Slurm's sched/backfill): the earliest time at which
- * enough GPUs will be free for it if the running jobs end when they are due (the simulator
- * knows each running job's end: estimates are exact), and the GPUs free at that time that the
- * top job does not need. The reservation is a GPU count, not a set of nodes.
+ * The EASY reservation of the top job (Slurm's sched/backfill), once per pass, assuming the
+ * running jobs end when they are due (the simulator knows each running job's end: estimates
+ * are exact). On a cluster policy it is a set of nodes (sim_easy_reserve): the shadow time is
+ * the first end time after which the policy's own placement function places the top job on
+ * the projected state, and the nodes of that placement are reserved. The ideal bound has no
+ * nodes: its shadow is the first time enough GPUs are free, and r->extra the GPUs free then
+ * that the top job does not need.
  */
-static void sim_reservation(struct sim_run *r, uint32_t need, double *shadow, uint64_t *extra)
+static void sim_reservation(struct sim_run *r, uint32_t top)
 {
-	struct sim_endgpus *ev = (struct sim_endgpus *)r->running_end;
+	const struct sim_job *j = &r->w->jobs[top];
+	r->resv_on = true;
+	/* The same top job on the same state (nothing started, ended or moved since): the same
+	 * reservation. */
+	uint64_t key[4] = {top, r->releases, r->res->started, (uint64_t)r->res->defrag_moves};
+	if (r->resv_valid && !memcmp(key, r->resv_key, sizeof key)) {
+		r->extra = r->resv_extra;
+		r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
+		return;
+	}
+	memcpy(r->resv_key, key, sizeof key);
+	r->resv_valid = true;
+	struct sim_due *due = r->running_end;
 	size_t n = 0;
 	for (size_t i = 0; i < r->nheap; i++) {
 		uint32_t jid = r->heap[i].job;
-		if (jid & SIM_EV_RESTART || r->heap[i].t != r->end[jid])
-			continue;
-		ev[n++] = (struct sim_endgpus){r->heap[i].t, r->w->jobs[jid].gpus};
+		if (!(jid & SIM_EV_RESTART) && r->heap[i].t == r->end[jid])
+			due[n++] = (struct sim_due){r->heap[i].t, jid, r->w->jobs[jid].gpus};
 	}
-	qsort(ev, n, sizeof *ev, cmp_endgpus);
-	uint64_t fr = sim_free(r);
-	*shadow = INFINITY;
-	*extra = 0;
-	for (size_t i = 0; i < n && fr < need; i++) {
-		fr += ev[i].gpus;
-		*shadow = ev[i].t;
+	for (uint32_t k = 0; k < r->nresv; k++)
+		r->resv_node[r->resv_list[k]] = 0;
+	r->nresv = 0;
+	if (!r->pol->uses_cluster) {
+		r->shadow = sim_easy_count(due, n, sim_free(r), j->gpus, r->now, &r->resv_extra);
+		r->extra = r->resv_extra;
+		return;
 	}
-	if (fr >= need) {
-		if (*shadow == INFINITY)
-			*shadow = r->now;
-		*extra = fr - need;
+	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->resv_devs,
+	                             r->resv_node, r->resv_list, &r->nresv, &r->res->resv_calls);
+	r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
+}
+
+/* Whether job j, which would end after the shadow time, cannot start now without the
+ * reserved capacity: more GPUs than are free off the reserved nodes (or, for the ideal bound,
+ * than the top job leaves free at the shadow). */
+static bool sim_needs_reserved(const struct sim_run *r, const struct sim_job *j)
+{
+	if (r->pol->uses_cluster)
+		return j->gpus > sim_free(r) - r->resv_free;
+	return j->gpus > r->extra;
+}
+
+/* Job jid fits now at r->devs and ends at `end`: whether EASY lets it start (from r->devs). A
+ * job that ends by the shadow time always may; a later one only off the reserved nodes: when
+ * the policy put it on one, it is placed again with the reserved nodes taken away, as Slurm's
+ * backfill hides them from a job that overlaps the reservation, and refused if it does not
+ * fit so. The ideal bound: within the spare GPU count, which it then uses up. */
+static bool sim_easy_admits(struct sim_run *r, uint32_t jid, double end)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (r->pol->uses_cluster) {
+		uint32_t on = sim_easy_overlap(&r->ctx, r->resv_node, r->devs, j->gpus);
+		if (end > r->shadow && on > 0) {
+			uint64_t t0 = bench_now_ns();
+			int rc = sim_easy_place_off(&r->ctx, r->pol, r->st, j, jid, r->resv_list, r->nresv,
+			                            r->devs, r->resv_devs);
+			uint64_t dt = bench_now_ns() - t0;
+			r->res->place_us_mean += (double)dt * 1e-3;
+			r->res->place_calls++;
+			sim_planner_time(r->res, dt);
+			if (rc != 0) {
+				r->res->resv_refused++;
+				return false;
+			}
+			r->res->resv_elsewhere++;
+			return true;
+		}
+		r->resv_free -= on;
+		return true;
 	}
+	if (end <= r->shadow)
+		return true;
+	if (j->gpus > r->extra)
+		return false;
+	r->extra -= j->gpus;
+	return true;
 }
 
 /*
@@ -595,17 +652,17 @@ static void sim_reservation(struct sim_run *r, uint32_t need, double *shadow, ui
  *   besteffort (Kueue BestEffortFIFO): a job that cannot start is set aside, the next is tried;
  *   strict (Kueue StrictFIFO): the first job that cannot start ends the pass;
  *   easy (Slurm main scheduler + EASY backfill): jobs start in order up to the first that
- *     cannot (the top job); it gets a reservation (sim_reservation), and a later job starts
- *     only if it fits now and either ends before the reservation or uses only GPUs the top
- *     job will not need.
+ *     cannot (the top job); it gets a reservation (sim_reservation: a shadow time and the
+ *     nodes the policy would give it then), and a later job starts only if it fits now and
+ *     either ends by the shadow time or uses none of the reserved nodes. A job refused for
+ *     that is not a shape failure (another job of its shape may land elsewhere).
  * With --starve-h H > 0, once the oldest waiting job has waited H hours nothing may pass it.
  */
 static void sim_schedule(struct sim_run *r)
 {
 	size_t scanned = 0, out = 0;
-	bool strict = false, blocked = false, reserved = false;
-	double shadow = INFINITY;
-	uint64_t extra = 0;
+	bool strict = false, blocked = false;
+	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
 	for (size_t i = 0; i < r->qlen; i++) {
@@ -617,22 +674,21 @@ static void sim_schedule(struct sim_run *r)
 		r->oldest = out == 0;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
-		if (may_try && reserved && r->now + j->duration_s > shadow && j->gpus > extra)
+		if (may_try && top != UINT32_MAX) { /* computed when a later job needs it */
+			sim_reservation(r, top);
+			top = UINT32_MAX;
+		}
+		if (may_try && r->resv_on && r->now + j->duration_s > r->shadow &&
+		    sim_needs_reserved(r, j))
 			may_try = false; /* EASY: it would delay the top job wherever it went */
 		if (may_try) {
 			scanned++;
 			int rc = sim_try(r, jid);
-			if (rc == 0 && reserved) { /* EASY: does it delay the top job? */
+			if (rc == 0 && r->resv_on) { /* EASY: does it delay the top job? */
 				double end = r->now + j->duration_s / (r->pol->uses_cluster ?
 				             sim_efficiency(r->f, j, r->devs, r->o->use_cost) : 1.0);
-				if (end <= shadow)
-					;
-				else if (j->gpus <= extra)
-					extra -= j->gpus;
-				else
-					rc = TP_EBUSY; /* not a shape failure: no memo */
-				if (rc != 0)
-					goto kept;
+				if (!sim_easy_admits(r, jid, end))
+					goto kept; /* not a shape failure: no memo */
 			}
 			if (rc == 0) {
 				sim_start(r, jid);
@@ -644,9 +700,8 @@ static void sim_schedule(struct sim_run *r)
 				sim_memo_set(r, j->shape_key);
 				if (q == SIM_QUEUE_STRICT) {
 					blocked = true;
-				} else if (q == SIM_QUEUE_EASY && !reserved) {
-					reserved = true;
-					sim_reservation(r, j->gpus, &shadow, &extra);
+				} else if (q == SIM_QUEUE_EASY && !r->resv_on && top == UINT32_MAX) {
+					top = jid;
 				}
 			}
 		}
@@ -655,6 +710,7 @@ static void sim_schedule(struct sim_run *r)
 			r->queue[out++] = jid;
 	}
 	r->qlen = out;
+	r->resv_on = false; /* kept for the next pass while nothing changes */
 	for (size_t i = 0; i < r->nmemo; i++)
 		r->memo[r->memo_set[i]] = 0;
 	r->nmemo = 0;
@@ -748,13 +804,17 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.end = malloc(n * sizeof *r.end);
 	r.contrib = calloc(n, sizeof *r.contrib);
 	r.restart_end = calloc(n, sizeof *r.restart_end);
-	r.running_end = malloc(n * sizeof(struct sim_endgpus));
+	r.running_end = malloc(2 * n * sizeof *r.running_end); /* sim_easy_reserve's room */
+	r.resv_node = calloc(tp_topology_node_count(f->t), 1);
+	r.resv_list = malloc(tp_topology_node_count(f->t) * sizeof *r.resv_list);
+	r.resv_devs = malloc(2 * (size_t)f->gpus * sizeof *r.resv_devs);
 	r.devs = malloc(f->gpus * sizeof *r.devs);
 	r.memo = calloc(65536, 1);
 	r.memo_set = malloc(65536 * sizeof *r.memo_set);
 	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
 	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
-	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end)
+	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end || !r.resv_node ||
+	    !r.resv_list || !r.resv_devs)
 		bench_die("out of memory");
 	for (size_t i = 0; i < w->n; i++) {
 		r.start[i] = -1;
@@ -832,6 +892,9 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	free(r.contrib);
 	free(r.restart_end);
 	free(r.running_end);
+	free(r.resv_node);
+	free(r.resv_list);
+	free(r.resv_devs);
 	free(r.devs);
 	free(r.memo);
 	free(r.memo_set);
@@ -965,6 +1028,9 @@ static void sim_json(const struct sim_opts *o, const struct sim_fleet *f,
 		bench_json_int(&j, "defrag_calls", r->defrag_calls);
 		bench_json_int(&j, "defrag_refused", r->defrag_refused);
 		bench_json_num(&j, "defrag_us_mean", r->defrag_us_mean);
+		bench_json_int(&j, "easy_reservation_calls", r->resv_calls);
+		bench_json_int(&j, "easy_backfill_refused", r->resv_refused);
+		bench_json_int(&j, "easy_backfill_elsewhere", r->resv_elsewhere);
 		bench_json_int(&j, "place_calls", r->place_calls);
 		bench_json_num(&j, "place_us_mean", r->place_us_mean);
 		bench_json_num(&j, "wall_s", r->wall_s);

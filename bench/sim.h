@@ -2,7 +2,8 @@
 /*
  * tp-bench sim: a trace-driven, single-threaded, deterministic cluster simulator. Shared by
  * sim.c (the event loop and the metrics), sim_workload.c (the bundled generator, the CSV
- * reader and job shapes) and sim_policy.c (the placement policies). See docs/benchmarks.md.
+ * reader and job shapes), sim_policy.c (the placement policies) and sim_easy.c (the EASY
+ * reservation of the Slurm queue). See docs/benchmarks.md.
  */
 #ifndef TP_BENCH_SIM_H
 #define TP_BENCH_SIM_H
@@ -155,6 +156,9 @@ struct sim_result {
 	double planner_p99_ms, planner_total_s, wait_p50_s;
 	long defrag_moves, defrag_calls, defrag_refused;
 	double defrag_cost_s, defrag_us_mean;
+	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
+	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
+	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
 	struct sim_sample *samples;
 	size_t nsamples;
 	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by
@@ -201,6 +205,38 @@ struct sim_policy {
 };
 
 extern const struct sim_policy sim_policies[];
+
+/* The EASY reservation (sim_easy.c): a running job, its GPUs and the time it is due to end. */
+struct sim_due {
+	double t;
+	uint32_t job;
+	uint32_t gpus;
+};
+/* Takes due[0..n) in end order (due: room for 2 x n, overwritten) and finds, on a savepoint of ctx->c with those jobs released in end order,
+ * the first end time after which pol->place fits the top job: returns it (the shadow time),
+ * leaves the placement in devs[0..top->gpus) (devs: room for 2 x top->gpus) and marks its
+ * nodes in reserved[] (listed in list[0..*nlist)); INFINITY if it never fits. Leaves the
+ * cluster and ctx->rng as they were; *calls counts the placement calls. */
+double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
+                        const struct sim_job *top, uint32_t top_id, struct sim_due *due,
+                        size_t n, uint32_t *devs, uint8_t *reserved, uint32_t *list,
+                        uint32_t *nlist, long *calls);
+/* The ideal bound's reservation, a GPU count: the first end time of due[0..n) (room for 2n) at
+ * which `need` GPUs are free, given `fr` free now (now if they are; INFINITY if never);
+ * *extra the GPUs free then beyond need. */
+double sim_easy_count(struct sim_due *due, size_t n, uint64_t fr, uint32_t need, double now,
+                      uint64_t *extra);
+/* Place job j with pol->place while the free devices of the nodes list[0..n) are held (by a
+ * placeholder job on a savepoint, rolled back): 0 and devs, or the policy's code. buf: room
+ * for the fleet's GPUs. */
+int sim_easy_place_off(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
+                       const struct sim_job *j, uint32_t jid, const uint32_t *list, uint32_t n,
+                       uint32_t *devs, uint32_t *buf);
+/* Free GPUs now on the nodes list[0..n). */
+uint32_t sim_easy_free_on(const struct sim_ctx *ctx, const uint32_t *list, uint32_t n);
+/* How many of devs[0..n) lie on reserved nodes. */
+uint32_t sim_easy_overlap(const struct sim_ctx *ctx, const uint8_t *reserved,
+                          const uint32_t *devs, uint32_t n);
 
 /* The Slurm baselines (sim_slurm.c). */
 void *sim_slurm_create(struct sim_ctx *ctx);

@@ -16,6 +16,10 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
 - The Slurm wait rule: four 68-GPU jobs leave one free node in each of 4 racks; an 8-GPU
   (2-node) job then waits under slurm-block-like (its block level, one rack, is full; Slurm does
   not start it on a larger level) and starts at once under the best-effort slurm-tree-like.
+- The EASY reservation is a set of nodes: a backfill job that ends after the top job's shadow
+  time may not use them (a count-only reservation let it in and the top job waited 20x
+  longer): it is refused when it fits nowhere else, placed off the reserved nodes when it
+  fits there, and a job that fits off them still backfills.
 - first-fit and random keep a group (here a whole job of up to a node) inside one node.
 - `tp-bench compare` on a tiny grid: every policy in every cell with exactly the keys of the
   JSON schema, one summary per workload, fleet and queue with an unflagged cell (its mean is the
@@ -149,6 +153,58 @@ def check_slurm_wait(tmp):
           f"slurm wait: slurm-tree-like (best effort) made a job wait {tree['max_wait_s']} s")
     for name in ("slurm-block-like", "slurm-tree-like"):
         check(d["policies"][name]["jobs_started"] == 5, f"slurm wait: {name} lost a job")
+
+
+# The EASY reservation on nvl72:288 (4 racks of 18 nodes x 4 GPUs). In both cases A is due at
+# 1000 s, the other first jobs hold their racks until 20000 s, and E (a whole rack, 72 GPUs,
+# 2000 s) is the top job: it can start at 1000 s on A's rack, whose nodes are reserved for it.
+# A count-only reservation lets a long backfill job onto A's rack; E then waits for the other
+# racks (19999 s: the waits of the count-only code sum to 39996 s under topoplace,
+# slurm-block-like and kueue-like).
+# - refuse: A (64 GPUs) leaves two free nodes in its rack, B and C (68) one in theirs. F (8 GPUs,
+#   two nodes of one rack) fits now only on A's rack: refused, it waits for E's end (2998 s);
+#   G (4 GPUs, one node) goes to B's or C's rack, off the reserved nodes, at once. Waits:
+#   E 999 + F 2998.
+# - elsewhere: A (68) leaves one free node, B (64) two. F (4 GPUs) is put by the policies on the
+#   tightest node, A's free one, a reserved node; as in Slurm (the reserved nodes are hidden
+#   from a job that overlaps the reservation) it is placed again without them and starts at
+#   once on B's rack; G (8 GPUs, two nodes of one rack) then fits nowhere off the reserved nodes
+#   and waits for E's end (2997 s). Waits: E 999 + G 2997.
+EASY_CASES = {
+    "refuse": ([(0, 1000, 64, "train"), (0, 20000, 68, "train"), (0, 20000, 68, "train"),
+                (0, 20000, 72, "train"), (1, 2000, 72, "train"), (2, 50000, 8, "train"),
+                (3, 50000, 4, "train")],
+               999 + 2998, "easy_backfill_refused",
+               ["topoplace", "slurm-block-like", "kueue-like"]),
+    "elsewhere": ([(0, 1000, 68, "train"), (0, 20000, 64, "train"), (0, 20000, 72, "train"),
+                   (0, 20000, 72, "train"), (1, 2000, 72, "train"), (2, 50000, 4, "train"),
+                   (3, 5000, 8, "train")],
+                  999 + 2997, "easy_backfill_elsewhere",
+                  ["topoplace", "slurm-block-like", "slurm-tree-like", "kueue-like"]),
+}
+
+
+def check_easy_reservation(tmp):
+    for case, (rows, waits, counter, policies) in EASY_CASES.items():
+        trace = os.path.join(tmp, f"easy-{case}.csv")
+        write_csv(trace, rows)
+        d, _ = run(["sim", "--fleet", "nvl72:288", "--trace", trace, "--queue", "easy",
+                    "--policies", ",".join(policies + ["ideal"])], tmp, f"easy-{case}.json")
+        for name in policies:
+            m = d["policies"][name]
+            total = m["mean_wait_s"] * len(rows)
+            check(m["jobs_started"] == len(rows), f"easy {case}: {name} lost a job")
+            check(m["max_wait_s"] < 5000,
+                  f"easy {case}: {name}: a job waited {m['max_wait_s']} s: a backfilled job "
+                  f"took the top job's reserved nodes and delayed it")
+            check(abs(total - waits) < 1,
+                  f"easy {case}: {name}: waits sum to {total} s, not {waits}")
+            check(m.get(counter, -1) > 0 and m.get("easy_reservation_calls", -1) > 0,
+                  f"easy {case}: {name}: {counter} {m.get(counter)}, "
+                  f"{m.get('easy_reservation_calls')} reservation placements")
+        ideal = d["policies"]["ideal"]
+        check(ideal.get("easy_reservation_calls") == 0 and ideal.get(counter) == 0,
+              f"easy {case}: the ideal bound (no nodes) made a node-set reservation")
 
 
 def check_node_groups(tmp):
@@ -309,6 +365,7 @@ if __name__ == "__main__":
         check_sim(tmp)
         check_queues(tmp)
         check_slurm_wait(tmp)
+        check_easy_reservation(tmp)
         check_node_groups(tmp)
         check_compare(tmp)
         check_plots(tmp)
