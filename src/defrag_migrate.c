@@ -344,8 +344,20 @@ static tp_job_options job_options(const struct tp_job_impl *j)
 	return o;
 }
 
+/* Nodes a job's devices span (its devices are in rank order, mostly by node). */
+static uint32_t node_span(const struct planner *P, const struct tp_job_impl *j)
+{
+	uint32_t n = 0, prev = UINT32_MAX;
+	for (uint32_t i = 0; i < j->ndev; i++) {
+		uint32_t node = P->t->dev_node[j->devs[i]];
+		n += node != prev;
+		prev = node;
+	}
+	return n;
+}
+
 /* The order migrants are re-placed in: those that cannot fall back to preemption first, then
- * larger jobs, then by id. */
+ * larger jobs, then jobs on fewer nodes, then by id. */
 static int by_migrant_order(const struct planner *P, uint32_t x, uint32_t y)
 {
 	const struct cjob *a = &P->scan.jobs[x], *b = &P->scan.jobs[y];
@@ -354,6 +366,10 @@ static int by_migrant_order(const struct planner *P, uint32_t x, uint32_t y)
 		return pa ? 1 : -1;
 	if (a->j->ndev != b->j->ndev)
 		return a->j->ndev > b->j->ndev ? -1 : 1;
+	/* the tighter job first: one that sits on fewer nodes has fewer homes */
+	uint32_t na = node_span(P, a->j), nb = node_span(P, b->j);
+	if (na != nb)
+		return na < nb ? -1 : 1;
 	return (x > y) - (x < y);
 }
 
@@ -639,6 +655,9 @@ static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	d->cand_free = s->free;
 	d->level = s->level;
 	d->dom = s->dom;
+	d->tlevel = s->level;
+	d->ntgt = s->level >= 0;
+	d->tgt[0] = s->dom;
 	return 0;
 }
 
@@ -715,6 +734,9 @@ static int hold_request(struct planner *P, tp_placement **pl, bool *held)
 	return 0;
 }
 
+/* Times a set's migrants are placed again, the one that had no home first. */
+#define MIGRANT_RETRIES 3u
+
 /* New homes for the set's migrants (m->k, in migrant order; *ord: the order of their steps,
  * both allocated here and freed by the caller). *ordered false: none found, *bad then names
  * the migrant with no home (UINT32_MAX: their homes formed a cycle). The homes stay held. */
@@ -746,6 +768,7 @@ static int home_migrants(struct planner *P, const uint32_t *S, uint32_t n, struc
 	 * placed as in 1 */
 	*ordered = false;
 	*bad = UINT32_MAX;
+	unsigned retries = 0;
 	for (int attempt = 0; attempt < 3 && !*ordered; attempt++) {
 		if (attempt == 2) {
 			bool any = false;
@@ -759,6 +782,17 @@ static int home_migrants(struct planner *P, const uint32_t *S, uint32_t n, struc
 			rc = tp_cluster_savepoint(c, &sp2);
 		if (rc || (rc = place_migrants(P, m, attempt >= 1, bad)))
 			return rc;
+		if (*bad != UINT32_MAX && attempt == 0 && *bad > 0 && retries < MIGRANT_RETRIES) {
+			/* the migrant with no home goes first: the others may fit around it */
+			uint32_t k = m->k[*bad];
+			memmove(m->k + 1, m->k, *bad * sizeof *m->k);
+			m->k[0] = k;
+			retries++;
+			attempt = -1;
+			if ((rc = tp_cluster_rollback(c, sp2)) || (rc = tp_cluster_savepoint(c, &sp2)))
+				return rc;
+			continue;
+		}
 		if (*bad != UINT32_MAX) {
 			if (attempt == 1)
 				continue;
