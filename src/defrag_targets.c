@@ -46,6 +46,9 @@
 
 #define TARGET_ROOM_JOBS 20u
 
+/* Sets with room makers listed per target set, at most. */
+#define TARGET_RECORDS 8192u
+
 void defrag_lb_fold(struct planner *P, int64_t lb)
 {
 	if (lb < P->lb_open)
@@ -224,7 +227,9 @@ fail:
 struct tsub {
 	int64_t cost;
 	uint32_t moves, devices;
-	uint64_t mask; /* bits over dfs.mv */
+	uint64_t mask;  /* bits over dfs.mv */
+	uint8_t depth;  /* room makers added to a set the tallies accepted */
+	bool nohome;    /* simulated: a migrant had no home */
 };
 
 static int tsub_cmp(const void *x, const void *y)
@@ -245,8 +250,10 @@ struct tdfs {
 	uint64_t mask;
 	uint32_t nS, devices;
 	int64_t cost, bound;
-	struct tsub *v;
+	struct tsub *v; /* the sets the tallies accept */
 	size_t n, cap;
+	struct tsub *x; /* those with room makers added */
+	size_t nx, capx;
 	unsigned long nodes;
 	bool stopped, over_moves, over_cost;
 	uint32_t min_moves_over;
@@ -262,7 +269,7 @@ static int dfs_record(struct planner *P, struct tdfs *d)
 	}
 	if (tp_grow(P->a, (void **)&d->v, &d->cap, d->n + 1, sizeof *d->v))
 		return TP_ENOMEM;
-	d->v[d->n++] = (struct tsub){d->cost, d->nS, d->devices, d->mask};
+	d->v[d->n++] = (struct tsub){d->cost, d->nS, d->devices, d->mask, 0, false};
 	return 0;
 }
 
@@ -282,24 +289,6 @@ static void dfs_take(struct planner *P, struct tdfs *d, uint32_t i, int sign)
 	}
 	if (cj->a)
 		defrag_tally_job(P, d->mv[i], sign);
-}
-
-/* A feasible set, then the same with up to TARGET_ROOM_DEPTH room makers from mv[i ..). */
-static int dfs_room(struct planner *P, struct tdfs *d, uint32_t i, unsigned depth)
-{
-	int rc = dfs_record(P, d);
-	if (rc || depth == TARGET_ROOM_DEPTH)
-		return rc;
-	for (uint32_t x = i < d->mt ? d->mt : i; x < d->m && !rc; x++) {
-		if (defrag_cost_add(d->cost, P->scan.jobs[d->mv[x]].w) > d->bound) {
-			d->over_cost |= d->bound == P->max_cost;
-			continue;
-		}
-		dfs_take(P, d, x, +1);
-		rc = dfs_room(P, d, x + 1, depth + 1);
-		dfs_take(P, d, x, -1);
-	}
-	return rc;
 }
 
 /* The fractional bound of the devices still missing, from mv[i .. mt). */
@@ -323,10 +312,10 @@ static int64_t dfs_rest(const struct planner *P, const struct tdfs *d, uint32_t 
 	return left ? COST_NONE : lb;
 }
 
-/* Include or exclude mv[i] for every job on the set; a set the tallies accept is recorded
- * (with its room makers) and not grown with more jobs of the set: a larger one costs more, and
- * is only needed when the simulation fails for want of the shape (then the search is not
- * exact, and says so). */
+/* Include or exclude mv[i] for every job on the set; a set the tallies accept is recorded and
+ * not grown here: a larger one costs more, and helps only as room for migrants (the room
+ * makers of extend_sets) or when the shape did not fit (then the search says it is not
+ * exact). */
 static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 {
 	if (d->stopped)
@@ -340,7 +329,7 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 		return 0;
 	}
 	if (defrag_tally_enough(P))
-		return dfs_room(P, d, i, 0);
+		return dfs_record(P, d);
 	if (i >= d->mt)
 		return 0;
 	int64_t rest = dfs_rest(P, d, i);
@@ -358,6 +347,125 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 	return dfs(P, d, i + 1);
 }
 
+/* Sets with up to TARGET_ROOM_DEPTH more jobs (of the set or elsewhere) added to `cur`, each
+ * within `cut`; *full: the list or the depth ran out. */
+static int extend(struct planner *P, struct tdfs *d, struct tsub cur, uint32_t from, int64_t cut,
+                  bool *full)
+{
+	if (cur.depth == TARGET_ROOM_DEPTH) {
+		*full = true;
+		return 0;
+	}
+	const struct cscan *s = &P->scan;
+	for (uint32_t x = from; x < d->m; x++) {
+		if (cur.mask >> x & 1)
+			continue;
+		const struct cjob *cj = &s->jobs[d->mv[x]];
+		struct tsub nx = cur;
+		nx.cost = defrag_cost_add(cur.cost, cj->w);
+		nx.moves++;
+		nx.devices += cj->j->ndev;
+		nx.mask |= UINT64_C(1) << x;
+		nx.depth++;
+		if (nx.cost > cut || nx.moves > P->max_moves)
+			continue;
+		if (d->nx == TARGET_RECORDS) {
+			*full = true;
+			return 0;
+		}
+		if (tp_grow(P->a, (void **)&d->x, &d->capx, d->nx + 1, sizeof *d->x))
+			return TP_ENOMEM;
+		d->x[d->nx++] = nx;
+		int rc = extend(P, d, nx, x + 1, cut, full);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The outcome of one target set. */
+struct tresult {
+	bool exact;  /* searched to its end: no plan on it beats the best one */
+	int64_t lb;  /* else: a lower bound of the plans on it */
+};
+
+static void not_exact(struct tresult *res, int64_t lb)
+{
+	if (res->exact || lb < res->lb)
+		res->lb = lb;
+	res->exact = false;
+}
+
+/* Simulate v[0 .. n) (sorted) cheapest first, until one works (offered) or none can beat the
+ * best plan. *tries counts simulations. */
+static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size_t n,
+                         const struct scan_layer *ly, uint64_t tmask, bool room, unsigned *tries,
+                         struct tresult *res)
+{
+	for (size_t x = 0; x < n; x++) {
+		if (v[x].cost > defrag_cost_bound(P))
+			return 0; /* sorted: nothing left can beat the best plan */
+		if ((*tries)++ == TARGET_TRIES) {
+			not_exact(res, v[x].cost);
+			return 0;
+		}
+		uint32_t S[64], ns = 0;
+		for (uint32_t i = 0; i < d->m; i++)
+			if (v[x].mask >> i & 1)
+				S[ns++] = d->mv[i];
+		struct draft dr = {0};
+		int out;
+		const struct tp_job_impl *nh;
+		int rc = defrag_try_subset(P, S, ns, &dr, &out, &nh);
+		if (rc)
+			return rc;
+		if (out == OUT_OK) {
+			if (ly) { /* else the candidate, as the simulation set it */
+				dr.tlevel = (int)ly->level;
+				dr.ntgt = 0;
+				for (uint32_t e = 0; e < ly->ne; e++)
+					if (tmask >> e & 1)
+						dr.tgt[dr.ntgt++] = ly->e0 + e;
+			}
+			defrag_offer(P, &dr);
+			return 0; /* the cheapest set here that works */
+		}
+		if (out == OUT_NOHOME) {
+			defrag_note_nohome(P, nh);
+			v[x].nohome = true;
+			if (!room)
+				not_exact(res, v[x].cost); /* room elsewhere was not tried */
+		} else {
+			/* more jobs might fit the shape or break the cycle: not tried */
+			not_exact(res, v[x].cost);
+		}
+	}
+	return 0;
+}
+
+/* The sets the tallies accept, cheapest first; then, for those whose migrants had no home, the
+ * same with room makers (more jobs stopped to make room) that could still beat the best. */
+static int simulate_sets(struct planner *P, struct tdfs *d, const struct scan_layer *ly,
+                         uint64_t tmask, bool room, struct tresult *res)
+{
+	unsigned tries = 0;
+	if (d->n > 1)
+		qsort(d->v, d->n, sizeof *d->v, tsub_cmp);
+	int rc = simulate_list(P, d, d->v, d->n, ly, tmask, room, &tries, res);
+	if (rc)
+		return rc;
+	bool full = false;
+	for (size_t x = 0; x < d->n && !rc; x++)
+		if (d->v[x].nohome)
+			rc = extend(P, d, d->v[x], 0, defrag_cost_bound(P), &full);
+	if (rc || !d->nx)
+		return rc;
+	if (full)
+		not_exact(res, d->v[0].cost);
+	qsort(d->x, d->nx, sizeof *d->x, tsub_cmp);
+	return simulate_list(P, d, d->x, d->nx, ly, tmask, room, &tries, res);
+}
+
 /* The nodes of the set's domains (and of the preferred targets, if any) into P->tnode. */
 static void set_nodes(struct planner *P, unsigned li, uint64_t mask)
 {
@@ -373,58 +481,6 @@ static void set_nodes(struct planner *P, unsigned li, uint64_t mask)
 			P->tbuf[n] = !P->tpref || P->tpref[n];
 	}
 	P->tnode = P->tbuf;
-}
-
-/* The outcome of one target set. */
-struct tresult {
-	bool exact;  /* searched to its end: no plan on it beats the best one */
-	int64_t lb;  /* else: a lower bound of the plans on it */
-};
-
-static int simulate_sets(struct planner *P, struct tdfs *d, const struct scan_layer *ly,
-                         uint64_t tmask, bool room, struct tresult *res)
-{
-	int rc = 0;
-	if (d->n > 1)
-		qsort(d->v, d->n, sizeof *d->v, tsub_cmp);
-	unsigned tries = 0;
-	for (size_t x = 0; x < d->n; x++) {
-		if (d->v[x].cost > defrag_cost_bound(P))
-			break; /* sorted: nothing left can beat the best plan */
-		if (tries++ == TARGET_TRIES) {
-			res->exact = false;
-			res->lb = d->v[x].cost;
-			break;
-		}
-		uint32_t S[64], n = 0;
-		for (uint32_t i = 0; i < d->m; i++)
-			if (d->v[x].mask >> i & 1)
-				S[n++] = d->mv[i];
-		struct draft dr = {0};
-		int out;
-		const struct tp_job_impl *nh;
-		if ((rc = defrag_try_subset(P, S, n, &dr, &out, &nh)))
-			return rc;
-		if (out == OUT_OK) {
-			dr.tlevel = (int)ly->level;
-			dr.ntgt = 0;
-			for (uint32_t e = 0; e < ly->ne; e++)
-				if (tmask >> e & 1)
-					dr.tgt[dr.ntgt++] = ly->e0 + e;
-			defrag_offer(P, &dr);
-			return 0; /* the cheapest set on T that works */
-		}
-		if (out == OUT_NOHOME)
-			defrag_note_nohome(P, nh);
-		/* a larger set of jobs on T could fit the shape (no fit), or more room makers
-		 * could give homes: the search is then not exact */
-		if (out == OUT_NOFIT || out == OUT_CYCLE || (out == OUT_NOHOME && !room)) {
-			if (res->exact)
-				res->lb = d->v[x].cost;
-			res->exact = false;
-		}
-	}
-	return rc;
 }
 
 /* The movable jobs of the rescanned candidate: on T (by rate), then room makers. */
@@ -461,28 +517,20 @@ static int list_jobs(struct planner *P, struct tdfs *d, bool *room, bool *fits_l
 	return 0;
 }
 
-/* Search one target set T (mask over the layer's domains): rescan the candidate restricted
- * to T, list the cheapest sets of jobs, simulate them. */
-static int search_set(struct planner *P, unsigned li, uint64_t tmask, struct tresult *res)
+/* The exact search on the scan as it stands (a target set's, or the whole candidate's when ly
+ * is NULL): list the cheapest sets of jobs, simulate them. */
+static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t tmask,
+                       struct tresult *res)
 {
 	struct cscan *s = &P->scan;
-	const int level = s->level;
-	const uint32_t dom = s->dom;
-	struct scan_layer ly = s->ly[li]; /* level, e0, ne: the same after the rescan */
-	set_nodes(P, li, tmask);
-	int rc = defrag_scan_candidate(P, level, dom);
-	bool empty;
-	if (!rc)
-		rc = defrag_restrict_request(P, &empty);
 	res->exact = true;
 	res->lb = COST_NONE;
-	if (rc || empty)
-		return rc;
 	struct tdfs *d = tp_calloc(P->a, 1, sizeof *d);
 	if (!d)
 		return TP_ENOMEM;
 	bool room, listed;
-	if ((rc = list_jobs(P, d, &room, &listed)))
+	int rc = list_jobs(P, d, &room, &listed);
+	if (rc)
 		goto out;
 	if (!listed) {
 		res->exact = false;
@@ -501,15 +549,36 @@ static int search_set(struct planner *P, unsigned li, uint64_t tmask, struct tre
 			goto out;
 		res->lb = s->lb;
 	}
-	rc = simulate_sets(P, d, &ly, tmask, room, res);
+	rc = simulate_sets(P, d, ly, tmask, room, res);
 	if (!rc && d->over_moves)
 		defrag_note_moves(P, d->min_moves_over);
 	if (d->over_cost)
 		P->diag.cost = true;
 out:
 	tp_free(P->a, d->v);
+	tp_free(P->a, d->x);
 	tp_free(P->a, d);
 	return rc;
+}
+
+/* Search one target set T (mask over the layer's domains): rescan the candidate restricted
+ * to T, then the exact search. */
+static int search_set(struct planner *P, unsigned li, uint64_t tmask, struct tresult *res)
+{
+	struct cscan *s = &P->scan;
+	const int level = s->level;
+	const uint32_t dom = s->dom;
+	struct scan_layer ly = s->ly[li]; /* level, e0, ne: the same after the rescan */
+	set_nodes(P, li, tmask);
+	int rc = defrag_scan_candidate(P, level, dom);
+	bool empty;
+	if (!rc)
+		rc = defrag_restrict_request(P, &empty);
+	res->exact = true;
+	res->lb = COST_NONE;
+	if (rc || empty)
+		return rc;
+	return search_scan(P, &ly, tmask, res);
 }
 
 /* Search the scanned candidate by target sets. *done: every set was searched to its end (or
@@ -519,9 +588,20 @@ int defrag_target_search(struct planner *P, bool *done)
 {
 	struct cscan *s = &P->scan;
 	*done = false;
-	int li = pick_layer(P);
-	if (li < 0 || P->compact)
+	if (P->compact)
 		return 0;
+	int li = pick_layer(P);
+	if (li < 0) {
+		/* no target sets: the exact search on the whole candidate */
+		struct tresult res;
+		int rc = search_scan(P, NULL, 0, &res);
+		if (rc)
+			return rc;
+		*done = res.exact;
+		if (!res.exact)
+			defrag_lb_fold(P, res.lb);
+		return 0;
+	}
 	if (!P->tbuf && !(P->tbuf = tp_calloc(P->a, P->t->nnodes ? P->t->nnodes : 1, 1)))
 		return TP_ENOMEM;
 	struct tset *sets;
