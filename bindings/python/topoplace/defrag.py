@@ -95,6 +95,9 @@ class DefragPolicy:
     min_priority_gap: int = _POLICY["min_priority_gap"]
     #: a migrated job may land less local than it sits (False: never; see docs/defrag.md)
     allow_less_local: bool = _POLICY["allow_less_local"]
+    #: stable targets: (level index, [domain ids]) of an earlier :attr:`Plan.targets`; the
+    #: planner keeps them unless impossible (policy version 4)
+    prefer_targets: Optional[tuple] = None
 
     def _to_c(self, keep):
         """A ``tp_defrag_policy *`` (from TP_DEFRAG_POLICY_INIT), kept alive by ``keep``."""
@@ -108,6 +111,13 @@ class DefragPolicy:
         # priorities are integers, so a fractional gap means the next integer
         p.min_priority_gap = int(math.ceil(self.min_priority_gap))
         p.allow_less_local = 1 if self.allow_less_local else 0
+        if self.prefer_targets:
+            level, doms = self.prefer_targets
+            arr = ffi.new("uint32_t[]", list(doms))
+            keep.append(arr)
+            p.prefer_level = level
+            p.prefer_targets = arr
+            p.nprefer_targets = len(doms)
         return p
 
 
@@ -140,6 +150,10 @@ class Plan:
     moved_devices: int = 0
     cost_s: float = 0.0
     placement: Optional[Placement] = None
+    #: ``tp_plan_lower_bound_s``: no plan costs less (the cost itself when the search was exact)
+    lower_bound_s: float = 0.0
+    #: ``tp_plan_targets``: (level index, [domain ids]) the plan drains, or None
+    targets: Optional[tuple] = None
     _handle: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -196,6 +210,11 @@ def _read_plan(cluster, ptr):
     plan.moved_jobs = lib.tp_plan_moved_jobs(p)
     plan.moved_devices = lib.tp_plan_moved_devices(p)
     plan.cost_s = lib.tp_plan_cost_s(p)
+    plan.lower_bound_s = lib.tp_plan_lower_bound_s(p)
+    tlevel, tdoms, tn = ffi.new("unsigned *"), ffi.new("uint32_t **"), ffi.new("size_t *")
+    check(lib.tp_plan_targets(p, tlevel, tdoms, tn), None, "tp_plan_targets failed")
+    if tn[0]:
+        plan.targets = (tlevel[0], [tdoms[0][k] for k in range(tn[0])])
     pp = lib.tp_plan_placement(p)
     if pp != ffi.NULL:
         plan.placement = _read_placement(cluster, pp, borrowed_from=h)
