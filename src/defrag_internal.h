@@ -238,6 +238,7 @@ struct planner {
 	bool have_best;
 	struct diag diag;
 	struct tp_defrag_stats stats;
+	uint64_t ruled_out; /* job sets ruled out by counts, without a simulation */
 	/* the work budget (policy version 3) */
 	uint32_t max_cands, max_sims;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC, 0: none */

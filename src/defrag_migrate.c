@@ -829,6 +829,85 @@ static int draft_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	return build_steps(P, S, n, m, ord, final, d);
 }
 
+/* The deepest level one domain of which holds all of j's devices, or -1. */
+static int deepest_common(const struct planner *P, const struct tp_job_impl *j)
+{
+	const struct tp_topology *t = P->t;
+	for (int l = (int)tp_node_level(t); l >= 0; l--) {
+		uint32_t d0 = tp_node_ancestor(t, t->dev_node[j->devs[0]], (unsigned)l);
+		bool same = true;
+		for (uint32_t i = 1; i < j->ndev && same; i++)
+			same = tp_node_ancestor(t, t->dev_node[j->devs[i]], (unsigned)l) == d0;
+		if (same)
+			return l;
+	}
+	return -1;
+}
+
+/* The most free devices a domain of level l has once the jobs S left (the request's share not
+ * subtracted: an over-estimate), UINT32_MAX when the level keeps no index of free counts. */
+static int most_free_after(struct planner *P, const uint32_t *S, uint32_t n, unsigned l,
+                           uint32_t *most)
+{
+	const struct tp_topology *t = P->t;
+	*most = max_free(P, l);
+	if (*most == UINT32_MAX)
+		return 0;
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += P->scan.jobs[S[i]].j->ndev;
+	if (defrag_grow_u32(P->a, &P->spanbuf, &P->cap_span, total))
+		return TP_ENOMEM;
+	uint32_t *v = P->spanbuf;
+	size_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tp_job_impl *j = P->scan.jobs[S[i]].j;
+		for (uint32_t x = 0; x < j->ndev; x++)
+			v[k++] = tp_node_ancestor(t, t->dev_node[j->devs[x]], l);
+	}
+	qsort(v, k, sizeof *v, defrag_cmp_u32);
+	for (size_t a = 0; a < k;) {
+		size_t b = a;
+		while (b < k && v[b] == v[a])
+			b++;
+		uint32_t f = P->c->free[l][v[a]] + (uint32_t)(b - a);
+		if (f > *most)
+			*most = f;
+		a = b;
+	}
+	return 0;
+}
+
+/* Counts that rule a set out before any simulation: with the locality rule, a migrant that
+ * may not be preempted lands inside one domain of the deepest level that holds it now, so
+ * some domain of that level must have its size free once the set left. *nohome: the first
+ * migrant that has no such domain, else NULL. Only used once a simulation has given the
+ * failed plan's message (the counts do not say whether a less local home exists). */
+static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
+                           const struct tp_job_impl **nohome)
+{
+	*nohome = NULL;
+	if (P->pol.allow_less_local || !P->diag.nohome || P->compact)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cjob *cj = &P->scan.jobs[S[i]];
+		if (!migrates(cj) || (cj->can & CAN_PREEMPT))
+			continue;
+		int l = deepest_common(P, cj->j);
+		if (l < 0)
+			continue;
+		uint32_t most;
+		int rc = most_free_after(P, S, n, (unsigned)l, &most);
+		if (rc)
+			return rc;
+		if (most < cj->j->ndev) {
+			*nohome = cj->j;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /*
  * Try one set of jobs S (indices into the scan) on the candidate: release them, place the
  * request inside the candidate (compaction: take the whole domain), find the migrants new homes,
@@ -849,6 +928,13 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	int rc;
 	*out = OUT_NOFIT;
 	*nohome = NULL;
+	if ((rc = homes_ruled_out(P, S, n, nohome)))
+		return rc;
+	if (*nohome) {
+		*out = OUT_NOHOME; /* from the counts, without simulating */
+		P->ruled_out++;
+		return 0;
+	}
 	if ((rc = defrag_budget_check(P, TP_BUDGET_SIMULATIONS)))
 		return rc;
 	P->stats.simulated++;

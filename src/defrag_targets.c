@@ -40,6 +40,9 @@
 
 #define TARGET_TRIES 64u
 
+/* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
+#define TARGET_TRIES_COLD 4u
+
 /* Room makers (movable jobs off the target set) in one set, at most, and only when the jobs on
  * the set and the room makers together are at most TARGET_ROOM_JOBS. */
 #define TARGET_ROOM_DEPTH 3u
@@ -405,7 +408,9 @@ static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size
 	for (size_t x = 0; x < n; x++) {
 		if (v[x].cost > defrag_cost_bound(P))
 			return 0; /* sorted: nothing left can beat the best plan */
-		if ((*tries)++ == TARGET_TRIES) {
+		if ((*tries)++ == TARGET_TRIES || (!P->have_best && *tries > TARGET_TRIES_COLD)) {
+			/* while no plan exists, the sets mostly fail for want of homes, each a full
+			 * simulation: few of those, then the general search decides */
 			not_exact(res, v[x].cost);
 			return 0;
 		}
