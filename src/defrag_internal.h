@@ -255,6 +255,7 @@ struct planner {
 	const uint8_t *tpref;
 	uint8_t *tprefbuf;
 	bool in_targets; /* a target set is being searched */
+	uint32_t cold_sims; /* simulations of the candidate's target sets while no plan exists */
 	/* the smallest lower bound of a candidate or target set not searched exactly (COST_NONE:
 	 * every one was, or was pruned by the best plan); with the best plan's cost it bounds
 	 * every plan (tp_plan_lower_bound_s) */

@@ -43,6 +43,9 @@
 /* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
 #define TARGET_TRIES_COLD 4u
 
+/* ... and over all the target sets of a candidate. */
+#define TARGET_CAND_COLD 16u
+
 /* Room makers (movable jobs off the target set) in one set, at most, and only when the jobs on
  * the set and the room makers together are at most TARGET_ROOM_JOBS. */
 #define TARGET_ROOM_DEPTH 3u
@@ -408,7 +411,9 @@ static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size
 	for (size_t x = 0; x < n; x++) {
 		if (v[x].cost > defrag_cost_bound(P))
 			return 0; /* sorted: nothing left can beat the best plan */
-		if ((*tries)++ == TARGET_TRIES || (!P->have_best && *tries > TARGET_TRIES_COLD)) {
+		bool cold = !P->have_best && (*tries >= TARGET_TRIES_COLD ||
+		                              P->cold_sims >= TARGET_CAND_COLD);
+		if ((*tries)++ == TARGET_TRIES || cold) {
 			/* while no plan exists, the sets mostly fail for want of homes, each a full
 			 * simulation: few of those, then the general search decides */
 			not_exact(res, v[x].cost);
@@ -421,6 +426,7 @@ static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size
 		struct draft dr = {0};
 		int out;
 		const struct tp_job_impl *nh;
+		P->cold_sims += !P->have_best;
 		int rc = defrag_try_subset(P, S, ns, &dr, &out, &nh);
 		if (rc)
 			return rc;
@@ -618,6 +624,7 @@ int defrag_target_search(struct planner *P, bool *done)
 	const uint32_t dom = s->dom;
 	const uint8_t *saved = P->tnode;
 	bool all = true;
+	P->cold_sims = 0;
 	int64_t open = COST_NONE;
 	P->in_targets = true;
 	for (uint32_t x = 0; x < nsets && !rc; x++) {
