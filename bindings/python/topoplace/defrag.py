@@ -96,8 +96,9 @@ class DefragPolicy:
     #: a migrated job may land less local than it sits (False: never; see docs/defrag.md)
     allow_less_local: bool = _POLICY["allow_less_local"]
     #: stable targets: (level index, [domain ids]) of an earlier :attr:`Plan.targets`; the
-    #: planner keeps them unless impossible (policy version 4)
-    prefer_targets: Optional[tuple] = None
+    #: planner keeps them unless impossible (policy version 4). Set it on an instance
+    #: (``policy.prefer_targets = plan.targets``): it is not a field of the table of defaults.
+    prefer_targets = None
 
     def _to_c(self, keep):
         """A ``tp_defrag_policy *`` (from TP_DEFRAG_POLICY_INIT), kept alive by ``keep``."""
@@ -111,7 +112,7 @@ class DefragPolicy:
         # priorities are integers, so a fractional gap means the next integer
         p.min_priority_gap = int(math.ceil(self.min_priority_gap))
         p.allow_less_local = 1 if self.allow_less_local else 0
-        if self.prefer_targets:
+        if getattr(self, "prefer_targets", None):
             level, doms = self.prefer_targets
             arr = ffi.new("uint32_t[]", list(doms))
             keep.append(arr)
