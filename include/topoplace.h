@@ -1569,7 +1569,7 @@ TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size
  *  @{ */
 
 /** @brief Version of ::tp_defrag_policy this header describes. */
-#define TP_DEFRAG_POLICY_VERSION 3
+#define TP_DEFRAG_POLICY_VERSION 4
 
 /** @brief Default of tp_defrag_policy::max_candidates: candidate domains searched per call. */
 #define TP_DEFRAG_MAX_CANDIDATES 4096u
@@ -1581,7 +1581,7 @@ TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size
  *
  * Version 1 ends at @c min_priority_gap and behaves as version 3 with @c allow_less_local 0;
  * version 2 ends at @c allow_less_local. Both are still accepted (read by their size) and get
- * the default work budget.
+ * the default work budget. Version 3 ends at @c max_time_us and has no preferred targets.
  *
  * The work budget (version 3) bounds the search, where @c max_moves and @c max_cost_s bound
  * the plan. It is counted in work, not time, by default, so the same input gives the same
@@ -1618,14 +1618,25 @@ typedef struct tp_defrag_policy {
 	/** Wall-clock limit of the call in microseconds, 0: none (the default). Answers then
 	 *  depend on the machine. Version 3. */
 	uint64_t max_time_us;
+	/** Level of @c prefer_targets (a level index, as tp_plan_targets() gives it). Version 4.
+	 *  @since 0.4.0 */
+	unsigned prefer_level;
+	/** Stable targets: the domains an earlier plan drained (tp_plan_targets()), read only
+	 *  during the call. When a plan exists whose request lands inside these domains, the
+	 *  planner returns the cheapest such plan even if another target became cheaper; only
+	 *  when none exists (within the policy's limits) does it search everywhere. NULL with
+	 *  @c nprefer_targets 0: no preference (the default). Version 4. @since 0.4.0 */
+	const uint32_t *prefer_targets;
+	/** Number of @c prefer_targets. Version 4. @since 0.4.0 */
+	size_t nprefer_targets;
 } tp_defrag_policy;
 
 /** @brief Initialiser for ::tp_defrag_policy: migrate and preempt allowed, interactive jobs
  *  untouched, no limits on the plan, priority gap 1, migrated jobs never less local, the
- *  default work budget and no wall-clock limit. */
+ *  default work budget, no wall-clock limit and no preferred targets. */
 #define TP_DEFRAG_POLICY_INIT                                                                  \
 	{TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0, TP_DEFRAG_MAX_CANDIDATES,       \
-	 TP_DEFRAG_MAX_SIMULATIONS, 0}
+	 TP_DEFRAG_MAX_SIMULATIONS, 0, 0, NULL, 0}
 
 /** @brief A defragmentation plan (opaque). */
 typedef struct tp_plan tp_plan;
@@ -1705,6 +1716,30 @@ TP_API double tp_plan_cost_s(const tp_plan *p);
  * @param p The plan. @return A placement owned by @p p. @since 0.1.0
  */
 TP_API const tp_placement *tp_plan_placement(const tp_plan *p);
+/**
+ * @brief A lower bound on the cost of every plan for the request under the policy (seconds),
+ * so a caller knows how far from optimal the plan may be: the plan's own cost when the search
+ * was exact (every candidate and target set searched to its end, as for candidates with at
+ * most 32 movable jobs within the default budgets), else the smallest fractional bound of
+ * what was not searched exactly (docs/defrag.md). For a plan kept on preferred targets
+ * (tp_defrag_policy::prefer_targets), the bound is over the plans on those targets.
+ * @param p The plan (read-only). @return Seconds, at most tp_plan_cost_s(); 0 for a failed
+ *         plan. @since 0.4.0
+ */
+TP_API double tp_plan_lower_bound_s(const tp_plan *p);
+/**
+ * @brief The domains the plan drains: the domains of one level where the request lands (the
+ * target set, for a request sliced or grouped below its candidate level; else the candidate
+ * domain, e.g. the rack of a rack-required request). A request without a required level has
+ * none. Pass them back in tp_defrag_policy::prefer_targets to keep them on a later call.
+ * @param p The plan (read-only). @param[out] level The level's index.
+ * @param[out] doms The domain ids of that level, owned by @p p (NULL when none).
+ * @param[out] n Their count (0 for a failed plan or none).
+ * @return 0, or ::TP_EINVAL when an argument is NULL (no object carries a message for this
+ *         call). @note Read-only. @since 0.4.0
+ */
+TP_API int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **doms,
+                           size_t *n);
 /**
  * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
  * preemption releases the job, the place step commits the request (with @p opts as

@@ -85,6 +85,8 @@ void defrag_planner_fini(struct planner *P)
 	tp_free(P->a, P->tobuf);
 	tp_free(P->a, P->holdbuf);
 	tp_free(P->a, P->spanbuf);
+	tp_free(P->a, P->tbuf);
+	tp_free(P->a, P->tprefbuf);
 	defrag_draft_clear(P->a, &P->best);
 	if (P->have_q)
 		tp_rq_release(P->a, &P->q);
@@ -106,14 +108,17 @@ int defrag_policy_check(const tp_defrag_policy *p, char *msg)
 }
 
 /* The caller's policy as the current version: a version 1 struct ends before
- * allow_less_local, a version 2 one before the work budget (reading past either would overrun
- * the caller's object); what they lack takes its default. */
+ * allow_less_local, a version 2 one before the work budget, a version 3 one before the
+ * preferred targets (reading past any would overrun the caller's object); what they lack
+ * takes its default. */
 static tp_defrag_policy policy_copy(const tp_defrag_policy *p)
 {
 	tp_defrag_policy v = TP_DEFRAG_POLICY_INIT;
-	if (p->version >= 3)
+	if (p->version >= 4)
 		return *p;
-	if (p->version == 2) {
+	if (p->version == 3) {
+		memcpy(&v, p, offsetof(tp_defrag_policy, prefer_level));
+	} else if (p->version == 2) {
 		memcpy(&v, p, offsetof(tp_defrag_policy, max_candidates));
 	} else {
 		memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
@@ -532,8 +537,11 @@ static int search_domains_ck(struct planner *P)
 				continue;
 			bool usable;
 			if ((rc = scan_for_search(P, e.dom, &usable)) ||
-			    (usable && (rc = defrag_evaluate_candidate(P))))
+			    (usable && (rc = defrag_evaluate_candidate(P)))) {
+				if (rc == DEFRAG_STOP)
+					defrag_lb_fold(P, e.lb); /* the domain searched when it stopped */
 				break;
+			}
 			continue;
 		}
 		if (!unread.n)
@@ -564,6 +572,13 @@ static int search_domains_ck(struct planner *P)
 			break;
 	}
 out:
+	if (rc == DEFRAG_STOP) {
+		/* the domains left unsearched: their bounds */
+		if (h.n)
+			defrag_lb_fold(P, h.v[0].lb);
+		if (unread.n)
+			defrag_lb_fold(P, unread.v[0].lb);
+	}
 	tp_free(P->a, h.v);
 	tp_free(P->a, unread.v);
 	return rc;
@@ -619,6 +634,8 @@ static int search_domains(struct planner *P)
 		if ((rc = heap_push(P->a, &h, e)))
 			break;
 	}
+	if (rc == DEFRAG_STOP)
+		defrag_lb_fold(P, 0); /* the nodes left unread: no bound is kept for them */
 	tp_free(P->a, h.v);
 	tp_free(P->a, it.sorted);
 	return rc;
@@ -662,7 +679,7 @@ static int search_colocated(struct planner *P)
 	return rc;
 }
 
-int defrag_search(struct planner *P)
+static int search_walk(struct planner *P)
 {
 	if (P->level < 0) {
 		bool usable;
@@ -674,6 +691,14 @@ int defrag_search(struct planner *P)
 	if (P->coloc)
 		return search_colocated(P);
 	return search_domains(P);
+}
+
+int defrag_search(struct planner *P)
+{
+	int rc = search_walk(P);
+	if (rc == DEFRAG_STOP && (P->level < 0 || P->coloc))
+		defrag_lb_fold(P, 0); /* stopped: no bound is kept for what was left */
+	return rc;
 }
 
 /* The planner's view of the request: its resolved form, priority, colocate target, and the
@@ -707,18 +732,55 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->a = &c->alloc;
 	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
+	P->lb_open = COST_NONE;
 	policy_limits(P);
 }
 
-/* Run the search; without a plan, run it again without the limits to say which one blocked. */
-static int plan_or_explain(struct planner *P, tp_plan *p)
+/* Preferred targets (policy version 4): the search restricted to their nodes first; a plan
+ * there is the answer. Else the reasons and bounds it gathered are dropped and the search
+ * runs everywhere. */
+static int prefer_pass(struct planner *P, tp_plan *p, bool *taken)
 {
+	*taken = false;
+	if (!P->tpref)
+		return 0;
+	P->tnode = P->tprefbuf;
 	int rc = defrag_search(P);
+	P->tnode = NULL;
+	P->tpref = NULL;
 	if (rc && rc != DEFRAG_STOP)
 		return rc;
 	if (P->have_best) {
 		defrag_plan_take(p, &P->best);
 		P->have_best = false;
+		if (P->lb_open < p->lb)
+			p->lb = P->lb_open;
+		*taken = true;
+		return 0;
+	}
+	if (P->stop != TP_BUDGET_NONE)
+		return 0; /* the budget is spent: the caller reports it */
+	P->diag = (struct diag){0};
+	P->lb_open = COST_NONE;
+	return 0;
+}
+
+/* Run the search; without a plan, run it again without the limits to say which one blocked. */
+static int plan_or_explain(struct planner *P, tp_plan *p)
+{
+	bool taken;
+	int rc = prefer_pass(P, p, &taken);
+	if (rc || taken)
+		return rc;
+	if (P->stop == TP_BUDGET_NONE)
+		rc = defrag_search(P);
+	if (rc && rc != DEFRAG_STOP)
+		return rc;
+	if (P->have_best) {
+		defrag_plan_take(p, &P->best);
+		P->have_best = false;
+		if (P->lb_open < p->lb)
+			p->lb = P->lb_open;
 		return 0; /* the best plan found (within the budget, if it stopped the search) */
 	}
 	if (P->stop != TP_BUDGET_NONE) {
@@ -813,6 +875,8 @@ static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_po
 	defrag_planner_init(&P, c, policy, knobs);
 	P.r = r;
 	rc = planner_request(&P, p->errmsg);
+	if (!rc)
+		rc = defrag_prefer_setup(&P, p->errmsg);
 	if (!rc)
 		rc = plan_or_explain(&P, p);
 	P.stats.budget = P.stop;

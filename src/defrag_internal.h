@@ -20,6 +20,10 @@
  * is searched exactly (every subset, cheapest first); above it, greedily. */
 #define TP_DEFRAG_EXACT_MAX 12u
 
+/* Most domains a plan names as its targets (the target-set search works on at most this many
+ * sub-domains of a candidate). */
+#define TP_DEFRAG_MAX_TARGETS 64u
+
 /* Knobs of the planner for the tests; the public calls use the defaults. */
 struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
@@ -92,6 +96,11 @@ struct draft {
 	int level;          /* the target domain's level, -1: the whole cluster */
 	uint32_t dom;
 	tp_placement *final; /* the request's placement on the cluster the plan leaves */
+	/* the domains the plan drains (tp_plan_targets): the target set of the target-set
+	 * search, else the candidate domain (none for the whole cluster) */
+	int tlevel;
+	uint32_t ntgt;
+	uint32_t tgt[TP_DEFRAG_MAX_TARGETS];
 };
 
 struct tp_plan {
@@ -108,6 +117,11 @@ struct tp_plan {
 	uint64_t topology_id; /* tp_topology_identity(t): what tp_plan_apply_step compares */
 	uint64_t key;    /* the steps' fingerprint: which plan a cluster's cursor follows */
 	tp_defrag_stats stats; /* the work the call did */
+	int64_t lb;            /* lower bound on the cost of any plan, microseconds */
+	int64_t cost_key;      /* the plan's cost in microseconds */
+	int tlevel;            /* the domains the plan drains: level, ids */
+	uint32_t ntgt;
+	uint32_t tgt[TP_DEFRAG_MAX_TARGETS];
 };
 
 /* A job on a candidate. */
@@ -224,6 +238,7 @@ struct planner {
 	bool have_best;
 	struct diag diag;
 	struct tp_defrag_stats stats;
+	uint64_t ruled_out; /* job sets ruled out by counts, without a simulation */
 	/* the work budget (policy version 3) */
 	uint32_t max_cands, max_sims;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC, 0: none */
@@ -232,6 +247,19 @@ struct planner {
 	/* compaction of a set of domains: the device ranges held for them (else the scan's) */
 	const uint32_t *cr; /* [2 * ncr]: first device, end */
 	uint32_t ncr;
+	/* the target-set search (defrag_targets.c): tnode[node] 1 when the node is in the set
+	 * searched (NULL: no restriction); tpref the nodes of the caller's preferred targets
+	 * (policy version 4) while they are searched alone */
+	const uint8_t *tnode;
+	uint8_t *tbuf;
+	const uint8_t *tpref;
+	uint8_t *tprefbuf;
+	bool in_targets; /* a target set is being searched */
+	uint32_t cold_sims; /* simulations of the candidate's target sets while no plan exists */
+	/* the smallest lower bound of a candidate or target set not searched exactly (COST_NONE:
+	 * every one was, or was pruned by the best plan); with the best plan's cost it bounds
+	 * every plan (tp_plan_lower_bound_s) */
+	int64_t lb_open;
 };
 
 /* Orders of job indices of the scan. The sorts take the planner as context (qsort has none,
@@ -274,12 +302,18 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
 
 /* defrag_search.c */
+void defrag_offer(struct planner *P, struct draft *d);
 int64_t defrag_cost_bound(const struct planner *P);
 void defrag_note_nohome(struct planner *P, const struct tp_job_impl *j);
 void defrag_note_moves(struct planner *P, uint32_t moves);
 void defrag_note_blocked(struct planner *P, uint64_t shortfall);
 bool defrag_candidate_possible(struct planner *P, uint64_t *shortfall);
 int defrag_evaluate_candidate(struct planner *P);
+
+/* defrag_targets.c */
+int defrag_target_search(struct planner *P, bool *done);
+int defrag_prefer_setup(struct planner *P, char *msg);
+void defrag_lb_fold(struct planner *P, int64_t lb);
 
 /* defrag_plan.c */
 void defrag_draft_clear(const tp_allocator *a, struct draft *d);

@@ -344,8 +344,20 @@ static tp_job_options job_options(const struct tp_job_impl *j)
 	return o;
 }
 
+/* Nodes a job's devices span (its devices are in rank order, mostly by node). */
+static uint32_t node_span(const struct planner *P, const struct tp_job_impl *j)
+{
+	uint32_t n = 0, prev = UINT32_MAX;
+	for (uint32_t i = 0; i < j->ndev; i++) {
+		uint32_t node = P->t->dev_node[j->devs[i]];
+		n += node != prev;
+		prev = node;
+	}
+	return n;
+}
+
 /* The order migrants are re-placed in: those that cannot fall back to preemption first, then
- * larger jobs, then by id. */
+ * larger jobs, then jobs on fewer nodes, then by id. */
 static int by_migrant_order(const struct planner *P, uint32_t x, uint32_t y)
 {
 	const struct cjob *a = &P->scan.jobs[x], *b = &P->scan.jobs[y];
@@ -354,6 +366,10 @@ static int by_migrant_order(const struct planner *P, uint32_t x, uint32_t y)
 		return pa ? 1 : -1;
 	if (a->j->ndev != b->j->ndev)
 		return a->j->ndev > b->j->ndev ? -1 : 1;
+	/* the tighter job first: one that sits on fewer nodes has fewer homes */
+	uint32_t na = node_span(P, a->j), nb = node_span(P, b->j);
+	if (na != nb)
+		return na < nb ? -1 : 1;
 	return (x > y) - (x < y);
 }
 
@@ -639,6 +655,9 @@ static int build_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	d->cand_free = s->free;
 	d->level = s->level;
 	d->dom = s->dom;
+	d->tlevel = s->level;
+	d->ntgt = s->level >= 0;
+	d->tgt[0] = s->dom;
 	return 0;
 }
 
@@ -715,6 +734,9 @@ static int hold_request(struct planner *P, tp_placement **pl, bool *held)
 	return 0;
 }
 
+/* Times a set's migrants are placed again, the one that had no home first. */
+#define MIGRANT_RETRIES 3u
+
 /* New homes for the set's migrants (m->k, in migrant order; *ord: the order of their steps,
  * both allocated here and freed by the caller). *ordered false: none found, *bad then names
  * the migrant with no home (UINT32_MAX: their homes formed a cycle). The homes stay held. */
@@ -746,6 +768,7 @@ static int home_migrants(struct planner *P, const uint32_t *S, uint32_t n, struc
 	 * placed as in 1 */
 	*ordered = false;
 	*bad = UINT32_MAX;
+	unsigned retries = 0;
 	for (int attempt = 0; attempt < 3 && !*ordered; attempt++) {
 		if (attempt == 2) {
 			bool any = false;
@@ -759,6 +782,17 @@ static int home_migrants(struct planner *P, const uint32_t *S, uint32_t n, struc
 			rc = tp_cluster_savepoint(c, &sp2);
 		if (rc || (rc = place_migrants(P, m, attempt >= 1, bad)))
 			return rc;
+		if (*bad != UINT32_MAX && attempt == 0 && *bad > 0 && retries < MIGRANT_RETRIES) {
+			/* the migrant with no home goes first: the others may fit around it */
+			uint32_t k = m->k[*bad];
+			memmove(m->k + 1, m->k, *bad * sizeof *m->k);
+			m->k[0] = k;
+			retries++;
+			attempt = -1;
+			if ((rc = tp_cluster_rollback(c, sp2)) || (rc = tp_cluster_savepoint(c, &sp2)))
+				return rc;
+			continue;
+		}
 		if (*bad != UINT32_MAX) {
 			if (attempt == 1)
 				continue;
@@ -795,6 +829,85 @@ static int draft_steps(struct planner *P, const uint32_t *S, uint32_t n, const s
 	return build_steps(P, S, n, m, ord, final, d);
 }
 
+/* The deepest level one domain of which holds all of j's devices, or -1. */
+static int deepest_common(const struct planner *P, const struct tp_job_impl *j)
+{
+	const struct tp_topology *t = P->t;
+	for (int l = (int)tp_node_level(t); l >= 0; l--) {
+		uint32_t d0 = tp_node_ancestor(t, t->dev_node[j->devs[0]], (unsigned)l);
+		bool same = true;
+		for (uint32_t i = 1; i < j->ndev && same; i++)
+			same = tp_node_ancestor(t, t->dev_node[j->devs[i]], (unsigned)l) == d0;
+		if (same)
+			return l;
+	}
+	return -1;
+}
+
+/* The most free devices a domain of level l has once the jobs S left (the request's share not
+ * subtracted: an over-estimate), UINT32_MAX when the level keeps no index of free counts. */
+static int most_free_after(struct planner *P, const uint32_t *S, uint32_t n, unsigned l,
+                           uint32_t *most)
+{
+	const struct tp_topology *t = P->t;
+	*most = max_free(P, l);
+	if (*most == UINT32_MAX)
+		return 0;
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += P->scan.jobs[S[i]].j->ndev;
+	if (defrag_grow_u32(P->a, &P->spanbuf, &P->cap_span, total))
+		return TP_ENOMEM;
+	uint32_t *v = P->spanbuf;
+	size_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tp_job_impl *j = P->scan.jobs[S[i]].j;
+		for (uint32_t x = 0; x < j->ndev; x++)
+			v[k++] = tp_node_ancestor(t, t->dev_node[j->devs[x]], l);
+	}
+	qsort(v, k, sizeof *v, defrag_cmp_u32);
+	for (size_t a = 0; a < k;) {
+		size_t b = a;
+		while (b < k && v[b] == v[a])
+			b++;
+		uint32_t f = P->c->free[l][v[a]] + (uint32_t)(b - a);
+		if (f > *most)
+			*most = f;
+		a = b;
+	}
+	return 0;
+}
+
+/* Counts that rule a set out before any simulation: with the locality rule, a migrant that
+ * may not be preempted lands inside one domain of the deepest level that holds it now, so
+ * some domain of that level must have its size free once the set left. *nohome: the first
+ * migrant that has no such domain, else NULL. Only used once a simulation has given the
+ * failed plan's message (the counts do not say whether a less local home exists). */
+static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
+                           const struct tp_job_impl **nohome)
+{
+	*nohome = NULL;
+	if (P->pol.allow_less_local || !P->diag.nohome || P->compact)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cjob *cj = &P->scan.jobs[S[i]];
+		if (!migrates(cj) || (cj->can & CAN_PREEMPT))
+			continue;
+		int l = deepest_common(P, cj->j);
+		if (l < 0)
+			continue;
+		uint32_t most;
+		int rc = most_free_after(P, S, n, (unsigned)l, &most);
+		if (rc)
+			return rc;
+		if (most < cj->j->ndev) {
+			*nohome = cj->j;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /*
  * Try one set of jobs S (indices into the scan) on the candidate: release them, place the
  * request inside the candidate (compaction: take the whole domain), find the migrants new homes,
@@ -815,6 +928,13 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	int rc;
 	*out = OUT_NOFIT;
 	*nohome = NULL;
+	if ((rc = homes_ruled_out(P, S, n, nohome)))
+		return rc;
+	if (*nohome) {
+		*out = OUT_NOHOME; /* from the counts, without simulating */
+		P->ruled_out++;
+		return 0;
+	}
 	if ((rc = defrag_budget_check(P, TP_BUDGET_SIMULATIONS)))
 		return rc;
 	P->stats.simulated++;

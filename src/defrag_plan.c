@@ -203,6 +203,11 @@ void defrag_plan_take(tp_plan *p, struct draft *d)
 	p->cost_s = d->cost_s;
 	p->placement = d->final;
 	p->key = steps_key(p->steps, p->nsteps);
+	p->lb = d->cost;
+	p->cost_key = d->cost;
+	p->tlevel = d->tlevel;
+	p->ntgt = d->ntgt;
+	memcpy(p->tgt, d->tgt, d->ntgt * sizeof *d->tgt);
 	*d = (struct draft){0};
 }
 
@@ -271,6 +276,25 @@ double tp_plan_cost_s(const tp_plan *p)
 const tp_placement *tp_plan_placement(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->placement : NULL;
+}
+
+double tp_plan_lower_bound_s(const tp_plan *p)
+{
+	if (!p || p->status != 0)
+		return 0.0;
+	if (p->lb >= p->cost_key)
+		return p->cost_s; /* the search was exact: the plan's own cost, as summed */
+	return (double)p->lb / 1e6;
+}
+
+int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **doms, size_t *n)
+{
+	if (!p || !n || !level || !doms)
+		return TP_EINVAL;
+	*n = p->status == 0 ? p->ntgt : 0;
+	*level = *n ? (unsigned)p->tlevel : 0;
+	*doms = *n ? p->tgt : NULL;
+	return 0;
 }
 
 /* ---- carrying a plan out --------------------------------------------------------------------- */

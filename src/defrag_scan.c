@@ -45,6 +45,8 @@ static bool dev_matches(const struct planner *P, uint32_t dev)
 /* Free for the request once its holder (if any) has left. */
 static bool dev_usable(const struct planner *P, uint32_t dev)
 {
+	if (P->tnode && !P->tnode[P->t->dev_node[dev]])
+		return false; /* outside the target set being searched */
 	return P->c->dstate[dev] == 0 && (!P->select || dev_matches(P, dev));
 }
 
@@ -522,6 +524,8 @@ int defrag_lower_bounds(struct planner *P)
 
 static bool node_allowed(const struct planner *P, uint32_t node)
 {
+	if (P->tnode && !P->tnode[node])
+		return false;
 	return !P->have_q || !P->q.has_nodes ||
 	       bsearch(&node, P->q.nodes, P->q.nnodes, sizeof *P->q.nodes, defrag_cmp_u32);
 }

@@ -25,7 +25,7 @@ int64_t defrag_cost_bound(const struct planner *P)
 	return b;
 }
 
-static void offer(struct planner *P, struct draft *d)
+void defrag_offer(struct planner *P, struct draft *d)
 {
 	if (!P->have_best || defrag_draft_cmp(d, &P->best) < 0) {
 		defrag_draft_clear(P->a, &P->best);
@@ -190,7 +190,7 @@ static int exact_search(struct planner *P)
 		if ((rc = defrag_try_subset(P, S, n, &d, &out, &nh)))
 			break;
 		if (out == OUT_OK) {
-			offer(P, &d);
+			defrag_offer(P, &d);
 			found = true;
 		} else if (out == OUT_NOHOME) {
 			defrag_note_nohome(P, nh);
@@ -535,7 +535,7 @@ static int greedy_verify(struct planner *P, struct greedy *g, uint32_t m, bool *
 		if ((rc = defrag_try_subset(P, g->S, m, &d, &res, nh)))
 			return rc;
 		if (res == OUT_OK) {
-			offer(P, &d);
+			defrag_offer(P, &d);
 			return 0;
 		}
 		if (res != OUT_NOHOME)
@@ -708,7 +708,7 @@ static int bnb_dfs(struct planner *P, struct bnb *b, uint32_t i)
 		if ((rc = defrag_try_subset(P, b->S, b->nS, &d, &out, &nh)))
 			return rc;
 		if (out == OUT_OK) {
-			offer(P, &d);
+			defrag_offer(P, &d);
 			return 0;
 		}
 		if (out == OUT_NOHOME)
@@ -797,8 +797,18 @@ int defrag_evaluate_candidate(struct planner *P)
 		return rc;
 	if (defrag_grow_u32(P->a, &P->u32c, &P->cap_c, s->njobs))
 		return TP_ENOMEM;
+	/* the candidate's bound, for the plan's lower bound when its search is not exact */
+	if ((rc = defrag_lower_bounds(P)))
+		return rc;
+	int64_t lb = s->lb;
+	bool done;
+	if ((rc = defrag_target_search(P, &done)) || done)
+		return rc;
+	if (defrag_grow_u32(P->a, &P->u32c, &P->cap_c, s->njobs))
+		return TP_ENOMEM;
 	if (s->nmov <= P->exact_max && s->nmov <= 20)
-		return exact_search(P);
+		return exact_search(P); /* every subset: exact */
+	defrag_lb_fold(P, lb);
 	if ((rc = greedy_search(P)))
 		return rc;
 	return bnb_search(P);

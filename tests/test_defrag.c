@@ -2090,3 +2090,231 @@ Test(defrag, oracle_greedy_plans_are_valid, .timeout = 300)
 	             (unsigned long long)st.worst_seed);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* ---- minimal plans and stable targets (issue #15) --------------------------------------------- */
+
+/* The counterexample of issue #15: one block of 4 NVL72 racks, 17 migratable jobs (whole nodes
+ * of 4-16 GPUs, or 1-4 GPUs, at random places inside one rack; checkpoint 30-120 s), generated
+ * by the xorshift below from seed 32016 (found by searching seeds for the issue's figures).
+ * Before the target-set search the planner answered 4200 s and 10 moved jobs, one of them
+ * (j17) inside rack 1, outside both racks it freed; restricted to the two racks it freed
+ * (block0/rack0 and block0/rack3) the request costs 3840 s and 9 jobs. */
+static uint32_t issue15_below(uint64_t *s, uint32_t n)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (uint32_t)(*s % n);
+}
+
+static tp_cluster *issue15_cluster(const tp_topology *t)
+{
+	tp_cluster *c = cluster_of(t);
+	uint64_t s = 32016 * 0x9e3779b97f4a7c15ULL + 1;
+	bool held[288] = {0};
+	unsigned nj = 0;
+	while (nj < 17) {
+		unsigned rack = issue15_below(&s, 4), size = 4 * (1 + issue15_below(&s, 4));
+		if (issue15_below(&s, 3) == 0)
+			size = 1 + issue15_below(&s, 4);
+		unsigned start = issue15_below(&s, 72);
+		uint32_t devs[64];
+		unsigned got = 0;
+		for (unsigned x = 0; x < 72 && got < size; x++) {
+			unsigned d = rack * 72 + (start + x) % 72;
+			if (!held[d])
+				devs[got++] = d;
+		}
+		if (got < size)
+			continue;
+		for (unsigned a = 1; a < got; a++)
+			for (unsigned b = a; b > 0 && devs[b - 1] > devs[b]; b--) {
+				uint32_t tt = devs[b];
+				devs[b] = devs[b - 1];
+				devs[b - 1] = tt;
+			}
+		static const double ck[] = {30, 60, 90, 120};
+		tp_job_options o = opts(1, 0, 0, ck[issue15_below(&s, 4)]);
+		char id[8];
+		snprintf(id, sizeof id, "j%u", nj + 1);
+		if (tp_cluster_assign(c, id, devs, got, &o))
+			continue;
+		for (unsigned x = 0; x < got; x++)
+			held[devs[x]] = true;
+		nj++;
+	}
+	return c;
+}
+
+static const tp_slice issue15_slice = {"rack", 72};
+
+static tp_request issue15_request(void)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "req";
+	r.count = 144;
+	r.required = "block";
+	r.slices = &issue15_slice;
+	r.nslices = 1;
+	return r;
+}
+
+Test(defrag, issue15_plans_are_minimal)
+{
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = issue15_cluster(t);
+	tp_request r = issue15_request();
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	check_plan(c, &r, &pol, p);
+	cr_assert_float_eq(tp_plan_cost_s(p), 3840.0, 1e-9);
+	cr_assert_eq(tp_plan_moved_jobs(p), 9);
+	/* the search was exact: the bound is the cost */
+	cr_assert_float_eq(tp_plan_lower_bound_s(p), 3840.0, 1e-9);
+	/* it drains racks 0 and 3, and moves no job outside them */
+	unsigned level;
+	const uint32_t *doms;
+	size_t n;
+	cr_assert_eq(tp_plan_targets(p, &level, &doms, &n), 0);
+	cr_assert_eq(level, 1);
+	cr_assert_eq(n, 2);
+	cr_assert(doms[0] == 0 && doms[1] == 3, "targets %u, %u", doms[0], doms[1]);
+	for (size_t i = 0; i + 1 < tp_plan_step_count(p); i++) {
+		const uint32_t *from;
+		size_t nfrom;
+		const char *job;
+		cr_assert_eq(tp_plan_step(p, i, NULL, &job, &from, &nfrom, NULL, NULL), 0);
+		uint32_t rk = dev_rack(t, from[0]);
+		cr_assert(rk == 0 || rk == 3, "%s moved from rack %u", job, rk);
+	}
+	/* the request restricted to those racks: the same cost */
+	const char *names[36];
+	for (unsigned i = 0; i < 36; i++)
+		names[i] = tp_topology_node_name(t, i < 18 ? i : 54 + (i - 18));
+	tp_request rr = r;
+	rr.select_nodes = names;
+	rr.nselect_nodes = 36;
+	tp_plan *q = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &rr, &pol, &q), 0, "%s", tp_plan_errmsg(q));
+	cr_assert_float_eq(tp_plan_cost_s(q), 3840.0, 1e-9);
+	cr_assert_eq(tp_plan_moved_jobs(q), 9);
+	tp_plan_destroy(q);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Three NVL72 racks: rack 0 holds three migratable 4-GPU jobs (cost 600 s), rack 1 four
+ * (800 s), rack 2 a fixed 36-GPU job and room for the migrants. A 72-GPU rack request drains
+ * rack 0. */
+static tp_cluster *stable_cluster(const tp_topology *t)
+{
+	tp_cluster *c = cluster_of(t);
+	char id[16];
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(id, sizeof id, "a%u", i);
+		assign_with(c, id, 8 * i, 4, opts(1, 0, 0, 50));
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(id, sizeof id, "b%u", i);
+		assign_with(c, id, 72 + 8 * i, 4, opts(1, 0, 0, 50));
+	}
+	assign_with(c, "fixed", 144, 36, opts(0, 0, 5, 60));
+	return c;
+}
+
+static void plan_rack(tp_cluster *c, const tp_defrag_policy *pol, tp_plan **p, uint32_t *rack)
+{
+	tp_request r = rack_request("big", 1);
+	cr_assert_eq(tp_defrag_plan(c, &r, pol, p), 0, "%s", tp_plan_errmsg(*p));
+	check_plan(c, &r, pol, *p);
+	unsigned level;
+	const uint32_t *doms;
+	size_t n;
+	cr_assert_eq(tp_plan_targets(*p, &level, &doms, &n), 0);
+	cr_assert_eq(level, 1);
+	cr_assert_eq(n, 1);
+	*rack = doms[0];
+	cr_assert_eq(placed_rack(*p), doms[0]);
+}
+
+Test(defrag, preferred_targets_are_kept_unless_impossible)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = stable_cluster(t);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	tp_plan *p = NULL;
+	uint32_t first;
+	plan_rack(c, &pol, &p, &first);
+	cr_assert_eq(first, 0);
+	cr_assert_float_eq(tp_plan_cost_s(p), 600.0, 1e-9);
+	tp_plan_destroy(p);
+	/* two jobs of rack 1 end: rack 1 is now the cheaper one (400 s) */
+	cr_assert_eq(tp_cluster_release(c, "b0"), 0);
+	cr_assert_eq(tp_cluster_release(c, "b1"), 0);
+	uint32_t rack;
+	plan_rack(c, &pol, &p, &rack);
+	cr_assert_eq(rack, 1, "without a preference the cheapest rack");
+	cr_assert_float_eq(tp_plan_cost_s(p), 400.0, 1e-9);
+	tp_plan_destroy(p);
+	/* passing the first plan's target back keeps it */
+	pol.prefer_level = 1;
+	pol.prefer_targets = &first;
+	pol.nprefer_targets = 1;
+	plan_rack(c, &pol, &p, &rack);
+	cr_assert_eq(rack, 0, "the preferred rack is kept");
+	cr_assert_float_eq(tp_plan_cost_s(p), 600.0, 1e-9);
+	tp_plan_destroy(p);
+	/* a job that may not move lands in rack 0: the preference is impossible, rack 1 wins */
+	assign_with(c, "pinned", 60, 4, opts(0, 0, 9, 60));
+	plan_rack(c, &pol, &p, &rack);
+	cr_assert_eq(rack, 1);
+	cr_assert_float_eq(tp_plan_cost_s(p), 400.0, 1e-9);
+	tp_plan_destroy(p);
+	/* a version 3 policy has no preference (the fields after max_time_us are not read) */
+	tp_cluster_release(c, "pinned");
+	tp_defrag_policy v3 = pol;
+	v3.version = 3;
+	plan_rack(c, &v3, &p, &rack);
+	cr_assert_eq(rack, 1);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, preferred_targets_are_checked)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = stable_cluster(t);
+	tp_request r = rack_request("big", 1);
+	uint32_t dom = 3;
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	tp_plan *p = NULL;
+	pol.nprefer_targets = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_targets is NULL but policy.nprefer_targets is 1");
+	tp_plan_destroy(p);
+	pol.prefer_targets = &dom;
+	pol.prefer_level = 3;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_level 3 is not a level (the topology has 3)");
+	tp_plan_destroy(p);
+	pol.prefer_level = 1;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_targets[0] 3 is not a domain of level rack (3 domains)");
+	cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
+	tp_plan_destroy(p);
+	/* the accessors on failed plans and bad arguments */
+	unsigned level;
+	const uint32_t *doms;
+	size_t n;
+	cr_assert_eq(tp_plan_targets(NULL, &level, &doms, &n), TP_EINVAL);
+	cr_assert_float_eq(tp_plan_lower_bound_s(NULL), 0.0, 1e-12);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

@@ -102,6 +102,10 @@ class DefragPolicy:
     max_candidates: Optional[int] = _POLICY["max_candidates"]
     max_simulations: Optional[int] = _POLICY["max_simulations"]
     max_time_us: Optional[int] = _POLICY["max_time_us"]
+    #: stable targets: (level index, [domain ids]) of an earlier :attr:`Plan.targets`; the
+    #: planner keeps them unless impossible (policy version 4). Set it on an instance
+    #: (``policy.prefer_targets = plan.targets``): it is not a field of the table of defaults.
+    prefer_targets = None
 
     def _to_c(self, keep):
         """A ``tp_defrag_policy *`` (from TP_DEFRAG_POLICY_INIT), kept alive by ``keep``."""
@@ -130,6 +134,13 @@ class DefragPolicy:
             raise InvalidArgument("policy.max_time_us: %r is not a positive integer of at most "
                                   "64 bits (None: no limit)" % (t,))
         p.max_time_us = 0 if t is None else t
+        if getattr(self, "prefer_targets", None):
+            level, doms = self.prefer_targets
+            arr = ffi.new("uint32_t[]", list(doms))
+            keep.append(arr)
+            p.prefer_level = level
+            p.prefer_targets = arr
+            p.nprefer_targets = len(doms)
         return p
 
 
@@ -181,6 +192,10 @@ class Plan:
     placement: Optional[Placement] = None
     #: the work the call did (:class:`DefragStats`), whether it found a plan or not
     stats: Optional[DefragStats] = None
+    #: ``tp_plan_lower_bound_s``: no plan costs less (the cost itself when the search was exact)
+    lower_bound_s: float = 0.0
+    #: ``tp_plan_targets``: (level index, [domain ids]) the plan drains, or None
+    targets: Optional[tuple] = None
     _handle: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -241,6 +256,11 @@ def _read_plan(cluster, ptr):
     plan.moved_jobs = lib.tp_plan_moved_jobs(p)
     plan.moved_devices = lib.tp_plan_moved_devices(p)
     plan.cost_s = lib.tp_plan_cost_s(p)
+    plan.lower_bound_s = lib.tp_plan_lower_bound_s(p)
+    tlevel, tdoms, tn = ffi.new("unsigned *"), ffi.new("uint32_t **"), ffi.new("size_t *")
+    check(lib.tp_plan_targets(p, tlevel, tdoms, tn), None, "tp_plan_targets failed")
+    if tn[0]:
+        plan.targets = (tlevel[0], [tdoms[0][k] for k in range(tn[0])])
     pp = lib.tp_plan_placement(p)
     if pp != ffi.NULL:
         plan.placement = _read_placement(cluster, pp, borrowed_from=h)
