@@ -12,6 +12,7 @@ static tp_defrag_policy tpgo_policy_init(void) { tp_defrag_policy p = TP_DEFRAG_
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"unsafe"
 )
@@ -282,6 +283,47 @@ type Plan struct {
 	MovedJobs    uint32
 	MovedDevices uint32
 	CostS        float64
+	p            *C.tp_plan // the library's plan, for ApplyStep; freed by Close
+}
+
+// Close frees the library's copy of the plan (the Go fields stay readable). Safe to call
+// twice; after it ApplyStep refuses the plan.
+func (pl *Plan) Close() error {
+	if pl != nil && pl.p != nil {
+		C.tp_plan_destroy(pl.p)
+		pl.p = nil
+		runtime.SetFinalizer(pl, nil)
+	}
+	return nil
+}
+
+// JobDevices are the devices a running job holds, in rank order (tp_cluster_job_devices()).
+func (c *Cluster) JobDevices(job string) ([]uint32, error) {
+	defer runtime.KeepAlive(c)
+	cj := C.CString(job)
+	defer C.free(unsafe.Pointer(cj))
+	var devs *C.uint32_t
+	var n C.size_t
+	if rc := C.tp_cluster_job_devices(c.p, cj, &devs, &n); rc != 0 {
+		return nil, c.err(rc)
+	}
+	return append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(devs)), int(n))...), nil
+}
+
+// ApplyStep carries out step i of the plan on the cluster (tp_plan_apply_step()): a migration
+// moves the job to its new devices, a preemption releases it, the place step commits the
+// request. Steps go in order (step 0 may always start over); a step the cluster no longer
+// matches is refused with the device or job it names, and the cluster is then unchanged.
+func (c *Cluster) ApplyStep(pl *Plan, i int) error {
+	defer runtime.KeepAlive(c)
+	defer runtime.KeepAlive(pl)
+	if pl == nil || pl.p == nil {
+		return fail(C.int(C.TP_EINVAL), "ApplyStep: the plan is nil or closed")
+	}
+	if i < 0 || i >= len(pl.Steps) {
+		return fail(C.int(C.TP_EINVAL), fmt.Sprintf("ApplyStep: step %d is out of range: the plan has %d", i, len(pl.Steps)))
+	}
+	return c.err(C.tp_plan_apply_step(c.p, pl.p, C.size_t(i), nil))
 }
 
 // Policy bounds a defragmentation plan (the library's defaults when zero, except as noted).
@@ -310,12 +352,14 @@ func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 	if p == nil {
 		return nil, c.err(rc)
 	}
-	defer C.tp_plan_destroy(p)
 	if rc != 0 {
+		defer C.tp_plan_destroy(p)
 		return nil, fail(rc, C.GoString(C.tp_plan_errmsg(p)))
 	}
 	plan := &Plan{MovedJobs: uint32(C.tp_plan_moved_jobs(p)),
-		MovedDevices: uint32(C.tp_plan_moved_devices(p)), CostS: float64(C.tp_plan_cost_s(p))}
+		MovedDevices: uint32(C.tp_plan_moved_devices(p)), CostS: float64(C.tp_plan_cost_s(p)),
+		p: p}
+	runtime.SetFinalizer(plan, (*Plan).Close)
 	for i := C.size_t(0); i < C.tp_plan_step_count(p); i++ {
 		var act C.tp_step_action
 		var job *C.char

@@ -194,6 +194,25 @@ func TestDefragPlan(t *testing.T) {
 	if _, err := c.DefragPlan(req, Policy{NoMigrate: true, NoPreempt: true}); !errors.Is(err, ErrNoPlan) {
 		t.Fatalf("no moves allowed: %v", err)
 	}
+	// carry the plan out: out of order is refused, in order every step applies
+	if err := c.ApplyStep(plan, len(plan.Steps)-1); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("last step first: %v", err)
+	}
+	for i := range plan.Steps {
+		if err := c.ApplyStep(plan, i); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	if devs, err := c.JobDevices("new"); err != nil || len(devs) != 4 {
+		t.Fatalf("the new job after the plan: %v %v", devs, err)
+	}
+	if err := c.ApplyStep(plan, 99); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("step out of range: %v", err)
+	}
+	plan.Close()
+	if err := c.ApplyStep(plan, 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("closed plan: %v", err)
+	}
 }
 
 func TestSlurmImporters(t *testing.T) {
