@@ -122,3 +122,43 @@ def test_place_model_takes_the_best_option_that_fits(tp):
     c.assign("d", ["h1/%d" % i for i in range(4, 7)])
     pl, opt, why = tp.place_model(c, tp.Model(**LLAMA), 8192)
     assert pl.status == "busy" and opt is None and len(why) == 2
+
+
+def test_place_pd_spreads_scales_and_repairs(tp):
+    topo = tp.Topology.nvl72(blocks=1, racks_per_block=8)
+    c = tp.Cluster(topo)
+    kw = dict(prefill=(2, 4), decode=(4, 8), instance_level="rack", locality="rack",
+              spread_level="rack", max_per_domain=1, tenant="t1")
+
+    def racks():
+        by_group = {}
+        for job in c.jobs:
+            g = job.split("/")[1]
+            rack = {"/".join(topo.device_name(d).split("-")[:2]) for d in c.job_devices(job)}
+            by_group.setdefault(g, set()).update(rack)
+        assert all(len(r) == 1 for r in by_group.values()), by_group
+        return [next(iter(r)) for r in by_group.values()]
+
+    placed = tp.place_pd(c, "chat", 4, **kw)
+    assert len(placed) == 24 and len(set(racks())) == 4
+    pairs = [p.pair for p in placed if not p.prefill]
+    assert sorted(pairs) == [0] * 8 + [1] * 8
+    assert all(p.pair == 2 for p in placed if p.prefill)
+    assert tp.place_pd(c, "chat", 4, **kw) == []
+    assert len(tp.place_pd(c, "chat", 6, **kw)) == 12 and len(set(racks())) == 6
+    hit = c.job_devices("chat/g1/p0")[0]
+    rack = "-".join(topo.device_name(hit).split("-")[:2])
+    c.set_down([d for d in range(topo.device_count)
+                if topo.device_name(d).startswith(rack + "-")])
+    assert tp.release_pd_failed(c, "chat", 6) == 1
+    again = tp.place_pd(c, "chat", 6, **kw)
+    assert {p.group for p in again} == {1} and len(set(racks())) == 6
+    # 9 groups: g6 fits the last empty healthy rack, g7 only the rack that is down; nothing
+    # of the call stays
+    jobs = sorted(c.jobs)
+    with pytest.raises(tp.Infeasible, match=r"group 7 of service chat fits no rack \(1 tried; "
+                                            r"the last, block0/rack1: prefill: infeasible"):
+        tp.place_pd(c, "chat", 9, **kw)
+    assert sorted(c.jobs) == jobs
+    with pytest.raises(tp.InvalidArgument, match="request.locality 'row' is not a level"):
+        tp.place_pd(c, "chat", 6, **dict(kw, locality="row"))

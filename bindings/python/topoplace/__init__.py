@@ -32,7 +32,8 @@ __all__ = [
     "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
     # serving
-    "Model", "SizingOption", "size_model", "place_model", "hbm_gbps",
+    "Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "PDInstance", "place_pd",
+    "release_pd_failed",
     # errors
     "TopoplaceError", "InvalidArgument", "OutOfMemory", "NotFound", "AlreadyExists",
     "Infeasible", "Busy", "Fragmented", "NoPlan", "ParseError", "LimitExceeded", "Corrupt",
@@ -56,7 +57,8 @@ for _mod, _names in (
         ("placement", ("Placement", "Fit")),
         ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
                     "DefragStats")),
-        ("sizing", ("Model", "SizingOption", "size_model", "place_model", "hbm_gbps"))):
+        ("sizing", ("Model", "SizingOption", "size_model", "place_model", "hbm_gbps",
+                    "PDInstance", "place_pd", "release_pd_failed"))):
     for _name in _names:
         _MODULES[_name] = _mod
 del _mod, _names, _name

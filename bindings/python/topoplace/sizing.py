@@ -18,7 +18,8 @@ from dataclasses import dataclass, fields
 from . import errors
 from ._native import ffi, lib
 
-__all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS"]
+__all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS",
+           "PDInstance", "place_pd", "release_pd_failed"]
 
 #: The ranking goals, by their names in Python and in the CLI's JSON.
 GOALS = {"fewest_gpus": 0, "most_kv_per_gpu": 1, "best_throughput": 2}
@@ -176,3 +177,81 @@ def place_model(cluster, model, context, request=None, **kw):
     pl = cluster._result(rc, out[0])
     lines = [ln for ln in ffi.string(why).decode("utf-8", "replace").split("\n") if ln]
     return pl, (opts[chosen[0]] if rc == 0 else None), lines
+
+
+# --------------------------------------------------------------------------------------------
+# Prefill/decode groups (tp_pd_place)
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PDInstance:
+    """One instance :func:`place_pd` placed: its job id, group, whether it is a prefill
+    instance, its index among the group's prefill or decode instances, ``pair`` (a decode
+    instance: the prefill instance of its group that hands it the KV cache; a prefill instance:
+    how many decode instances it serves) and its devices (names, in rank order)."""
+    job: str
+    group: int
+    prefill: bool
+    index: int
+    pair: int
+    devices: tuple
+
+
+def _opt_bytes(v, what, keep):
+    if v is None:
+        return ffi.NULL
+    if not isinstance(v, str):
+        raise errors.InvalidArgument("%s %r is not a string" % (what, v))
+    b = ffi.new("char[]", v.encode("utf-8"))
+    keep.append(b)
+    return b
+
+
+def place_pd(cluster, service, groups, prefill, decode, instance_level=None, locality=None,
+             spread_level=None, max_per_domain=0, tenant=None, select_model=None):
+    """Place the missing groups of a prefill/decode service and assign them (tp_pd_place()):
+    ``groups`` is the number the service should have; ``prefill`` and ``decode`` are
+    ``(instances per group, devices per instance)``. Returns the :class:`PDInstance` placed
+    (none when every group existed). Raises :class:`~topoplace.errors.InvalidArgument` for a
+    bad figure or level and :class:`~topoplace.errors.Busy`, ``Fragmented`` or ``Infeasible``
+    when a group cannot be placed (the cluster is then unchanged)."""
+    keep = []
+    r = ffi.new("tp_pd_request *")
+    r.version = lib.TP_PD_REQUEST_VERSION
+    r.service = _opt_bytes(service, "service", keep)
+    r.tenant = _opt_bytes(tenant, "tenant", keep)
+    for name, v in (("groups", groups), ("prefill", prefill[0]),
+                    ("prefill_devices", prefill[1]), ("decode", decode[0]),
+                    ("decode_devices", decode[1]), ("max_per_domain", max_per_domain)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2 ** 32:
+            raise errors.InvalidArgument("request.%s %r is not an integer from 0 to 2^32 - 1"
+                                         % (name, v))
+        setattr(r, name, v)
+    r.instance_level = _opt_bytes(instance_level, "instance_level", keep)
+    r.locality = _opt_bytes(locality, "locality", keep)
+    r.spread_level = _opt_bytes(spread_level, "spread_level", keep)
+    r.select_model = _opt_bytes(select_model, "select_model", keep)
+    out = ffi.new("tp_pd_result **")
+    rc = lib.tp_pd_place(cluster._p, r, out)
+    res = ffi.gc(out[0], lib.tp_pd_result_destroy) if out[0] != ffi.NULL else None
+    if rc < 0:
+        errors.check(rc, message=ffi.string(lib.tp_pd_result_errmsg(res)).decode(
+            "utf-8", "replace") if res else None)
+    topo = cluster.topology
+    placed = []
+    for i in range(lib.tp_pd_result_count(res)):
+        x = lib.tp_pd_result_get(res, i)
+        placed.append(PDInstance(
+            job=_str(x.job), group=x.group, prefill=bool(x.prefill), index=x.index,
+            pair=x.pair, devices=tuple(topo.device_name(x.devices[k])
+                                       for k in range(x.ndevices))))
+    return placed
+
+
+def release_pd_failed(cluster, service, groups):
+    """Release every group of the service with an instance on a down device
+    (tp_pd_release_failed()), so that :func:`place_pd` places it again; returns how many."""
+    n = ffi.new("unsigned *")
+    errors.check(lib.tp_pd_release_failed(cluster._p, service.encode("utf-8"), groups, n),
+                 cluster)
+    return n[0]
