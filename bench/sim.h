@@ -73,6 +73,7 @@ int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, enu
                           size_t njobs, double load, uint64_t seed);
 /* The job-size distribution of a workload (share of jobs and of GPU-hours by size class). */
 void sim_print_mix(FILE *out, const struct sim_workload *w);
+
 /* Shares of jobs and GPU-hours in the size classes 1, 2, 3-4, 5-8, 9-72, 73-127, 128-1023,
  * 1024+ GPUs, into jobs[8] and gpuh[8]. */
 #define SIM_SIZE_CLASSES 8
@@ -316,5 +317,14 @@ double *sim_failures_remain(size_t n);
 /* One line per policy (nothing when failures are off). */
 void sim_failures_print(const struct sim_opts *o, const struct sim_fleet *f,
                         const struct sim_result *res, size_t n);
+
+/* sim_output.c: what tp-bench sim writes of its results (the table, JSON, CSV, plots). */
+void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_workload *w,
+               double w0, double w1, const struct sim_result *res, size_t n);
+void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_workload *w,
+              double w0, double w1, const struct sim_result *res, size_t n);
+void sim_csv(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_result *res,
+             size_t n);
+void sim_plot(const struct sim_opts *o, const struct sim_result *res, size_t n);
 
 #endif
