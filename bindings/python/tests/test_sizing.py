@@ -162,3 +162,62 @@ def test_place_pd_spreads_scales_and_repairs(tp):
     assert sorted(c.jobs) == jobs
     with pytest.raises(tp.InvalidArgument, match="request.locality 'row' is not a level"):
         tp.place_pd(c, "chat", 6, **dict(kw, locality="row"))
+
+
+def _state_of(placed, base_jobs):
+    jobs = list(base_jobs)
+    for p in placed:
+        by_node = {}
+        for d in p["devices"]:
+            node, idx = d.split("/")
+            by_node.setdefault(node, []).append(int(idx))
+        jobs.append({"id": p["job"], "devices": by_node})
+    return jobs
+
+
+def test_cli_pd_places_then_repairs(tp, tmp_path):
+    with open(os.path.join(DATA, "..", "serving", "chat-nvl72.json")) as f:
+        d = json.load(f)
+    rc, out = run_json(tmp_path, "pd", d)
+    assert rc == 0, out
+    assert len(out["placed"]) == 24 and out["released"] == 0
+    racks = {p["group"]: {x.split("-node")[0] for x in p["devices"]} for p in out["placed"]}
+    assert all(len(r) == 1 for r in racks.values()) and len({min(r) for r in racks.values()}) == 4
+    assert [p["pair"] for p in out["placed"] if p["role"] == "decode"][:4] == [0, 1, 0, 1]
+    # the state as it then is, rack 1 down: repair moves group 1 to a rack it does not use
+    d["state"] = {"jobs": _state_of(out["placed"], d["state"]["jobs"]),
+                  "down": ["block0-rack1-node%d" % i for i in range(18)]}
+    d["service"]["repair"] = True
+    rc, out2 = run_json(tmp_path, "pd", d)
+    assert rc == 0, out2
+    assert out2["released"] == 1 and {p["group"] for p in out2["placed"]} == {1}
+    assert all("rack1-" not in x and "rack0-" not in x and "rack2-" not in x
+               and "rack3-" not in x for p in out2["placed"] for x in p["devices"])
+    p = run(tmp_path, "pd", d, "--format", "text")
+    assert p.returncode == 0 and "1 group(s) released for repair" in p.stdout
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda d: d["service"].pop("groups"), "service.groups: missing"),
+    (lambda d: d["service"].update(prefill={"instances": 0, "devices": 4}),
+     "service.prefill.instances: 0 is not an integer from 1"),
+    (lambda d: d["service"].update(locality="row"),
+     "service: request.locality 'row' is not a level of the topology"),
+    (lambda d: d["service"].update(repair="yes"), "service.repair: \"yes\" is not true or false"),
+    (lambda d: d.update(request={}), "request: unknown key"),
+])
+def test_cli_pd_invalid(tp, tmp_path, change, where):
+    with open(os.path.join(DATA, "..", "serving", "chat-nvl72.json")) as f:
+        d = json.load(f)
+    change(d)
+    rc, out = run_json(tmp_path, "pd", d)
+    assert rc == 2 and where in out["message"], out
+
+
+def test_cli_pd_not_placed(tp, tmp_path):
+    with open(os.path.join(DATA, "..", "serving", "chat-nvl72.json")) as f:
+        d = json.load(f)
+    d["service"]["groups"] = 9
+    rc, out = run_json(tmp_path, "pd", d)
+    assert rc == 1 and out["status"] == "busy", out
+    assert "every rack holds 1 groups of service chat" in out["message"]

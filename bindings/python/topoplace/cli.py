@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|compact|size FILE``,
+"""The command-line tool: ``python3 -m topoplace place|frag|replace|defrag|compact|size|pd FILE``,
 and ``python3 -m topoplace import hwloc|nvidia-smi FILE`` (:mod:`topoplace.cli_import`).
 
 It reads a scenario-v1 document (shared/spec/scenario-v1.md) from FILE, or standard input for
@@ -69,7 +69,8 @@ def _parser():
                             "ones, which moves make a job fit.")
     p.add_argument("command", choices=CLI_COMMANDS, help="the question to answer "
                    "(compact: the moves that free --domains domains of --level; size: the "
-                   "ways to serve a model, docs/serving.md; import: see "
+                   "ways to serve a model; pd: a prefill/decode service's groups, "
+                   "docs/serving.md; import: see "
                    "`python3 -m topoplace import --help`)")
     p.add_argument("file", help="the scenario file, or - for standard input")
     p.add_argument("--no-less-local", dest="less_local", action="store_false",
@@ -300,13 +301,14 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
             "status": "unsupported",
             "message": "this build cannot read scenarios: libtopoplace was built without its "
                        "scenario importer (jansson was not found)"}, command=command)
-    if command == "size":
-        from . import size_cli
+    if command in ("size", "pd"):
+        from . import pd_cli, size_cli
+        mod = size_cli if command == "size" else pd_cli
         try:
-            code, doc = size_cli.run(path, stdin=stdin, max_bytes=max_bytes)
+            code, doc = mod.run(path, stdin=stdin, max_bytes=max_bytes)
         except InvalidInput as e:
             return _invalid(str(e))
-        return _Answer(code, doc, command="size", render=size_cli.render)
+        return _Answer(code, doc, command=command, render=mod.render)
     try:
         if command == "compact":
             sc = _load_compact(path, strict, stdin, max_bytes)
@@ -536,6 +538,6 @@ def _compact(sc, topo, cluster, level, ndomains):
 NEEDS = {"place": ("tp_place",), "replace": ("tp_replace",), "frag": (),
          "defrag": ("tp_defrag_plan", "tp_place"), "compact": ("tp_defrag_compact",)}
 #: The commands on a scenario document, and all of them (``import`` reads other formats).
-SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact", "size")
+SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact", "size", "pd")
 CLI_COMMANDS = SCENARIO_COMMANDS + ("import",)
 COMMANDS = {"place": _place, "replace": _replace, "frag": _frag, "defrag": _defrag}
