@@ -1484,11 +1484,14 @@ typedef struct tp_job_shape {
  *
  * @param c The cluster. @param mix Job shapes, or NULL for the default mix.
  * @param nmix Number of shapes (0 with NULL).
- * @param[out] out The report, owned by the caller (tp_frag_destroy()).
- * @return 0, ::TP_EINVAL (a shape with 0 devices, a weight <= 0, or NULL pointers),
- *         ::TP_ENOTFOUND (a shape's level does not exist), ::TP_ENOMEM. On failure no report is
- *         returned; the reason is not kept (the cluster is read-only here), so validate shapes
- *         against the topology's levels first when the message matters.
+ * @param[out] out The report, owned by the caller (tp_frag_destroy()). It is set on a failed
+ *        mix too, to a report that carries the reason (tp_frag_errmsg()) and no figures; it
+ *        is NULL only when @p c or @p out is NULL or memory ran out. Set it to NULL before the
+ *        call and always destroy it, as with tp_place().
+ * @return 0, ::TP_EINVAL (a shape with 0 devices or no level, a weight <= 0 or not finite, a
+ *         NULL mix with @p nmix > 0, or @p c or @p out NULL), ::TP_ENOTFOUND (a shape's level
+ *         does not exist), ::TP_ENOMEM. The message names the shape and the field. (Before
+ *         0.4.0 a failure returned no report and kept no reason.)
  * @since 0.1.0
  */
 TP_API int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix,
@@ -1496,6 +1499,10 @@ TP_API int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t n
 
 /** @brief Destroy a report. @param f The report, or NULL. @since 0.1.0 */
 TP_API void tp_frag_destroy(tp_frag *f);
+
+/** @brief Why tp_frag_report() failed ("" for a report it made).
+ *  @param f The report. @return The message (owned by @p f). @since 0.4.0 */
+TP_API const char *tp_frag_errmsg(const tp_frag *f);
 
 /** @brief Domains of a level. @param f The report. @param level Level.
  *  @return The count (0 for a bad level). @since 0.1.0 */

@@ -16,6 +16,7 @@ struct frag_level {
 
 struct tp_frag {
 	tp_allocator alloc;
+	char errmsg[TP_ERRMSG_LEN]; /* why tp_frag_report failed ("" for a report) */
 	unsigned nlevels;
 	uint32_t free, down, cordoned;
 	struct frag_level lv[TP_MAX_LEVELS];
@@ -84,23 +85,50 @@ static double workload_figure(const struct tp_cluster *c, const struct shape *mi
 	return share >= 1.0 ? 0.0 : 1.0 - share;
 }
 
+/* Why a caller's mix is refused (0 when it is valid): the code, with the message in err. */
+static int check_mix(char *err, const struct tp_topology *t, const tp_job_shape *mix,
+                     size_t nmix)
+{
+	if (!mix && nmix)
+		return tp_seterr(err, TP_EINVAL, "mix is NULL with nmix %zu", nmix);
+	for (size_t i = 0; mix && i < nmix; i++) {
+		if (!mix[i].level)
+			return tp_seterr(err, TP_EINVAL, "mix[%zu].level is NULL", i);
+		if (mix[i].devices == 0)
+			return tp_seterr(err, TP_EINVAL, "mix[%zu].devices is 0: a shape holds at least "
+			                 "one device", i);
+		if (!(mix[i].weight > 0) || !isfinite(mix[i].weight))
+			return tp_seterr(err, TP_EINVAL, "mix[%zu].weight %g is not a positive finite "
+			                 "number", i, mix[i].weight);
+		if (tp_topology_level_index(t, mix[i].level) < 0)
+			return tp_seterr(err, TP_ENOTFOUND, "mix[%zu].level '%s' is not a level of the "
+			                 "topology", i, mix[i].level);
+	}
+	return 0;
+}
+
 int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix, tp_frag **out)
 {
-	if (!c || !out || (!mix && nmix))
+	if (out)
+		*out = NULL;
+	if (!c || !out)
 		return TP_EINVAL;
-	*out = NULL;
 	const struct tp_topology *t = c->t;
+	char err[TP_ERRMSG_LEN];
+	int rc = check_mix(err, t, mix, nmix);
+	if (rc) {
+		tp_frag *bad = tp_calloc(&c->alloc, 1, sizeof *bad);
+		if (!bad)
+			return TP_ENOMEM;
+		bad->alloc = c->alloc;
+		memcpy(bad->errmsg, err, sizeof err);
+		*out = bad;
+		return rc;
+	}
 	struct shape dflt[4];
 	struct shape *shapes = dflt;
 	size_t n = 0;
 	if (mix) {
-		for (size_t i = 0; i < nmix; i++) {
-			if (!mix[i].level || mix[i].devices == 0 || !(mix[i].weight > 0) ||
-			    !isfinite(mix[i].weight))
-				return TP_EINVAL;
-			if (tp_topology_level_index(t, mix[i].level) < 0)
-				return TP_ENOTFOUND;
-		}
 		if (nmix > 4) {
 			shapes = tp_mallocn(&c->alloc, nmix, sizeof *shapes);
 			if (!shapes)
@@ -177,6 +205,7 @@ double tp_frag_fragmentation(const tp_frag *f, unsigned level)
 }
 
 double tp_frag_workload(const tp_frag *f) { return f ? f->workload : 0.0; }
+const char *tp_frag_errmsg(const tp_frag *f) { return f ? f->errmsg : ""; }
 uint32_t tp_frag_down(const tp_frag *f) { return f ? f->down : 0; }
 uint32_t tp_frag_cordoned(const tp_frag *f) { return f ? f->cordoned : 0; }
 

@@ -93,12 +93,33 @@ Test(frag, bad_mix_and_empty_cluster)
 	tp_cluster *c;
 	tp_topology *t = small_cluster(&c);
 	tp_frag *f = NULL;
-	tp_job_shape zero = {0, "node", 1.0}, neg = {1, "node", -1}, nolvl = {1, "pod", 1.0};
-	cr_assert_eq(tp_frag_report(c, &zero, 1, &f), TP_EINVAL);
-	cr_assert_eq(tp_frag_report(c, &neg, 1, &f), TP_EINVAL);
-	cr_assert_eq(tp_frag_report(c, &nolvl, 1, &f), TP_ENOTFOUND);
-	cr_assert_eq(tp_frag_report(c, NULL, 2, &f), TP_EINVAL);
+	tp_job_shape zero = {0, "node", 1.0}, neg = {1, "node", -1}, nolvl = {1, "pod", 1.0},
+	             nullvl = {1, NULL, 1.0};
+	/* A failed mix gives a report that says why (and has no figures); destroy it. */
+	const struct {
+		const tp_job_shape *mix;
+		size_t n;
+		int code;
+		const char *msg;
+	} bad[] = {
+		{&zero, 1, TP_EINVAL, "mix[0].devices is 0: a shape holds at least one device"},
+		{&neg, 1, TP_EINVAL, "mix[0].weight -1 is not a positive finite number"},
+		{&nolvl, 1, TP_ENOTFOUND, "mix[0].level 'pod' is not a level of the topology"},
+		{&nullvl, 1, TP_EINVAL, "mix[0].level is NULL"},
+		{NULL, 2, TP_EINVAL, "mix is NULL with nmix 2"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		f = NULL;
+		TP_ASSERT_ERR(tp_frag_report(c, bad[i].mix, bad[i].n, &f), bad[i].code,
+		              tp_frag_errmsg(f), bad[i].msg);
+		cr_assert_eq(tp_frag_domains(f, 0), 0);
+		cr_assert_eq(tp_frag_free(f, 0), 0);
+		tp_frag_destroy(f);
+	}
+	cr_assert_eq(tp_frag_report(NULL, NULL, 0, &f), TP_EINVAL);
 	cr_assert_null(f);
+	cr_assert_eq(tp_frag_report(c, NULL, 0, NULL), TP_EINVAL);
+	cr_assert_str_eq(tp_frag_errmsg(NULL), "");
 	/* Everything down: nothing free, figures 0. */
 	uint32_t all[32];
 	for (uint32_t i = 0; i < 32; i++)

@@ -255,7 +255,12 @@ func (c *Cluster) Frag() ([]LevelFrag, error) {
 	defer runtime.KeepAlive(c)
 	var f *C.tp_frag
 	if rc := C.tp_frag_report(c.p, nil, 0, &f); rc != 0 {
-		return nil, fail(rc, "cannot build the fragmentation report")
+		msg := "cannot build the fragmentation report"
+		if f != nil {
+			msg = C.GoString(C.tp_frag_errmsg(f))
+			C.tp_frag_destroy(f)
+		}
+		return nil, fail(rc, msg)
 	}
 	defer C.tp_frag_destroy(f)
 	levels := c.topo.Levels()

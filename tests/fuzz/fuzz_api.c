@@ -40,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #pragma weak tp_placement_replaced
 #pragma weak tp_frag_report
 #pragma weak tp_frag_destroy
+#pragma weak tp_frag_errmsg
 #pragma weak tp_defrag_plan
 #pragma weak tp_defrag_compact
 #pragma weak tp_plan_destroy
@@ -1081,7 +1082,10 @@ static void op_frag(struct st *s, struct fz_in *in)
 		tp_frag_destroy(f);
 		return;
 	}
-	FZ_CHECK(!f, "a failed frag_report returned a report");
+	FZ_CHECK(rc == TP_ENOMEM || (f && tp_frag_errmsg(f)[0]),
+	         "a failed frag_report gave no report with its reason");
+	FZ_CHECK(!f || tp_frag_domains(f, 0) == 0, "a failed frag_report has figures");
+	tp_frag_destroy(f);
 	FZ_CHECK((rc == TP_ENOMEM && s->arm.hit) || (errs & REF_BIT(rc)),
 	         "frag_report: %s, expected %#x", tp_err_name(rc), errs);
 }

@@ -68,8 +68,13 @@ def _frag_report(cluster, mix):
         n = len(mix)
     out = ffi.new("tp_frag **")
     rc = lib.tp_frag_report(cluster._p, arr, n, out)
-    check(rc, None, "frag report: %s (mix shapes need devices >= 1, a weight > 0 and a "
-                    "known level)" % strerror(rc))
+    if rc < 0:
+        msg = None
+        if out[0] != ffi.NULL:
+            msg = "frag report: %s" % ffi.string(lib.tp_frag_errmsg(out[0])).decode(
+                "utf-8", "replace")
+            lib.tp_frag_destroy(out[0])
+        check(rc, None, msg or "frag report: %s" % strerror(rc))
     f = ffi.gc(out[0], lib.tp_frag_destroy)
     levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free(f, lv),
                               lib.tp_frag_fully_free(f, lv), lib.tp_frag_largest_free(f, lv),
