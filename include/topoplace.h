@@ -275,17 +275,20 @@ TP_API unsigned tp_nodetype_pcie_switch_count(const tp_nodetype *nt);
 /**
  * @brief The parent of a PCIe switch.
  * @param nt The node type. @param sw Switch index.
- * @return The parent switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown switch.
- * @since 0.1.0
+ * @param[out] parent Receives the parent switch, or ::TP_NONE for the host bridge.
+ * @return 0, ::TP_ENOTFOUND for an unknown switch, ::TP_EINVAL for a NULL argument (@p parent
+ *         is then unchanged). (Before 0.4.0 the switch was the return value, -1 for the host
+ *         bridge, which is also ::TP_EINVAL.) @since 0.1.0
  */
-TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw);
+TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw, uint32_t *parent);
 /**
  * @brief The PCIe switch a GPU sits directly behind.
  * @param nt The node type. @param gpu GPU index.
- * @return The switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown GPU.
- * @since 0.1.0
+ * @param[out] sw Receives the switch, or ::TP_NONE for the host bridge.
+ * @return 0, ::TP_ENOTFOUND for an unknown GPU, ::TP_EINVAL for a NULL argument (@p sw is then
+ *         unchanged). (Before 0.4.0 the switch was the return value.) @since 0.1.0
  */
-TP_API int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu);
+TP_API int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu, uint32_t *sw);
 /** @brief Number of NICs. @param nt The node type. @return The count. @since 0.1.0 */
 TP_API unsigned tp_nodetype_nic_count(const tp_nodetype *nt);
 /**
@@ -296,10 +299,11 @@ TP_API const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic);
 /**
  * @brief The PCIe switch a NIC sits behind.
  * @param nt The node type. @param nic NIC index.
- * @return The switch, -1 for the host bridge, ::TP_ENOTFOUND (-3) for an unknown NIC.
- * @since 0.1.0
+ * @param[out] sw Receives the switch, or ::TP_NONE for the host bridge.
+ * @return 0, ::TP_ENOTFOUND for an unknown NIC, ::TP_EINVAL for a NULL argument (@p sw is then
+ *         unchanged). (Before 0.4.0 the switch was the return value.) @since 0.1.0
  */
-TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic);
+TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic, uint32_t *sw);
 /**
  * @brief The NIC closest to a GPU, by the rule GPU+NIC pairs follow.
  *

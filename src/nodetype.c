@@ -197,14 +197,25 @@ unsigned tp_nodetype_pcie_switch_count(const tp_nodetype *nt) { return nt ? nt->
 unsigned tp_nodetype_nic_count(const tp_nodetype *nt) { return nt ? nt->nnic : 0; }
 unsigned tp_nodetype_nvswitch_count(const tp_nodetype *nt) { return nt ? nt->nnvs : 0; }
 
-int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw)
+/* A switch index as the public queries give it: TP_NONE for the host bridge (-1 inside). */
+static int switch_out(int v, uint32_t *out)
 {
-	return nt && sw < nt->nsw ? nt->sw_parent[sw] : TP_ENOTFOUND;
+	*out = v < 0 ? TP_NONE : (uint32_t)v;
+	return 0;
 }
 
-int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu)
+int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw, uint32_t *parent)
 {
-	return nt && gpu < nt->ngpus ? nt->gpu_sw[gpu] : TP_ENOTFOUND;
+	if (!nt || !parent)
+		return TP_EINVAL;
+	return sw < nt->nsw ? switch_out(nt->sw_parent[sw], parent) : TP_ENOTFOUND;
+}
+
+int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu, uint32_t *sw)
+{
+	if (!nt || !sw)
+		return TP_EINVAL;
+	return gpu < nt->ngpus ? switch_out(nt->gpu_sw[gpu], sw) : TP_ENOTFOUND;
 }
 
 const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic)
@@ -212,9 +223,11 @@ const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic)
 	return nt && nic < nt->nnic ? nt->nic_name[nic] : NULL;
 }
 
-int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic)
+int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic, uint32_t *sw)
 {
-	return nt && nic < nt->nnic ? nt->nic_sw[nic] : TP_ENOTFOUND;
+	if (!nt || !sw)
+		return TP_EINVAL;
+	return nic < nt->nnic ? switch_out(nt->nic_sw[nic], sw) : TP_ENOTFOUND;
 }
 
 double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigned b)

@@ -95,14 +95,14 @@ static uint64_t nodetype_digest(const tp_nodetype *nt)
 	unsigned g = tp_nodetype_gpu_count(nt), ns = tp_nodetype_pcie_switch_count(nt);
 	uint64_t h = mix(mix(0xcbf29ce484222325ULL, g), ns);
 	for (unsigned s = 0; s < ns; s++)
-		h = mix(h, (uint64_t)tp_nodetype_pcie_switch_parent(nt, s));
+		h = mix(h, (uint64_t)tp_test_switch_parent(nt, s));
 	for (unsigned a = 0; a < g; a++) {
-		h = mix(h, (uint64_t)tp_nodetype_gpu_switch(nt, a));
+		h = mix(h, (uint64_t)tp_test_gpu_switch(nt, a));
 		for (unsigned b = 0; b < g; b++)
 			h = mix_double(h, tp_nodetype_nvlink_gbps(nt, a, b));
 	}
 	for (unsigned i = 0; i < tp_nodetype_nic_count(nt); i++)
-		h = mix(mix_str(h, tp_nodetype_nic_name(nt, i)), (uint64_t)tp_nodetype_nic_switch(nt, i));
+		h = mix(mix_str(h, tp_nodetype_nic_name(nt, i)), (uint64_t)tp_test_nic_switch(nt, i));
 	return mix(h, tp_nodetype_nvswitch_count(nt));
 }
 

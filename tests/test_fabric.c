@@ -510,7 +510,7 @@ Test(fabric, pcie_only_node_is_priced_as_pcie)
 	double comm = 0;
 	place_n(c, 2, NULL, dev, &comm);
 	/* the PCIe rule still decides (no NVLink): two GPUs under one leaf switch */
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, dev[0]), tp_nodetype_gpu_switch(nt, dev[1]));
+	cr_assert_eq(tp_test_gpu_switch(nt, dev[0]), tp_test_gpu_switch(nt, dev[1]));
 	cr_assert_float_eq(tp_cost_pair(t, dev[0], dev[1]).gbps, link, 1e-5);
 	cr_assert_eq(tp_cost_pair(t, dev[0], dev[1]).kind, TP_LINK_PCIE);
 	/* the score is the ring of 1 GiB at the PCIe figure and the PCIe latency */

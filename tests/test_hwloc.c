@@ -227,18 +227,18 @@ Test(hwloc, two_switch_machine_gpus_switches_nics)
 	cr_assert_str_empty(err);
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 2);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 0), -1);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 1), -1);
+	cr_assert_eq(tp_test_switch_parent(nt, 0), -1);
+	cr_assert_eq(tp_test_switch_parent(nt, 1), -1);
 	/* GPUs in file order: the two NVML ones behind switch 0, the two bare ones behind 1. */
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), 0);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 1), 0);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 2), 1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), 1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 0), 0);
+	cr_assert_eq(tp_test_gpu_switch(nt, 1), 0);
+	cr_assert_eq(tp_test_gpu_switch(nt, 2), 1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 3), 1);
 	cr_assert_eq(tp_nodetype_nic_count(nt), 2);
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 0), "mlx5_0");
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 0), 0);
+	cr_assert_eq(tp_test_nic_switch(nt, 0), 0);
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 1), "eth0");
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 1), -1);
+	cr_assert_eq(tp_test_nic_switch(nt, 1), -1);
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 0), 0);
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 1), 0);
 	tp_nodetype_destroy(nt);
@@ -286,10 +286,10 @@ Test(hwloc, nested_switches_and_other_vendors)
 	cr_assert_eq(load(nested_xml, &nt, err), 0, "%s", err);
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 2);
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 2);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 0), -1);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 1), 0);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), 1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 1), 0);
+	cr_assert_eq(tp_test_switch_parent(nt, 0), -1);
+	cr_assert_eq(tp_test_switch_parent(nt, 1), 0);
+	cr_assert_eq(tp_test_gpu_switch(nt, 0), 1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 1), 0);
 	cr_assert_eq(tp_nodetype_nic_count(nt), 0);
 	cr_assert_eq(tp_nodetype_nvswitch_count(nt), 0);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 0, 1), 0.0, 1e-9);
@@ -537,7 +537,7 @@ Test(hwloc, node_type_goes_into_a_topology)
 	const tp_nodetype *in = tp_topology_node_type(t, 0);
 	cr_assert_not_null(in);
 	cr_assert_eq(tp_nodetype_gpu_count(in), 4);
-	cr_assert_eq(tp_nodetype_gpu_switch(in, 3), 1);
+	cr_assert_eq(tp_test_gpu_switch(in, 3), 1);
 	tp_topology_destroy(t);
 	tp_topology_builder_destroy(b);
 	tp_nodetype_destroy(nt);
@@ -651,7 +651,7 @@ Test(hwloc, gpus_in_bus_id_order)
 	 * only (nvml1 has no NVSwitch link) */
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 3, 0), 50.0, 1e-9);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 3, 1), 25.0, 1e-9);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), tp_nodetype_gpu_switch(nt, 0));
+	cr_assert_eq(tp_test_gpu_switch(nt, 3), tp_test_gpu_switch(nt, 0));
 	tp_nodetype_destroy(nt);
 	TP_ASSERT_NO_LEAKS();
 }

@@ -78,21 +78,21 @@ Test(hwloc_shared, dgx2)
 	/* 4 host bridges with GPUs, each: a top switch and two leaf switches of two GPUs. */
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 12);
 	for (unsigned g = 0; g < 16; g += 2) {
-		int leaf = tp_nodetype_gpu_switch(nt, g);
+		int leaf = tp_test_gpu_switch(nt, g);
 		cr_assert_geq(leaf, 0);
-		cr_assert_eq(tp_nodetype_gpu_switch(nt, g + 1), leaf, "GPUs %u and %u", g, g + 1);
-		int top = tp_nodetype_pcie_switch_parent(nt, (unsigned)leaf);
+		cr_assert_eq(tp_test_gpu_switch(nt, g + 1), leaf, "GPUs %u and %u", g, g + 1);
+		int top = tp_test_switch_parent(nt, (unsigned)leaf);
 		cr_assert_geq(top, 0);
-		cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, (unsigned)top), -1);
+		cr_assert_eq(tp_test_switch_parent(nt, (unsigned)top), -1);
 		/* Pairs 0-1 and 2-3 share the top switch of their host bridge, 4-5 does not. */
 		if (g % 4 == 0) {
-			int other = tp_nodetype_gpu_switch(nt, g + 2);
+			int other = tp_test_gpu_switch(nt, g + 2);
 			cr_assert_neq(other, leaf);
-			cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, (unsigned)other), top);
+			cr_assert_eq(tp_test_switch_parent(nt, (unsigned)other), top);
 		}
 		if (g + 4 < 16)
-			cr_assert_neq(tp_nodetype_pcie_switch_parent(
-			                  nt, (unsigned)tp_nodetype_gpu_switch(nt, g + 4)),
+			cr_assert_neq(tp_test_switch_parent(
+			                  nt, (unsigned)tp_test_gpu_switch(nt, g + 4)),
 			              top, "GPU %u and %u are on different host bridges", g, g + 4);
 	}
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 0, 1) < tp_nodetype_pcie_distance(nt, 0, 2), 1);
@@ -127,7 +127,7 @@ Test(hwloc_shared, power8)
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 0);
 	for (unsigned g = 0; g < 4; g++)
-		cr_assert_eq(tp_nodetype_gpu_switch(nt, g), -1);
+		cr_assert_eq(tp_test_gpu_switch(nt, g), -1);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 0, 1), 40.0, 1e-9);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 2, 3), 40.0, 1e-9);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 0, 2), 0.0, 1e-9);
@@ -165,14 +165,14 @@ Test(hwloc_shared, x86_server_without_nvidia_gpu)
 	free(xml);
 	cr_assert_eq(rc, 0, "%s", err);
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), -1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 0), -1);
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 0);
 	cr_assert_eq(tp_nodetype_nic_count(nt), 8);
 	for (unsigned i = 0; i < 8; i++) {
 		char want[8];
 		snprintf(want, sizeof want, "eth%u", i);
 		cr_assert_str_eq(tp_nodetype_nic_name(nt, i), want);
-		cr_assert_eq(tp_nodetype_nic_switch(nt, i), -1);
+		cr_assert_eq(tp_test_nic_switch(nt, i), -1);
 	}
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 0), 0);
 	cr_assert_eq(tp_nodetype_nvswitch_count(nt), 0);
@@ -271,7 +271,7 @@ Test(hwloc_shared, dgx2_gpu_nic_pairs)
 	for (unsigned g = 0; g < 16; g += 2) {
 		char name[16];
 		snprintf(name, sizeof name, "mlx5_%u", g / 2);
-		cr_assert_eq(tp_nodetype_add_nic(nt, name, tp_nodetype_gpu_switch(nt, g), 0.0, NULL), 0);
+		cr_assert_eq(tp_nodetype_add_nic(nt, name, tp_test_gpu_switch(nt, g), 0.0, NULL), 0);
 	}
 	t = nodes_of(nt, 2, 0);
 	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
@@ -284,7 +284,7 @@ Test(hwloc_shared, dgx2_gpu_nic_pairs)
 		unsigned gpu = tp_topology_device_index(t, d[i]);
 		int nic = tp_placement_nic(p, i);
 		cr_assert_eq(gpu / 2, (unsigned)nic, "rank %zu: GPU %u, NIC %d", i, gpu, nic);
-		cr_assert_eq(tp_nodetype_nic_switch(nt, (unsigned)nic), tp_nodetype_gpu_switch(nt, gpu));
+		cr_assert_eq(tp_test_nic_switch(nt, (unsigned)nic), tp_test_gpu_switch(nt, gpu));
 	}
 	tp_placement_destroy(p);
 	r.count = 9;

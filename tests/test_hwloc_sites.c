@@ -79,14 +79,14 @@ Test(hwloc_sites, lassen_v1_file_is_read)
 	cr_assert_null(tp_nodetype_gpu_bus_id(nt, 4));
 	/* one PLX switch per GPU pair; the HCAs and 1 GbE ports sit on root ports */
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 2);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), tp_nodetype_gpu_switch(nt, 1));
-	cr_assert_neq(tp_nodetype_gpu_switch(nt, 0), tp_nodetype_gpu_switch(nt, 2));
+	cr_assert_eq(tp_test_gpu_switch(nt, 0), tp_test_gpu_switch(nt, 1));
+	cr_assert_neq(tp_test_gpu_switch(nt, 0), tp_test_gpu_switch(nt, 2));
 	cr_assert_eq(tp_nodetype_nic_count(nt), 6);
 	static const char *const rdma[] = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
 	for (unsigned i = 0; i < 4; i++) {
 		int n = nic_index(nt, rdma[i]);
 		cr_assert_eq(tp_nodetype_nic_kind(nt, (unsigned)n), TP_NIC_RDMA, "%s", rdma[i]);
-		cr_assert_eq(tp_nodetype_nic_switch(nt, (unsigned)n), -1);
+		cr_assert_eq(tp_test_nic_switch(nt, (unsigned)n), -1);
 	}
 	cr_assert_eq(tp_nodetype_nic_kind(nt, (unsigned)nic_index(nt, "enP5p1s0f0")),
 	             TP_NIC_ETHERNET);

@@ -75,17 +75,17 @@ Test(nvsmi, two_level_switches_nics_nvlink)
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
 	/* PIX pairs GPU0+GPU1(+NIC0): a leaf switch; GPU2 and GPU3 PXB only: the upper switch */
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 2);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 0), -1);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 1), 0);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), 1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 1), 1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 2), 0);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), 0);
+	cr_assert_eq(tp_test_switch_parent(nt, 0), -1);
+	cr_assert_eq(tp_test_switch_parent(nt, 1), 0);
+	cr_assert_eq(tp_test_gpu_switch(nt, 0), 1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 1), 1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 2), 0);
+	cr_assert_eq(tp_test_gpu_switch(nt, 3), 0);
 	cr_assert_eq(tp_nodetype_nic_count(nt), 2);
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 0), "mlx5_0");
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 1), "mlx5_1");
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 0), 1);
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 1), -1);
+	cr_assert_eq(tp_test_nic_switch(nt, 0), 1);
+	cr_assert_eq(tp_test_nic_switch(nt, 1), -1);
 	cr_assert_eq(tp_nodetype_nic_kind(nt, 0), TP_NIC_RDMA);
 	/* GPU 2 reaches mlx5_0 through the upper switch: closer than mlx5_1 on the host bridge */
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 2), 0);
@@ -138,10 +138,10 @@ Test(nvsmi, real_8x4090_two_nics)
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 0), "NIC0");
 	/* NIC0 and NIC1 share a PIX switch; no GPU is behind a switch */
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 1);
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 0), 0);
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 1), 0);
+	cr_assert_eq(tp_test_nic_switch(nt, 0), 0);
+	cr_assert_eq(tp_test_nic_switch(nt, 1), 0);
 	for (unsigned g = 0; g < 8; g++) {
-		cr_assert_eq(tp_nodetype_gpu_switch(nt, g), -1);
+		cr_assert_eq(tp_test_gpu_switch(nt, g), -1);
 		for (unsigned h = 0; h < 8; h++)
 			cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, g, h), 0.0, 1e-9);
 	}

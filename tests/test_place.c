@@ -1397,7 +1397,7 @@ static void assert_paired(const tp_topology *t, const tp_placement *p)
 		const tp_nodetype *nt = tp_topology_node_type(t, node);
 		cr_assert(nic >= 0 && nt, "rank %zu: %s", i, tp_err_name(nic));
 		unsigned g = tp_topology_device_index(t, d[i]);
-		cr_assert_eq(tp_nodetype_nic_switch(nt, (unsigned)nic), tp_nodetype_gpu_switch(nt, g),
+		cr_assert_eq(tp_test_nic_switch(nt, (unsigned)nic), tp_test_gpu_switch(nt, g),
 		             "rank %zu: GPU %u with NIC %d of another switch", i, g, nic);
 		for (size_t j = 0; j < i; j++)
 			cr_assert(tp_topology_device_node(t, d[j]) != node || tp_placement_nic(p, j) != nic,

@@ -255,9 +255,9 @@ Test(scenario, imports_a_node_from_its_hwloc_file)
 		cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
 		cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 2);
 		/* GPUs in pairs behind the two switches */
-		cr_assert_eq(tp_nodetype_gpu_switch(nt, 0), tp_nodetype_gpu_switch(nt, 1));
-		cr_assert_eq(tp_nodetype_gpu_switch(nt, 2), tp_nodetype_gpu_switch(nt, 3));
-		cr_assert_neq(tp_nodetype_gpu_switch(nt, 0), tp_nodetype_gpu_switch(nt, 2));
+		cr_assert_eq(tp_test_gpu_switch(nt, 0), tp_test_gpu_switch(nt, 1));
+		cr_assert_eq(tp_test_gpu_switch(nt, 2), tp_test_gpu_switch(nt, 3));
+		cr_assert_neq(tp_test_gpu_switch(nt, 0), tp_test_gpu_switch(nt, 2));
 	}
 	cr_assert_str_eq(tp_topology_node_model(t, node_named(t, "h1")), "H100");
 	cr_assert_float_eq(tp_topology_device_perf(t, device_named(t, "h2/2")), 0.95, 1e-6);

@@ -385,20 +385,20 @@ Test(topology, nodetype_pcie_nic_nvlink)
 
 	cr_assert_eq(tp_nodetype_gpu_count(nt), 4);
 	cr_assert_eq(tp_nodetype_pcie_switch_count(nt), 3);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, s0), (int)root);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, root), -1);
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 3), (int)s1);
+	cr_assert_eq(tp_test_switch_parent(nt, s0), (int)root);
+	cr_assert_eq(tp_test_switch_parent(nt, root), -1);
+	cr_assert_eq(tp_test_gpu_switch(nt, 3), (int)s1);
 	/* unknown items are told apart from "the host bridge" (-1) */
-	cr_assert_eq(tp_nodetype_gpu_switch(nt, 4), TP_ENOTFOUND);
-	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 3), TP_ENOTFOUND);
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 2), TP_ENOTFOUND);
+	cr_assert_eq(tp_test_gpu_switch(nt, 4), TP_ENOTFOUND);
+	cr_assert_eq(tp_test_switch_parent(nt, 3), TP_ENOTFOUND);
+	cr_assert_eq(tp_test_nic_switch(nt, 2), TP_ENOTFOUND);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 0, 1), 2);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 0, 2), 4);
 	cr_assert_eq(tp_nodetype_pcie_distance(nt, 2, 2), 0);
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 0), 1);
 	cr_assert_eq(tp_nodetype_gpu_nearest_nic(nt, 3), 0);
 	cr_assert_str_eq(tp_nodetype_nic_name(nt, 1), "mlx5_1");
-	cr_assert_eq(tp_nodetype_nic_switch(nt, 1), (int)s0);
+	cr_assert_eq(tp_test_nic_switch(nt, 1), (int)s0);
 	cr_assert_eq(tp_nodetype_nvswitch_count(nt), 1);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 1, 0), 300, 1e-9);
 	cr_assert_float_eq(tp_nodetype_nvlink_gbps(nt, 2, 3), 0, 1e-9);
@@ -657,5 +657,34 @@ Test(topology, builder_budgets)
 	cr_assert_eq(tp_topology_node_count(t), 2);
 	tp_topology_destroy(t);
 	tp_topology_builder_destroy(b);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The switch queries answer through out-parameters: the host bridge is TP_NONE, never a value
+ * that is also an error code. */
+Test(topology, switch_queries_out_parameters)
+{
+	tp_nodetype *nt;
+	cr_assert_eq(tp_nodetype_create(&nt, 2, &tp_test_allocator), 0);
+	unsigned sw;
+	cr_assert_eq(tp_nodetype_add_pcie_switch(nt, -1, &sw), 0);
+	cr_assert_eq(tp_nodetype_set_gpu_switch(nt, 0, (int)sw), 0);
+	uint32_t out = 7;
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0, &out), 0);
+	cr_assert_eq(out, sw);
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 1, &out), 0);
+	cr_assert_eq(out, TP_NONE, "GPU 1 sits on the host bridge");
+	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, sw, &out), 0);
+	cr_assert_eq(out, TP_NONE);
+	out = 7;
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 2, &out), TP_ENOTFOUND);
+	cr_assert_eq(tp_nodetype_pcie_switch_parent(nt, 5, &out), TP_ENOTFOUND);
+	cr_assert_eq(tp_nodetype_nic_switch(nt, 0, &out), TP_ENOTFOUND);
+	cr_assert_eq(out, 7, "a failed query leaves the output alone");
+	cr_assert_eq(tp_nodetype_gpu_switch(nt, 0, NULL), TP_EINVAL);
+	cr_assert_eq(tp_nodetype_gpu_switch(NULL, 0, &out), TP_EINVAL);
+	cr_assert_eq(tp_nodetype_nic_switch(NULL, 0, &out), TP_EINVAL);
+	cr_assert_eq(tp_nodetype_pcie_switch_parent(NULL, 0, &out), TP_EINVAL);
+	tp_nodetype_destroy(nt);
 	TP_ASSERT_NO_LEAKS();
 }

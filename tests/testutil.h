@@ -64,6 +64,32 @@ static inline uint32_t tp_test_dev(const tp_topology *t, const char *name)
 	return d;
 }
 
+/* The switch queries as one int, for tables of expectations: the switch, -1 for the host
+ * bridge, or the (negative, below -1) code. The out-parameter form is tested on its own in
+ * test_topology.c. */
+static inline int tp_test_sw(int rc, uint32_t sw)
+{
+	return rc ? rc : sw == TP_NONE ? -1 : (int)sw;
+}
+static inline int tp_test_gpu_switch(const tp_nodetype *nt, unsigned gpu)
+{
+	uint32_t sw = TP_NONE;
+	int rc = tp_nodetype_gpu_switch(nt, gpu, &sw);
+	return tp_test_sw(rc, sw);
+}
+static inline int tp_test_nic_switch(const tp_nodetype *nt, unsigned nic)
+{
+	uint32_t sw = TP_NONE;
+	int rc = tp_nodetype_nic_switch(nt, nic, &sw);
+	return tp_test_sw(rc, sw);
+}
+static inline int tp_test_switch_parent(const tp_nodetype *nt, unsigned s)
+{
+	uint32_t sw = TP_NONE;
+	int rc = tp_nodetype_pcie_switch_parent(nt, s, &sw);
+	return tp_test_sw(rc, sw);
+}
+
 /* A small deterministic PRNG (splitmix64) for property tests. */
 static inline uint64_t tp_test_rand(uint64_t *s)
 {

@@ -179,7 +179,7 @@ static tp_nodetype *random_nodetype(struct fz_in *in, unsigned gpus)
 			FZ_CHECK((rc == 0) == (g < gpus && sw < (int)nsw), "set_gpu_switch(%u, %d): %s",
 			         g, sw, tp_err_name(rc));
 			if (rc == 0)
-				FZ_CHECK(tp_nodetype_gpu_switch(nt, g) == sw, "gpu_switch readback");
+				FZ_CHECK(tp_test_gpu_switch(nt, g) == sw, "gpu_switch readback");
 			break;
 		}
 		case 2:

@@ -23,12 +23,14 @@ static void check_nodetype(const tp_nodetype *nt)
 	unsigned g = tp_nodetype_gpu_count(nt), nsw = tp_nodetype_pcie_switch_count(nt);
 	check(g >= 1 && g <= TP_MAX_NODE_DEVICES, "GPU count out of range");
 	for (unsigned i = 0; i < nsw; i++) {
-		int p = tp_nodetype_pcie_switch_parent(nt, i);
-		check(p >= -1 && p < (int)i, "a switch's parent comes after it");
+		uint32_t p = 0;
+		check(tp_nodetype_pcie_switch_parent(nt, i, &p) == 0 && (p == TP_NONE || p < i),
+		      "a switch's parent comes after it");
 	}
 	for (unsigned i = 0; i < g; i++) {
-		int s = tp_nodetype_gpu_switch(nt, i);
-		check(s >= -1 && s < (int)nsw, "a GPU sits behind an unknown switch");
+		uint32_t s = 0;
+		check(tp_nodetype_gpu_switch(nt, i, &s) == 0 && (s == TP_NONE || s < nsw),
+		      "a GPU sits behind an unknown switch");
 		for (unsigned j = 0; j < g; j++) {
 			double bw = tp_nodetype_nvlink_gbps(nt, i, j);
 			check(bw >= 0 && bw == tp_nodetype_nvlink_gbps(nt, j, i), "NVLink not symmetric");

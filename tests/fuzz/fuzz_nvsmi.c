@@ -26,12 +26,14 @@ static void check_nodetype(const tp_nodetype *nt)
 	unsigned nn = tp_nodetype_nic_count(nt);
 	check(g >= 1 && g <= TP_MAX_NODE_DEVICES, "GPU count out of range");
 	for (unsigned s = 0; s < ns; s++) {
-		int p = tp_nodetype_pcie_switch_parent(nt, s);
-		check(p >= -1 && p < (int)s, "a switch below a later switch");
+		uint32_t p = 0;
+		check(tp_nodetype_pcie_switch_parent(nt, s, &p) == 0 && (p == TP_NONE || p < s),
+		      "a switch below a later switch");
 	}
 	for (unsigned i = 0; i < g; i++) {
-		int s = tp_nodetype_gpu_switch(nt, i);
-		check(s >= -1 && s < (int)ns, "a GPU behind an unknown switch");
+		uint32_t s = 0;
+		check(tp_nodetype_gpu_switch(nt, i, &s) == 0 && (s == TP_NONE || s < ns),
+		      "a GPU behind an unknown switch");
 		int n = tp_nodetype_gpu_nearest_nic(nt, i);
 		check(nn ? n >= 0 && n < (int)nn : n == TP_ENOTFOUND, "nearest NIC out of range");
 		for (unsigned j = 0; j < g; j++) {

@@ -787,8 +787,8 @@ bool fz_request_pairs(const tp_request *r)
 
 static bool ref_nic_below(const tp_nodetype *nt, unsigned nic, int sw)
 {
-	for (int s = tp_nodetype_nic_switch(nt, nic); sw >= 0 && s >= 0;
-	     s = tp_nodetype_pcie_switch_parent(nt, (unsigned)s))
+	for (int s = tp_test_nic_switch(nt, nic); sw >= 0 && s >= 0;
+	     s = tp_test_switch_parent(nt, (unsigned)s))
 		if (s == sw)
 			return true;
 	return sw < 0;
@@ -813,8 +813,8 @@ const char *ref_pairs_problem(const tp_topology *t, const tp_placement *p)
 				return why;
 			}
 		int anchor = -1;
-		for (int s = tp_nodetype_gpu_switch(nt, tp_topology_device_index(t, devs[i]));
-		     s >= 0 && anchor < 0; s = tp_nodetype_pcie_switch_parent(nt, (unsigned)s))
+		for (int s = tp_test_gpu_switch(nt, tp_topology_device_index(t, devs[i]));
+		     s >= 0 && anchor < 0; s = tp_test_switch_parent(nt, (unsigned)s))
 			for (unsigned k = 0; k < tp_nodetype_nic_count(nt) && anchor < 0; k++)
 				if (ref_nic_below(nt, k, s))
 					anchor = s;

@@ -157,13 +157,17 @@ class NodeType(_Owned):
         """Number of NVSwitches of the node type."""
         return lib.tp_nodetype_nvswitch_count(self._p)
 
+    def _switch(self, fn, what, i, n):
+        """A switch query's answer: the switch, -1 for the host bridge (TP_NONE in C)."""
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+            raise InvalidArgument("unknown %s %r (the node type has %d)" % (what, i, n))
+        out = ffi.new("uint32_t *")
+        check(fn(self._p, i, out), self)
+        return -1 if out[0] == NONE else out[0]
+
     def gpu_switch(self, gpu):
         """The PCIe switch GPU ``gpu`` sits behind (-1: the host bridge)."""
-        # tp_nodetype_gpu_switch answers -1 both for the host bridge and TP_EINVAL: check the
-        # index here so that the two cannot be confused.
-        if not 0 <= gpu < self.gpu_count:
-            raise InvalidArgument("unknown GPU %r (the node type has %d)" % (gpu, self.gpu_count))
-        return lib.tp_nodetype_gpu_switch(self._p, gpu)
+        return self._switch(lib.tp_nodetype_gpu_switch, "GPU", gpu, self.gpu_count)
 
     def nvlink_gbps(self, a, b):
         """The NVLink bandwidth between GPUs ``a`` and ``b`` in GB/s one direction (0: no
@@ -183,8 +187,8 @@ class NodeType(_Owned):
 
     def pcie_switch_parent(self, switch):
         """The parent of a PCIe switch (-1: the host bridge)."""
-        return lib.tp_nodetype_pcie_switch_parent(
-            self._p, self._index("PCIe switch", switch, self.pcie_switch_count))
+        return self._switch(lib.tp_nodetype_pcie_switch_parent, "PCIe switch", switch,
+                            self.pcie_switch_count)
 
     def nic_name(self, nic):
         """The name of a NIC ("mlx5_0")."""
@@ -192,7 +196,7 @@ class NodeType(_Owned):
 
     def nic_switch(self, nic):
         """The PCIe switch a NIC sits behind (-1: the host bridge)."""
-        return lib.tp_nodetype_nic_switch(self._p, self._index("NIC", nic, self.nic_count))
+        return self._switch(lib.tp_nodetype_nic_switch, "NIC", nic, self.nic_count)
 
     def nic_kind(self, nic):
         """The kind of a NIC: "unknown", "rdma" or "ethernet"."""
