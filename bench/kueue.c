@@ -122,7 +122,7 @@ static void kq_recount(struct kq *k)
 	unsigned nl = k->nl;
 	uint32_t pod = k->r->pod;
 	for (uint32_t n = 0; n < k->ndom[nl]; n++) {
-		uint32_t f = tp_cluster_free(k->c, nl, n);
+		uint32_t f = tp_cluster_free_count(k->c, nl, n);
 		k->freedev[nl][n] = f;
 		k->pods[nl][n] = f / pod;
 	}

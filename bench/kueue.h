@@ -27,7 +27,7 @@
  *     count the racks and nodes a domain would need (tp_place does).
  *   - Domains are chosen by a linear scan (and children sorted by insertion sort) instead of
  *     sorting every domain of the level, which only makes the baseline faster.
- *   - Node capacity is a device count (tp_cluster_free of the node), not a resource vector;
+ *   - Node capacity is a device count (tp_cluster_free_count of the node), not a resource vector;
  *     there is no leader pod set, no taints, no per-pod resource other than GPUs.
  *   - LeastFreeCapacity is applied to the nodes of the whole cluster directly (bucketed by free
  *     pods), not level by level.

@@ -119,12 +119,12 @@ static void model_positions_find(const tp_cluster *c, struct model_positions *p)
 		bench_die("out of memory");
 	p->nnodes = p->nracks2 = p->nracks_free = 0;
 	for (uint32_t n = 0; n < nn; n++)
-		if (tp_cluster_free(c, NVL_NODE, n) > 0)
+		if (tp_cluster_free_count(c, NVL_NODE, n) > 0)
 			p->nodes[p->nnodes++] = n;
 	for (uint32_t r = 0; r < nr; r++) {
-		if (tp_cluster_free_nodes(c, NVL_RACK, r) >= 2)
+		if (tp_cluster_free_node_count(c, NVL_RACK, r) >= 2)
 			p->racks2[p->nracks2++] = r;
-		if (tp_cluster_free(c, NVL_RACK, r) == NVL72_RACK_GPUS)
+		if (tp_cluster_free_count(c, NVL_RACK, r) == NVL72_RACK_GPUS)
 			p->racks_free[p->nracks_free++] = r;
 	}
 }
@@ -159,7 +159,7 @@ static size_t model_pick(const tp_cluster *c, const struct model_positions *p,
 	unsigned nwhole = 0;
 	tp_topology_domain_nodes(t, NVL_RACK, r, &first, &n);
 	for (uint32_t i = 0; i < n && nwhole < NVL72_RACK_NODES; i++)
-		if (tp_cluster_free(c, NVL_NODE, first + i) == NVL72_NODE_GPUS)
+		if (tp_cluster_free_count(c, NVL_NODE, first + i) == NVL72_NODE_GPUS)
 			whole[nwhole++] = first + i;
 	unsigned want = gpus / NVL72_NODE_GPUS;
 	size_t ndev = 0;

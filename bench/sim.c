@@ -283,7 +283,7 @@ static double sim_frag(const struct sim_run *r, unsigned level)
 	uint32_t nd = tp_topology_domain_count(t, level);
 	uint64_t free_all = 0, free_whole = 0;
 	for (uint32_t d = 0; d < nd; d++) {
-		uint32_t fr = tp_cluster_free(r->ctx.c, level, d);
+		uint32_t fr = tp_cluster_free_count(r->ctx.c, level, d);
 		free_all += fr;
 		uint32_t first, n;
 		tp_topology_domain_devices(t, level, d, &first, &n);

@@ -246,7 +246,7 @@ uint32_t sim_easy_free_on(const struct sim_ctx *ctx, const uint32_t *list, uint3
 {
 	uint32_t fr = 0;
 	for (uint32_t k = 0; k < n; k++)
-		fr += tp_cluster_free(ctx->c, ctx->f->node_level, list[k]);
+		fr += tp_cluster_free_count(ctx->c, ctx->f->node_level, list[k]);
 	return fr;
 }
 

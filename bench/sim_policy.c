@@ -162,7 +162,7 @@ static void no_destroy(void *st) { (void)st; }
  */
 static uint32_t node_slots(const struct sim_ctx *ctx, uint32_t node, uint32_t group)
 {
-	return tp_cluster_free(ctx->c, ctx->f->node_level, node) / group;
+	return tp_cluster_free_count(ctx->c, ctx->f->node_level, node) / group;
 }
 
 /* Fill devs from the chosen slots: slot_node[0..k) lists one node per slot taken. */

@@ -78,11 +78,11 @@ static int slurm_one_node(struct slurm_st *s, struct sim_ctx *ctx, const struct 
 	const struct sim_fleet *f = ctx->f;
 	uint32_t best = TP_NONE, best_cnt = UINT32_MAX, best_node = TP_NONE;
 	for (uint32_t b = 0; b < s->nbase; b++) {
-		if (tp_cluster_free(ctx->c, f->base_level, b) < j->gpus)
+		if (tp_cluster_free_count(ctx->c, f->base_level, b) < j->gpus)
 			continue;
 		uint32_t cnt = 0, first = TP_NONE;
 		for (uint32_t node = s->node_first[b]; node < s->node_first[b] + s->node_n[b]; node++)
-			if (tp_cluster_free(ctx->c, f->node_level, node) >= j->gpus) {
+			if (tp_cluster_free_count(ctx->c, f->node_level, node) >= j->gpus) {
 				if (first == TP_NONE)
 					first = node;
 				cnt++;
@@ -106,7 +106,7 @@ static uint32_t take_nodes(struct slurm_st *s, struct sim_ctx *ctx, uint32_t b, 
 	uint32_t got = 0;
 	for (uint32_t node = s->node_first[b];
 	     node < s->node_first[b] + s->node_n[b] && got < want; node++) {
-		if (s->taken[node] || tp_cluster_free(ctx->c, f->node_level, node) != f->node_gpus)
+		if (s->taken[node] || tp_cluster_free_count(ctx->c, f->node_level, node) != f->node_gpus)
 			continue;
 		s->taken[node] = 1;
 		s->taken_list[s->ntaken++] = node;
@@ -138,7 +138,7 @@ static void count_free(struct slurm_st *s, struct sim_ctx *ctx, uint64_t *total)
 {
 	*total = 0;
 	for (uint32_t b = 0; b < s->nbase; b++) {
-		s->fn[b] = tp_cluster_free_nodes(ctx->c, ctx->f->base_level, b);
+		s->fn[b] = tp_cluster_free_node_count(ctx->c, ctx->f->base_level, b);
 		*total += s->fn[b];
 	}
 }
@@ -281,7 +281,7 @@ int sim_slurm_tree_place(void *st, struct sim_ctx *ctx, const struct sim_job *j,
 		uint32_t nd = tp_topology_domain_count(f->t, (unsigned)l);
 		uint64_t best_cnt = UINT64_MAX;
 		for (uint32_t d = 0; d < nd; d++) {
-			uint64_t cnt = tp_cluster_free_nodes(ctx->c, (unsigned)l, d);
+			uint64_t cnt = tp_cluster_free_node_count(ctx->c, (unsigned)l, d);
 			if (cnt >= nodes && cnt < best_cnt) {
 				best_cnt = cnt;
 				top = d;

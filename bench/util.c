@@ -429,14 +429,14 @@ static uint32_t fill_pick_node(const tp_cluster *c, struct bench_rng *rng, const
 	for (int probe = 0; probe < 64; probe++) {
 		uint32_t n = (uint32_t)bench_rng_below(rng, nn);
 		if (!reserved[tp_topology_node_domain(t, n, NVL_RACK)] &&
-		    tp_cluster_free(c, NVL_NODE, n) >= k)
+		    tp_cluster_free_count(c, NVL_NODE, n) >= k)
 			return n;
 	}
 	uint32_t start = (uint32_t)bench_rng_below(rng, nn);
 	for (uint32_t i = 0; i < nn; i++) {
 		uint32_t n = (start + i) % nn;
 		if (!reserved[tp_topology_node_domain(t, n, NVL_RACK)] &&
-		    tp_cluster_free(c, NVL_NODE, n) >= k)
+		    tp_cluster_free_count(c, NVL_NODE, n) >= k)
 			return n;
 	}
 	return TP_NONE;
@@ -451,7 +451,7 @@ static uint32_t fill_pick_rack(const tp_cluster *c, struct bench_rng *rng, const
 	uint32_t start = (uint32_t)bench_rng_below(rng, nr);
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t r = (start + i) % nr;
-		if (reserved[r] || tp_cluster_free_nodes(c, NVL_RACK, r) < k)
+		if (reserved[r] || tp_cluster_free_node_count(c, NVL_RACK, r) < k)
 			continue;
 		bool taken = false;
 		for (unsigned u = 0; u < nused; u++)
@@ -472,7 +472,7 @@ static size_t fill_take_nodes(const tp_cluster *c, struct bench_rng *rng, uint32
 	uint32_t off = (uint32_t)bench_rng_below(rng, n);
 	for (uint32_t i = 0; i < n && k > 0; i++) {
 		uint32_t node = first + (off + i) % n;
-		if (tp_cluster_free(c, NVL_NODE, node) != NVL72_NODE_GPUS)
+		if (tp_cluster_free_count(c, NVL_NODE, node) != NVL72_NODE_GPUS)
 			continue;
 		ndev += bench_node_free_devices(c, node, devs + ndev, NVL72_NODE_GPUS);
 		k--;

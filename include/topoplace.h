@@ -1066,7 +1066,7 @@ TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_
  *
  * A spare is a whole node, healthy, uncordoned and free, held back from ordinary placement:
  * tp_place() and the defrag planner never use it, its devices do not count as free
- * (tp_cluster_free() and every figure leave them out), and tp_replace() uses spares first.
+ * (tp_cluster_free_count() and every figure leave them out), and tp_replace() uses spares first.
  * The call first clears every spare mark (the policy's and tp_cluster_set_node_spare()'s),
  * then marks in each domain of @p level its last @p k eligible nodes (highest node index
  * first). The library keeps the policy from then on: after every change of devices (assign,
@@ -1077,7 +1077,7 @@ TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_
  * policy are covered by savepoints.
  *
  * @param c The cluster (one writer). @param level A level above the node (an index as in
- *        tp_cluster_free()). @param k Spares per domain; 0 clears every mark and the policy
+ *        tp_cluster_free_count()). @param k Spares per domain; 0 clears every mark and the policy
  *        (@p level is then ignored). @param flags 0 (no flag is defined yet).
  * @return 0, ::TP_EINVAL (level not above the node, @p k above the nodes of the largest
  *         domain, unknown flags; the message names the field), ::TP_ENOMEM (state unchanged).
@@ -1127,9 +1127,10 @@ TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigne
 /**
  * @brief Free devices (healthy, not cordoned, held by no job) in a domain. *Read-only.*
  * @param c The cluster. @param level Level. @param dom Domain index (a node at the node level).
- * @return The count, 0 for a bad argument. O(1). @since 0.1.0
+ * @return The count, 0 for a bad argument. O(1). @since 0.1.0 (named tp_cluster_free, which read
+ *         like a destructor, until 0.4.0)
  */
-TP_API uint32_t tp_cluster_free(const tp_cluster *c, unsigned level, uint32_t dom);
+TP_API uint32_t tp_cluster_free_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /** @brief Free devices in the whole cluster. *Read-only.* @param c The cluster.
  *  @return The count. @since 0.1.0 */
@@ -1138,9 +1139,10 @@ TP_API uint32_t tp_cluster_free_total(const tp_cluster *c);
 /**
  * @brief Nodes of a domain whose every device is free. *Read-only.*
  * @param c The cluster. @param level Level. @param dom Domain index.
- * @return The count, 0 for a bad argument. O(1). @since 0.1.0
+ * @return The count, 0 for a bad argument. O(1). @since 0.1.0 (named tp_cluster_free_nodes until
+ *         0.4.0)
  */
-TP_API uint32_t tp_cluster_free_nodes(const tp_cluster *c, unsigned level, uint32_t dom);
+TP_API uint32_t tp_cluster_free_node_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /**
  * @brief Histogram of free devices per node in a domain: `hist[k]` nodes have exactly `k` free
@@ -1512,8 +1514,9 @@ TP_API const char *tp_frag_errmsg(const tp_frag *f);
  *  @return The count (0 for a bad level). @since 0.1.0 */
 TP_API uint32_t tp_frag_domains(const tp_frag *f, unsigned level);
 /** @brief Free devices at a level (the same at every level: free devices of the cluster).
- *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_free(const tp_frag *f, unsigned level);
+ *  @param f The report. @param level Level. @return The count.
+ *  @since 0.1.0 (named tp_frag_free until 0.4.0) */
+TP_API uint32_t tp_frag_free_count(const tp_frag *f, unsigned level);
 /** @brief Domains of a level whose every device is free, healthy and uncordoned.
  *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
 TP_API uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level);

@@ -268,7 +268,7 @@ static bool dom_valid(const tp_cluster *c, unsigned level, uint32_t dom)
 	return c && level < c->t->nlevels && dom < c->t->lv[level].ndom;
 }
 
-uint32_t tp_cluster_free(const tp_cluster *c, unsigned level, uint32_t dom)
+uint32_t tp_cluster_free_count(const tp_cluster *c, unsigned level, uint32_t dom)
 {
 	return dom_valid(c, level, dom) ? c->free[level][dom] : 0;
 }
@@ -278,7 +278,7 @@ uint32_t tp_cluster_free_total(const tp_cluster *c)
 	return c ? c->nfree : 0;
 }
 
-uint32_t tp_cluster_free_nodes(const tp_cluster *c, unsigned level, uint32_t dom)
+uint32_t tp_cluster_free_node_count(const tp_cluster *c, unsigned level, uint32_t dom)
 {
 	if (!dom_valid(c, level, dom))
 		return 0;

@@ -181,7 +181,7 @@ uint32_t tp_frag_domains(const tp_frag *f, unsigned level)
 	return l ? l->domains : 0;
 }
 
-uint32_t tp_frag_free(const tp_frag *f, unsigned level)
+uint32_t tp_frag_free_count(const tp_frag *f, unsigned level)
 {
 	return lvl(f, level) ? f->free : 0;
 }

@@ -133,8 +133,8 @@ static void assert_aggregates(const tp_cluster *c)
 				if (nodefree[n] > top)
 					top = nodefree[n];
 			}
-			cr_assert_eq(tp_cluster_free(c, l, d), f, "level %u dom %u", l, d);
-			cr_assert_eq(tp_cluster_free_nodes(c, l, d), fn, "level %u dom %u", l, d);
+			cr_assert_eq(tp_cluster_free_count(c, l, d), f, "level %u dom %u", l, d);
+			cr_assert_eq(tp_cluster_free_node_count(c, l, d), fn, "level %u dom %u", l, d);
 			cr_assert_eq(tp_cluster_node_histogram(c, l, d, hist, TP_MAX_NODE_DEVICES + 2),
 			             (int)top);
 			cr_assert_arr_eq(hist, want, sizeof want, "level %u dom %u histogram", l, d);
@@ -185,10 +185,10 @@ Test(cluster, create_empty_nvl72)
 	tp_cluster *c = tp_test_cluster(t);
 	cr_assert_eq(tp_cluster_topology(c), t);
 	cr_assert_eq(tp_cluster_free_total(c), 2 * 3 * 72);
-	cr_assert_eq(tp_cluster_free(c, 1, 4), 72);
-	cr_assert_eq(tp_cluster_free_nodes(c, 1, 4), 18);
-	cr_assert_eq(tp_cluster_free_nodes(c, 0, 1), 54);
-	cr_assert_eq(tp_cluster_free_nodes(c, 2, 7), 1);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 4), 72);
+	cr_assert_eq(tp_cluster_free_node_count(c, 1, 4), 18);
+	cr_assert_eq(tp_cluster_free_node_count(c, 0, 1), 54);
+	cr_assert_eq(tp_cluster_free_node_count(c, 2, 7), 1);
 	uint32_t h[5];
 	cr_assert_eq(tp_cluster_node_histogram(c, 1, 0, h, 5), 4);
 	cr_assert_eq(h[4], 18);
@@ -261,8 +261,8 @@ Test(cluster, assign_and_release_hand_built)
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 3, NULL), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
 	cr_assert_eq(tp_cluster_free_total(c), 23 - 3);
-	cr_assert_eq(tp_cluster_free(c, 2, 2), 6);
-	cr_assert_eq(tp_cluster_free_nodes(c, 0, 0), 1); /* n2 */
+	cr_assert_eq(tp_cluster_free_count(c, 2, 2), 6);
+	cr_assert_eq(tp_cluster_free_node_count(c, 0, 0), 1); /* n2 */
 	uint32_t tight;
 	cr_assert_eq(tp_cluster_tightest(c, 1, 5, &tight), 0);
 	cr_assert_eq(tight, 0, "r1 has 5 free, r2 6, r3 9");
@@ -308,7 +308,7 @@ Test(cluster, assign_and_release_hand_built)
 	cr_assert_eq(o.priority, -3);
 	cr_assert_eq(o.preemptible, 0);
 	cr_assert_eq(o.migratable, 1);
-	cr_assert_eq(tp_cluster_free_nodes(c, 1, 2), 1);
+	cr_assert_eq(tp_cluster_free_node_count(c, 1, 2), 1);
 	cr_assert_eq(tp_cluster_job_count(c), 2);
 	cr_assert_str_eq(tp_cluster_job_at(c, 0), "a");
 	cr_assert_str_eq(tp_cluster_job_at(c, 1), "b");
@@ -346,9 +346,9 @@ Test(cluster, one_rack_on_nvl72)
 		devs[i] = first + (i * 5) % 72; /* interleaved nodes: still exact */
 	cr_assert_eq(tp_cluster_assign(c, "rack", devs, 72, NULL), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_free(c, 1, 2), 0);
-	cr_assert_eq(tp_cluster_free(c, 0, 1), 72);
-	cr_assert_eq(tp_cluster_free_nodes(c, 0, 1), 18);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 2), 0);
+	cr_assert_eq(tp_cluster_free_count(c, 0, 1), 72);
+	cr_assert_eq(tp_cluster_free_node_count(c, 0, 1), 18);
 	uint32_t tight;
 	cr_assert_eq(tp_cluster_tightest(c, 1, 72, &tight), 0);
 	cr_assert_eq(tight, 0);
@@ -413,7 +413,7 @@ Test(cluster, health)
 		all[i] = first + i;
 	cr_assert_eq(tp_cluster_set_down(c, all, n, 1), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_free(c, 1, 1), 0);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 1), 0);
 	cr_assert_eq(tp_cluster_set_down(c, all, n, 0), 0);
 	cr_assert_eq(tp_cluster_set_cordoned(c, all, n, 0), 0);
 	STEP(c);
@@ -679,10 +679,10 @@ Test(cluster, other_call_validation)
 
 	/* Read-only queries with bad arguments. */
 	uint32_t h[4], d;
-	cr_assert_eq(tp_cluster_free(c, 3, 0), 0);
-	cr_assert_eq(tp_cluster_free(c, 1, 3), 0);
-	cr_assert_eq(tp_cluster_free(NULL, 0, 0), 0);
-	cr_assert_eq(tp_cluster_free_nodes(c, 0, 2), 0);
+	cr_assert_eq(tp_cluster_free_count(c, 3, 0), 0);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 3), 0);
+	cr_assert_eq(tp_cluster_free_count(NULL, 0, 0), 0);
+	cr_assert_eq(tp_cluster_free_node_count(c, 0, 2), 0);
 	cr_assert_eq(tp_cluster_free_total(NULL), 0);
 	cr_assert_eq(tp_cluster_node_histogram(c, 3, 0, h, 4), TP_EINVAL);
 	cr_assert_eq(tp_cluster_node_histogram(c, 0, 0, NULL, 4), TP_EINVAL);

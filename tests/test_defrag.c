@@ -1234,9 +1234,9 @@ Test(defrag, compaction_frees_the_cheapest_racks)
 	for (size_t i = 0; i < tp_plan_step_count(p); i++)
 		cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0, "%s", tp_cluster_errmsg(c));
 	assert_consistent(c);
-	cr_assert_eq(tp_cluster_free(c, 1, 0), RACK_GPUS);
-	cr_assert_eq(tp_cluster_free(c, 1, 1), RACK_GPUS);
-	cr_assert_eq(tp_cluster_free(c, 1, 3), RACK_GPUS);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 0), RACK_GPUS);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 1), RACK_GPUS);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 3), RACK_GPUS);
 	tp_plan_destroy(p);
 	/* everything left holds an immovable job or migrants with nowhere to go */
 	TP_ASSERT_ERR(tp_defrag_compact(c, "rack", 5, NULL, &p), TP_ENOPLAN, tp_plan_errmsg(p),
@@ -1357,7 +1357,7 @@ Test(defrag, compaction_frees_the_cheapest_set, .timeout = 120)
 				cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0);
 			uint32_t freed = 0;
 			for (uint32_t rk = 0; rk < 5; rk++)
-				freed += tp_cluster_free(c, 0, rk) == 4;
+				freed += tp_cluster_free_count(c, 0, rk) == 4;
 			cr_assert_geq(freed, want);
 			cr_assert_eq(tp_cluster_rollback(c, sp), 0);
 			plans++;

@@ -41,7 +41,7 @@ Test(frag, per_level_figures_match_the_hand_computation)
 	tp_frag *f = NULL;
 	cr_assert_eq(tp_frag_report(c, NULL, 0, &f), 0);
 	/* free per node 0,4,2,4,4,4,5 (23) */
-	cr_assert_eq(tp_frag_free(f, 0), 23);
+	cr_assert_eq(tp_frag_free_count(f, 0), 23);
 	cr_assert_eq(tp_frag_domains(f, 0), 2);
 	cr_assert_eq(tp_frag_fully_free(f, 0), 0);
 	cr_assert_eq(tp_frag_largest_free(f, 0), 13);
@@ -113,7 +113,7 @@ Test(frag, bad_mix_and_empty_cluster)
 		TP_ASSERT_ERR(tp_frag_report(c, bad[i].mix, bad[i].n, &f), bad[i].code,
 		              tp_frag_errmsg(f), bad[i].msg);
 		cr_assert_eq(tp_frag_domains(f, 0), 0);
-		cr_assert_eq(tp_frag_free(f, 0), 0);
+		cr_assert_eq(tp_frag_free_count(f, 0), 0);
 		tp_frag_destroy(f);
 	}
 	cr_assert_eq(tp_frag_report(NULL, NULL, 0, &f), TP_EINVAL);
@@ -126,7 +126,7 @@ Test(frag, bad_mix_and_empty_cluster)
 		all[i] = i;
 	cr_assert_eq(tp_cluster_set_down(c, all, 32, 1), 0);
 	cr_assert_eq(tp_frag_report(c, NULL, 0, &f), 0);
-	cr_assert_eq(tp_frag_free(f, 2), 0);
+	cr_assert_eq(tp_frag_free_count(f, 2), 0);
 	cr_assert_eq(tp_frag_down(f), 32);
 	cr_assert_float_eq(tp_frag_fragmentation(f, 1), 0.0, 1e-12);
 	cr_assert_float_eq(tp_frag_workload(f), 0.0, 1e-12);

@@ -521,7 +521,7 @@ Test(place_oracle, cases_build_as_modelled)
 				          holder ? holder : "nobody", jid);
 				nfree += want == TP_DEVICE_FREE;
 			}
-			cr_assert_eq(tp_cluster_free(c, k.L - 1, n), nfree, "seed %" PRIu64 ": n%u", seed, n);
+			cr_assert_eq(tp_cluster_free_count(c, k.L - 1, n), nfree, "seed %" PRIu64 ": n%u", seed, n);
 		}
 		tp_cluster_destroy(c);
 		tp_topology_destroy(t);

@@ -71,7 +71,7 @@ Test(spares, policy_marks_the_last_free_nodes_of_each_rack)
 	cr_assert_eq(tp_cluster_spares(c, 2, 35), 1);
 	/* spares are not free: 144 GPUs, 4 busy, 16 spare */
 	cr_assert_eq(tp_cluster_free_total(c), 144 - 4 - 16);
-	cr_assert_eq(tp_cluster_free(c, 1, 0), 72 - 4 - 8);
+	cr_assert_eq(tp_cluster_free_count(c, 1, 0), 72 - 4 - 8);
 	assert_consistent(c);
 	/* k = 0 clears every mark and the policy */
 	cr_assert_eq(tp_cluster_set_spares(c, 1, 0, 0), 0);
@@ -128,7 +128,7 @@ Test(spares, upkeep_follows_failures_repairs_and_releases)
 	/* repaired: the rack has its 2 spares, so 17 is simply free */
 	set_node_down(c, 17, 0);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 17), 0);
-	cr_assert_eq(tp_cluster_free(c, 2, 17), 4);
+	cr_assert_eq(tp_cluster_free_count(c, 2, 17), 4);
 	/* the rack fills up: no spare can be found until a node frees */
 	job_nodes(c, "a", 0, 15, NULL);
 	job_nodes(c, "b", 17, 1, NULL);
@@ -158,7 +158,7 @@ Test(spares, caller_marks_its_own_spares)
 	/* a job assigned onto a spare takes it: the mark goes */
 	cr_assert_eq(tp_cluster_assign(c, "j", d, 2, NULL), 0, "%s", tp_cluster_errmsg(c));
 	cr_assert_eq(tp_cluster_node_is_spare(c, 3), 0);
-	cr_assert_eq(tp_cluster_free(c, 2, 3), 2);
+	cr_assert_eq(tp_cluster_free_count(c, 2, 3), 2);
 	assert_consistent(c);
 	cr_assert_eq(tp_cluster_set_node_spare(c, 5, 1), 0);
 	cr_assert_eq(tp_cluster_set_node_spare(c, 5, 0), 0);
@@ -406,7 +406,7 @@ Test(spares, random_changes_keep_the_policy)
 		for (uint32_t r = 0; r < 3; r++) {
 			uint32_t eligible = 0;
 			for (uint32_t x = 18 * r; x < 18 * r + 18; x++)
-				eligible += tp_cluster_free(c, 2, x) == 4 || tp_cluster_node_is_spare(c, x);
+				eligible += tp_cluster_free_count(c, 2, x) == 4 || tp_cluster_node_is_spare(c, x);
 			uint32_t want = k < eligible ? k : eligible;
 			cr_assert_geq(tp_cluster_spares(c, 1, r), want, "step %d: rack %u has %u spares of %u",
 			              step, r, tp_cluster_spares(c, 1, r), k);

@@ -233,7 +233,7 @@ static uint64_t ask_frag(const tp_cluster *c, bool custom)
 	int rc = tp_frag_report(c, custom ? mixes : NULL, custom ? 3 : 0, &f);
 	uint64_t h = mix(0, (uint64_t)(int64_t)rc);
 	for (unsigned l = 0; f && l < 3; l++) {
-		h = mix(mix(mix(h, tp_frag_domains(f, l)), tp_frag_free(f, l)), tp_frag_fully_free(f, l));
+		h = mix(mix(mix(h, tp_frag_domains(f, l)), tp_frag_free_count(f, l)), tp_frag_fully_free(f, l));
 		h = mix_f(mix(h, tp_frag_largest_free(f, l)), tp_frag_fragmentation(f, l));
 	}
 	if (f)
@@ -250,7 +250,7 @@ static uint64_t ask_counts(const tp_cluster *c)
 	for (unsigned l = 0; l < tp_topology_level_count(t); l++)
 		for (uint32_t d = 0; d < tp_topology_domain_count(t, l); d++) {
 			uint32_t hist[6] = {0};
-			h = mix(mix(h, tp_cluster_free(c, l, d)), tp_cluster_free_nodes(c, l, d));
+			h = mix(mix(h, tp_cluster_free_count(c, l, d)), tp_cluster_free_node_count(c, l, d));
 			h = mix(h, (uint64_t)tp_cluster_node_histogram(c, l, d, hist, 6));
 			for (int k = 0; k < 6; k++)
 				h = mix(h, hist[k]);

@@ -267,7 +267,7 @@ func (c *Cluster) Frag() ([]LevelFrag, error) {
 	out := make([]LevelFrag, len(levels))
 	for i, name := range levels {
 		l := C.unsigned(i)
-		out[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)), uint32(C.tp_frag_free(f, l)),
+		out[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)), uint32(C.tp_frag_free_count(f, l)),
 			uint32(C.tp_frag_fully_free(f, l)), uint32(C.tp_frag_largest_free(f, l)),
 			float64(C.tp_frag_fragmentation(f, l))}
 	}

@@ -407,8 +407,8 @@ static void compare_level(const struct ref_model *m, const tp_cluster *c, unsign
 		freec[d] = recount_free(m, first, n);
 		if (freec[d] > maxfree)
 			maxfree = freec[d];
-		FZ_CHECK(tp_cluster_free(c, l, d) == freec[d], "free(level %u, dom %u) %u, recount %u",
-		         l, d, tp_cluster_free(c, l, d), freec[d]);
+		FZ_CHECK(tp_cluster_free_count(c, l, d) == freec[d], "free(level %u, dom %u) %u, recount %u",
+		         l, d, tp_cluster_free_count(c, l, d), freec[d]);
 		uint32_t fullnodes = 0, top = 0;
 		memset(want, 0, hsize * sizeof *want);
 		for (uint32_t node = nfirst; node < nfirst + nn; node++) {
@@ -419,9 +419,9 @@ static void compare_level(const struct ref_model *m, const tp_cluster *c, unsign
 			if (f > top)
 				top = f;
 		}
-		FZ_CHECK(tp_cluster_free_nodes(c, l, d) == fullnodes,
+		FZ_CHECK(tp_cluster_free_node_count(c, l, d) == fullnodes,
 		         "free_nodes(level %u, dom %u) %u, recount %u", l, d,
-		         tp_cluster_free_nodes(c, l, d), fullnodes);
+		         tp_cluster_free_node_count(c, l, d), fullnodes);
 		int rc = tp_cluster_node_histogram(c, l, d, hist, hsize);
 		FZ_CHECK(rc == (int)top, "histogram(level %u, dom %u) returned %d, recount %u", l, d,
 		         rc, top);
@@ -429,7 +429,7 @@ static void compare_level(const struct ref_model *m, const tp_cluster *c, unsign
 			FZ_CHECK(hist[k] == want[k], "histogram(level %u, dom %u)[%u] %u, recount %u", l,
 			         d, k, hist[k], want[k]);
 	}
-	FZ_CHECK(tp_cluster_free(c, l, ndom) == 0 && tp_cluster_free_nodes(c, l, ndom) == 0,
+	FZ_CHECK(tp_cluster_free_count(c, l, ndom) == 0 && tp_cluster_free_node_count(c, l, ndom) == 0,
 	         "a bad domain has free devices");
 	static const uint32_t ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 36, 64, 72};
 	for (size_t i = 0; i < sizeof ks / sizeof ks[0] + 2; i++) {
@@ -466,7 +466,7 @@ void ref_compare(const struct ref_model *m, const tp_cluster *c)
 			hsize = node_size(t, node) + 2;
 	for (unsigned l = 0; l < nl; l++)
 		compare_level(m, c, l, hsize);
-	FZ_CHECK(tp_cluster_free(c, nl, 0) == 0, "a bad level has free devices");
+	FZ_CHECK(tp_cluster_free_count(c, nl, 0) == 0, "a bad level has free devices");
 }
 
 /* ---- fragmentation ----------------------------------------------------------------------------*/
@@ -510,8 +510,8 @@ void ref_compare_frag(const struct ref_model *m, const tp_cluster *c, const tp_f
 		}
 		double frag = nfree ? (double)(nfree - in_fully) / nfree : 0.0;
 		FZ_CHECK(tp_frag_domains(f, l) == ndom, "frag level %u domains", l);
-		FZ_CHECK(tp_frag_free(f, l) == nfree, "frag level %u free %u, recount %u", l,
-		         tp_frag_free(f, l), nfree);
+		FZ_CHECK(tp_frag_free_count(f, l) == nfree, "frag level %u free %u, recount %u", l,
+		         tp_frag_free_count(f, l), nfree);
 		FZ_CHECK(tp_frag_fully_free(f, l) == fully, "frag level %u fully_free %u, recount %u",
 		         l, tp_frag_fully_free(f, l), fully);
 		FZ_CHECK(tp_frag_largest_free(f, l) == largest, "frag level %u largest %u, recount %u",

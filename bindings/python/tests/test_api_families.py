@@ -109,8 +109,8 @@ def test_properties_give_what_the_c_getters_give(tp):
                              for i in range(lib.tp_topology_level_count(t._p)))
     assert t.node_count == lib.tp_topology_node_count(t._p) == 4
     assert c.free_total == lib.tp_cluster_free_total(c._p) == 16
-    assert c.free_count("node", "x2") == lib.tp_cluster_free(c._p, 2, t.node("x2")) == 4
-    assert c.free_node_count("rack", 0) == lib.tp_cluster_free_nodes(c._p, 1, 0) == 1
+    assert c.free_count("node", "x2") == lib.tp_cluster_free_count(c._p, 2, t.node("x2")) == 4
+    assert c.free_node_count("rack", 0) == lib.tp_cluster_free_node_count(c._p, 1, 0) == 1
 
 
 def test_placement_and_plan_close(tp):

@@ -218,7 +218,7 @@ class Cluster(_Owned):
     def free_count(self, level, dom):
         """Number of free devices (healthy, not cordoned, held by no job) in a domain (an id
         or a path)."""
-        return lib.tp_cluster_free(self._p, self._topo.level(level), self._dom(level, dom))
+        return lib.tp_cluster_free_count(self._p, self._topo.level(level), self._dom(level, dom))
 
     free = _deprecated("free_count", "free")
 
@@ -234,7 +234,7 @@ class Cluster(_Owned):
 
     def free_node_count(self, level, dom):
         """Number of nodes of a domain (an id or a path) whose every device is free."""
-        return lib.tp_cluster_free_nodes(self._p, self._topo.level(level), self._dom(level, dom))
+        return lib.tp_cluster_free_node_count(self._p, self._topo.level(level), self._dom(level, dom))
 
     free_nodes = _deprecated("free_node_count", "free_nodes")
 

@@ -76,11 +76,11 @@ def _frag_report(cluster, mix):
             lib.tp_frag_destroy(out[0])
         check(rc, None, msg or "frag report: %s" % strerror(rc))
     f = ffi.gc(out[0], lib.tp_frag_destroy)
-    levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free(f, lv),
+    levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free_count(f, lv),
                               lib.tp_frag_fully_free(f, lv), lib.tp_frag_largest_free(f, lv),
                               lib.tp_frag_fragmentation(f, lv))
               for lv, name in enumerate(cluster._topo.levels)}
-    rep = FragReport(levels, lib.tp_frag_free(f, 0), lib.tp_frag_down(f),
+    rep = FragReport(levels, lib.tp_frag_free_count(f, 0), lib.tp_frag_down(f),
                      lib.tp_frag_cordoned(f), lib.tp_frag_workload(f))
     ffi.release(f)
     return rep
