@@ -134,7 +134,7 @@ static int result_push(tp_pd_result *res, const char *job, unsigned g, int prefi
 static int assign_instances(struct pd *q, const tp_placement *p, unsigned g, int prefill)
 {
 	size_t n;
-	const uint32_t *devs = tp_placement_devices(p, &n);
+	const uint32_t *devs = tp_placement_devices(p, &n); /* count x size, in rank order */
 	unsigned count = prefill ? q->r->prefill : q->r->decode;
 	unsigned size = prefill ? q->r->prefill_devices : q->r->decode_devices;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
@@ -150,11 +150,12 @@ static int assign_instances(struct pd *q, const tp_placement *p, unsigned g, int
 		if ((rc = result_push(q->res, name, g, prefill, i, devs + (size_t)i * size, size)))
 			return tp_seterr(q->res->errmsg, rc, "out of memory recording %s", name);
 	}
-	(void)n;
 	return 0;
 }
 
-/* The request of one side of group g inside spread domain dom (TP_NONE: anywhere). */
+/* The request of one side of a group: the prefill instances inside one domain of the locality
+ * level, the decode instances colocated with prefill instance 0 there; both limited to the
+ * nodes given (the spread domain tried), or anywhere when there are none. */
 static tp_request side_request(const struct pd *q, int prefill, const char **nodes,
                                size_t nnodes, const char *colocate)
 {
@@ -177,8 +178,6 @@ static tp_request side_request(const struct pd *q, int prefill, const char **nod
 	} else if (q->r->locality) {
 		r.colocate_job = colocate;
 		r.colocate_level = q->r->locality;
-	} else {
-		r.required = NULL;
 	}
 	return r;
 }

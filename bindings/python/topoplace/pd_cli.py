@@ -93,12 +93,9 @@ def parse(doc):
 def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     """Answer the pd command: (exit status, JSON document)."""
     from . import errors
+    from .size_cli import read_document
     from .sizing import place_pd, release_pd_failed
-    text, base_dir = sc_mod.read_input(path, stdin, max_bytes)
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise _bad("(document)", "not JSON: %s" % e)
+    doc, base_dir = read_document(path, stdin, max_bytes)
     kw, repair = parse(doc)
     scen = {k: doc[k] for k in ("version", "topology", "state") if k in doc}
     sc = sc_mod.parse(scen, "frag", base_dir)

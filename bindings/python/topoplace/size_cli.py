@@ -114,15 +114,21 @@ def parse(doc):
     return name, model, kw, _int("serving.limit", s.get("limit", 0))
 
 
-def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
-    """Answer the size command: (exit status, JSON document, text renderer)."""
-    from . import errors
-    from .sizing import size_model
+def read_document(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
+    """A JSON document from a file (or standard input for ``-``) and its folder; invalid input
+    when it is not JSON (the size and pd commands)."""
     text, base_dir = sc_mod.read_input(path, stdin, max_bytes)
     try:
-        doc = json.loads(text)
+        return json.loads(text), base_dir
     except ValueError as e:
         raise _bad("(document)", "not JSON: %s" % e)
+
+
+def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
+    """Answer the size command: (exit status, JSON document)."""
+    from . import errors
+    from .sizing import size_model
+    doc, base_dir = read_document(path, stdin, max_bytes)
     name, model, kw, limit = parse(doc)
     sc = sc_mod.parse({"version": doc.get("version", 1), "topology": doc.get("topology")},
                       "frag", base_dir)
