@@ -39,6 +39,7 @@ struct cmp_workload {
 	enum sim_mix mix;
 	char path[2100];
 	size_t jobs;  /* generator: jobs; trace: rows per seed (0: all) */
+	size_t asked; /* trace: the rows per seed asked for, when the trace is too short for it */
 };
 
 struct cmp_cell_pol {
@@ -148,6 +149,55 @@ static void cmp_add_workload(struct cmp_opts *o, const char *name, const char *s
 		}
 	bench_die("--workloads: '%s' is not philly-like, openb-like, llm, philly, openb, dlrm or "
 	          "trace:FILE", name);
+}
+
+/* The data rows of a trace file (its lines after the header). */
+static size_t cmp_trace_rows(const char *path)
+{
+	FILE *in = fopen(path, "r");
+	if (!in)
+		bench_die("%s: cannot read the file", path);
+	size_t lines = 0;
+	int c, last = '\n';
+	while ((c = getc(in)) != EOF) {
+		if (c == '\n')
+			lines++;
+		last = c;
+	}
+	if (last != '\n')
+		lines++;
+	fclose(in);
+	return lines ? lines - 1 : 0;
+}
+
+/*
+ * Seed s replays rows s x R to (s + 1) x R of a trace (R rows per seed): disjoint slices after
+ * the first. A trace shorter than (largest seed + 1) x R rows (Alibaba's openb and DLRM traces
+ * have about 7,000) gets the largest R that still gives every seed a slice of its own, and the
+ * tables say so.
+ */
+static void cmp_fit_trace_slices(struct cmp_opts *o)
+{
+	uint64_t top = 0;
+	for (int s = 0; s < o->nseed; s++)
+		top = o->seed[s] > top ? o->seed[s] : top;
+	for (int i = 0; i < o->nwl; i++) {
+		struct cmp_workload *w = &o->wl[i];
+		if (!w->trace || !w->jobs)
+			continue;
+		size_t rows = cmp_trace_rows(w->path);
+		if ((top + 1) * w->jobs <= rows)
+			continue;
+		size_t per = rows / (top + 1);
+		if (per == 0)
+			bench_die("%s: %zu rows cannot give seeds up to %llu a slice each", w->path, rows,
+			          (unsigned long long)top);
+		fprintf(stderr, "compare: %s has %zu rows: %zu rows per seed instead of %zu, so that "
+		        "seeds up to %llu replay disjoint slices\n", w->name, rows, per, w->jobs,
+		        (unsigned long long)top);
+		w->asked = w->jobs;
+		w->jobs = per;
+	}
 }
 
 /* Build the workload of one cell. A trace's seed picks its slice: `rows` rows from seed x rows
@@ -406,6 +456,8 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 	       cw->trace ? "compression" : "load", g->intensity_min);
 	if (g->intensity_max != g->intensity_min)
 		printf(" to %g", g->intensity_max);
+	if (cw->asked)
+		printf("; %zu trace rows per seed (the trace is too short for %zu)", cw->jobs, cw->asked);
 	printf("\n");
 	if (g->nused == 0) {
 		printf("   every seed flagged (a queue emptied inside the window): no figure\n");
@@ -734,6 +786,8 @@ int bench_compare_main(int argc, char **argv)
 			pols[npol++] = i;
 	if (npol == 0)
 		bench_die("--policies: '%s' selects no policy", o.policies);
+
+	cmp_fit_trace_slices(&o);
 
 	/* the grid */
 	int ncells = o.nwl * o.nfl * o.nq * o.nseed;

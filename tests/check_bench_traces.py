@@ -45,7 +45,22 @@ def main():
             print(("ok  " if ok else "FAIL") + f" {name}: {jobs} jobs read; effective GPU-h " +
                   ", ".join(f"{x} {pol[x]['effective_gpu_hours']:.0f}" for x in sorted(pol)))
             failures += not ok
+        failures += check_short_trace_slices(tp_bench, shared)
     return 1 if failures else 0
+
+
+def check_short_trace_slices(tp_bench, shared):
+    """openb has about 7,000 rows: `compare` with 20,000 rows per seed (its default) must give
+    seeds 1-3 disjoint slices of a quarter of the trace each and say so, not stop."""
+    p = subprocess.run([tp_bench, "compare", "--workloads", "openb", "--fleets", "hgx:512",
+                        "--queues", "besteffort", "--seeds", "3", "--shared", shared,
+                        "--policies", "kueue-like,ideal"], capture_output=True, text=True)
+    rows = sum(1 for _ in open(os.path.join(shared, "traces", "alibaba_openb2023.csv"))) - 1
+    want = f"{rows // 4} trace rows per seed (the trace is too short for 20000)"
+    ok = p.returncode == 0 and want in p.stdout and "rows per seed instead of 20000" in p.stderr
+    print(("ok  " if ok else "FAIL") + f" compare on openb ({rows} rows): '{want}'" +
+          ("" if ok else f": exit {p.returncode}: {p.stderr[-500:]}"))
+    return not ok
 
 
 if __name__ == "__main__":
