@@ -614,7 +614,7 @@ static void cmp_usage(FILE *f)
 	fprintf(f,
 	        "usage: tp-bench compare [--quick] [--workloads a,b,...] [--fleets a,b,...]\n"
 	        "                        [--queues besteffort,strict,easy] [--seeds N|a,b,...]\n"
-	        "                        [--jobs N] [--trace-rows N] [--trace FILE]...\n"
+	        "                        [--jobs N] [--trace-rows N|all] [--trace FILE]...\n"
 	        "                        [--fleet scenario:FILE]... [--policies a,b,...]\n"
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
@@ -629,7 +629,8 @@ static void cmp_usage(FILE *f)
 	        "  hgx:512, l4:576, queues besteffort and easy, seeds 1-3. Without --quick: those\n"
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
-	        "  --trace and --fleet add cells.\n");
+	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
+	        "  trace (no spread between seeds).\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -645,6 +646,7 @@ int bench_compare_main(int argc, char **argv)
 	const char *extra_traces[CMP_MAX], *extra_fleets[CMP_MAX];
 	int ntr = 0, nxf = 0;
 	size_t jobs = 0, rows = 0;
+	bool rows_all = false;
 	static const struct option lopts[] = {
 		{"quick", no_argument, NULL, 'q'},          {"workloads", required_argument, NULL, 'w'},
 		{"fleets", required_argument, NULL, 'f'},   {"queues", required_argument, NULL, 'Q'},
@@ -664,7 +666,10 @@ int bench_compare_main(int argc, char **argv)
 		case 'Q': queues = optarg; break;
 		case 's': seeds = optarg; break;
 		case 'n': jobs = bench_arg_uint("--jobs", optarg); break;
-		case 'r': rows = bench_arg_uint("--trace-rows", optarg); break;
+		case 'r':
+			rows_all = !strcmp(optarg, "all");
+			rows = rows_all ? 0 : bench_arg_uint("--trace-rows", optarg);
+			break;
 		case 't':
 			if (ntr == CMP_MAX)
 				bench_die("--trace: more than %d", CMP_MAX);
@@ -695,7 +700,7 @@ int bench_compare_main(int argc, char **argv)
 
 	/* workloads */
 	size_t gen_jobs = jobs ? jobs : o.quick ? 6000 : 20000;
-	size_t trace_rows = rows ? rows : o.quick ? 6000 : 20000;
+	size_t trace_rows = rows_all ? 0 : rows ? rows : o.quick ? 6000 : 20000;
 	if (workloads) {
 		const char *names[CMP_MAX];
 		int n = cmp_split("--workloads", workloads, names, CMP_MAX);
