@@ -395,3 +395,10 @@ func TestScenario(t *testing.T) {
 	_, err = ReadScenario(scenarioDoc, ScenarioTopology, &ScenarioOptions{MaxDevices: 3})
 	wantErr(t, err, ErrLimit)
 }
+
+func TestScenarioHwlocNodeIsRefusedWithTheReason(t *testing.T) {
+	doc := strings.Replace(scenarioDoc, `{"name": "x3", "path": ["b1", "r1"], "gpus": 1}`,
+		`{"name": "x3", "path": ["b1", "r1"], "hwloc": "x3.xml"}`, 1)
+	_, err := ReadScenario(doc, ScenarioTopology, nil)
+	wantErr(t, err, ErrParse, "topology.nodes[0]", "not supported")
+}
