@@ -32,7 +32,7 @@ func wantErr(t *testing.T, err error, code error, fragments ...string) {
 }
 
 // twoRacks is racks r1, r2 of two 4-GPU nodes each (x1 x2 in r1, x3 x4 in r2), the nodes of
-// each rack on one PDU ("power" pdu-a, pdu-b) crosswise: x1 x3 on pdu-a, x2 x4 on pdu-b.
+// each rack on one PDU ("power" pdu-a, pdu-b) crosswise: x1 x3 on pdu-a, x2 x4 on pdu-b. The test closes them.
 func twoRacks(t *testing.T) (*Topology, *Cluster) {
 	t.Helper()
 	b, err := NewTopologyBuilder("rack", "node")
@@ -46,6 +46,7 @@ func twoRacks(t *testing.T) (*Topology, *Cluster) {
 	must(t, err)
 	c, err := NewCluster(topo)
 	must(t, err)
+	t.Cleanup(func() { c.Close(); topo.Close() })
 	return topo, c
 }
 
@@ -65,8 +66,6 @@ func nodesOf(c *Cluster, devs []uint32) []string {
 
 func TestFailureDomains(t *testing.T) {
 	topo, c := twoRacks(t)
-	defer topo.Close()
-	defer c.Close()
 	if got := topo.FailureDomainKinds(); !reflect.DeepEqual(got, []string{"power"}) {
 		t.Fatalf("kinds %v", got)
 	}
@@ -109,8 +108,6 @@ func TestFailureDomains(t *testing.T) {
 
 func TestSavepoints(t *testing.T) {
 	topo, c := twoRacks(t)
-	defer topo.Close()
-	defer c.Close()
 	devs, _ := topo.Devices("x1/0", "x1/1")
 	must(t, c.Assign("a", devs))
 	sp, err := c.Savepoint()
@@ -139,8 +136,6 @@ func TestSavepoints(t *testing.T) {
 
 func TestJobOptions(t *testing.T) {
 	topo, c := twoRacks(t)
-	defer topo.Close()
-	defer c.Close()
 	def := DefaultJobOptions()
 	if def != (JobOptions{Class: Training, Preemptible: true, CheckpointS: 60}) {
 		t.Fatalf("defaults %+v", def)
@@ -182,9 +177,7 @@ func TestJobOptions(t *testing.T) {
 }
 
 func TestRequestConstraintFields(t *testing.T) {
-	topo, c := twoRacks(t)
-	defer topo.Close()
-	defer c.Close()
+	_, c := twoRacks(t)
 	// select.nodes: only x3 and x4.
 	p, err := c.Place(Request{Count: 8, Select: Select{Nodes: []string{"x4", "x3"}}})
 	must(t, err)
@@ -278,8 +271,6 @@ func TestGPUNICPairs(t *testing.T) {
 
 func TestFragReport(t *testing.T) {
 	topo, c := twoRacks(t)
-	defer topo.Close()
-	defer c.Close()
 	devs, _ := topo.Devices("x1/0", "x3/0")
 	must(t, c.Assign("a", devs))
 	down, _ := topo.Devices("x2/0")
