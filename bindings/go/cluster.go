@@ -20,8 +20,9 @@ import (
 // every device. One writer at a time.
 type Cluster struct {
 	p        *C.tp_cluster
-	topo     *Topology // kept alive while the cluster lives
-	borrowed bool      // owned by a Scenario: Close only detaches
+	topo     *Topology       // kept alive while the cluster lives
+	borrowed bool            // owned by a Scenario: Close only detaches
+	owner    *scenarioHandle // the owner of a borrowed cluster, kept alive by it
 }
 
 // NewCluster makes an empty cluster state on t: every device free and healthy.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -392,4 +393,23 @@ func TestScenarioHwlocNodeIsRefusedWithTheReason(t *testing.T) {
 		`{"name": "x3", "path": ["b1", "r1"], "hwloc": "x3.xml"}`, 1)
 	_, err := ReadScenario(doc, ScenarioTopology, nil)
 	wantErr(t, err, ErrParse, "topology.nodes[0]", "not supported")
+}
+
+// A scenario's cluster keeps the scenario's C objects alive when the Scenario itself is no
+// longer reachable (the finalizer must not free what the cluster borrows).
+func TestScenarioClusterOutlivesTheDroppedScenario(t *testing.T) {
+	c := func() *Cluster {
+		s, err := ReadScenario(scenarioDoc, ScenarioPlace, nil)
+		must(t, err)
+		return s.Cluster()
+	}()
+	for i := 0; i < 3; i++ {
+		runtime.GC()
+	}
+	if got := c.Jobs(); !reflect.DeepEqual(got, []string{"old"}) {
+		t.Fatalf("jobs %v", got)
+	}
+	p, err := c.Place(Request{Count: 2, Required: "rack"})
+	must(t, err)
+	p.Close()
 }

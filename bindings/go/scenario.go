@@ -40,6 +40,7 @@ type ScenarioOptions struct {
 // cluster state and question. The document's nodes may not name hwloc files (this binding
 // gives the importer no file reader; such a node is refused with the reason).
 type Scenario struct {
+	h       *scenarioHandle
 	p       *C.tp_scenario
 	topo    *Topology
 	cluster *Cluster
@@ -75,8 +76,9 @@ func ReadScenario(json string, cmd ScenarioCommand, opts *ScenarioOptions) (*Sce
 	if rc != 0 {
 		return nil, fail(rc, C.GoString(&errbuf[0]))
 	}
-	s := &Scenario{p: p}
-	runtime.SetFinalizer(s, (*Scenario).Close)
+	h := &scenarioHandle{p: p}
+	runtime.SetFinalizer(h, (*scenarioHandle).close)
+	s := &Scenario{h: h, p: p}
 	if cmd == ScenarioTopology {
 		var t *C.tp_topology
 		if rc := C.tp_scenario_topology_take(p, &t); rc != 0 {
@@ -85,8 +87,9 @@ func ReadScenario(json string, cmd ScenarioCommand, opts *ScenarioOptions) (*Sce
 		}
 		s.topo = wrapTopology(t)
 	} else {
-		s.topo = &Topology{p: C.tp_scenario_topology(p), borrowed: true}
-		s.cluster = &Cluster{p: C.tp_scenario_cluster(p), topo: s.topo, borrowed: true}
+		s.topo = &Topology{p: C.tp_scenario_topology(p), borrowed: true, owner: h}
+		s.cluster = &Cluster{p: C.tp_scenario_cluster(p), topo: s.topo, borrowed: true,
+			owner: h}
 	}
 	s.copyQuestion()
 	return s, nil
@@ -128,11 +131,23 @@ func (s *Scenario) Close() error {
 		if s.topo != nil && s.topo.borrowed {
 			s.topo.Close()
 		}
-		C.tp_scenario_destroy(s.p)
+		s.h.close()
 		s.p = nil
-		runtime.SetFinalizer(s, nil)
 	}
 	return nil
+}
+
+// scenarioHandle owns the C scenario. The Scenario and the Topology and Cluster it lends out
+// point to it, so it (and what they borrow) lives while any of them is reachable; it points to
+// none of them, so its finalizer, the safety net, is not held up by a cycle.
+type scenarioHandle struct{ p *C.tp_scenario }
+
+func (h *scenarioHandle) close() {
+	if h.p != nil {
+		C.tp_scenario_destroy(h.p)
+		h.p = nil
+		runtime.SetFinalizer(h, nil)
+	}
 }
 
 // Topology is the scenario's topology.

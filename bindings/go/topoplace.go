@@ -108,7 +108,8 @@ func cstr(s string) *C.char {
 // ("node/index").
 type Topology struct {
 	p        *C.tp_topology
-	borrowed bool // owned by a Scenario: Close only detaches
+	borrowed bool            // owned by a Scenario: Close only detaches
+	owner    *scenarioHandle // the owner of a borrowed topology, kept alive by it
 }
 
 func wrapTopology(p *C.tp_topology) *Topology {
