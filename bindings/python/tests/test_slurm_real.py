@@ -66,3 +66,44 @@ def test_real_file(tp, name, slurm, result):
     msg = str(e.value)
     assert result[len("refused: "):] in re.sub(r"line \d+: ", "", msg), msg
     assert not any(g in msg for g in GENERIC), msg
+
+
+def _yaml_topologies(text):
+    """The names of a topology.yaml's topologies (its `- topology: NAME` items)."""
+    return re.findall(r"^\s*-\s*topology:\s*['\"]?([^'\"\s#]+)", text, re.M)
+
+
+ACCEPTED_YAML = [r[0] for r in ROWS if r[0].endswith(".yaml") and r[1] == "accepts"]
+
+
+@pytest.mark.parametrize("name", ACCEPTED_YAML)
+def test_every_topology_of_a_yaml_file(tp, name):
+    """Each topology of a file Slurm accepts, read by name, is imported or refused naming the
+    feature (not only the cluster_default one the table checks)."""
+    from topoplace.importers import topology_from_slurm
+    with open(os.path.join(REAL, name), encoding="utf-8") as f:
+        text = f.read()
+    names = _yaml_topologies(text)
+    assert names
+    for topo in names:
+        try:
+            topology_from_slurm(text, 1, topology=topo)
+        except tp.ParseError as e:
+            assert any(u in str(e) for u in UNSUPPORTED), (topo, str(e))
+            assert ("'%s'" % topo) in str(e)
+
+
+def test_the_yaml_files_hold_the_topologies_counted(tp):
+    """51 topologies in the YAML files Slurm accepts: 22 imported, 29 refused by feature."""
+    from topoplace.importers import topology_from_slurm
+    imported = refused = 0
+    for name in ACCEPTED_YAML:
+        with open(os.path.join(REAL, name), encoding="utf-8") as f:
+            text = f.read()
+        for topo in _yaml_topologies(text):
+            try:
+                topology_from_slurm(text, 1, topology=topo)
+                imported += 1
+            except tp.ParseError:
+                refused += 1
+    assert (imported, refused) == (22, 29)
