@@ -647,8 +647,12 @@ static int block_levels(struct conf *c, unsigned long *mult, unsigned *nmult,
 	*base = c->nsizes ? c->sizes[0] : 0;
 	for (uint32_t r = 0; r < c->nrec && !*base; r++)
 		*base = c->rec[r].nnodes;
-	if (!*base)
-		return tp_sl_fail(c, TP_EPARSE, "line %u: no block has nodes", c->rec[0].line);
+	/* Slurm takes blocks that are all empty (dynamic nodes join them later), with or without
+	 * BlockSizes; there is nothing to place on, so say why rather than fail the build. */
+	if (c->nnode == 0)
+		return tp_sl_fail(c, TP_EPARSE, "line %u: no block has nodes (Slurm accepts that "
+		                  "for nodes added later; a topology to place on needs nodes)",
+		                  c->rec[0].line);
 	/* Slurm 25.05 allows gaps by default: blocks may be empty or smaller than the base. */
 	for (uint32_t r = 0; r < c->nrec && c->allow_gaps == 0; r++)
 		if (c->rec[r].nnodes < *base)

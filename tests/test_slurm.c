@@ -369,6 +369,9 @@ Test(slurm, block_errors)
 		{"BlockLevels=0-2\nBlockSizes=4\nBlockName=b1 Nodes=n1\n",
 		 "line 2: BlockSizes given with BlockLevels (line 1)"},
 		{"BlockName=b1\nBlockName=b2\n", "line 1: no block has nodes"},
+		/* topograph writes such files (its placeholder blocks, before nodes join) */
+		{"BlockName=b1\nBlockName=b2\nBlockSizes=2,4\n",
+		 "line 1: no block has nodes (Slurm accepts that for nodes added later"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,12\n", "line 2: BlockSizes value 12"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6\n", "line 2: BlockSizes value 6"},
 		{"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=m[1-4]\nBlockSizes=4,16,8\n",

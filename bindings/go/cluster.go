@@ -6,7 +6,6 @@ package topoplace
 #include <stdlib.h>
 #include <topoplace.h>
 
-static tp_request tpgo_request_init(void) { tp_request r = TP_REQUEST_INIT; return r; }
 static tp_defrag_policy tpgo_policy_init(void) { tp_defrag_policy p = TP_DEFRAG_POLICY_INIT; return p; }
 */
 import "C"
@@ -20,8 +19,10 @@ import (
 // Cluster is the mutable state of a Topology: which job holds which device, and the health of
 // every device. One writer at a time.
 type Cluster struct {
-	p    *C.tp_cluster
-	topo *Topology // kept alive while the cluster lives
+	p        *C.tp_cluster
+	topo     *Topology       // kept alive while the cluster lives
+	borrowed bool            // owned by a Scenario: Close only detaches
+	owner    *scenarioHandle // the owner of a borrowed cluster, kept alive by it
 }
 
 // NewCluster makes an empty cluster state on t: every device free and healthy.
@@ -35,10 +36,12 @@ func NewCluster(t *Topology) (*Cluster, error) {
 	return c, nil
 }
 
-// Close frees the cluster state. Safe to call twice.
+// Close frees the cluster state (one a Scenario owns is only let go). Safe to call twice.
 func (c *Cluster) Close() error {
 	if c != nil && c.p != nil {
-		C.tp_cluster_destroy(c.p)
+		if !c.borrowed {
+			C.tp_cluster_destroy(c.p)
+		}
 		c.p = nil
 		runtime.SetFinalizer(c, nil)
 	}
@@ -98,66 +101,6 @@ func cbool(b bool) C.int {
 		return 1
 	}
 	return 0
-}
-
-// Slice is one layer of a request's slices: Size devices in one domain of Level.
-type Slice struct {
-	Level string
-	Size  uint32
-}
-
-// Request is what a job asks for (the C tp_request's main fields).
-type Request struct {
-	ID         string
-	Count      uint32
-	GroupSize  uint32 // devices per group (pod, rank); 0: 1
-	GroupLevel string // the level each group lies in; "": the node level
-	Required   string // every device in one domain of this level
-	Preferred  string // as few domains as possible, from this level up
-	Slices     []Slice
-	Balanced   bool
-	Tenant     string
-	Priority   int
-}
-
-// withC calls fn with the request as a C tp_request whose strings live in C memory until fn
-// returns.
-func (r *Request) withC(fn func(*C.tp_request) C.int) C.int {
-	req := C.tpgo_request_init()
-	var frees []unsafe.Pointer
-	str := func(s string) *C.char {
-		p := cstr(s)
-		if p != nil {
-			frees = append(frees, unsafe.Pointer(p))
-		}
-		return p
-	}
-	defer func() {
-		for _, p := range frees {
-			C.free(p)
-		}
-	}()
-	req.id = str(r.ID)
-	req.count = C.uint32_t(r.Count)
-	req.group_size = C.uint32_t(r.GroupSize)
-	req.group_level = str(r.GroupLevel)
-	req.required = str(r.Required)
-	req.preferred = str(r.Preferred)
-	req.balanced = cbool(r.Balanced)
-	req.tenant = str(r.Tenant)
-	req.priority = C.int(r.Priority)
-	if len(r.Slices) > 0 {
-		sl := (*C.tp_slice)(C.malloc(C.size_t(len(r.Slices)) * C.size_t(unsafe.Sizeof(C.tp_slice{}))))
-		frees = append(frees, unsafe.Pointer(sl))
-		v := unsafe.Slice(sl, len(r.Slices))
-		for i, s := range r.Slices {
-			v[i].level = str(s.Level)
-			v[i].size = C.uint32_t(s.Size)
-		}
-		req.slices = sl
-		req.nslices = C.size_t(len(r.Slices))
-	}
-	return fn(&req)
 }
 
 // Placement is the answer of Place or Replace: devices in rank order. Close it when done (or
@@ -240,40 +183,6 @@ func (c *Cluster) Commit(p *Placement) error {
 	return c.err(C.tp_commit(c.p, p.p, nil))
 }
 
-// LevelFrag is the fragmentation report of one level.
-type LevelFrag struct {
-	Level         string
-	Domains       uint32
-	Free          uint32
-	FullyFree     uint32
-	LargestFree   uint32
-	Fragmentation float64
-}
-
-// Frag reports the fragmentation of every level (the default job mix).
-func (c *Cluster) Frag() ([]LevelFrag, error) {
-	defer runtime.KeepAlive(c)
-	var f *C.tp_frag
-	if rc := C.tp_frag_report(c.p, nil, 0, &f); rc != 0 {
-		msg := "cannot build the fragmentation report"
-		if f != nil {
-			msg = C.GoString(C.tp_frag_errmsg(f))
-			C.tp_frag_destroy(f)
-		}
-		return nil, fail(rc, msg)
-	}
-	defer C.tp_frag_destroy(f)
-	levels := c.topo.Levels()
-	out := make([]LevelFrag, len(levels))
-	for i, name := range levels {
-		l := C.unsigned(i)
-		out[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)), uint32(C.tp_frag_free_count(f, l)),
-			uint32(C.tp_frag_fully_free(f, l)), uint32(C.tp_frag_largest_free(f, l)),
-			float64(C.tp_frag_fragmentation(f, l))}
-	}
-	return out, nil
-}
-
 // Step is one step of a defragmentation plan.
 type Step struct {
 	Action string // "migrate", "preempt" or "place"
@@ -310,7 +219,7 @@ func (c *Cluster) JobDevices(job string) ([]uint32, error) {
 	var devs *C.uint32_t
 	var n C.size_t
 	if rc := C.tp_cluster_job_devices(c.p, cj, &devs, &n); rc != 0 {
-		return nil, c.err(rc)
+		return nil, jobErr(rc, job)
 	}
 	return append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(devs)), int(n))...), nil
 }
@@ -337,6 +246,10 @@ type Policy struct {
 	NoPreempt bool    // forbid preemptions
 	MaxMoves  uint32  // most jobs moved; 0: no limit
 	MaxCostS  float64 // most checkpoint-seconds; 0: no limit
+	// AllowInteractive lets interactive jobs be touched (an administrator's choice).
+	AllowInteractive bool
+	// AllowLessLocal lets a migrated job land less local than it sits.
+	AllowLessLocal bool
 }
 
 // DefragPlan plans the moves that make the request placeable (tp_defrag_plan(): the cluster
@@ -352,8 +265,19 @@ func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 	if pol.MaxCostS > 0 {
 		cp.max_cost_s = C.double(pol.MaxCostS)
 	}
+	if pol.AllowInteractive {
+		cp.allow_interactive = 1
+	}
+	if pol.AllowLessLocal {
+		cp.allow_less_local = 1
+	}
 	var p *C.tp_plan
 	rc := r.withC(func(req *C.tp_request) C.int { return C.tp_defrag_plan(c.p, req, &cp, &p) })
+	return c.wrapPlan(p, rc)
+}
+
+// wrapPlan copies a plan the library made (or its failure) into Go.
+func (c *Cluster) wrapPlan(p *C.tp_plan, rc C.int) (*Plan, error) {
 	if p == nil {
 		return nil, c.err(rc)
 	}

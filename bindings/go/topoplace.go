@@ -107,7 +107,9 @@ func cstr(s string) *C.char {
 // domains, nodes and devices. Devices are identified by id (0 .. DeviceCount()-1) or by name
 // ("node/index").
 type Topology struct {
-	p *C.tp_topology
+	p        *C.tp_topology
+	borrowed bool            // owned by a Scenario: Close only detaches
+	owner    *scenarioHandle // the owner of a borrowed topology, kept alive by it
 }
 
 func wrapTopology(p *C.tp_topology) *Topology {
@@ -116,10 +118,13 @@ func wrapTopology(p *C.tp_topology) *Topology {
 	return t
 }
 
-// Close frees the topology; it must outlive every Cluster made on it. Safe to call twice.
+// Close frees the topology (one a Scenario owns is only let go); it must outlive every Cluster
+// made on it. Safe to call twice.
 func (t *Topology) Close() error {
 	if t != nil && t.p != nil {
-		C.tp_topology_destroy(t.p)
+		if !t.borrowed {
+			C.tp_topology_destroy(t.p)
+		}
 		t.p = nil
 		runtime.SetFinalizer(t, nil)
 	}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+
+package topoplace
+
+/*
+#include <stdlib.h>
+#include <topoplace.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// LevelFrag is the fragmentation report of one level.
+type LevelFrag struct {
+	Level         string
+	Domains       uint32  // domains of the level
+	Free          uint32  // free devices
+	FullyFree     uint32  // domains whose every device is free, healthy and uncordoned
+	LargestFree   uint32  // the most free devices in one domain
+	Fragmentation float64 // the share of free devices not in fully free domains, 0 to 1
+}
+
+// JobShape is one entry of a job mix (tp_job_shape): jobs of Devices devices that should fit
+// inside one domain of Level, with a relative Weight (> 0).
+type JobShape struct {
+	Devices uint32
+	Level   string
+	Weight  float64
+}
+
+// FragReport is the whole fragmentation report (tp_frag_report()), copied out of the library.
+type FragReport struct {
+	Levels   []LevelFrag
+	Workload float64 // the share of free devices the job mix cannot use at full locality, 0 to 1
+	Down     uint32  // devices down
+	Cordoned uint32  // devices cordoned and not down
+}
+
+// Frag reports the fragmentation of every level for the default job mix.
+func (c *Cluster) Frag() ([]LevelFrag, error) {
+	r, err := c.FragReport(nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.Levels, nil
+}
+
+// FragReport reports the fragmentation of every level for a job mix (nil: the default mix),
+// with the workload figure and the down and cordoned counts. Read-only on the cluster. A bad
+// mix is refused with the report's reason ("mix[0].weight -1 is not a positive finite
+// number").
+func (c *Cluster) FragReport(mix []JobShape) (*FragReport, error) {
+	defer runtime.KeepAlive(c)
+	var m cmem
+	defer m.free()
+	var cmix *C.tp_job_shape
+	if len(mix) > 0 {
+		v := unsafe.Slice((*C.tp_job_shape)(m.alloc(uintptr(len(mix)),
+			unsafe.Sizeof(C.tp_job_shape{}))), len(mix))
+		for i, s := range mix {
+			v[i].devices = C.uint32_t(s.Devices)
+			v[i].level = m.str(s.Level)
+			v[i].weight = C.double(s.Weight)
+		}
+		cmix = &v[0]
+	}
+	var f *C.tp_frag
+	if rc := C.tp_frag_report(c.p, cmix, C.size_t(len(mix)), &f); rc != 0 {
+		msg := "cannot build the fragmentation report"
+		if f != nil {
+			msg = C.GoString(C.tp_frag_errmsg(f))
+			C.tp_frag_destroy(f)
+		}
+		return nil, fail(rc, msg)
+	}
+	defer C.tp_frag_destroy(f)
+	levels := c.topo.Levels()
+	r := &FragReport{Levels: make([]LevelFrag, len(levels)),
+		Workload: float64(C.tp_frag_workload(f)), Down: uint32(C.tp_frag_down(f)),
+		Cordoned: uint32(C.tp_frag_cordoned(f))}
+	for i, name := range levels {
+		l := C.unsigned(i)
+		r.Levels[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)),
+			uint32(C.tp_frag_free_count(f, l)), uint32(C.tp_frag_fully_free(f, l)),
+			uint32(C.tp_frag_largest_free(f, l)), float64(C.tp_frag_fragmentation(f, l))}
+	}
+	return r, nil
+}
