@@ -44,6 +44,8 @@ struct cmp_workload {
 struct cmp_cell_pol {
 	double eff_gpu_h, occupancy, wait_p50_m, wait_p95_m, planner_p99_ms, qempty;
 	long planner_calls;
+	long defrag_calls;               /* the defrag planner's calls alone */
+	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
 };
 
 struct cmp_cell {
@@ -278,6 +280,9 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->wait_p95_m = res.p95_wait_s / 60;
 		p->planner_calls = (long)res.nplanner;
 		p->planner_p99_ms = res.planner_p99_ms;
+		p->defrag_calls = (long)res.ndefrag_cpu;
+		p->defrag_p50_ms = res.defrag_p50_ms;
+		p->defrag_p99_ms = res.defrag_p99_ms;
 		p->qempty = w1 > w0 ? res.queue_empty_s / (w1 - w0) : 1;
 		if (p->qempty > cell->queue_empty_share)
 			cell->queue_empty_share = p->qempty;
@@ -306,6 +311,8 @@ struct cmp_group_pol {
 	bool gain_real;    /* |gain| exceeds its spread */
 	double p99_ms;
 	long calls;
+	long dcalls;             /* defrag planner calls, all seeds */
+	double dp50_ms, dp99_ms; /* their largest per-seed p50 and p99 of CPU time */
 };
 
 struct cmp_group {
@@ -324,7 +331,7 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 	g->intensity_max = 0;
 	for (size_t k = 0; k < npol; k++) {
 		int n = 0;
-		double calls = 0, p99 = 0;
+		double calls = 0, p99 = 0, dcalls = 0, dp50 = 0, dp99 = 0;
 		for (int c = 0; c < ncells; c++) {
 			const struct cmp_cell *cell = &cells[c];
 			if (cell->wl != g->wl || cell->fl != g->fl || cell->q != g->q)
@@ -336,6 +343,9 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 			}
 			calls += cell->pol[k].planner_calls;
 			p99 = fmax(p99, cell->pol[k].planner_p99_ms);
+			dcalls += cell->pol[k].defrag_calls;
+			dp50 = fmax(dp50, cell->pol[k].defrag_p50_ms);
+			dp99 = fmax(dp99, cell->pol[k].defrag_p99_ms);
 			if (cell->flagged)
 				continue;
 			v[0][n] = cell->pol[k].eff_gpu_h;
@@ -353,6 +363,9 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 		cmp_stats(v[3], n, &p->p95_mean, &sp);
 		p->calls = (long)calls;
 		p->p99_ms = p99;
+		p->dcalls = (long)dcalls;
+		p->dp50_ms = dp50;
+		p->dp99_ms = dp99;
 	}
 	int best = -1, ideal = -1;
 	for (size_t k = 0; k < npol; k++) {
@@ -421,6 +434,11 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 		       p->occ_mean * 100, p->p50_mean, p->p95_mean, p->gain * 100,
 		       p->gain_spread * 100, cmp_verdict(p), p->gap * 100, p->calls, p->p99_ms);
 	}
+	for (size_t k = 0; k < npol; k++)
+		if (g->pol[k].dcalls)
+			printf("%s: defrag planner %ld calls, CPU per call p50 %.3f ms, p99 %.3f ms "
+			       "(largest per seed)\n", sim_policies[pols[k]].name, g->pol[k].dcalls,
+			       g->pol[k].dp50_ms, g->pol[k].dp99_ms);
 }
 
 static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int ncells,
@@ -452,6 +470,9 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_num(&j, "wait_p95_m", p->wait_p95_m);
 			bench_json_int(&j, "planner_calls", p->planner_calls);
 			bench_json_num(&j, "planner_p99_ms", p->planner_p99_ms);
+			bench_json_int(&j, "defrag_calls", p->defrag_calls);
+			bench_json_num(&j, "defrag_p50_ms", p->defrag_p50_ms);
+			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
 			bench_json_end_obj(&j);
 		}
 		bench_json_end_obj(&j);

@@ -347,6 +347,19 @@ static void sim_planner_time(struct sim_result *res, uint64_t ns)
 	res->planner_ms[res->nplanner++] = (double)ns * 1e-6;
 }
 
+/* One defrag planner call's CPU time (sim_result.defrag_cpu_ms). */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns)
+{
+	if (res->ndefrag_cpu == res->cap_defrag_cpu) {
+		res->cap_defrag_cpu = res->cap_defrag_cpu ? 2 * res->cap_defrag_cpu : 256;
+		res->defrag_cpu_ms = realloc(res->defrag_cpu_ms,
+		                             res->cap_defrag_cpu * sizeof *res->defrag_cpu_ms);
+		if (!res->defrag_cpu_ms)
+			bench_die("out of memory");
+	}
+	res->defrag_cpu_ms[res->ndefrag_cpu++] = (double)ns * 1e-6;
+}
+
 static uint32_t sim_free(const struct sim_run *r)
 {
 	return r->pol->uses_cluster ? tp_cluster_free_total(r->ctx.c) : r->pool_free;
@@ -517,8 +530,9 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		                        r->o->defrag_max_cost, &r->res->defrag_refused};
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
-		uint64_t d0 = bench_now_ns();
+		uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
+		sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
 		r->res->defrag_calls++;
 		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
 		sim_planner_time(r->res, bench_now_ns() - d0);
@@ -767,6 +781,8 @@ static void sim_summarise(struct sim_run *r)
 	res->planner_p99_ms = bench_quantile(res->planner_ms, res->nplanner, 0.99);
 	if (res->defrag_calls)
 		res->defrag_us_mean /= (double)res->defrag_calls;
+	res->defrag_p50_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.50);
+	res->defrag_p99_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.99);
 	double fn = 0, fd = 0;
 	size_t ns = 0;
 	for (size_t i = 0; i < res->nsamples; i++) {
@@ -916,8 +932,10 @@ void sim_result_free(struct sim_result *res)
 {
 	free(res->samples);
 	free(res->planner_ms);
+	free(res->defrag_cpu_ms);
 	res->samples = NULL;
 	res->planner_ms = NULL;
+	res->defrag_cpu_ms = NULL;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */

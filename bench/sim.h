@@ -157,6 +157,11 @@ struct sim_result {
 	double planner_p99_ms, planner_total_s, wait_p50_s;
 	long defrag_moves, defrag_calls, defrag_refused;
 	double defrag_cost_s, defrag_us_mean;
+	/* the defrag planner's calls alone (tp_defrag_plan, tp_defrag_compact): CPU time of the
+	 * thread per call, ms, and their median and 99th percentile */
+	double *defrag_cpu_ms;
+	size_t ndefrag_cpu, cap_defrag_cpu;
+	double defrag_p50_ms, defrag_p99_ms;
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
 	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
@@ -177,6 +182,8 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec);
 void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
                     const struct sim_workload *w, double w0, double w1, struct sim_result *res);
 void sim_result_free(struct sim_result *res);
+/* Record one defrag planner call's CPU time (ns) in res->defrag_cpu_ms. */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns);
 /* The automatic measurement window: from 15% of the arrival span to the last arrival. */
 void sim_window(const struct sim_workload *w, double *w0, double *w1);
 /* Migration cost (checkpoint + restart, seconds) of a job of n GPUs (sim_workload.c). */

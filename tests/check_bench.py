@@ -38,7 +38,8 @@ POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree
             "topoplace", "topoplace-defrag", "ideal"]
 CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
-               "planner_p99_ms"}
+               "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms"}
+CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms"}  # times: not deterministic
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
 WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end",
@@ -222,7 +223,7 @@ def check_node_groups(tmp):
 
 def strip_compare(d):
     return {"cells": [{k: (v if k != "policies" else
-                           {p: {x: y for x, y in m.items() if x != "planner_p99_ms"}
+                           {p: {x: y for x, y in m.items() if x not in CPU_KEYS}
                             for p, m in v.items()})
                        for k, v in c.items()} for c in d["cells"]],
             "summary": d["summary"]}
