@@ -586,6 +586,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--jobs N] [--trace-rows N] [--trace FILE]...\n"
 	        "                        [--fleet scenario:FILE]... [--policies a,b,...]\n"
 	        "                        [--shared DIR] [--starve-h H]\n"
+	        "                        [--compact [--compact-moves-h N] [--compact-budget X]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -598,7 +599,8 @@ static void cmp_usage(FILE *f)
 	        "  hgx:512, l4:576, queues besteffort and easy, seeds 1-3. Without --quick: those\n"
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
-	        "  --trace and --fleet add cells.\n");
+	        "  --trace and --fleet add cells. --compact: topoplace-defrag also compacts when\n"
+	        "  jobs end, as tp-bench sim --compact (off by default).\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -608,7 +610,9 @@ int bench_compare_main(int argc, char **argv)
 	o.sim = (struct sim_opts){.fleet = "", .jobs = 0, .load = 1.15, .compress = 1,
 	                          .win0_h = -1, .win1_h = -1, .sample_s = 3600, .backfill = 256,
 	                          .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
-	                          .use_cost = true, .quiet = true};
+	                          .use_cost = true, .quiet = true,
+	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
+	                          .compact_budget = SIM_COMPACT_BUDGET};
 	const char *workloads = NULL, *fleets = NULL, *queues = NULL, *seeds = NULL;
 	const char *shared = TP_BENCH_SOURCE_DIR "/../../shared";
 	const char *extra_traces[CMP_MAX], *extra_fleets[CMP_MAX];
@@ -623,6 +627,9 @@ int bench_compare_main(int argc, char **argv)
 		{"policies", required_argument, NULL, 'p'}, {"shared", required_argument, NULL, 'S'},
 		{"starve-h", required_argument, NULL, 'x'}, {"json", required_argument, NULL, 'j'},
 		{"csv", required_argument, NULL, 'c'},      {"plot", required_argument, NULL, 'P'},
+		{"compact", no_argument, NULL, 'k'},
+		{"compact-moves-h", required_argument, NULL, 'm'},
+		{"compact-budget", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -647,6 +654,9 @@ int bench_compare_main(int argc, char **argv)
 		case 'p': o.policies = optarg; break;
 		case 'S': shared = optarg; break;
 		case 'x': o.sim.starve_h = bench_arg_num("--starve-h", optarg); break;
+		case 'k': o.sim.compact = true; break;
+		case 'm': o.sim.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
+		case 'B': o.sim.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;
@@ -658,6 +668,8 @@ int bench_compare_main(int argc, char **argv)
 		bench_die("compare: unexpected argument '%s'", argv[optind]);
 	if (o.sim.starve_h < 0)
 		bench_die("--starve-h: %g is negative (0 turns the rule off)", o.sim.starve_h);
+	if (!(o.sim.compact_moves_h >= 0) || !(o.sim.compact_budget >= 0))
+		bench_die("--compact-moves-h and --compact-budget must be >= 0");
 	char philly[1100];
 	snprintf(philly, sizeof philly, "%s/philly_pollux.csv", cmp_shared_traces(shared));
 	bool have_shared = cmp_file_exists(philly);
