@@ -735,6 +735,7 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->a = &c->alloc;
 	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
+	P->room_bound = !k || !k->no_room_bound;
 	P->lb_open = COST_NONE;
 	policy_limits(P);
 }

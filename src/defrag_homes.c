@@ -106,9 +106,13 @@ static bool level_room(struct planner *P, int l, uint32_t d, unsigned u, uint32_
 	}
 }
 
-/* The most domains of any level below `l` inside one domain of `l`. */
-static uint32_t widest(const struct tp_topology *t, int l)
+/* The most domains of any level below `l` inside one domain of `l`, counted once per call. */
+static uint32_t widest(struct planner *P, int l)
 {
+	const struct tp_topology *t = P->t;
+	uint32_t *w = &P->room_widest[l + 1];
+	if (*w)
+		return *w;
 	uint32_t most = 1;
 	uint32_t nd = l < 0 ? 1 : t->lv[l].ndom;
 	for (unsigned u = (unsigned)(l + 1); u <= tp_node_level(t); u++)
@@ -118,7 +122,24 @@ static uint32_t widest(const struct tp_topology *t, int l)
 			if (ne > most)
 				most = ne;
 		}
-	return most;
+	return *w = most;
+}
+
+/* What domain d of level l can give a migrant once the set left, with the request's devices
+ * taken out as level_room says. */
+static uint64_t domain_gives(struct planner *P, unsigned l, uint32_t d, size_t nset,
+                             uint64_t cand)
+{
+	const struct cscan *s = &P->scan;
+	uint32_t f, cnt;
+	tp_dom_nodes(P->t, l, d, &f, &cnt);
+	uint64_t v = P->c->free[l][d] + (set_below(P, nset, f + cnt) - set_below(P, nset, f));
+	uint64_t left = cand > P->count ? cand - P->count : 0;
+	if (f >= s->node0 && f + cnt <= s->node0 + s->nnodes)
+		return v < left ? v : left;
+	if (f <= s->node0 && f + cnt >= s->node0 + s->nnodes)
+		return v > P->count ? v - P->count : 0;
+	return v;
 }
 
 /* Whether job j (its current spans `old`, one per level, and `level` the deepest level one of
@@ -134,7 +155,7 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
 	int rc = set_nodes(P, S, n, &nset);
 	if (rc)
 		return rc;
-	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(t, level)))
+	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(P, level)))
 		return TP_ENOMEM;
 	const struct cscan *s = &P->scan;
 	uint64_t cand = set_below(P, nset, s->node0 + s->nnodes) - set_below(P, nset, s->node0);
@@ -145,8 +166,8 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
 			cand += P->c->free[0][e];
 	uint32_t ndom = level < 0 ? 1 : t->lv[level].ndom;
 	for (uint32_t d = 0; d < ndom; d++) {
-		if (level >= 0 && (uint64_t)P->c->free[level][d] + nset < j->ndev)
-			continue; /* not even every device of the set would do */
+		if (level >= 0 && domain_gives(P, (unsigned)level, d, nset, cand) < j->ndev)
+			continue;
 		bool ok = true;
 		for (unsigned u = (unsigned)(level + 1); u <= nl && ok; u++)
 			ok = level_room(P, level, d, u, old[u], j->ndev, nset, cand);

@@ -28,6 +28,7 @@
 /* Knobs of the planner for the tests; the public calls use the defaults. */
 struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
+	bool no_room_bound; /* no defrag_home_room (the tests compare plans with and without) */
 };
 
 /* tp_defrag_plan with knobs (NULL: the defaults) and optional figures (as tp_plan_stats). */
@@ -218,6 +219,7 @@ struct planner {
 	int64_t max_cost; /* COST_NONE: no limit */
 	uint32_t max_moves;
 	unsigned exact_max;
+	bool room_bound; /* sets ruled out by defrag_home_room */
 	int level;       /* candidate level, -1: the whole cluster */
 	unsigned flevel; /* level of the fragmentation score */
 	/* the candidate being searched */
@@ -239,6 +241,8 @@ struct planner {
 	size_t cap_span;
 	uint32_t *roombuf, *roomvals; /* defrag_home_room: a set's nodes, a domain's room */
 	size_t cap_room, cap_roomvals;
+	uint32_t room_widest[TP_MAX_LEVELS + 1]; /* [level + 1]: its widest domain below, 0: not
+	                                          * yet counted */
 	/* the last migrant place_migrants found no home for: whether a home existed but was less
 	 * local, and how many domains it spans per level */
 	bool nohome_less_local;

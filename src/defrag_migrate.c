@@ -906,7 +906,9 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 			return 0;
 		}
 		uint32_t old[TP_MAX_LEVELS];
-		bool room;
+		bool room = true;
+		if (!P->room_bound)
+			continue;
 		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, old)) ||
 		    (rc = defrag_home_room(P, S, n, cj->j, old, l, &room)))
 			return rc;
