@@ -293,6 +293,11 @@ struct sim_mover {
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
 
+/* Carry out the first ns steps of a plan (migrations) unless a moved job would run less
+ * efficiently: the number of jobs moved, or -1 for a plan refused (sim_policy.c). */
+int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struct sim_mover *mv,
+                         const char *who);
+
 /* ---- compaction when jobs end (sim_compact.c) ------------------------------------------- */
 
 /* Defaults of --compact-moves-h and --compact-budget. */

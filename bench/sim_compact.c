@@ -92,34 +92,6 @@ static uint32_t free_domains(const struct sim_compact *k, const tp_cluster *c)
 	return n;
 }
 
-/* Carry the plan out if every move keeps its job's efficiency; the number of jobs moved, or
- * -1 for a plan refused. */
-static int carry_out(const tp_plan *p, tp_cluster *c, const struct sim_mover *mv)
-{
-	size_t ns = tp_plan_step_count(p);
-	for (size_t i = 0; i < ns; i++) {
-		tp_step_action a;
-		const char *job;
-		const uint32_t *to;
-		size_t nto;
-		BENCH_CHECK(tp_plan_step(p, i, &a, &job, NULL, NULL, &to, &nto), "tp_plan_step");
-		if (a != TP_STEP_MIGRATE)
-			bench_die("tp_defrag_compact preempted job %s although the policy forbids it", job);
-		if (!mv->keeps_efficiency(mv->ud, (uint32_t)strtoul(job + 1, NULL, 10), to,
-		                          (uint32_t)nto))
-			return -1;
-	}
-	for (size_t i = 0; i < ns; i++) {
-		const char *job;
-		const uint32_t *to;
-		size_t nto;
-		BENCH_CHECK(tp_plan_step(p, i, NULL, &job, NULL, NULL, &to, &nto), "tp_plan_step");
-		BENCH_CHECK(tp_plan_apply_step(c, p, i, NULL), tp_cluster_errmsg(c));
-		mv->moved(mv->ud, (uint32_t)strtoul(job + 1, NULL, 10), to, (uint32_t)nto);
-	}
-	return (int)ns;
-}
-
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
                     const struct sim_mover *mv, struct sim_result *res)
@@ -147,11 +119,10 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_compact: %s: %s", tp_err_name(rc), p ? tp_plan_errmsg(p) : "");
-	int moved = rc < 0 ? -1 : carry_out(p, c, mv);
+	int moved = rc < 0 ? -1
+	            : sim_apply_migrations(c, p, tp_plan_step_count(p), mv, "tp_defrag_compact");
 	if (moved < 0) {
 		k->failed_releases = releases;
-		if (rc >= 0)
-			(*mv->refused)++;
 	} else {
 		k->moves -= moved;
 		k->gpu_s -= tp_plan_cost_s(p);
