@@ -45,6 +45,8 @@ struct cmp_workload {
 struct cmp_cell_pol {
 	double eff_gpu_h, occupancy, wait_p50_m, wait_p95_m, planner_p99_ms, qempty;
 	long planner_calls;
+	long defrag_calls;               /* the defrag planner's calls alone */
+	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
 };
 
 struct cmp_cell {
@@ -328,6 +330,9 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->wait_p95_m = res.p95_wait_s / 60;
 		p->planner_calls = (long)res.nplanner;
 		p->planner_p99_ms = res.planner_p99_ms;
+		p->defrag_calls = (long)res.ndefrag_cpu;
+		p->defrag_p50_ms = res.defrag_p50_ms;
+		p->defrag_p99_ms = res.defrag_p99_ms;
 		p->qempty = w1 > w0 ? res.queue_empty_s / (w1 - w0) : 1;
 		if (p->qempty > cell->queue_empty_share)
 			cell->queue_empty_share = p->qempty;
@@ -356,6 +361,8 @@ struct cmp_group_pol {
 	bool gain_real;    /* |gain| exceeds its spread */
 	double p99_ms;
 	long calls;
+	long dcalls;             /* defrag planner calls, all seeds */
+	double dp50_ms, dp99_ms; /* their largest per-seed p50 and p99 of CPU time */
 };
 
 struct cmp_group {
@@ -374,7 +381,7 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 	g->intensity_max = 0;
 	for (size_t k = 0; k < npol; k++) {
 		int n = 0;
-		double calls = 0, p99 = 0;
+		double calls = 0, p99 = 0, dcalls = 0, dp50 = 0, dp99 = 0;
 		for (int c = 0; c < ncells; c++) {
 			const struct cmp_cell *cell = &cells[c];
 			if (cell->wl != g->wl || cell->fl != g->fl || cell->q != g->q)
@@ -386,6 +393,9 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 			}
 			calls += cell->pol[k].planner_calls;
 			p99 = fmax(p99, cell->pol[k].planner_p99_ms);
+			dcalls += cell->pol[k].defrag_calls;
+			dp50 = fmax(dp50, cell->pol[k].defrag_p50_ms);
+			dp99 = fmax(dp99, cell->pol[k].defrag_p99_ms);
 			if (cell->flagged)
 				continue;
 			v[0][n] = cell->pol[k].eff_gpu_h;
@@ -403,6 +413,9 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 		cmp_stats(v[3], n, &p->p95_mean, &sp);
 		p->calls = (long)calls;
 		p->p99_ms = p99;
+		p->dcalls = (long)dcalls;
+		p->dp50_ms = dp50;
+		p->dp99_ms = dp99;
 	}
 	int best = -1, ideal = -1;
 	for (size_t k = 0; k < npol; k++) {
@@ -473,6 +486,11 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 		       p->occ_mean * 100, p->p50_mean, p->p95_mean, p->gain * 100,
 		       p->gain_spread * 100, cmp_verdict(p), p->gap * 100, p->calls, p->p99_ms);
 	}
+	for (size_t k = 0; k < npol; k++)
+		if (g->pol[k].dcalls)
+			printf("%s: defrag planner %ld calls, CPU per call p50 %.3f ms, p99 %.3f ms "
+			       "(largest per seed)\n", sim_policies[pols[k]].name, g->pol[k].dcalls,
+			       g->pol[k].dp50_ms, g->pol[k].dp99_ms);
 }
 
 static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int ncells,
@@ -504,6 +522,9 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_num(&j, "wait_p95_m", p->wait_p95_m);
 			bench_json_int(&j, "planner_calls", p->planner_calls);
 			bench_json_num(&j, "planner_p99_ms", p->planner_p99_ms);
+			bench_json_int(&j, "defrag_calls", p->defrag_calls);
+			bench_json_num(&j, "defrag_p50_ms", p->defrag_p50_ms);
+			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
 			bench_json_end_obj(&j);
 		}
 		bench_json_end_obj(&j);
@@ -617,6 +638,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--jobs N] [--trace-rows N|all] [--trace FILE]...\n"
 	        "                        [--fleet scenario:FILE]... [--policies a,b,...]\n"
 	        "                        [--shared DIR] [--starve-h H]\n"
+	        "                        [--compact [--compact-moves-h N] [--compact-budget X]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -630,7 +652,8 @@ static void cmp_usage(FILE *f)
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
-	        "  trace (no spread between seeds).\n");
+	        "  trace (no spread between seeds). --compact: topoplace-defrag also compacts\n"
+	        "  when jobs end, as tp-bench sim --compact (off by default).\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -640,7 +663,9 @@ int bench_compare_main(int argc, char **argv)
 	o.sim = (struct sim_opts){.fleet = "", .jobs = 0, .load = 1.15, .compress = 1,
 	                          .win0_h = -1, .win1_h = -1, .sample_s = 3600, .backfill = 256,
 	                          .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
-	                          .use_cost = true, .quiet = true};
+	                          .use_cost = true, .quiet = true,
+	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
+	                          .compact_budget = SIM_COMPACT_BUDGET};
 	const char *workloads = NULL, *fleets = NULL, *queues = NULL, *seeds = NULL;
 	const char *shared = TP_BENCH_SOURCE_DIR "/../../shared";
 	const char *extra_traces[CMP_MAX], *extra_fleets[CMP_MAX];
@@ -656,6 +681,9 @@ int bench_compare_main(int argc, char **argv)
 		{"policies", required_argument, NULL, 'p'}, {"shared", required_argument, NULL, 'S'},
 		{"starve-h", required_argument, NULL, 'x'}, {"json", required_argument, NULL, 'j'},
 		{"csv", required_argument, NULL, 'c'},      {"plot", required_argument, NULL, 'P'},
+		{"compact", no_argument, NULL, 'k'},
+		{"compact-moves-h", required_argument, NULL, 'm'},
+		{"compact-budget", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -683,6 +711,9 @@ int bench_compare_main(int argc, char **argv)
 		case 'p': o.policies = optarg; break;
 		case 'S': shared = optarg; break;
 		case 'x': o.sim.starve_h = bench_arg_num("--starve-h", optarg); break;
+		case 'k': o.sim.compact = true; break;
+		case 'm': o.sim.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
+		case 'B': o.sim.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;
@@ -694,6 +725,8 @@ int bench_compare_main(int argc, char **argv)
 		bench_die("compare: unexpected argument '%s'", argv[optind]);
 	if (o.sim.starve_h < 0)
 		bench_die("--starve-h: %g is negative (0 turns the rule off)", o.sim.starve_h);
+	if (!(o.sim.compact_moves_h >= 0) || !(o.sim.compact_budget >= 0))
+		bench_die("--compact-moves-h and --compact-budget must be >= 0");
 	char philly[1100];
 	snprintf(philly, sizeof philly, "%s/philly_pollux.csv", cmp_shared_traces(shared));
 	bool have_shared = cmp_file_exists(philly);

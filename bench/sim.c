@@ -85,6 +85,8 @@ struct sim_run {
 	double next_sample;
 	size_t cap_samples;
 	struct sim_failures *fail; /* NULL: no failures (the default) */
+	struct sim_compact *compact; /* NULL: no compaction (the default) */
+	bool head_frag;              /* the oldest waiting job was answered TP_EFRAGMENTED */
 	double *remain;            /* [2 jobs] a requeued job's work and redo (s), else -1 */
 };
 
@@ -347,6 +349,19 @@ static void sim_planner_time(struct sim_result *res, uint64_t ns)
 	res->planner_ms[res->nplanner++] = (double)ns * 1e-6;
 }
 
+/* One defrag planner call's CPU time (sim_result.defrag_cpu_ms). */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns)
+{
+	if (res->ndefrag_cpu == res->cap_defrag_cpu) {
+		res->cap_defrag_cpu = res->cap_defrag_cpu ? 2 * res->cap_defrag_cpu : 256;
+		res->defrag_cpu_ms = realloc(res->defrag_cpu_ms,
+		                             res->cap_defrag_cpu * sizeof *res->defrag_cpu_ms);
+		if (!res->defrag_cpu_ms)
+			bench_die("out of memory");
+	}
+	res->defrag_cpu_ms[res->ndefrag_cpu++] = (double)ns * 1e-6;
+}
+
 static uint32_t sim_free(const struct sim_run *r)
 {
 	return r->pol->uses_cluster ? tp_cluster_free_total(r->ctx.c) : r->pool_free;
@@ -503,6 +518,7 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	uint64_t t0 = bench_now_ns();
 	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
 	uint64_t dt = bench_now_ns() - t0;
+	r->head_frag |= rc == TP_EFRAGMENTED && r->oldest;
 	r->res->place_us_mean += (double)dt * 1e-3;
 	r->res->place_calls++;
 	sim_planner_time(r->res, dt);
@@ -517,8 +533,9 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		                        r->o->defrag_max_cost, &r->res->defrag_refused};
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
-		uint64_t d0 = bench_now_ns();
+		uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
+		sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
 		r->res->defrag_calls++;
 		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
 		sim_planner_time(r->res, bench_now_ns() - d0);
@@ -570,7 +587,8 @@ static void sim_reservation(struct sim_run *r, uint32_t top)
 	r->resv_on = true;
 	/* The same top job on the same state (nothing started, ended or moved since): the same
 	 * reservation. */
-	uint64_t key[4] = {top, r->releases, r->res->started, (uint64_t)r->res->defrag_moves};
+	uint64_t key[4] = {top, r->releases, r->res->started,
+	                   (uint64_t)(r->res->defrag_moves + r->res->compact_moves)};
 	if (r->resv_valid && !memcmp(key, r->resv_key, sizeof key)) {
 		r->extra = r->resv_extra;
 		r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
@@ -767,6 +785,8 @@ static void sim_summarise(struct sim_run *r)
 	res->planner_p99_ms = bench_quantile(res->planner_ms, res->nplanner, 0.99);
 	if (res->defrag_calls)
 		res->defrag_us_mean /= (double)res->defrag_calls;
+	res->defrag_p50_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.50);
+	res->defrag_p99_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.99);
 	double fn = 0, fd = 0;
 	size_t ns = 0;
 	for (size_t i = 0; i < res->nsamples; i++) {
@@ -831,6 +851,9 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	struct sim_fail_hooks fh = {&r, sim_fail_repaired, sim_fail_requeue};
 	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))
 		r.remain = sim_failures_remain(n);
+	r.compact = sim_compact_create(o, f, r.pol, r.now);
+	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused};
+	uint64_t released = 0;
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
 		double t_end = r.nheap ? r.heap[0].t : INFINITY;
@@ -842,14 +865,24 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			struct sim_ev ev = heap_pop(&r);
 			if (ev.job & SIM_EV_RESTART)
 				sim_restarted(&r, ev.job & ~SIM_EV_RESTART, ev.t);
-			else if (ev.t == r.end[ev.job]) /* else a stale entry of a moved job */
+			else if (ev.t == r.end[ev.job]) { /* else a stale entry of a moved job */
 				sim_finish(&r, ev.job);
+				r.end[ev.job] = -INFINITY; /* a move without restart time left a twin */
+			}
 		}
 		if (r.fail)
 			sim_failures_due(r.fail, t, &fh);
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
+		if (r.releases != released) /* jobs ended: compaction first */
+			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, &cmv,
+			                res);
+		released = r.releases;
+		r.head_frag = false;
 		sim_schedule(&r);
+		if (r.head_frag && sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now,
+		                                   r.releases, &cmv, res) > 0)
+			sim_schedule(&r);
 		if (r.qlen > 0 && r.nheap == 0 && next == w->n && !repairing(&r)) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
 			if (getenv("TP_BENCH_DEBUG"))
@@ -882,6 +915,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	}
 	r.pol->destroy(r.st);
 	sim_failures_destroy(r.fail);
+	sim_compact_destroy(r.compact);
 	free(r.remain);
 	tp_cluster_destroy(r.ctx.c);
 	free(r.queue);
@@ -916,8 +950,10 @@ void sim_result_free(struct sim_result *res)
 {
 	free(res->samples);
 	free(res->planner_ms);
+	free(res->defrag_cpu_ms);
 	res->samples = NULL;
 	res->planner_ms = NULL;
+	res->defrag_cpu_ms = NULL;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
@@ -933,6 +969,7 @@ static void sim_usage(FILE *f)
 	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
+	        "                    [--compact [--compact-moves-h N] [--compact-budget X]]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -952,7 +989,11 @@ static void sim_usage(FILE *f)
 	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
-	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n");
+	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
+	        "  --compact: topoplace-defrag also compacts when jobs end (off; bench/sim_compact.c),\n"
+	        "  moving at most --compact-moves-h jobs (default %g) and --compact-budget checkpoint\n"
+	        "  GPU-seconds (a share of the fleet's, default %g) per simulated hour.\n",
+	        SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET);
 }
 
 int bench_sim_main(int argc, char **argv)
@@ -960,7 +1001,8 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
-	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800};
+	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800,
+	                     .compact_moves_h = SIM_COMPACT_MOVES_H, .compact_budget = SIM_COMPACT_BUDGET};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -976,6 +1018,9 @@ int bench_sim_main(int argc, char **argv)
 		{"defrag-max-cost", required_argument, NULL, 'M'},
 		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
+		{"compact", no_argument, NULL, 'k'},
+		{"compact-moves-h", required_argument, NULL, 'm'},
+		{"compact-budget", required_argument, NULL, 'B'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -991,6 +1036,9 @@ int bench_sim_main(int argc, char **argv)
 		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 'A': o.spares = optarg; break;
+		case 'k': o.compact = true; break;
+		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
+		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;
@@ -1026,9 +1074,9 @@ int bench_sim_main(int argc, char **argv)
 	}
 	if (o.sample_s <= 0 || o.backfill < 1 || o.load <= 0 || !(o.compress > 0) ||
 	    !(o.defrag_every_s >= 0) || !(o.defrag_max_cost >= 0) ||
-	    (o.plot && !o.csv))
-		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1; --plot "
-		          "needs --csv");
+	    !(o.compact_moves_h >= 0) || !(o.compact_budget >= 0) || (o.plot && !o.csv))
+		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1, "
+		          "--compact-moves-h and --compact-budget >= 0; --plot needs --csv");
 
 	struct sim_fleet f;
 	sim_fleet_build(&f, o.fleet);

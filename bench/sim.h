@@ -124,6 +124,9 @@ struct sim_opts {
 	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
+	bool compact;          /* compaction when jobs end (sim_compact.c; off by default) */
+	double compact_moves_h; /* its budgets: jobs moved per hour, */
+	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	const char *json;
 	const char *csv;
 	const char *plot;
@@ -157,6 +160,13 @@ struct sim_result {
 	double planner_p99_ms, planner_total_s, wait_p50_s;
 	long defrag_moves, defrag_calls, defrag_refused;
 	double defrag_cost_s, defrag_us_mean;
+	/* the defrag planner's calls alone (tp_defrag_plan, tp_defrag_compact): CPU time of the
+	 * thread per call, ms, and their median and 99th percentile */
+	double *defrag_cpu_ms;
+	size_t ndefrag_cpu, cap_defrag_cpu;
+	double defrag_p50_ms, defrag_p99_ms;
+	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
+	double compact_cost_s;             /* its checkpoint GPU-seconds */
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
 	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
@@ -177,6 +187,8 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec);
 void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
                     const struct sim_workload *w, double w0, double w1, struct sim_result *res);
 void sim_result_free(struct sim_result *res);
+/* Record one defrag planner call's CPU time (ns) in res->defrag_cpu_ms. */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns);
 /* The automatic measurement window: from 15% of the arrival span to the last arrival. */
 void sim_window(const struct sim_workload *w, double *w0, double *w1);
 /* Migration cost (checkpoint + restart, seconds) of a job of n GPUs (sim_workload.c). */
@@ -280,6 +292,28 @@ struct sim_mover {
 };
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
+
+/* Carry out the first ns steps of a plan (migrations) unless a moved job would run less
+ * efficiently: the number of jobs moved, or -1 for a plan refused (sim_policy.c). */
+int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struct sim_mover *mv,
+                         const char *who);
+
+/* ---- compaction when jobs end (sim_compact.c) ------------------------------------------- */
+
+/* Defaults of --compact-moves-h and --compact-budget. */
+#define SIM_COMPACT_MOVES_H 4.0
+#define SIM_COMPACT_BUDGET 0.005
+
+struct sim_compact;
+/* NULL unless o->compact and the policy has the defrag hook. */
+struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
+                                       const struct sim_policy *pol, double now);
+void sim_compact_destroy(struct sim_compact *k);
+/* Compaction moves for the queue's head, within the budgets (k may be NULL: nothing);
+ * `releases` counts the jobs finished so far. Returns the number of jobs moved. */
+int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
+                    const uint32_t *queue, size_t qlen, double now, uint64_t releases,
+                    const struct sim_mover *mv, struct sim_result *res);
 
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 

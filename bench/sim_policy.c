@@ -424,6 +424,37 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	return rc;
 }
 
+/* Carry out the first ns steps of plan p (migrations; `who` made it) if no moved job would run
+ * less efficiently (mv->keeps_efficiency), reporting each move (mv->moved): the number of jobs
+ * moved, or -1 for a plan refused (counted in *mv->refused). */
+int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struct sim_mover *mv,
+                         const char *who)
+{
+	for (size_t i = 0; i < ns; i++) { /* worth carrying out? */
+		tp_step_action a;
+		const char *job;
+		const uint32_t *to;
+		size_t nto;
+		BENCH_CHECK(tp_plan_step(p, i, &a, &job, NULL, NULL, &to, &nto), "tp_plan_step");
+		if (a != TP_STEP_MIGRATE)
+			bench_die("%s preempted job %s although the policy forbids it", who, job);
+		uint32_t moved = (uint32_t)strtoul(job + 1, NULL, 10); /* ids are "j<index>" */
+		if (!mv->keeps_efficiency(mv->ud, moved, to, (uint32_t)nto)) {
+			(*mv->refused)++;
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < ns; i++) {
+		const char *job;
+		const uint32_t *to;
+		size_t nto;
+		BENCH_CHECK(tp_plan_step(p, i, NULL, &job, NULL, NULL, &to, &nto), "tp_plan_step");
+		BENCH_CHECK(tp_plan_apply_step(c, p, i, NULL), tp_cluster_errmsg(c));
+		mv->moved(mv->ud, (uint32_t)strtoul(job + 1, NULL, 10), to, (uint32_t)nto);
+	}
+	return (int)ns;
+}
+
 /*
  * The defrag hook: ask the library's planner for the moves that make job j fit, with
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
@@ -456,28 +487,9 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		return rc;
 	}
 	size_t ns = tp_plan_step_count(p) - 1; /* the last step places j */
-	for (size_t i = 0; i < ns; i++) {      /* worth carrying out? */
-		tp_step_action a;
-		const char *job;
-		const uint32_t *to;
-		size_t nto;
-		BENCH_CHECK(tp_plan_step(p, i, &a, &job, NULL, NULL, &to, &nto), "tp_plan_step");
-		if (a != TP_STEP_MIGRATE)
-			bench_die("tp_defrag_plan preempted job %s although the policy forbids it", job);
-		uint32_t moved = (uint32_t)strtoul(job + 1, NULL, 10); /* ids are "j<index>" */
-		if (!mv->keeps_efficiency(mv->ud, moved, to, (uint32_t)nto)) {
-			(*mv->refused)++;
-			tp_plan_destroy(p);
-			return TP_ENOPLAN;
-		}
-	}
-	for (size_t i = 0; i < ns; i++) {
-		const char *job;
-		const uint32_t *to;
-		size_t nto;
-		BENCH_CHECK(tp_plan_step(p, i, NULL, &job, NULL, NULL, &to, &nto), "tp_plan_step");
-		BENCH_CHECK(tp_plan_apply_step(ctx->c, p, i, NULL), tp_cluster_errmsg(ctx->c));
-		mv->moved(mv->ud, (uint32_t)strtoul(job + 1, NULL, 10), to, (uint32_t)nto);
+	if (sim_apply_migrations(ctx->c, p, ns, mv, "tp_defrag_plan") < 0) {
+		tp_plan_destroy(p);
+		return TP_ENOPLAN;
 	}
 	*cost_s = tp_plan_cost_s(p);
 	tp_plan_destroy(p);

@@ -68,6 +68,7 @@ static void scan_free(struct planner *P)
 	tp_free(P->a, s->jobs);
 	tp_free(P->a, s->jdev);
 	tp_free(P->a, s->jdom);
+	tp_free(P->a, s->jrun);
 	for (unsigned i = 0; i < TP_MAX_LEVELS; i++) {
 		tp_free(P->a, s->ly[i].f0);
 		tp_free(P->a, s->ly[i].f);
@@ -85,6 +86,8 @@ void defrag_planner_fini(struct planner *P)
 	tp_free(P->a, P->tobuf);
 	tp_free(P->a, P->holdbuf);
 	tp_free(P->a, P->spanbuf);
+	tp_free(P->a, P->roombuf);
+	tp_free(P->a, P->roomvals);
 	tp_free(P->a, P->tbuf);
 	tp_free(P->a, P->tprefbuf);
 	defrag_draft_clear(P->a, &P->best);
@@ -732,6 +735,7 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->a = &c->alloc;
 	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
+	P->room_bound = !k || !k->no_room_bound;
 	P->lb_open = COST_NONE;
 	policy_limits(P);
 }

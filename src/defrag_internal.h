@@ -4,7 +4,8 @@
  * the walk over candidate domains), defrag_scan.c (scanning a candidate, tallies, lower bounds),
  * defrag_migrate.c (simulating a set of jobs: homes, locality, steps), defrag_search.c (the
  * exact, greedy and branch-and-bound searches), defrag_plan.c (the tp_plan object and carrying
- * it out) and defrag_compact.c (compaction). Private: tests reach it through tp_internal_dep.
+ * it out), defrag_homes.c (a bound on a migrant's home, from counts) and defrag_compact.c
+ * (compaction). Private: tests reach it through tp_internal_dep.
  */
 #ifndef TP_DEFRAG_INTERNAL_H
 #define TP_DEFRAG_INTERNAL_H
@@ -27,6 +28,7 @@
 /* Knobs of the planner for the tests; the public calls use the defaults. */
 struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
+	bool no_room_bound; /* no defrag_home_room (the tests compare plans with and without) */
 };
 
 /* tp_defrag_plan with knobs (NULL: the defaults) and optional figures (as tp_plan_stats). */
@@ -130,6 +132,7 @@ struct cjob {
 	uint32_t slot; /* valid while scanning only */
 	uint32_t a;    /* its devices in the candidate that the request could use once it left */
 	uint32_t d0;   /* those devices: scan.jdev[d0 .. d0 + a) */
+	uint32_t r0, nr; /* their runs of one domain per layer: scan.jrun[r0 .. r0 + nr) */
 	int64_t w;     /* cost of moving it */
 	double rate;   /* w / a (infinite when a is 0) */
 	uint8_t can;   /* CAN_MIGRATE | CAN_PREEMPT, 0: it stays */
@@ -164,6 +167,12 @@ struct cscan {
 	size_t cap_jdev;
 	uint32_t *jdom; /* [jdev index * nlayers + layer] the device's domain - e0 */
 	size_t cap_jdom;
+	/* each job's devices as runs of one domain of a layer, so that a tally adds a run at a
+	 * time (defrag_tally_job): a job's devices sit in few domains */
+	struct jrun {
+		uint32_t layer, e, n;
+	} *jrun;
+	size_t cap_jrun;
 	unsigned nlayers;
 	struct scan_layer ly[TP_MAX_LEVELS];
 	uint32_t nmov;     /* movable jobs (on the candidate, then outside ones once added) */
@@ -210,6 +219,7 @@ struct planner {
 	int64_t max_cost; /* COST_NONE: no limit */
 	uint32_t max_moves;
 	unsigned exact_max;
+	bool room_bound; /* sets ruled out by defrag_home_room */
 	int level;       /* candidate level, -1: the whole cluster */
 	unsigned flevel; /* level of the fragmentation score */
 	/* the candidate being searched */
@@ -229,6 +239,10 @@ struct planner {
 	size_t cap_hold;
 	uint32_t *spanbuf;
 	size_t cap_span;
+	uint32_t *roombuf, *roomvals; /* defrag_home_room: a set's nodes, a domain's room */
+	size_t cap_room, cap_roomvals;
+	uint32_t room_widest[TP_MAX_LEVELS + 1]; /* [level + 1]: its widest domain below, 0: not
+	                                          * yet counted */
 	/* the last migrant place_migrants found no home for: whether a home existed but was less
 	 * local, and how many domains it spans per level */
 	bool nohome_less_local;
@@ -300,6 +314,10 @@ int defrag_restrict_request(struct planner *P, bool *empty);
 int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct draft *d, int *out,
                       const struct tp_job_impl **nohome);
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
+
+/* defrag_homes.c */
+int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
+                     const struct tp_job_impl *j, const uint32_t *old, int level, bool *room);
 
 /* defrag_search.c */
 void defrag_offer(struct planner *P, struct draft *d);

@@ -880,7 +880,8 @@ static int most_free_after(struct planner *P, const uint32_t *S, uint32_t n, uns
 
 /* Counts that rule a set out before any simulation: with the locality rule, a migrant that
  * may not be preempted lands inside one domain of the deepest level that holds it now, so
- * some domain of that level must have its size free once the set left. *nohome: the first
+ * some domain of that level must have its size free once the set left, on no more nodes than
+ * it spans now (defrag_home_room, defrag_homes.c). *nohome: the first
  * migrant that has no such domain, else NULL. Only used once a simulation has given the
  * failed plan's message (the counts do not say whether a less local home exists). */
 static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
@@ -901,6 +902,17 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 		if (rc)
 			return rc;
 		if (most < cj->j->ndev) {
+			*nohome = cj->j;
+			return 0;
+		}
+		uint32_t old[TP_MAX_LEVELS];
+		bool room = true;
+		if (!P->room_bound)
+			continue;
+		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, old)) ||
+		    (rc = defrag_home_room(P, S, n, cj->j, old, l, &room)))
+			return rc;
+		if (!room) {
 			*nohome = cj->j;
 			return 0;
 		}

@@ -139,6 +139,32 @@ int defrag_scan_candidate(struct planner *P, int level, uint32_t dom)
 	return defrag_scan_jobs(P, level, dom, true);
 }
 
+
+/* Each job's devices of the candidate (jdom) as runs of one domain per layer: a tally then
+ * costs a job's domains, not its devices. At most `ndev` runs per layer. */
+static int build_runs(struct planner *P, size_t ndev)
+{
+	struct cscan *s = &P->scan;
+	size_t need = ndev * s->nlayers;
+	if (tp_grow(P->a, (void **)&s->jrun, &s->cap_jrun, need ? need : 1, sizeof *s->jrun))
+		return TP_ENOMEM;
+	uint32_t nr = 0;
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		struct cjob *cj = &s->jobs[k];
+		cj->r0 = nr;
+		for (unsigned i = 0; i < s->nlayers; i++)
+			for (uint32_t x = 0; x < cj->a; x++) {
+				uint32_t e = s->jdom[(size_t)(cj->d0 + x) * s->nlayers + i];
+				if (nr > cj->r0 && s->jrun[nr - 1].layer == i && s->jrun[nr - 1].e == e)
+					s->jrun[nr - 1].n++;
+				else
+					s->jrun[nr++] = (struct jrun){i, e, 1};
+			}
+		cj->nr = nr - cj->r0;
+	}
+	return 0;
+}
+
 /* With !full, only what bounding needs: the jobs, their usable devices on the candidate, their
  * costs and what the policy allows (no layers, no device lists; one pass). */
 int defrag_scan_jobs(struct planner *P, int level, uint32_t dom, bool full)
@@ -239,6 +265,11 @@ int defrag_scan_jobs(struct planner *P, int level, uint32_t dom, bool full)
 		for (unsigned i = 0; i < s->nlayers; i++)
 			s->jdom[(size_t)at * s->nlayers + i] = layer_dom(P, &s->ly[i], dev);
 	}
+	if (build_runs(P, off)) {
+		for (uint32_t k = 0; k < s->njobs; k++)
+			P->slot_local[s->jobs[k].slot] = TP_NONE;
+		return TP_ENOMEM;
+	}
 	s->nmov = 0;
 	s->movcap = 0;
 	s->ninside = s->njobs;
@@ -323,14 +354,13 @@ void defrag_tally_job(struct planner *P, uint32_t k, int sign)
 	struct cscan *s = &P->scan;
 	const struct cjob *cj = &s->jobs[k];
 	s->tally = sign > 0 ? s->tally + cj->a : s->tally - cj->a;
-	for (unsigned i = 0; i < s->nlayers; i++) {
-		struct scan_layer *ly = &s->ly[i];
-		for (uint32_t x = 0; x < cj->a; x++) {
-			uint32_t e = s->jdom[(size_t)(cj->d0 + x) * s->nlayers + i];
-			ly->units -= ly->f[e] / ly->size;
-			ly->f[e] = sign > 0 ? ly->f[e] + 1 : ly->f[e] - 1;
-			ly->units += ly->f[e] / ly->size;
-		}
+	for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++) {
+		const struct jrun *run = &s->jrun[r];
+		struct scan_layer *ly = &s->ly[run->layer];
+		uint32_t *f = &ly->f[run->e];
+		ly->units -= *f / ly->size;
+		*f = sign > 0 ? *f + run->n : *f - run->n;
+		ly->units += *f / ly->size;
 	}
 }
 

@@ -38,7 +38,8 @@ POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree
             "topoplace", "topoplace-defrag", "ideal"]
 CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
-               "planner_p99_ms"}
+               "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms"}
+CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms"}  # times: not deterministic
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
 WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end",
@@ -222,7 +223,7 @@ def check_node_groups(tmp):
 
 def strip_compare(d):
     return {"cells": [{k: (v if k != "policies" else
-                           {p: {x: y for x, y in m.items() if x != "planner_p99_ms"}
+                           {p: {x: y for x, y in m.items() if x not in CPU_KEYS}
                             for p, m in v.items()})
                        for k, v in c.items()} for c in d["cells"]],
             "summary": d["summary"]}
@@ -335,6 +336,40 @@ def check_mixed_fleet(tmp):
     check(d["policies"]["topoplace"]["jobs_started"] == 150, "mixed fleet: jobs left over")
 
 
+def check_compact(tmp):
+    """--compact: topoplace-defrag compacts when jobs end, within the moves and checkpoint
+    GPU-seconds per hour; off by default; deterministic."""
+    base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
+            "--seed", "1", "--policies", "topoplace,topoplace-defrag"]
+    off, _ = run(base, tmp, "compact-off.json")
+    on, _ = run(base + ["--compact"], tmp, "compact-on.json")
+    again, _ = run(base + ["--compact"], tmp, "compact-again.json")
+    check(strip_wall(on) == strip_wall(again), "compact: two runs with one seed differ")
+    for name in ("topoplace", "topoplace-defrag"):
+        m = off["policies"][name]
+        check(m["compact_calls"] == 0 and m["compact_moves"] == 0,
+              f"compact: {name} compacted without --compact ({m['compact_calls']} calls)")
+    check(on["policies"]["topoplace"]["compact_calls"] == 0,
+          "compact: topoplace (no defrag hook) compacted")
+    m = on["policies"]["topoplace-defrag"]
+    hours = m["makespan_s"] / 3600
+    check(m["compact_calls"] > 0 and m["compact_moves"] > 0,
+          f"compact: no compaction move ({m['compact_calls']} calls)")
+    check(m["compact_moves"] <= 4 * (hours + 1),
+          f"compact: {m['compact_moves']} moves in {hours:.0f} h, above 4 an hour")
+    check(m["compact_cost_s"] <= 0.005 * 864 * 3600 * (hours + 1),
+          f"compact: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h, above the budget")
+    check(strip_wall(on["policies"]["topoplace"]) == strip_wall(off["policies"]["topoplace"]),
+          "compact: --compact changed topoplace")
+    none, _ = run(base + ["--compact", "--compact-moves-h", "0"], tmp, "compact-none.json")
+    m = none["policies"]["topoplace-defrag"]
+    check(m["compact_moves"] == 0 and m["compact_calls"] == 0,
+          f"compact: {m['compact_moves']} moves with a budget of 0 moves an hour")
+    check(strip_wall(none["policies"]["topoplace-defrag"]) ==
+          strip_wall(off["policies"]["topoplace-defrag"]),
+          "compact: a budget of 0 moves is not the same as no compaction")
+
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -349,6 +384,8 @@ def check_errors(tmp):
                          (["sim", "--load", "fast"], "--load: 'fast'"),
                          (["sim", "--queue", "fifo"], "--queue: "),
                          (["sim", "--mix", "hpc"], "--mix: "),
+                         (["sim", "--compact-budget", "-1"], "--compact-budget"),
+                         (["compare", "--compact-moves-h", "-2"], "--compact-moves-h"),
                          (["compare", "--queues", "fifo"], "--queues: 'fifo'"),
                          (["compare", "--workloads", "nosuch"], "--workloads: 'nosuch'"),
                          (["compare", "--seeds", "0"], "--seeds: "),
@@ -368,6 +405,7 @@ if __name__ == "__main__":
         check_easy_reservation(tmp)
         check_node_groups(tmp)
         check_compare(tmp)
+        check_compact(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)

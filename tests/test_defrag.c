@@ -1860,7 +1860,7 @@ static void ratio_bin(struct ostats *st, double x)
 static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, bool require_opt)
 {
 	memset(st, 0, sizeof *st);
-	struct tp_defrag_knobs knobs = {exact_max};
+	struct tp_defrag_knobs knobs = {.exact_max = exact_max};
 	/* OR_SEED=n in the environment runs that one case (to reproduce a failure) */
 	uint64_t seed0 = getenv("OR_SEED") ? strtoull(getenv("OR_SEED"), NULL, 10) : 1;
 	for (uint64_t seed = seed0; seed <= (getenv("OR_SEED") ? seed0 : ncases); seed++) {
@@ -2012,7 +2012,7 @@ Test(defrag, many_jobs_per_rack_match_the_exact_search, .timeout = 300)
 		r.required = "rack";
 		r.priority = 1;
 		tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
-		struct tp_defrag_knobs exact = {20}, dflt = {TP_DEFRAG_EXACT_MAX};
+		struct tp_defrag_knobs exact = {.exact_max = 20}, dflt = {.exact_max = TP_DEFRAG_EXACT_MAX};
 		tp_plan *pe = NULL, *pg = NULL;
 		int re = tp_defrag_plan_ex(c, &r, &pol, &exact, NULL, &pe);
 		int rg = tp_defrag_plan_ex(c, &r, &pol, &dflt, NULL, &pg);

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A bound on a migrant's home, from counts alone (no simulation). The planner keeps a migrant
+ * as local as it is: inside one domain of the deepest level that holds it now, and on no more
+ * domains of each level below than it spans now. With the jobs of a set gone, a domain can
+ * give at most its free devices plus theirs. So in some domain D of that deepest level, for
+ * every level below, the most generous sub-domains of D, as many as the migrant spans at that
+ * level, must add up to its size, less the devices the request takes inside the candidate;
+ * if no D passes, no simulation of the set can find the migrant a home. The bound ignores
+ * where in the candidate the request lands and every other migrant (both only take room), so
+ * it never rules out a set that could work. Each level is checked on its own (necessary, not
+ * sufficient).
+ */
+#include "defrag_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_desc_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a < b) - (a > b);
+}
+
+/* The nodes the devices of the jobs S sit on, sorted, one entry per device. */
+static int set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *k)
+{
+	const struct tp_topology *t = P->t;
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += P->scan.jobs[S[i]].j->ndev;
+	if (defrag_grow_u32(P->a, &P->roombuf, &P->cap_room, total + 1))
+		return TP_ENOMEM;
+	*k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tp_job_impl *j = P->scan.jobs[S[i]].j;
+		for (uint32_t x = 0; x < j->ndev; x++)
+			P->roombuf[(*k)++] = t->dev_node[j->devs[x]];
+	}
+	qsort(P->roombuf, *k, sizeof *P->roombuf, defrag_cmp_u32);
+	return 0;
+}
+
+/* Entries of the sorted set below `node`. */
+static size_t set_below(const struct planner *P, size_t nset, uint32_t node)
+{
+	size_t lo = 0, hi = nset;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (P->roombuf[mid] < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether the `want` most generous domains of level u below domain d of level l (-1: the
+ * whole cluster) can give `size` devices once the set left. The request takes P->count
+ * devices of the candidate, which has `cand` devices free once the set left: a domain that
+ * holds the candidate gives that many less, and the domains inside it together give at most
+ * cand - P->count. */
+static bool level_room(struct planner *P, int l, uint32_t d, unsigned u, uint32_t want,
+                       uint32_t size, size_t nset, uint64_t cand)
+{
+	const struct tp_topology *t = P->t;
+	const struct cscan *s = &P->scan;
+	uint32_t e0, ne;
+	defrag_desc_range(t, l, d, u, &e0, &ne);
+	uint32_t *out = P->roomvals, *in = P->roomvals + ne, nout = 0, nin = 0;
+	uint64_t insum = 0;
+	for (uint32_t x = 0; x < ne; x++) {
+		uint32_t f, cnt;
+		tp_dom_nodes(t, u, e0 + x, &f, &cnt);
+		size_t inset = set_below(P, nset, f + cnt) - set_below(P, nset, f);
+		uint32_t v = P->c->free[u][e0 + x] + (uint32_t)inset;
+		if (f >= s->node0 && f + cnt <= s->node0 + s->nnodes) {
+			in[nin++] = v;
+			insum += v;
+		} else if (f <= s->node0 && f + cnt >= s->node0 + s->nnodes) {
+			out[nout++] = v > P->count ? v - P->count : 0;
+		} else {
+			out[nout++] = v;
+		}
+	}
+	uint64_t left = cand > P->count ? cand - P->count : 0;
+	uint64_t incap = insum < left ? insum : left;
+	qsort(out, nout, sizeof *out, cmp_desc_u32);
+	qsort(in, nin, sizeof *in, cmp_desc_u32);
+	/* i of the domains chosen inside the candidate, want - i outside */
+	uint64_t osum = 0, isum = 0;
+	uint32_t no = want < nout ? want : nout;
+	for (uint32_t x = 0; x < no; x++)
+		osum += out[x];
+	for (uint32_t i = 0;; i++) {
+		uint64_t got = osum + (isum < incap ? isum : incap);
+		if (got >= size)
+			return true;
+		if (i >= nin || i >= want)
+			return false;
+		isum += in[i];
+		if (want - i - 1 < no) { /* one fewer outside */
+			no--;
+			osum -= out[no];
+		}
+	}
+}
+
+/* The most domains of any level below `l` inside one domain of `l`, counted once per call. */
+static uint32_t widest(struct planner *P, int l)
+{
+	const struct tp_topology *t = P->t;
+	uint32_t *w = &P->room_widest[l + 1];
+	if (*w)
+		return *w;
+	uint32_t most = 1;
+	uint32_t nd = l < 0 ? 1 : t->lv[l].ndom;
+	for (unsigned u = (unsigned)(l + 1); u <= tp_node_level(t); u++)
+		for (uint32_t d = 0; d < nd; d++) {
+			uint32_t e0, ne;
+			defrag_desc_range(t, l, d, u, &e0, &ne);
+			if (ne > most)
+				most = ne;
+		}
+	return *w = most;
+}
+
+/* What domain d of level l can give a migrant once the set left, with the request's devices
+ * taken out as level_room says. */
+static uint64_t domain_gives(struct planner *P, unsigned l, uint32_t d, size_t nset,
+                             uint64_t cand)
+{
+	const struct cscan *s = &P->scan;
+	uint32_t f, cnt;
+	tp_dom_nodes(P->t, l, d, &f, &cnt);
+	uint64_t v = P->c->free[l][d] + (set_below(P, nset, f + cnt) - set_below(P, nset, f));
+	uint64_t left = cand > P->count ? cand - P->count : 0;
+	if (f >= s->node0 && f + cnt <= s->node0 + s->nnodes)
+		return v < left ? v : left;
+	if (f <= s->node0 && f + cnt >= s->node0 + s->nnodes)
+		return v > P->count ? v - P->count : 0;
+	return v;
+}
+
+/* Whether job j (its current spans `old`, one per level, and `level` the deepest level one of
+ * whose domains holds it, -1: none) may have a home once the jobs S left: *room false when
+ * the counts say it cannot. */
+int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
+                     const struct tp_job_impl *j, const uint32_t *old, int level, bool *room)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	*room = true;
+	size_t nset;
+	int rc = set_nodes(P, S, n, &nset);
+	if (rc)
+		return rc;
+	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(P, level)))
+		return TP_ENOMEM;
+	const struct cscan *s = &P->scan;
+	uint64_t cand = set_below(P, nset, s->node0 + s->nnodes) - set_below(P, nset, s->node0);
+	if (s->level >= 0)
+		cand += P->c->free[s->level][s->dom];
+	else
+		for (uint32_t e = 0; e < t->lv[0].ndom; e++)
+			cand += P->c->free[0][e];
+	uint32_t ndom = level < 0 ? 1 : t->lv[level].ndom;
+	for (uint32_t d = 0; d < ndom; d++) {
+		if (level >= 0 && domain_gives(P, (unsigned)level, d, nset, cand) < j->ndev)
+			continue;
+		bool ok = true;
+		for (unsigned u = (unsigned)(level + 1); u <= nl && ok; u++)
+			ok = level_room(P, level, d, u, old[u], j->ndev, nset, cand);
+		if (ok)
+			return 0;
+	}
+	*room = false;
+	return 0;
+}
