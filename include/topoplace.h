@@ -1110,11 +1110,11 @@ TP_API int tp_cluster_node_is_spare(const tp_cluster *c, uint32_t node);
  * @param c The cluster. @param level Level (the node level: 1 for a spare node).
  * @param dom Domain index. @return The count, 0 for a bad argument. O(1). @since 0.4.0
  */
-TP_API uint32_t tp_cluster_spares(const tp_cluster *c, unsigned level, uint32_t dom);
+TP_API uint32_t tp_cluster_spare_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /** @brief Spare nodes in the whole cluster. *Read-only.* @param c The cluster.
  *  @return The count (0 for NULL). O(1). @since 0.4.0 */
-TP_API uint32_t tp_cluster_spares_total(const tp_cluster *c);
+TP_API uint32_t tp_cluster_spare_total_count(const tp_cluster *c);
 
 /**
  * @brief The spare policy in force. *Read-only.*
@@ -1133,8 +1133,8 @@ TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigne
 TP_API uint32_t tp_cluster_free_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /** @brief Free devices in the whole cluster. *Read-only.* @param c The cluster.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_cluster_free_total(const tp_cluster *c);
+ *  @return The count. @since 0.1.0 (named tp_cluster_free_total until 0.4.0) */
+TP_API uint32_t tp_cluster_free_total_count(const tp_cluster *c);
 
 /**
  * @brief Nodes of a domain whose every device is free. *Read-only.*
@@ -1183,11 +1183,11 @@ TP_API int tp_cluster_device_down(const tp_cluster *c, uint32_t dev);
 TP_API int tp_cluster_device_cordoned(const tp_cluster *c, uint32_t dev);
 
 /** @brief Devices that are down. *Read-only.* @param c The cluster. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_cluster_down_total(const tp_cluster *c);
+ *  @since 0.1.0 (named tp_cluster_down_total until 0.4.0) */
+TP_API uint32_t tp_cluster_down_total_count(const tp_cluster *c);
 /** @brief Devices that are cordoned and not down. *Read-only.* @param c The cluster.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_cluster_cordoned_total(const tp_cluster *c);
+ *  @return The count. @since 0.1.0 (named tp_cluster_cordoned_total until 0.4.0) */
+TP_API uint32_t tp_cluster_cordoned_total_count(const tp_cluster *c);
 
 /** @brief Number of running jobs. *Read-only.* @param c The cluster. @return The count.
  *  @since 0.1.0 */
@@ -1511,18 +1511,20 @@ TP_API void tp_frag_destroy(tp_frag *f);
 TP_API const char *tp_frag_errmsg(const tp_frag *f);
 
 /** @brief Domains of a level. @param f The report. @param level Level.
- *  @return The count (0 for a bad level). @since 0.1.0 */
-TP_API uint32_t tp_frag_domains(const tp_frag *f, unsigned level);
+ *  @return The count (0 for a bad level). @since 0.1.0 (named tp_frag_domains until 0.4.0) */
+TP_API uint32_t tp_frag_domain_count(const tp_frag *f, unsigned level);
 /** @brief Free devices at a level (the same at every level: free devices of the cluster).
  *  @param f The report. @param level Level. @return The count.
  *  @since 0.1.0 (named tp_frag_free until 0.4.0) */
 TP_API uint32_t tp_frag_free_count(const tp_frag *f, unsigned level);
 /** @brief Domains of a level whose every device is free, healthy and uncordoned.
- *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level);
+ *  @param f The report. @param level Level. @return The count.
+ *  @since 0.1.0 (named tp_frag_fully_free until 0.4.0) */
+TP_API uint32_t tp_frag_fully_free_count(const tp_frag *f, unsigned level);
 /** @brief The most free devices in one domain of a level.
- *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level);
+ *  @param f The report. @param level Level. @return The count.
+ *  @since 0.1.0 (named tp_frag_largest_free until 0.4.0) */
+TP_API uint32_t tp_frag_largest_free_count(const tp_frag *f, unsigned level);
 /** @brief Share of free devices not in fully free domains of a level, in [0, 1].
  *  @param f The report. @param level Level. @return The share (0 when nothing is free).
  *  @since 0.1.0 */
@@ -1531,11 +1533,11 @@ TP_API double tp_frag_fragmentation(const tp_frag *f, unsigned level);
  *  @param f The report. @return The share (0 when nothing is free). @since 0.1.0 */
 TP_API double tp_frag_workload(const tp_frag *f);
 /** @brief Devices down when the report was made. @param f The report. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_frag_down(const tp_frag *f);
+ *  @since 0.1.0 (named tp_frag_down until 0.4.0) */
+TP_API uint32_t tp_frag_down_count(const tp_frag *f);
 /** @brief Devices cordoned (and not down) when the report was made. @param f The report.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
+ *  @return The count. @since 0.1.0 (named tp_frag_cordoned until 0.4.0) */
+TP_API uint32_t tp_frag_cordoned_count(const tp_frag *f);
 
 /** @brief The most shapes tp_cluster_set_place_mix() takes. @since 0.4.0 */
 #define TP_PLACE_MIX_MAX 16
@@ -1716,11 +1718,12 @@ TP_API size_t tp_plan_step_count(const tp_plan *p);
  */
 TP_API int tp_plan_step(const tp_plan *p, size_t i, tp_step_action *action, const char **job,
                         const uint32_t **from, size_t *nfrom, const uint32_t **to, size_t *nto);
-/** @brief Jobs migrated or preempted. @param p The plan. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_plan_moved_jobs(const tp_plan *p);
+/** @brief Jobs migrated or preempted. @param p The plan. @return The count.
+ *  @since 0.1.0 (named tp_plan_moved_jobs until 0.4.0) */
+TP_API uint32_t tp_plan_moved_job_count(const tp_plan *p);
 /** @brief Devices of the jobs migrated or preempted. @param p The plan. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_plan_moved_devices(const tp_plan *p);
+ *  @since 0.1.0 (named tp_plan_moved_devices until 0.4.0) */
+TP_API uint32_t tp_plan_moved_device_count(const tp_plan *p);
 /** @brief The plan's cost: checkpoint seconds x devices, summed over the jobs moved.
  *  @param p The plan. @return Seconds. @since 0.1.0 */
 TP_API double tp_plan_cost_s(const tp_plan *p);

@@ -258,12 +258,12 @@ int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out)
 	return 0;
 }
 
-uint32_t tp_plan_moved_jobs(const tp_plan *p)
+uint32_t tp_plan_moved_job_count(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->moved_jobs : 0;
 }
 
-uint32_t tp_plan_moved_devices(const tp_plan *p)
+uint32_t tp_plan_moved_device_count(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->moved_devices : 0;
 }

@@ -242,12 +242,12 @@ func (c *Cluster) Commit(p *Placement) error {
 
 // LevelFrag is the fragmentation report of one level.
 type LevelFrag struct {
-	Level         string
-	Domains       uint32
-	Free          uint32
-	FullyFree     uint32
-	LargestFree   uint32
-	Fragmentation float64
+	Level            string
+	DomainCount      uint32
+	FreeCount        uint32
+	FullyFreeCount   uint32
+	LargestFreeCount uint32
+	Fragmentation    float64
 }
 
 // Frag reports the fragmentation of every level (the default job mix).
@@ -267,8 +267,9 @@ func (c *Cluster) Frag() ([]LevelFrag, error) {
 	out := make([]LevelFrag, len(levels))
 	for i, name := range levels {
 		l := C.unsigned(i)
-		out[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)), uint32(C.tp_frag_free_count(f, l)),
-			uint32(C.tp_frag_fully_free(f, l)), uint32(C.tp_frag_largest_free(f, l)),
+		out[i] = LevelFrag{name, uint32(C.tp_frag_domain_count(f, l)),
+			uint32(C.tp_frag_free_count(f, l)), uint32(C.tp_frag_fully_free_count(f, l)),
+			uint32(C.tp_frag_largest_free_count(f, l)),
 			float64(C.tp_frag_fragmentation(f, l))}
 	}
 	return out, nil
@@ -284,11 +285,11 @@ type Step struct {
 
 // Plan is a defragmentation plan, copied out of the library.
 type Plan struct {
-	Steps        []Step
-	MovedJobs    uint32
-	MovedDevices uint32
-	CostS        float64
-	p            *C.tp_plan // the library's plan, for ApplyStep; freed by Close
+	Steps            []Step
+	MovedJobCount    uint32
+	MovedDeviceCount uint32
+	CostS            float64
+	p                *C.tp_plan // the library's plan, for ApplyStep; freed by Close
 }
 
 // Close frees the library's copy of the plan (the Go fields stay readable). Safe to call
@@ -361,9 +362,10 @@ func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 		defer C.tp_plan_destroy(p)
 		return nil, fail(rc, C.GoString(C.tp_plan_errmsg(p)))
 	}
-	plan := &Plan{MovedJobs: uint32(C.tp_plan_moved_jobs(p)),
-		MovedDevices: uint32(C.tp_plan_moved_devices(p)), CostS: float64(C.tp_plan_cost_s(p)),
-		p: p}
+	plan := &Plan{MovedJobCount: uint32(C.tp_plan_moved_job_count(p)),
+		MovedDeviceCount: uint32(C.tp_plan_moved_device_count(p)),
+		CostS:            float64(C.tp_plan_cost_s(p)),
+		p:                p}
 	runtime.SetFinalizer(plan, (*Plan).Close)
 	for i := C.size_t(0); i < C.tp_plan_step_count(p); i++ {
 		var act C.tp_step_action

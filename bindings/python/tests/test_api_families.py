@@ -89,8 +89,8 @@ def test_argument_free_getters_are_read_only_properties(tp):
     assert c.topology is t
     for obj, name in ((t, "levels"), (b, "levels"), (c, "topology"), (t, "node_count"),
                       (t, "device_count"), (t, "fd_kinds"), (t, "memory"), (t, "node_level"),
-                      (c, "free_total"), (c, "jobs"), (c, "fingerprint"), (c, "memory"),
-                      (c, "down_total"), (c, "cordoned_total"), (c, "closed")):
+                      (c, "free_total_count"), (c, "jobs"), (c, "fingerprint"), (c, "memory"),
+                      (c, "down_total_count"), (c, "cordoned_total_count"), (c, "closed")):
         assert isinstance(inspect.getattr_static(type(obj), name), property), name
         with pytest.raises(AttributeError):
             setattr(obj, name, None)
@@ -108,7 +108,7 @@ def test_properties_give_what_the_c_getters_give(tp):
     assert t.levels == tuple(ffi.string(lib.tp_topology_level_name(t._p, i)).decode()
                              for i in range(lib.tp_topology_level_count(t._p)))
     assert t.node_count == lib.tp_topology_node_count(t._p) == 4
-    assert c.free_total == lib.tp_cluster_free_total(c._p) == 16
+    assert c.free_total_count == lib.tp_cluster_free_total_count(c._p) == 16
     assert c.free_count("node", "x2") == lib.tp_cluster_free_count(c._p, 2, t.node("x2")) == 4
     assert c.free_node_count("rack", 0) == lib.tp_cluster_free_node_count(c._p, 1, 0) == 1
 

@@ -456,10 +456,12 @@ def _domains_of(topo, devices):
 def _frag(sc, topo, cluster):
     rep = cluster.frag()
     doc = {"status": "ok",
-           "levels": {lv: {"domains": f.domains, "free": f.free, "fully_free": f.fully_free,
-                           "largest_free": f.largest_free, "fragmentation": f.fragmentation}
+           "levels": {lv: {"domains": f.domain_count, "free": f.free_count,
+                           "fully_free": f.fully_free_count,
+                           "largest_free": f.largest_free_count,
+                           "fragmentation": f.fragmentation}
                       for lv, f in rep.levels.items()},
-           "free": rep.free, "down": rep.down, "cordoned": rep.cordoned}
+           "free": rep.free_count, "down": rep.down_count, "cordoned": rep.cordoned_count}
     return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, command="frag")
 
 
@@ -502,7 +504,8 @@ def plan_json(plan):
             step["to"] = list(st.to_devices)
         steps.append(step)
     cost = plan.cost_s
-    return {"steps": steps, "moved_jobs": plan.moved_jobs, "moved_devices": plan.moved_devices,
+    return {"steps": steps, "moved_jobs": plan.moved_job_count,
+            "moved_devices": plan.moved_device_count,
             "cost_s": int(cost) if float(cost).is_integer() else cost}
 
 

@@ -204,8 +204,8 @@ class Cluster(_Owned):
     def spare_count(self, level=None, dom=None):
         """Spare nodes in a domain (an id or a path), or in the cluster without arguments."""
         if level is None:
-            return lib.tp_cluster_spares_total(self._p)
-        return lib.tp_cluster_spares(self._p, self._topo.level(level), self._dom(level, dom))
+            return lib.tp_cluster_spare_total_count(self._p)
+        return lib.tp_cluster_spare_count(self._p, self._topo.level(level), self._dom(level, dom))
 
     @property
     def spare_policy(self):
@@ -228,9 +228,9 @@ class Cluster(_Owned):
         return dom
 
     @property
-    def free_total(self):
+    def free_total_count(self):
         """Number of free devices in the cluster."""
-        return lib.tp_cluster_free_total(self._p)
+        return lib.tp_cluster_free_total_count(self._p)
 
     def free_node_count(self, level, dom):
         """Number of nodes of a domain (an id or a path) whose every device is free."""
@@ -277,14 +277,14 @@ class Cluster(_Owned):
                           None, "no device %r" % (dev,)))
 
     @property
-    def down_total(self):
+    def down_total_count(self):
         """Number of down devices."""
-        return lib.tp_cluster_down_total(self._p)
+        return lib.tp_cluster_down_total_count(self._p)
 
     @property
-    def cordoned_total(self):
+    def cordoned_total_count(self):
         """Number of cordoned devices."""
-        return lib.tp_cluster_cordoned_total(self._p)
+        return lib.tp_cluster_cordoned_total_count(self._p)
 
     @property
     def jobs(self):
@@ -442,7 +442,7 @@ class Cluster(_Owned):
         if self.closed:
             return "<Cluster closed>"
         return "<Cluster jobs=%d free=%d/%d>" % (lib.tp_cluster_job_count(self._p),
-                                                 self.free_total, self._topo.device_count)
+                                                 self.free_total_count, self._topo.device_count)
 
 
 def place(cluster, request):
