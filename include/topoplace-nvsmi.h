@@ -45,6 +45,17 @@ typedef struct tp_nvsmi_options {
 #define TP_NVSMI_OPTIONS_INIT {TP_NVSMI_OPTIONS_VERSION, TP_NVSMI_DEFAULT_LINK_GBPS}
 
 /**
+ * @brief Set a ::tp_nvsmi_options to ::TP_NVSMI_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_NVSMI_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_NVSMI_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_nvsmi_options_init(tp_nvsmi_options *o, unsigned version);
+
+/**
  * @brief Build a node type from the output of `nvidia-smi topo -m`.
  *
  * What is read (docs/importers.md, "nvidia-smi topo -m"):

@@ -254,6 +254,17 @@ typedef struct tp_pd_request {
 #define TP_PD_REQUEST_INIT {TP_PD_REQUEST_VERSION, NULL, NULL, 1, 1, 1, 1, 1, NULL, NULL, NULL, \
                             0, NULL}
 
+/**
+ * @brief Set a ::tp_pd_request to ::TP_PD_REQUEST_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] r The struct to fill; its version field becomes @p version.
+ * @param version ::TP_PD_REQUEST_VERSION.
+ * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is not ::TP_PD_REQUEST_VERSION (nothing
+ *         is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_pd_request_init(tp_pd_request *r, unsigned version);
+
 /** @brief One instance a call placed. @since 0.4.0 */
 typedef struct tp_pd_instance {
 	const char *job;         /**< its job id (owned by the result) */

@@ -127,6 +127,19 @@ typedef struct tp_slurm_options {
 #define TP_SLURM_OPTIONS_INIT {TP_SLURM_OPTIONS_VERSION, 0, 0, NULL, 0, NULL}
 
 /**
+ * @brief Set a ::tp_slurm_options to ::TP_SLURM_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_SLURM_OPTIONS_VERSION, or an older version the library still reads (1 or 2):
+ *        only the fields of that version are written, so a caller built against an older header is
+ *        not overrun.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_slurm_options_init(tp_slurm_options *o, unsigned version);
+
+/**
  * @brief tp_topology_builder_from_slurm() with budgets.
  * @param[out] out The builder, owned by the caller; NULL on failure.
  * @param conf The file's text. @param len Bytes of @p conf.

@@ -471,6 +471,17 @@ typedef struct tp_node_options {
 #define TP_NODE_OPTIONS_INIT {TP_NODE_OPTIONS_VERSION, NULL, 0.0, 1.0, NULL, NULL}
 
 /**
+ * @brief Set a ::tp_node_options to ::TP_NODE_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_NODE_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_NODE_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_node_options_init(tp_node_options *o, unsigned version);
+
+/**
  * @brief Start a topology with the given levels, outermost first; the last is the node level.
  *
  * Fabrics default to NVLink 900 GB/s at the node level, InfiniBand 50 GB/s at every other level
@@ -930,6 +941,19 @@ typedef struct tp_request {
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
 	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL}
 
+/**
+ * @brief Set a ::tp_request to ::TP_REQUEST_INIT, for callers that cannot use the macro (bindings),
+ * as libgit2's `git_clone_options_init()` does.
+ * @param[out] r The struct to fill; its version field becomes @p version.
+ * @param version ::TP_REQUEST_VERSION, or an older version the library still reads (1 to 3): only
+ *        the fields of that version are written, so a caller built against an older header is not
+ *        overrun.
+ * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_request_init(tp_request *r, unsigned version);
+
 /** @brief Version of ::tp_job_options this header describes. */
 #define TP_JOB_OPTIONS_VERSION 1
 
@@ -948,6 +972,17 @@ typedef struct tp_job_options {
 /** @brief Initialiser for ::tp_job_options: training, priority 0, tenant "default",
  *  preemptible, not migratable, 60 s checkpoint, no shape. */
 #define TP_JOB_OPTIONS_INIT {TP_JOB_OPTIONS_VERSION, TP_CLASS_TRAINING, 0, NULL, 1, 0, 60.0, NULL}
+
+/**
+ * @brief Set a ::tp_job_options to ::TP_JOB_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_JOB_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_JOB_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_job_options_init(tp_job_options *o, unsigned version);
 
 /** @} */
 
@@ -987,6 +1022,17 @@ typedef struct tp_cluster_options {
 
 /** @brief Initialiser for ::tp_cluster_options: no writer guard. */
 #define TP_CLUSTER_OPTIONS_INIT {TP_CLUSTER_OPTIONS_VERSION, 0}
+
+/**
+ * @brief Set a ::tp_cluster_options to ::TP_CLUSTER_OPTIONS_INIT, for callers that cannot use the
+ * macro (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_CLUSTER_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_CLUSTER_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_cluster_options_init(tp_cluster_options *o, unsigned version);
 
 /**
  * @brief Create an empty cluster state with options (tp_cluster_create() with NULL options).
@@ -1436,6 +1482,17 @@ typedef struct tp_fit {
 #define TP_FIT_INIT {TP_FIT_VERSION, 0, 0, 0, 0}
 
 /**
+ * @brief Set a ::tp_fit to ::TP_FIT_INIT, for callers that cannot use the macro (bindings), as
+ * libgit2's `git_clone_options_init()` does.
+ * @param[out] fit The struct to fill; its version field becomes @p version.
+ * @param version ::TP_FIT_VERSION.
+ * @return 0, or ::TP_EINVAL when @p fit is NULL or @p version is not ::TP_FIT_VERSION (nothing is
+ *         written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_fit_init(tp_fit *fit, unsigned version);
+
+/**
  * @brief The fit figures of a failed result (::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED).
  * @param p The result. @param[out] fit The figures; `fit->version` must be set
  *        (::TP_FIT_INIT).
@@ -1654,6 +1711,19 @@ typedef struct tp_defrag_policy {
 	{TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0, TP_DEFRAG_MAX_CANDIDATES,       \
 	 TP_DEFRAG_MAX_SIMULATIONS, 0, 0, NULL, 0}
 
+/**
+ * @brief Set a ::tp_defrag_policy to ::TP_DEFRAG_POLICY_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] p The struct to fill; its version field becomes @p version.
+ * @param version ::TP_DEFRAG_POLICY_VERSION, or an older version the library still reads (1 to 4):
+ *        only the fields of that version are written, so a caller built against an older header is
+ *        not overrun.
+ * @return 0, or ::TP_EINVAL when @p p is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_defrag_policy_init(tp_defrag_policy *p, unsigned version);
+
 /** @brief A defragmentation plan (opaque). */
 typedef struct tp_plan tp_plan;
 
@@ -1797,6 +1867,17 @@ typedef struct tp_defrag_stats {
 
 /** @brief Initialiser for ::tp_defrag_stats. */
 #define TP_DEFRAG_STATS_INIT {TP_DEFRAG_STATS_VERSION, 0, 0, 0, TP_BUDGET_NONE}
+
+/**
+ * @brief Set a ::tp_defrag_stats to ::TP_DEFRAG_STATS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] s The struct to fill; its version field becomes @p version.
+ * @param version ::TP_DEFRAG_STATS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p s is NULL or @p version is not ::TP_DEFRAG_STATS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_defrag_stats_init(tp_defrag_stats *s, unsigned version);
 
 /**
  * @brief The work the call that made @p p did, whether it found a plan or not: how many

@@ -426,3 +426,9 @@ static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
 	}
 	return rc;
 }
+
+int tp_defrag_stats_init(tp_defrag_stats *s, unsigned version)
+{
+	static const tp_defrag_stats init = TP_DEFRAG_STATS_INIT;
+	return tp_options_init(s, version == TP_DEFRAG_STATS_VERSION ? sizeof init : 0, &init, version);
+}

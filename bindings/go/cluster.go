@@ -5,9 +5,6 @@ package topoplace
 /*
 #include <stdlib.h>
 #include <topoplace.h>
-
-static tp_request tpgo_request_init(void) { tp_request r = TP_REQUEST_INIT; return r; }
-static tp_defrag_policy tpgo_policy_init(void) { tp_defrag_policy p = TP_DEFRAG_POLICY_INIT; return p; }
 */
 import "C"
 
@@ -123,7 +120,8 @@ type Request struct {
 // withC calls fn with the request as a C tp_request whose strings live in C memory until fn
 // returns.
 func (r *Request) withC(fn func(*C.tp_request) C.int) C.int {
-	req := C.tpgo_request_init()
+	var req C.tp_request
+	C.tp_request_init(&req, C.TP_REQUEST_VERSION) // the defaults of this header's version
 	var frees []unsafe.Pointer
 	str := func(s string) *C.char {
 		p := cstr(s)
@@ -344,7 +342,8 @@ type Policy struct {
 // is the same afterwards); apply the steps with the scheduler's own actions.
 func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 	defer runtime.KeepAlive(c)
-	cp := C.tpgo_policy_init()
+	var cp C.tp_defrag_policy
+	C.tp_defrag_policy_init(&cp, C.TP_DEFRAG_POLICY_VERSION)
 	cp.migrate = cbool(!pol.NoMigrate)
 	cp.preempt = cbool(!pol.NoPreempt)
 	if pol.MaxMoves > 0 {

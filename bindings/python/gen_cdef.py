@@ -18,9 +18,8 @@ implementation must not make `import topoplace` fail). The module lists what was
 `tp__binding_missing` (not exported) and `tp__binding_left_out` (not expressible in cffi), which
 topoplace._native exposes as MISSING and LEFT_OUT.
 
-Every `#define TP_<NAME>_INIT {...}` initialiser of a struct `tp_<name>` the cdef declares
-becomes a function of the module, `void tp__init_<name>(tp_<name> *out)`, that stores the
-initialiser in `*out`: the Python layer takes its option defaults from the header that way.
+Option defaults are not generated here: each options struct has a public
+`tp_<name>_init(ptr, version)` function, which the Python layer calls.
 
 Without --csource only the cdef is written (for a look at what cffi sees).
 """
@@ -195,30 +194,6 @@ def drop_unparsable(stmts):
                 raise
 
 
-INIT_DEFINE = re.compile(r'^\s*#\s*define\s+TP_([A-Z0-9_]+)_INIT\b(?!\()', re.M)
-
-
-def init_structs(headers, body):
-    """Names ("request") of the structs with a TP_<NAME>_INIT initialiser in the headers and a
-    typedef in the cdef body: for each, the module gets tp__init_<name>()."""
-    names = []
-    for h in headers:
-        with open(h) as f:
-            for m in INIT_DEFINE.finditer(f.read()):
-                name = m.group(1).lower()
-                if name not in names and re.search(r'\}\s*tp_%s\s*;' % name, body):
-                    names.append(name)
-    return names
-
-
-def init_functions(names):
-    """(cdef declarations, C definitions) of the tp__init_<name>() functions."""
-    decl = ''.join('void tp__init_%s(tp_%s *out);\n' % (n, n) for n in names)
-    code = ''.join('static void tp__init_%s(tp_%s *out)\n{\n\tconst tp_%s init = TP_%s_INIT;\n'
-                   '\t*out = init;\n}\n' % (n, n, n, n.upper()) for n in names)
-    return decl, code
-
-
 def make_cdef(cpp, includes, headers, library=None, nm=None):
     """(cdef text, (functions not exported, declarations cffi cannot parse))."""
     text = ''.join('#include "%s"\n' % os.path.abspath(h) for h in headers)
@@ -240,7 +215,6 @@ def make_cdef(cpp, includes, headers, library=None, nm=None):
     body = ''.join(st[2] for st in stmts).strip() + '\n'
     tail = ('static const char *const tp__binding_missing;\n'
             'static const char *const tp__binding_left_out;\n')
-    tail += init_functions(init_structs(headers, body))[0]
     return (head + ''.join('#define %s ...\n' % n for n in defines) + body + tail,
             (missing, unparsable))
 
@@ -252,7 +226,6 @@ def write_csource(cdef, missing, headers, out_c, module):
     source = ''.join('#include "%s"\n' % os.path.basename(h) for h in headers)
     source += 'static const char *const tp__binding_missing = "%s";\n' % ' '.join(missing[0])
     source += 'static const char *const tp__binding_left_out = "%s";\n' % ' '.join(missing[1])
-    source += init_functions(re.findall(r'\bvoid tp__init_(\w+)\(', cdef))[1]
     ffi.set_source(module, source)
     saved, sys.stdout = sys.stdout, sys.stderr      # cffi says "generating ..." on stdout
     try:
