@@ -88,10 +88,11 @@ TP_API int tp_nvsmi_options_init(tp_nvsmi_options *o, unsigned version);
  * @param errbuf Receives the message of a failure (may be NULL); NUL-terminated, cut to
  *        @p errlen bytes, "" on success.
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (NULL @p out or @p text, an invalid allocator, @p opts of another
- *         version or with a link bandwidth that is not a number > 0 and up to 10000 / 64);
- *         ::TP_EPARSE (the text is empty or not as above); ::TP_ELIMIT (more than
- *         ::TP_MAX_NODE_DEVICES GPUs, more than 256 NICs, @p len above 2^20); ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p text, an invalid allocator, @p opts of another version
+ *         or with a link bandwidth that is not a number > 0 and up to 10000 / 64); ::TP_EPARSE (the
+ *         text is empty or not as above); ::TP_ELIMIT (more than ::TP_MAX_NODE_DEVICES GPUs, more
+ *         than 256 NICs, @p len above 2^20); ::TP_ENOMEM. On failure the caller's @p errbuf says
+ *         why (@p *out is NULL); every call first empties it.
  * @note Thread-safe: no state is shared between calls.
  * @since 0.3.0
  */
