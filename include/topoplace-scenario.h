@@ -93,7 +93,9 @@ typedef struct tp_scenario_options {
  * @brief Set @p opts to the defaults of ::TP_SCENARIO_OPTIONS_INIT.
  * @param opts The options to set.
  * @param version ::TP_SCENARIO_OPTIONS_VERSION.
- * @return 0, ::TP_EINVAL (NULL @p opts, an unknown version).
+ * @return 0, or ::TP_EINVAL when @p opts is NULL or @p version is not
+ *         ::TP_SCENARIO_OPTIONS_VERSION (nothing is written; no object carries a message for
+ *         this call).
  * @note Thread-safe.
  * @since 0.3.0
  */

@@ -97,7 +97,8 @@ typedef struct tp_sizing_options {
 /**
  * @brief Initialise options to ::TP_SIZING_OPTIONS_INIT (for bindings that cannot use the
  * macro). @param[out] o The options. @param version ::TP_SIZING_OPTIONS_VERSION.
- * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1 (@p o is then unchanged).
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1 (nothing is written; no
+ *         object carries a message for this call).
  * @note Thread-safe. @since 0.4.0
  */
 TP_API int tp_sizing_options_init(tp_sizing_options *o, unsigned version);
@@ -105,7 +106,9 @@ TP_API int tp_sizing_options_init(tp_sizing_options *o, unsigned version);
 /**
  * @brief Initialise a model description to ::TP_MODEL_DESC_INIT.
  * @param[out] m The description. @param version ::TP_MODEL_DESC_VERSION.
- * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1. @since 0.4.0
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 (nothing is written; no
+ *         object carries a message for this call).
+ * @since 0.4.0
  */
 TP_API int tp_model_desc_init(tp_model_desc *m, unsigned version);
 
