@@ -55,20 +55,14 @@ def test_core_calls_do_not_ask_whether_the_library_has_them(tp, monkeypatch):
     assert c.jobs == ["n", "m"]
 
 
-# -- deprecated aliases -----------------------------------------------------------------------
+# -- no aliases -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("old,new", [("free", "free_count"),
-                                     ("free_nodes", "free_node_count")])
-def test_deprecated_aliases_warn_and_answer_as_before(tp, old, new):
-    c = tp.Cluster(small(tp))
-    c.assign("a", ["x1/0", "x1/1"])
-    for args in (("rack", "b1/r1"), ("block", 0), ("node", "x1"), (1, 0)):
-        with pytest.warns(DeprecationWarning, match=r"Cluster\.%s\(\) is deprecated, use "
-                                                    r"Cluster\.%s\(\)" % (old, new)):
-            got = getattr(c, old)(*args)
-        assert got == getattr(c, new)(*args)
-    assert c.free_count("rack", "b1/r1") == 6 and c.free_node_count("rack", "b1/r1") == 1
-    assert getattr(tp.Cluster, old).__doc__.startswith("Deprecated alias")
+def test_the_old_getter_names_are_gone(tp):
+    """0.4.0 removes the 0.3 aliases and renames every count getter with ``_count``."""
+    for old in ("free", "free_nodes", "free_total", "down_total", "cordoned_total"):
+        assert not hasattr(tp.Cluster, old), old
+    assert {"moved_job_count", "moved_device_count"} <= set(tp.Plan.__dataclass_fields__)
+    assert "free_count" in tp.LevelFrag.__dataclass_fields__
 
 
 def test_new_names_do_not_warn(tp):

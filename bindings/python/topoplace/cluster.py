@@ -14,7 +14,7 @@ from typing import Optional
 
 from . import _defaults
 from ._core import (_CLASS_CODE, _CLASS_NAME, _DEVICE_STATE, _STATUS, JOB_CLASSES, _b,
-                    _deprecated, _keep, _own, _Owned, _s, ffi, lib, strerror)
+                    _keep, _own, _Owned, _s, ffi, lib, strerror)
 from .defrag import DefragPolicy, Plan, _frag_report, _read_plan
 from .errors import InvalidArgument, check, error_class
 from .placement import Placement, _read_placement
@@ -220,7 +220,6 @@ class Cluster(_Owned):
         or a path)."""
         return lib.tp_cluster_free_count(self._p, self._topo.level(level), self._dom(level, dom))
 
-    free = _deprecated("free_count", "free")
 
     def _dom(self, level, dom):
         if isinstance(dom, str):
@@ -236,7 +235,6 @@ class Cluster(_Owned):
         """Number of nodes of a domain (an id or a path) whose every device is free."""
         return lib.tp_cluster_free_node_count(self._p, self._topo.level(level), self._dom(level, dom))
 
-    free_nodes = _deprecated("free_node_count", "free_nodes")
 
     def node_histogram(self, level, dom, n=None):
         """``hist[k]`` = nodes of the domain with exactly ``k`` free devices."""
