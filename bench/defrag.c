@@ -96,7 +96,7 @@ static void fill_small(tp_cluster *c, const tp_topology *t, struct bench_rng *rn
 {
 	double total = tp_topology_device_count(t);
 	int misses = 0;
-	while (1.0 - tp_cluster_free_total(c) / total < target && misses < 2000)
+	while (1.0 - tp_cluster_free_total_count(c) / total < target && misses < 2000)
 		misses = place_small(c, t, rng, next) ? 0 : misses + 1;
 }
 
@@ -133,7 +133,7 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 	long next = 0;
 	fill_small(c, t, &rng, &next, o->occupancy);
 	res->jobs = (long)tp_cluster_job_count(c);
-	res->occupancy = 1.0 - (double)tp_cluster_free_total(c) / res->gpus;
+	res->occupancy = 1.0 - (double)tp_cluster_free_total_count(c) / res->gpus;
 
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "rack-job";
@@ -162,8 +162,8 @@ static void defrag_run(const struct defrag_opts *o, uint64_t gpus, struct defrag
 			bench_die("tp_defrag_plan: %s (%s)", tp_err_name(rc), tp_plan_errmsg(p));
 		ms[i] = (double)(t1 - t0) / 1e6;
 		if (rc == 0) {
-			mj[ok] = tp_plan_moved_jobs(p);
-			md[ok] = tp_plan_moved_devices(p);
+			mj[ok] = tp_plan_moved_job_count(p);
+			md[ok] = tp_plan_moved_device_count(p);
 			cs[ok] = tp_plan_cost_s(p);
 			ok++;
 		}
@@ -238,7 +238,7 @@ static int rack_jobs_run(const struct defrag_opts *o)
 	       racks, (unsigned long long)tp_topology_device_count(t), tp_err_name(rc),
 	       (double)(t1 - t0) / 1e9, (double)(c1 - c0) / 1e9, (unsigned long long)st.scanned,
 	       (unsigned long long)st.evaluated, (unsigned long long)st.simulated,
-	       st.budget == TP_BUDGET_NONE ? "not reached" : "reached", tp_plan_moved_jobs(p),
+	       st.budget == TP_BUDGET_NONE ? "not reached" : "reached", tp_plan_moved_job_count(p),
 	       rc ? ": " : "", rc ? tp_plan_errmsg(p) : "");
 	tp_plan_destroy(p);
 	tp_cluster_destroy(c);

@@ -240,7 +240,7 @@ static void model_run_size(const struct model_opts *o, uint64_t want, struct mod
 	res->fill_s = (double)(bench_now_ns() - f0) * 1e-9;
 	if (res->fill_jobs < 0)
 		bench_die("fill: %s (%s)", tp_err_name((int)res->fill_jobs), tp_cluster_errmsg(c));
-	res->occupancy = 1.0 - (double)tp_cluster_free_total(c) / (double)res->gpus;
+	res->occupancy = 1.0 - (double)tp_cluster_free_total_count(c) / (double)res->gpus;
 	res->bytes_full = model_bytes_per_gpu(t, c);
 
 	for (int j = 0; j < MODEL_NJOBS; j++) {

@@ -280,7 +280,7 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 		}
 	}
 	free(devs);
-	res->occupancy = 1.0 - (double)tp_cluster_free_total(c) / (double)res->gpus;
+	res->occupancy = 1.0 - (double)tp_cluster_free_total_count(c) / (double)res->gpus;
 
 	/* Overall figures over every request of the mix. */
 	double *all = malloc((size_t)per * PLACE_NMIX * sizeof *all);

@@ -364,7 +364,7 @@ void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns)
 
 static uint32_t sim_free(const struct sim_run *r)
 {
-	return r->pol->uses_cluster ? tp_cluster_free_total(r->ctx.c) : r->pool_free;
+	return r->pol->uses_cluster ? tp_cluster_free_total_count(r->ctx.c) : r->pool_free;
 }
 
 static void sim_start(struct sim_run *r, uint32_t jid)

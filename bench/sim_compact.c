@@ -106,7 +106,7 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 		return 0;
 	uint32_t want = wanted_domains(k, w, queue, qlen);
 	uint32_t have = free_domains(k, c);
-	if (have >= want || tp_cluster_free_total(c) < (have + 1) * k->f->nv_gpus)
+	if (have >= want || tp_cluster_free_total_count(c) < (have + 1) * k->f->nv_gpus)
 		return 0;
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;

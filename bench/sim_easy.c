@@ -126,7 +126,7 @@ double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void 
 	order_init(&o, due, n);
 	*nlist = 0;
 	/* lo: a state known to fail (by its GPU count, or the state now); hi: the next to try */
-	uint64_t fr = tp_cluster_free_total(c);
+	uint64_t fr = tp_cluster_free_total_count(c);
 	size_t lo = 0, hi = 0;
 	while (fr < top->gpus && hi < n) {
 		size_t k = group_end(&o, hi);
@@ -236,7 +236,8 @@ int sim_easy_place_off(struct sim_ctx *ctx, const struct sim_policy *pol, void *
 		BENCH_CHECK(tp_cluster_assign(c, "easy-reserved", buf, k, &opts),
 		            tp_cluster_errmsg(c));
 	}
-	int rc = tp_cluster_free_total(c) < j->gpus ? TP_EBUSY : pol->place(st, ctx, j, jid, devs);
+	int rc = tp_cluster_free_total_count(c) < j->gpus ? TP_EBUSY
+	                                                 : pol->place(st, ctx, j, jid, devs);
 	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
 	return rc;
 }

@@ -195,7 +195,7 @@ static int random_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, 
 {
 	(void)st;
 	(void)jid;
-	if (tp_cluster_free_total(ctx->c) < j->gpus)
+	if (tp_cluster_free_total_count(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	const struct sim_fleet *f = ctx->f;
 	uint32_t g = j->shape.group, want = j->gpus / g, seen = 0;
@@ -234,7 +234,7 @@ static int first_fit_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 {
 	(void)st;
 	(void)jid;
-	if (tp_cluster_free_total(ctx->c) < j->gpus)
+	if (tp_cluster_free_total_count(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	const struct sim_fleet *f = ctx->f;
 	uint32_t g = j->shape.group, want = j->gpus / g, got = 0;

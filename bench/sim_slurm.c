@@ -213,7 +213,7 @@ int sim_slurm_block_place(void *st, struct sim_ctx *ctx, const struct sim_job *j
 	(void)jid;
 	struct slurm_st *s = st;
 	const struct sim_fleet *f = ctx->f;
-	if (tp_cluster_free_total(ctx->c) < j->gpus)
+	if (tp_cluster_free_total_count(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	if (j->gpus <= f->node_gpus)
 		return slurm_one_node(s, ctx, j, devs);
@@ -265,7 +265,7 @@ int sim_slurm_tree_place(void *st, struct sim_ctx *ctx, const struct sim_job *j,
 	(void)jid;
 	struct slurm_st *s = st;
 	const struct sim_fleet *f = ctx->f;
-	if (tp_cluster_free_total(ctx->c) < j->gpus)
+	if (tp_cluster_free_total_count(ctx->c) < j->gpus)
 		return TP_EBUSY;
 	if (j->gpus <= f->node_gpus)
 		return slurm_one_node(s, ctx, j, devs);

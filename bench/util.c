@@ -538,7 +538,7 @@ long bench_fill_to(struct bench_fill *f, tp_cluster *c, struct bench_rng *rng, d
 	long jobs = 0;
 	int misses = 0;
 	char id[32];
-	while (total - tp_cluster_free_total(c) < want && misses < 1000) {
+	while (total - tp_cluster_free_total_count(c) < want && misses < 1000) {
 		uint32_t size = fill_sizes[bench_rng_weighted(rng, fill_weights, FILL_NSIZES)];
 		size_t n = fill_job_devices(c, rng, f->reserved, size, f->devs);
 		if (n < size) {

@@ -103,7 +103,8 @@ int main(void)
 	 * NICs; the third finds 8 free GPUs but no free NIC. */
 	int bad = place_pairs(c, "rdma-a", 4) || place_pairs(c, "rdma-b", 4);
 	int third = place_pairs(c, "rdma-c", 2);
-	printf("free GPUs: %u of %u\n", tp_cluster_free_total(c), tp_topology_device_count(t));
+	printf("free GPUs: %u of %u\n", tp_cluster_free_total_count(c),
+	       tp_topology_device_count(t));
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	return bad || third != TP_EBUSY ? 1 : 0;

@@ -116,7 +116,8 @@ int main(void)
 	rc = place(c, &one_rack, (unsigned)block);
 	if (!rc)
 		rc = place(c, &two_racks, (unsigned)block);
-	printf("free GPUs left: %u of %u\n", tp_cluster_free_total(c), tp_topology_device_count(t));
+	printf("free GPUs left: %u of %u\n", tp_cluster_free_total_count(c),
+	       tp_topology_device_count(t));
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	return rc;

@@ -110,12 +110,12 @@ extern "C" {
  * @param alloc Allocator for the node type, or NULL for the C library's.
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (the
- *         buffer fails the screen above or hwloc rejects it: malformed or truncated XML, or
- *         @p len is 0; an NVLink figure above 10 TB/s); ::TP_ENOTFOUND (no NVIDIA or AMD GPU
- *         in it); ::TP_ELIMIT (more than
- *         ::TP_MAX_NODE_DEVICES GPUs, more than 4096 switches, NICs or NVSwitches, or @p len
- *         above 2^26); ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p xml, an invalid allocator); ::TP_EPARSE (the buffer
+ *         fails the screen above or hwloc rejects it: malformed or truncated XML, or @p len is 0;
+ *         an NVLink figure above 10 TB/s); ::TP_ENOTFOUND (no NVIDIA or AMD GPU in it); ::TP_ELIMIT
+ *         (more than ::TP_MAX_NODE_DEVICES GPUs, more than 4096 switches, NICs or NVSwitches, or
+ *         @p len above 2^26); ::TP_ENOMEM. On failure the caller's @p errbuf says why (@p *out is
+ *         NULL); every call first empties it.
  * @note Thread-safe: each call uses its own hwloc topology.
  * @since 0.1.0
  */
@@ -135,9 +135,10 @@ TP_API int tp_nodetype_from_hwloc_xml(tp_nodetype **out, const char *xml, size_t
  * @param alloc Allocator for the node type, or NULL for the C library's.
  * @param errbuf Receives the message of a failure, as for tp_nodetype_from_hwloc_xml().
  * @param errlen Size of @p errbuf.
- * @return 0; ::TP_EINVAL (NULL @p out or @p topo, an invalid allocator); ::TP_ENOTFOUND (no
- *         NVIDIA or AMD GPU, as in a topology that was not loaded or lost its I/O objects);
- *         ::TP_EPARSE (an NVLink figure above 10 TB/s); ::TP_ELIMIT; ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p topo, an invalid allocator); ::TP_ENOTFOUND (no NVIDIA
+ *         or AMD GPU, as in a topology that was not loaded or lost its I/O objects); ::TP_EPARSE
+ *         (an NVLink figure above 10 TB/s); ::TP_ELIMIT; ::TP_ENOMEM. On failure the caller's
+ *         @p errbuf says why (@p *out is NULL); every call first empties it.
  * @note Thread-safe as far as hwloc is: several threads may read one loaded topology at once.
  * @since 0.1.0
  */

@@ -45,6 +45,17 @@ typedef struct tp_nvsmi_options {
 #define TP_NVSMI_OPTIONS_INIT {TP_NVSMI_OPTIONS_VERSION, TP_NVSMI_DEFAULT_LINK_GBPS}
 
 /**
+ * @brief Set a ::tp_nvsmi_options to ::TP_NVSMI_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_NVSMI_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_NVSMI_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_nvsmi_options_init(tp_nvsmi_options *o, unsigned version);
+
+/**
  * @brief Build a node type from the output of `nvidia-smi topo -m`.
  *
  * What is read (docs/importers.md, "nvidia-smi topo -m"):
@@ -77,10 +88,11 @@ typedef struct tp_nvsmi_options {
  * @param errbuf Receives the message of a failure (may be NULL); NUL-terminated, cut to
  *        @p errlen bytes, "" on success.
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (NULL @p out or @p text, an invalid allocator, @p opts of another
- *         version or with a link bandwidth that is not a number > 0 and up to 10000 / 64);
- *         ::TP_EPARSE (the text is empty or not as above); ::TP_ELIMIT (more than
- *         ::TP_MAX_NODE_DEVICES GPUs, more than 256 NICs, @p len above 2^20); ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (NULL @p out or @p text, an invalid allocator, @p opts of another version
+ *         or with a link bandwidth that is not a number > 0 and up to 10000 / 64); ::TP_EPARSE (the
+ *         text is empty or not as above); ::TP_ELIMIT (more than ::TP_MAX_NODE_DEVICES GPUs, more
+ *         than 256 NICs, @p len above 2^20); ::TP_ENOMEM. On failure the caller's @p errbuf says
+ *         why (@p *out is NULL); every call first empties it.
  * @note Thread-safe: no state is shared between calls.
  * @since 0.3.0
  */

@@ -93,7 +93,9 @@ typedef struct tp_scenario_options {
  * @brief Set @p opts to the defaults of ::TP_SCENARIO_OPTIONS_INIT.
  * @param opts The options to set.
  * @param version ::TP_SCENARIO_OPTIONS_VERSION.
- * @return 0, ::TP_EINVAL (NULL @p opts, an unknown version).
+ * @return 0, or ::TP_EINVAL when @p opts is NULL or @p version is not
+ *         ::TP_SCENARIO_OPTIONS_VERSION (nothing is written; no object carries a message for
+ *         this call).
  * @note Thread-safe.
  * @since 0.3.0
  */
@@ -129,8 +131,9 @@ typedef struct tp_scenario tp_scenario;
  * @param errlen Size of @p errbuf (0 when it is NULL).
  * @return 0; ::TP_EINVAL (NULL @p out or @p json, an unknown options version or command, an
  *         allocator that lacks a function; the message names the argument); ::TP_EPARSE (the
- *         document is not valid JSON or not a valid scenario: every message of the
- *         command-line tool); ::TP_ELIMIT (more than @c max_devices devices); ::TP_ENOMEM.
+ *         document is not valid JSON or not a valid scenario: every message of the command-line
+ *         tool); ::TP_ELIMIT (more than @c max_devices devices); ::TP_ENOMEM. On failure the
+ *         caller's @p errbuf says why (@p *out is NULL); every call first empties it.
  * @note Thread-safe: the call shares nothing with other calls (a @c read_file callback is
  *       called on the caller's thread).
  * @since 0.3.0
@@ -154,8 +157,8 @@ TP_API const tp_topology *tp_scenario_topology(const tp_scenario *s);
  * @brief Take the topology out of a scenario read for ::TP_SCENARIO_TOPOLOGY.
  * @param s The scenario; it keeps no topology afterwards (tp_scenario_topology() gives NULL).
  * @param[out] out The topology, owned by the caller (tp_topology_destroy()).
- * @return 0, ::TP_EINVAL (NULL argument, no topology left, or the scenario has a cluster that
- *         uses it).
+ * @return 0, ::TP_EINVAL (NULL argument, no topology left, or the scenario has a cluster that uses
+ *         it). No message: only a NULL or spent argument fails.
  * @since 0.3.0
  */
 TP_API int tp_scenario_topology_take(tp_scenario *s, tp_topology **out);
@@ -200,7 +203,8 @@ TP_API const char *tp_scenario_replace_job(const tp_scenario *s);
  * @param s The scenario.
  * @param[out] devices The device ids, owned by @p s (NULL when there are none).
  * @param[out] n The number of ids.
- * @return 0, ::TP_EINVAL (NULL argument). *Read-only.*
+ * @return 0, ::TP_EINVAL (NULL argument). *Read-only.* No message: only a NULL or spent argument
+ *         fails.
  * @since 0.3.0
  */
 TP_API int tp_scenario_replace_failed(const tp_scenario *s, const uint32_t **devices,

@@ -97,7 +97,8 @@ typedef struct tp_sizing_options {
 /**
  * @brief Initialise options to ::TP_SIZING_OPTIONS_INIT (for bindings that cannot use the
  * macro). @param[out] o The options. @param version ::TP_SIZING_OPTIONS_VERSION.
- * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1 (@p o is then unchanged).
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1 (nothing is written; no
+ *         object carries a message for this call).
  * @note Thread-safe. @since 0.4.0
  */
 TP_API int tp_sizing_options_init(tp_sizing_options *o, unsigned version);
@@ -105,7 +106,9 @@ TP_API int tp_sizing_options_init(tp_sizing_options *o, unsigned version);
 /**
  * @brief Initialise a model description to ::TP_MODEL_DESC_INIT.
  * @param[out] m The description. @param version ::TP_MODEL_DESC_VERSION.
- * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1. @since 0.4.0
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 (nothing is written; no
+ *         object carries a message for this call).
+ * @since 0.4.0
  */
 TP_API int tp_model_desc_init(tp_model_desc *m, unsigned version);
 
@@ -166,7 +169,9 @@ typedef struct tp_sizing tp_sizing;
  *        @p out is NULL or memory ran out first). Destroy it with tp_sizing_destroy().
  * @return 0; ::TP_EINVAL (a NULL argument, a version not 1, a figure out of range: the message
  *         names the field and the value); ::TP_EINFEASIBLE (no option: the message gives each
- *         device model's reason); ::TP_ENOMEM.
+ *         device model's reason); ::TP_ENOMEM. The message is on the result: for every code but
+ *         ::TP_ENOMEM and a NULL @p out, @p *out is a result whose tp_sizing_errmsg() says why (""
+ *         on success). @p t is not written.
  * @since 0.4.0
  */
 TP_API int tp_size_model(const tp_topology *t, const tp_model_desc *m,
@@ -196,10 +201,12 @@ TP_API int tp_size_model(const tp_topology *t, const tp_model_desc *m,
  *        pp 1, 8 GPUs: busy: ...", tp_placement_errmsg() of its placement, one per line, cut to @p whylen); may be NULL.
  * @param whylen Size of @p why (0 when it is NULL).
  * @return 0 (placed); ::TP_EBUSY, ::TP_EFRAGMENTED or ::TP_EINFEASIBLE (no option placed: the
- *         best-ranked option's code, or ::TP_EBUSY when any option was only busy);
- *         ::TP_EINVAL (a NULL argument, a failed or empty @p s, a topology other than the one
- *         @p s was made on); any other code of tp_place() for a request it refuses (the
- *         message is in @p why and on @p *out); ::TP_ENOMEM.
+ *         best-ranked option's code, or ::TP_EBUSY when any option was only busy); ::TP_EINVAL (a
+ *         NULL argument, a failed or empty @p s, a topology other than the one @p s was made on);
+ *         any other code of tp_place() for a request it refuses (the message is in @p why and on
+ *         @p *out); ::TP_ENOMEM. On failure the caller's @p why says why (every call first empties
+ *         it); @p *out, when set, is the last placement tried and carries its own message
+ *         (tp_placement_errmsg()). @p c and @p s are not written.
  * @since 0.4.0
  */
 TP_API int tp_size_place(const tp_cluster *c, const tp_sizing *s, const tp_request *tmpl,
@@ -254,6 +261,17 @@ typedef struct tp_pd_request {
 #define TP_PD_REQUEST_INIT {TP_PD_REQUEST_VERSION, NULL, NULL, 1, 1, 1, 1, 1, NULL, NULL, NULL, \
                             0, NULL}
 
+/**
+ * @brief Set a ::tp_pd_request to ::TP_PD_REQUEST_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] r The struct to fill; its version field becomes @p version.
+ * @param version ::TP_PD_REQUEST_VERSION.
+ * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is not ::TP_PD_REQUEST_VERSION (nothing
+ *         is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_pd_request_init(tp_pd_request *r, unsigned version);
+
 /** @brief One instance a call placed. @since 0.4.0 */
 typedef struct tp_pd_instance {
 	const char *job;         /**< its job id (owned by the result) */
@@ -287,11 +305,12 @@ typedef struct tp_pd_result tp_pd_result;
  * @param c The cluster (written: the instances are assigned to it on success).
  * @param r The service. @param[out] out Receives the result, also on failure (NULL only when
  *        @p out is NULL or memory ran out first); destroy it with tp_pd_result_destroy().
- * @return 0 (the instances placed this call are in the result: none when every group
- *         existed); ::TP_EINVAL (a NULL argument, a figure 0, an unknown level, a name too
- *         long; the message names the field); ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_EINFEASIBLE
- *         (a group could not be placed: the code of its last attempt); ::TP_ENOMEM. On
- *         failure the cluster is unchanged.
+ * @return 0 (the instances placed this call are in the result: none when every group existed);
+ *         ::TP_EINVAL (a NULL argument, a figure 0, an unknown level, a name too long; the message
+ *         names the field); ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_EINFEASIBLE (a group could not be
+ *         placed: the code of its last attempt); ::TP_ENOMEM. On failure the cluster is unchanged.
+ *         The message is on the result: for every code but ::TP_ENOMEM and a NULL @p out, @p *out
+ *         is a result whose tp_pd_result_errmsg() says why ("" on success); @p c carries none.
  * @since 0.4.0
  */
 TP_API int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out);
@@ -301,7 +320,10 @@ TP_API int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out
  * device that is down, so that tp_pd_place() places it again.
  * @param c The cluster. @param service The service's id. @param groups Its groups in all.
  * @param[out] released Receives the number of groups released (may be NULL).
- * @return 0, ::TP_EINVAL (NULL argument; message on @p c), ::TP_ENOMEM. @since 0.4.0
+ * @return 0, ::TP_EINVAL (NULL argument; message on @p c), ::TP_ENOMEM. On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
+ * @since 0.4.0
  */
 TP_API int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned groups,
                                 unsigned *released);

@@ -75,13 +75,14 @@ extern "C" {
  * @param errlen Size of @p errbuf (0 when it is NULL).
  * @return 0; ::TP_EINVAL (NULL @p out or @p conf, @p gpus_per_node out of range, an invalid
  *         allocator); ::TP_EPARSE (a syntax error, an unknown key, a malformed hostlist,
- *         BlockSizes, BlockLevels or AllowGaps, a switch or block defined twice, an unknown
- *         switch, switches in a cycle, a node in two blocks, a block smaller than the base
- *         block size with AllowGaps=no, a bad name, tree and block lines in one file, no switch
- *         or block with nodes, RingName, a topology.yaml); ::TP_ELIMIT (more levels than
- *         ::TP_MAX_LEVELS allows, a hostlist of more than 2^20 names, more than 2^22 nodes,
- *         more than ::TP_DEFAULT_MAX_DEVICES devices: see tp_topology_builder_from_slurm_ext());
- *         ::TP_ENOMEM.
+ *         BlockSizes, BlockLevels or AllowGaps, a switch or block defined twice, an unknown switch,
+ *         switches in a cycle, a node in two blocks, a block smaller than the base block size with
+ *         AllowGaps=no, a bad name, tree and block lines in one file, no switch or block with
+ *         nodes, RingName, a topology.yaml); ::TP_ELIMIT (more levels than ::TP_MAX_LEVELS allows,
+ *         a hostlist of more than 2^20 names, more than 2^22 nodes, more than
+ *         ::TP_DEFAULT_MAX_DEVICES devices: see tp_topology_builder_from_slurm_ext()); ::TP_ENOMEM.
+ *         On failure the caller's @p errbuf says why (@p *out is NULL); every call first empties
+ *         it.
  * @note Thread-safe: the call shares nothing with other calls.
  * @since 0.1.0
  */
@@ -127,6 +128,19 @@ typedef struct tp_slurm_options {
 #define TP_SLURM_OPTIONS_INIT {TP_SLURM_OPTIONS_VERSION, 0, 0, NULL, 0, NULL}
 
 /**
+ * @brief Set a ::tp_slurm_options to ::TP_SLURM_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_SLURM_OPTIONS_VERSION, or an older version the library still reads (1 or 2):
+ *        only the fields of that version are written, so a caller built against an older header is
+ *        not overrun.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_slurm_options_init(tp_slurm_options *o, unsigned version);
+
+/**
  * @brief tp_topology_builder_from_slurm() with budgets.
  * @param[out] out The builder, owned by the caller; NULL on failure.
  * @param conf The file's text. @param len Bytes of @p conf.
@@ -136,8 +150,10 @@ typedef struct tp_slurm_options {
  * @param errbuf Receives the message of a failure (may be NULL). @param errlen Its size.
  * @return as tp_topology_builder_from_slurm(), and ::TP_EINVAL (`opts->version` not 1 to
  *         ::TP_SLURM_OPTIONS_VERSION, a budget above ::TP_LIMIT_MAX_DEVICES), ::TP_ELIMIT (more
- *         nodes or devices than a budget: the message names the line, the figure and the
- *         option). @note Thread-safe. @since 0.3.0
+ *         nodes or devices than a budget: the message names the line, the figure and the option).
+ *         On failure the caller's @p errbuf says why (@p *out is NULL); every call first empties
+ *         it.
+ * @note Thread-safe. @since 0.3.0
  */
 TP_API int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const char *conf,
                                               size_t len, unsigned gpus_per_node,
@@ -166,10 +182,11 @@ TP_API int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const c
  * @param opts Budgets, warnings, the topology to read; or NULL.
  * @param errbuf Receives the message of a failure, naming the line of the YAML and the
  *        topology (may be NULL). @param errlen Its size.
- * @return 0; ::TP_EINVAL (as tp_topology_builder_from_slurm_ext()); ::TP_EPARSE (not YAML,
- *         not a list of topologies, an unknown or missing key, a value of the wrong kind, no
- *         topology of the name asked, a flat, ring or torus3d topology, and every error of
- *         topology.conf); ::TP_ELIMIT; ::TP_ENOMEM.
+ * @return 0; ::TP_EINVAL (as tp_topology_builder_from_slurm_ext()); ::TP_EPARSE (not YAML, not a
+ *         list of topologies, an unknown or missing key, a value of the wrong kind, no topology of
+ *         the name asked, a flat, ring or torus3d topology, and every error of topology.conf);
+ *         ::TP_ELIMIT; ::TP_ENOMEM. On failure the caller's @p errbuf says why (@p *out is NULL);
+ *         every call first empties it.
  * @note Thread-safe. @since 0.4.0
  */
 TP_API int tp_topology_builder_from_slurm_yaml(tp_topology_builder **out, const char *yaml,

@@ -20,8 +20,13 @@
  * Conventions (see docs/concepts.md and docs/errors.md):
  * - Functions that can fail return 0 or a negative ::tp_error code. Outputs come first as
  *   `T **out`, owned by the caller; destructors accept NULL.
- * - The message of the last failure on an object is returned by its `_errmsg()` function. A
- *   failed call leaves the object unchanged.
+ * - A failure's message has one of two homes, and each `@return` says which: an object's
+ *   `_errmsg()` (the node type, builder or cluster the call writes, or the result the call
+ *   returns even on failure: placement, fragmentation report, plan, sizing, P/D result), or
+ *   the caller's buffer (the buffer importers and the cost model, which empty it first). A
+ *   success does not clear an object's message, which stays the last failure's; a result made
+ *   by a successful call says "". Read-only calls, and calls given a NULL object, leave no
+ *   message. A failed call leaves the object unchanged.
  * - The library never prints, reads files, aborts or keeps global state. Memory comes from the
  *   ::tp_allocator given to the constructor (the system allocator when NULL), except the
  *   internal nodes of Judy arrays, which Judy takes from the C library.
@@ -208,7 +213,8 @@ typedef struct tp_nodetype tp_nodetype;
  * @param[out] out The new node type, owned by the caller (tp_nodetype_destroy()).
  * @param gpus Number of GPUs, 1 to ::TP_MAX_NODE_DEVICES.
  * @param alloc Allocator, or NULL for the C library's.
- * @return 0, ::TP_EINVAL (NULL @p out or @p gpus out of range), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (NULL @p out or @p gpus out of range), ::TP_ENOMEM. No message: no object
+ *         exists on failure, and @p *out is NULL.
  * @since 0.1.0
  */
 TP_API int tp_nodetype_create(tp_nodetype **out, unsigned gpus, const tp_allocator *alloc);
@@ -228,14 +234,19 @@ TP_API const char *tp_nodetype_errmsg(const tp_nodetype *nt);
  * @param nt The node type.
  * @param parent Index of an existing switch, or -1.
  * @param[out] id Index of the new switch (may be NULL).
- * @return 0, ::TP_EINVAL (unknown parent), ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL (unknown parent), ::TP_ELIMIT, ::TP_ENOMEM. On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_add_pcie_switch(tp_nodetype *nt, int parent, unsigned *id);
 
 /**
  * @brief Put GPU @p gpu behind PCIe switch @p sw (or directly on the host bridge when -1).
  * @param nt The node type. @param gpu GPU index. @param sw Switch index or -1.
- * @return 0, ::TP_EINVAL (unknown GPU or switch). @since 0.1.0
+ * @return 0, ::TP_EINVAL (unknown GPU or switch). On failure tp_nodetype_errmsg() of @p nt says why
+ *         (a NULL @p nt gets ::TP_EINVAL and no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_set_gpu_switch(tp_nodetype *nt, unsigned gpu, int sw);
 
@@ -244,7 +255,9 @@ TP_API int tp_nodetype_set_gpu_switch(tp_nodetype *nt, unsigned gpu, int sw);
  * @param nt The node type. @param name The NIC's name ("mlx5_0"), copied.
  * @param sw Switch index or -1. @param gbps Bandwidth in GB/s, one direction (>= 0).
  * @param[out] id Index of the new NIC (may be NULL).
- * @return 0, ::TP_EINVAL (bad name, switch or bandwidth), ::TP_ELIMIT, ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (bad name, switch or bandwidth), ::TP_ELIMIT, ::TP_ENOMEM. On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double gbps,
@@ -253,7 +266,9 @@ TP_API int tp_nodetype_add_nic(tp_nodetype *nt, const char *name, int sw, double
 /**
  * @brief Add an NVSwitch to the node.
  * @param nt The node type. @param name Its name, copied. @param[out] id Its index (may be NULL).
- * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. On failure tp_nodetype_errmsg() of @p nt says
+ *         why (a NULL @p nt gets ::TP_EINVAL and no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_add_nvswitch(tp_nodetype *nt, const char *name, unsigned *id);
 
@@ -263,7 +278,9 @@ TP_API int tp_nodetype_add_nvswitch(tp_nodetype *nt, const char *name, unsigned 
  * node level's fabric (tp_topology_builder_set_fabric(); docs/cost-model.md).
  * @param nt The node type. @param a GPU index. @param b Another GPU index.
  * @param gbps GB/s one direction, >= 0 (0: no NVLink between them).
- * @return 0, ::TP_EINVAL (unknown GPU, a == b, negative or non-finite bandwidth), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (unknown GPU, a == b, negative or non-finite bandwidth), ::TP_ENOMEM. On
+ *         failure tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no
+ *         message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_nodetype_set_nvlink(tp_nodetype *nt, unsigned a, unsigned b, double gbps);
@@ -276,9 +293,10 @@ TP_API unsigned tp_nodetype_pcie_switch_count(const tp_nodetype *nt);
  * @brief The parent of a PCIe switch.
  * @param nt The node type. @param sw Switch index.
  * @param[out] parent Receives the parent switch, or ::TP_NONE for the host bridge.
- * @return 0, ::TP_ENOTFOUND for an unknown switch, ::TP_EINVAL for a NULL argument (@p parent
- *         is then unchanged). (Before 0.4.0 the switch was the return value, -1 for the host
- *         bridge, which is also ::TP_EINVAL.) @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND for an unknown switch, ::TP_EINVAL for a NULL argument (@p parent is
+ *         then unchanged). (Before 0.4.0 the switch was the return value, -1 for the host bridge,
+ *         which is also ::TP_EINVAL.) No message: the call only reads @p nt.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw, uint32_t *parent);
 /**
@@ -286,7 +304,9 @@ TP_API int tp_nodetype_pcie_switch_parent(const tp_nodetype *nt, unsigned sw, ui
  * @param nt The node type. @param gpu GPU index.
  * @param[out] sw Receives the switch, or ::TP_NONE for the host bridge.
  * @return 0, ::TP_ENOTFOUND for an unknown GPU, ::TP_EINVAL for a NULL argument (@p sw is then
- *         unchanged). (Before 0.4.0 the switch was the return value.) @since 0.1.0
+ *         unchanged). (Before 0.4.0 the switch was the return value.) No message: the call only
+ *         reads @p nt.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_gpu_switch(const tp_nodetype *nt, unsigned gpu, uint32_t *sw);
 /** @brief Number of NICs. @param nt The node type. @return The count. @since 0.1.0 */
@@ -301,7 +321,9 @@ TP_API const char *tp_nodetype_nic_name(const tp_nodetype *nt, unsigned nic);
  * @param nt The node type. @param nic NIC index.
  * @param[out] sw Receives the switch, or ::TP_NONE for the host bridge.
  * @return 0, ::TP_ENOTFOUND for an unknown NIC, ::TP_EINVAL for a NULL argument (@p sw is then
- *         unchanged). (Before 0.4.0 the switch was the return value.) @since 0.1.0
+ *         unchanged). (Before 0.4.0 the switch was the return value.) No message: the call only
+ *         reads @p nt.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic, uint32_t *sw);
 /**
@@ -319,6 +341,7 @@ TP_API int tp_nodetype_nic_switch(const tp_nodetype *nt, unsigned nic, uint32_t 
  * switch, as before 0.2.
  * @param nt The node type. @param gpu GPU index.
  * @return The NIC index, ::TP_ENOTFOUND when the node has no NIC, ::TP_EINVAL for an unknown GPU.
+ *         No message: the call only reads @p nt.
  * @note Read-only. @since 0.1.0
  */
 TP_API int tp_nodetype_gpu_nearest_nic(const tp_nodetype *nt, unsigned gpu);
@@ -335,7 +358,8 @@ TP_API double tp_nodetype_nvlink_gbps(const tp_nodetype *nt, unsigned a, unsigne
  * @brief How far apart two GPUs are on PCIe: the number of switch hops from each GPU up to
  * their lowest common switch, summed (0 for the same GPU; switches and the host bridge count).
  * @param nt The node type. @param a GPU index. @param b GPU index.
- * @return The distance, or ::TP_EINVAL for an unknown GPU. @since 0.1.0
+ * @return The distance, or ::TP_EINVAL for an unknown GPU. No message: the call only reads @p nt.
+ * @since 0.1.0
  */
 TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned b);
 
@@ -347,7 +371,10 @@ TP_API int tp_nodetype_pcie_distance(const tp_nodetype *nt, unsigned a, unsigned
  * @param nt The node type (mutable until given to a node).
  * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
  * @param latency_us Latency in microseconds (>= 0).
- * @return 0, ::TP_EINVAL (bad kind or number; the message is on @p nt). @since 0.4.0
+ * @return 0, ::TP_EINVAL (bad kind or number; the message is on @p nt). On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
+ * @since 0.4.0
  */
 TP_API int tp_nodetype_set_fabric(tp_nodetype *nt, tp_link_kind kind, double gbps,
                                   double latency_us);
@@ -357,7 +384,8 @@ TP_API int tp_nodetype_set_fabric(tp_nodetype *nt, tp_link_kind kind, double gbp
  * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s (may be NULL).
  * @param[out] latency_us Latency (may be NULL).
  * @return 0, ::TP_ENOTFOUND (the type sets none: its nodes use the node level's fabric),
- *         ::TP_EINVAL (NULL @p nt). @since 0.4.0
+ *         ::TP_EINVAL (NULL @p nt). No message: the call only reads @p nt.
+ * @since 0.4.0
  */
 TP_API int tp_nodetype_fabric(const tp_nodetype *nt, tp_link_kind *kind, double *gbps,
                               double *latency_us);
@@ -366,7 +394,9 @@ TP_API int tp_nodetype_fabric(const tp_nodetype *nt, tp_link_kind *kind, double 
  * NVLink figure whose GPUs both have one gets a PCIe figure (tp_nodetype_pair_gbps()).
  * @param nt The node type. @param gpu GPU index. @param gbps GB/s one direction (> 0), or 0 to
  *        forget it.
- * @return 0, ::TP_EINVAL (unknown GPU, bad number; the message is on @p nt), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (unknown GPU, bad number; the message is on @p nt), ::TP_ENOMEM. On
+ *         failure tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no
+ *         message); a success does not clear it.
  * @since 0.4.0
  */
 TP_API int tp_nodetype_set_gpu_pcie_gbps(tp_nodetype *nt, unsigned gpu, double gbps);
@@ -392,14 +422,17 @@ typedef enum tp_nic_kind {
 /**
  * @brief Set the kind of a NIC (read by the pairing rule, tp_nodetype_gpu_nearest_nic()).
  * @param nt The node type. @param nic NIC index. @param kind Its kind.
- * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value not in ::tp_nic_kind).
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value not in ::tp_nic_kind). On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
  * @since 0.3.0
  */
 TP_API int tp_nodetype_set_nic_kind(tp_nodetype *nt, unsigned nic, tp_nic_kind kind);
 /**
  * @brief The kind of a NIC.
  * @param nt The node type. @param nic NIC index.
- * @return A ::tp_nic_kind value, or ::TP_ENOTFOUND (-3) for an unknown NIC.
+ * @return A ::tp_nic_kind value, or ::TP_ENOTFOUND (-3) for an unknown NIC. No message: the call
+ *         only reads @p nt.
  * @note Read-only. @since 0.3.0
  */
 TP_API int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic);
@@ -410,7 +443,9 @@ TP_API int tp_nodetype_nic_kind(const tp_nodetype *nt, unsigned nic);
  * @param nt The node type. @param gpu GPU index.
  * @param package Package id or -1. @param numa NUMA node id or -1.
  * @param host_bridge Host bridge id or -1.
- * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a value below -1).
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a value below -1). On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
  * @since 0.3.0
  */
 TP_API int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int package, int numa,
@@ -420,7 +455,9 @@ TP_API int tp_nodetype_set_gpu_locality(tp_nodetype *nt, unsigned gpu, int packa
  * @param nt The node type. @param nic NIC index.
  * @param package Package id or -1. @param numa NUMA node id or -1.
  * @param host_bridge Host bridge id or -1.
- * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value below -1).
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown NIC, a value below -1). On failure
+ *         tp_nodetype_errmsg() of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a
+ *         success does not clear it.
  * @since 0.3.0
  */
 TP_API int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int package, int numa,
@@ -429,7 +466,9 @@ TP_API int tp_nodetype_set_nic_locality(tp_nodetype *nt, unsigned nic, int packa
  * @brief Record the PCI bus id of a GPU ("0000:3b:00.0"), as the importers do.
  * @param nt The node type. @param gpu GPU index.
  * @param bus_id The bus id, copied: 1 to 31 bytes, printable, no '/'.
- * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a bad bus id).
+ * @return 0, ::TP_EINVAL (NULL @p nt, unknown GPU, a bad bus id). On failure tp_nodetype_errmsg()
+ *         of @p nt says why (a NULL @p nt gets ::TP_EINVAL and no message); a success does not
+ *         clear it.
  * @since 0.3.0
  */
 TP_API int tp_nodetype_set_gpu_bus_id(tp_nodetype *nt, unsigned gpu, const char *bus_id);
@@ -471,6 +510,17 @@ typedef struct tp_node_options {
 #define TP_NODE_OPTIONS_INIT {TP_NODE_OPTIONS_VERSION, NULL, 0.0, 1.0, NULL, NULL}
 
 /**
+ * @brief Set a ::tp_node_options to ::TP_NODE_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_NODE_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_NODE_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_node_options_init(tp_node_options *o, unsigned version);
+
+/**
  * @brief Start a topology with the given levels, outermost first; the last is the node level.
  *
  * Fabrics default to NVLink 900 GB/s at the node level, InfiniBand 50 GB/s at every other level
@@ -485,7 +535,8 @@ typedef struct tp_node_options {
  * @param nlevels Number of names in @p levels.
  * @param alloc Allocator for the builder and the topologies it builds, or NULL.
  * @return 0, ::TP_EINVAL (NULL pointer, bad or duplicate level name), ::TP_ELIMIT (more than
- *         ::TP_MAX_LEVELS), ::TP_ENOMEM. No message object exists on failure.
+ *         ::TP_MAX_LEVELS), ::TP_ENOMEM. No message object exists on failure. No message: no object
+ *         exists on failure, and @p *out is NULL.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_create(tp_topology_builder **out, const char *const *levels,
@@ -508,7 +559,10 @@ TP_API const char *tp_topology_builder_errmsg(const tp_topology_builder *b);
  * @param level A level index, or ::TP_LEVEL_CLUSTER for traffic between top-level domains.
  * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
  * @param latency_us Latency in microseconds (>= 0).
- * @return 0, ::TP_EINVAL (unknown level or kind, bad number). @since 0.1.0
+ * @return 0, ::TP_EINVAL (unknown level or kind, bad number). On failure
+ *         tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets ::TP_EINVAL and no
+ *         message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_link_kind kind,
                                           double gbps, double latency_us);
@@ -523,8 +577,11 @@ TP_API int tp_topology_builder_set_fabric(tp_topology_builder *b, int level, tp_
  *        nodes must have been added.
  * @param kind The link kind. @param gbps GB/s per device, one direction (> 0).
  * @param latency_us Latency in microseconds (>= 0).
- * @return 0, ::TP_EINVAL (not a level above the node, bad kind or number), ::TP_ENOTFOUND (no
- *         such domain yet), ::TP_ENOMEM; the message is on @p b. @since 0.4.0
+ * @return 0, ::TP_EINVAL (not a level above the node, bad kind or number), ::TP_ENOTFOUND (no such
+ *         domain yet), ::TP_ENOMEM; the message is on @p b. On failure tp_topology_builder_errmsg()
+ *         of @p b says why (a NULL @p b gets ::TP_EINVAL and no message); a success does not clear
+ *         it.
+ * @since 0.4.0
  */
 TP_API int tp_topology_builder_set_domain_fabric(tp_topology_builder *b, unsigned level,
                                                  const char *path, tp_link_kind kind,
@@ -539,9 +596,10 @@ TP_API int tp_topology_builder_set_domain_fabric(tp_topology_builder *b, unsigne
  * @param gpus Devices in the node, 1 to ::TP_MAX_NODE_DEVICES (must equal the node type's GPU
  *        count when one is given).
  * @param opts Attributes, or NULL for the defaults.
- * @return 0, ::TP_EINVAL (bad name, path or attribute), ::TP_EEXIST (name used before),
- *         ::TP_ELIMIT (past the builder's budget of devices or nodes, see
- *         tp_topology_builder_set_limits()), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (bad name, path or attribute), ::TP_EEXIST (name used before), ::TP_ELIMIT
+ *         (past the builder's budget of devices or nodes, see tp_topology_builder_set_limits()),
+ *         ::TP_ENOMEM. On failure tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets
+ *         ::TP_EINVAL and no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_add_node(tp_topology_builder *b, const char *name,
@@ -564,7 +622,9 @@ TP_API int tp_topology_builder_add_node(tp_topology_builder *b, const char *name
  * @param b The builder.
  * @param max_devices 1 to ::TP_LIMIT_MAX_DEVICES, at least the devices already added.
  * @param max_nodes 1 to ::TP_LIMIT_MAX_DEVICES, at least the nodes already added.
- * @return 0, ::TP_EINVAL (out of range, below what the builder holds; the message is on @p b).
+ * @return 0, ::TP_EINVAL (out of range, below what the builder holds; the message is on @p b). On
+ *         failure tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets ::TP_EINVAL and
+ *         no message); a success does not clear it.
  * @since 0.3.0
  */
 TP_API int tp_topology_builder_set_limits(tp_topology_builder *b, uint32_t max_devices,
@@ -581,7 +641,10 @@ TP_API int tp_topology_builder_set_limits(tp_topology_builder *b, uint32_t max_d
  * @param b The builder.
  * @param counts One count per level, each >= 1.
  * @param gpus_per_node Devices per node. @param opts Attributes of every node, or NULL.
- * @return as tp_topology_builder_add_node(); on failure no node was added. @since 0.1.0
+ * @return as tp_topology_builder_add_node(); on failure no node was added. On failure
+ *         tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets ::TP_EINVAL and no
+ *         message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_topology_builder_generate(tp_topology_builder *b, const unsigned *counts,
                                         unsigned gpus_per_node, const tp_node_options *opts);
@@ -595,9 +658,10 @@ TP_API int tp_topology_builder_generate(tp_topology_builder *b, const unsigned *
  *
  * @param b The builder. @param kind Kind name ("power"). @param domain Domain name ("pdu-a").
  * @param node A node already added. @param device A device index in the node, or -1 for all.
- * @return 0, ::TP_EINVAL (bad name, kind is a level, device out of range), ::TP_ENOTFOUND
- *         (unknown node), ::TP_EEXIST (the node or device is already in a domain of @p kind),
- *         ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (bad name, kind is a level, device out of range), ::TP_ENOTFOUND (unknown
+ *         node), ::TP_EEXIST (the node or device is already in a domain of @p kind), ::TP_ENOMEM.
+ *         On failure tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets ::TP_EINVAL
+ *         and no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_add_failure_domain(tp_topology_builder *b, const char *kind,
@@ -610,7 +674,9 @@ TP_API int tp_topology_builder_add_failure_domain(tp_topology_builder *b, const 
  * @param b The builder. @param level A level above the node.
  * @param path The domain's path from the top (level + 1 names).
  * @param name The switch's name, unique within the domain; copied.
- * @return 0, ::TP_EINVAL, ::TP_ENOTFOUND (no node in that domain yet), ::TP_EEXIST, ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL, ::TP_ENOTFOUND (no node in that domain yet), ::TP_EEXIST, ::TP_ENOMEM. On
+ *         failure tp_topology_builder_errmsg() of @p b says why (a NULL @p b gets ::TP_EINVAL and
+ *         no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned level,
@@ -620,7 +686,8 @@ TP_API int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned lev
  * @brief Build the topology. The builder is unchanged and may build again or be destroyed.
  * @param b The builder.
  * @param[out] out The topology, owned by the caller (tp_topology_destroy()).
- * @return 0, ::TP_EINVAL (no node), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (no node), ::TP_ENOMEM. On failure tp_topology_builder_errmsg() of @p b
+ *         says why (a NULL @p b gets ::TP_EINVAL and no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_topology_build(tp_topology_builder *b, tp_topology **out);
@@ -632,7 +699,9 @@ TP_API int tp_topology_build(tp_topology_builder *b, tp_topology **out);
  * @param[out] out The topology, owned by the caller.
  * @param blocks Number of blocks (>= 1). @param racks_per_block Racks per block (>= 1).
  * @param alloc Allocator, or NULL.
- * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. No message: no object exists on failure, and
+ *         @p *out is NULL.
+ * @since 0.1.0
  */
 TP_API int tp_topology_generate_nvl72(tp_topology **out, unsigned blocks,
                                       unsigned racks_per_block, const tp_allocator *alloc);
@@ -644,7 +713,9 @@ TP_API int tp_topology_generate_nvl72(tp_topology **out, unsigned blocks,
  * @param[out] out The topology, owned by the caller.
  * @param units Scalable units (>= 1). @param nodes_per_unit Nodes per unit (>= 1).
  * @param alloc Allocator, or NULL.
- * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. No message: no object exists on failure, and
+ *         @p *out is NULL.
+ * @since 0.1.0
  */
 TP_API int tp_topology_generate_hgx(tp_topology **out, unsigned units, unsigned nodes_per_unit,
                                     const tp_allocator *alloc);
@@ -668,14 +739,16 @@ TP_API unsigned tp_topology_level_count(const tp_topology *t);
  *  @return The name (owned by @p t) or NULL. @since 0.1.0 */
 TP_API const char *tp_topology_level_name(const tp_topology *t, unsigned level);
 /** @brief Find a level by name. @param t The topology. @param name Level name.
- *  @return The level index, or ::TP_ENOTFOUND. @since 0.1.0 */
+ *  @return The level index, or ::TP_ENOTFOUND. No message: the call only reads @p t.
+ *  @since 0.1.0 */
 TP_API int tp_topology_level_by_name(const tp_topology *t, const char *name);
 /**
  * @brief The fabric of a level.
  * @param t The topology. @param level Level index or ::TP_LEVEL_CLUSTER.
  * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s per device (may be NULL).
  * @param[out] latency_us Latency (may be NULL).
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_fabric(const tp_topology *t, int level, tp_link_kind *kind, double *gbps,
                               double *latency_us);
@@ -687,8 +760,10 @@ TP_API int tp_topology_fabric(const tp_topology *t, int level, tp_link_kind *kin
  * @param dom Domain index (a node at the node level).
  * @param[out] kind Link kind (may be NULL). @param[out] gbps GB/s per device (may be NULL).
  * @param[out] latency_us Latency (may be NULL).
- * @return 1 when the domain's (or node type's) fabric differs from its level's, 0 when it is
- *         the level's, ::TP_EINVAL (level or domain out of range). @since 0.4.0
+ * @return 1 when the domain's (or node type's) fabric differs from its level's, 0 when it is the
+ *         level's, ::TP_EINVAL (level or domain out of range). No message: the call only reads
+ *         @p t.
+ * @since 0.4.0
  */
 TP_API int tp_topology_domain_fabric(const tp_topology *t, int level, uint32_t dom,
                                      tp_link_kind *kind, double *gbps, double *latency_us);
@@ -706,7 +781,8 @@ TP_API const char *tp_topology_domain_name(const tp_topology *t, unsigned level,
  * @param buf Buffer for the NUL-terminated path (may be NULL when @p len is 0).
  * @param len Size of @p buf.
  * @return The path's length without the NUL (as snprintf: the path was cut if >= @p len), or
- *         ::TP_EINVAL. @since 0.1.0
+ *         ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_domain_path(const tp_topology *t, unsigned level, uint32_t dom, char *buf,
                                    size_t len);
@@ -714,7 +790,8 @@ TP_API int tp_topology_domain_path(const tp_topology *t, unsigned level, uint32_
  * @brief Find a domain by its path ("b1/r3"; a node name at the node level).
  * @param t The topology. @param level Level. @param path The path.
  * @param[out] dom The domain index.
- * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_domain_by_path(const tp_topology *t, unsigned level, const char *path,
                                       uint32_t *dom);
@@ -726,7 +803,8 @@ TP_API uint32_t tp_topology_domain_parent(const tp_topology *t, unsigned level, 
  * @brief The children of a domain: the domains `first .. first + n - 1` of level + 1.
  * @param t The topology. @param level Level above the node. @param dom Domain index.
  * @param[out] first First child. @param[out] n Number of children.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_domain_children(const tp_topology *t, unsigned level, uint32_t dom,
                                        uint32_t *first, uint32_t *n);
@@ -734,7 +812,8 @@ TP_API int tp_topology_domain_children(const tp_topology *t, unsigned level, uin
  * @brief The nodes of a domain: `first .. first + n - 1` (ids are in tree order).
  * @param t The topology. @param level Level. @param dom Domain index.
  * @param[out] first First node. @param[out] n Number of nodes.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_domain_nodes(const tp_topology *t, unsigned level, uint32_t dom,
                                     uint32_t *first, uint32_t *n);
@@ -742,7 +821,8 @@ TP_API int tp_topology_domain_nodes(const tp_topology *t, unsigned level, uint32
  * @brief The devices of a domain: `first .. first + n - 1`.
  * @param t The topology. @param level Level. @param dom Domain index.
  * @param[out] first First device. @param[out] n Number of devices.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_domain_devices(const tp_topology *t, unsigned level, uint32_t dom,
                                       uint32_t *first, uint32_t *n);
@@ -761,7 +841,9 @@ TP_API uint32_t tp_topology_node_count(const tp_topology *t);
 /** @brief Number of devices. @param t The topology. @return The count. @since 0.1.0 */
 TP_API uint32_t tp_topology_device_count(const tp_topology *t);
 /** @brief Find a node by name. @param t The topology. @param name Node name.
- *  @param[out] node The node id. @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0 */
+ *  @param[out] node The node id. @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. No message: the call only
+ *          reads @p t.
+ *  @since 0.1.0 */
 TP_API int tp_topology_node_by_name(const tp_topology *t, const char *name, uint32_t *node);
 /** @brief A node's name. @param t The topology. @param node Node id.
  *  @return The name (owned by @p t) or NULL. @since 0.1.0 */
@@ -787,7 +869,9 @@ TP_API double tp_topology_device_perf(const tp_topology *t, uint32_t dev);
 /**
  * @brief Find a device by its name `node/index`.
  * @param t The topology. @param name The name. @param[out] dev The device id.
- * @return 0, ::TP_ENOTFOUND (unknown node or index), ::TP_EINVAL (malformed). @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND (unknown node or index), ::TP_EINVAL (malformed). No message: the call
+ *         only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_device_by_name(const tp_topology *t, const char *name, uint32_t *dev);
 /**
@@ -795,7 +879,8 @@ TP_API int tp_topology_device_by_name(const tp_topology *t, const char *name, ui
  * @param t The topology. @param a Device id. @param b Device id.
  * @param[out] level The level index (the node level for two devices of one node), or
  *        ::TP_LEVEL_CLUSTER when they are in different top-level domains.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p t.
+ * @since 0.1.0
  */
 TP_API int tp_topology_common_level(const tp_topology *t, uint32_t a, uint32_t b, int *level);
 
@@ -806,7 +891,8 @@ TP_API unsigned tp_topology_fd_kind_count(const tp_topology *t);
  *  @return The name or NULL. @since 0.1.0 */
 TP_API const char *tp_topology_fd_kind_name(const tp_topology *t, unsigned kind);
 /** @brief Find a failure-domain kind. @param t The topology. @param name Kind name.
- *  @return The kind index or ::TP_ENOTFOUND. @since 0.1.0 */
+ *  @return The kind index or ::TP_ENOTFOUND. No message: the call only reads @p t.
+ *  @since 0.1.0 */
 TP_API int tp_topology_fd_kind_by_name(const tp_topology *t, const char *name);
 /** @brief Number of failure domains of a kind, implicit one-member domains included.
  *  @param t The topology. @param kind Kind index. @return The count. @since 0.1.0 */
@@ -930,6 +1016,19 @@ typedef struct tp_request {
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
 	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL}
 
+/**
+ * @brief Set a ::tp_request to ::TP_REQUEST_INIT, for callers that cannot use the macro (bindings),
+ * as libgit2's `git_clone_options_init()` does.
+ * @param[out] r The struct to fill; its version field becomes @p version.
+ * @param version ::TP_REQUEST_VERSION, or an older version the library still reads (1 to 3): only
+ *        the fields of that version are written, so a caller built against an older header is not
+ *        overrun.
+ * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_request_init(tp_request *r, unsigned version);
+
 /** @brief Version of ::tp_job_options this header describes. */
 #define TP_JOB_OPTIONS_VERSION 1
 
@@ -949,6 +1048,17 @@ typedef struct tp_job_options {
  *  preemptible, not migratable, 60 s checkpoint, no shape. */
 #define TP_JOB_OPTIONS_INIT {TP_JOB_OPTIONS_VERSION, TP_CLASS_TRAINING, 0, NULL, 1, 0, 60.0, NULL}
 
+/**
+ * @brief Set a ::tp_job_options to ::TP_JOB_OPTIONS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_JOB_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_JOB_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_job_options_init(tp_job_options *o, unsigned version);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -963,7 +1073,9 @@ typedef struct tp_cluster tp_cluster;
  * @param[out] out The cluster, owned by the caller (tp_cluster_destroy()).
  * @param t The topology; borrowed, must outlive the cluster.
  * @param alloc Allocator, or NULL.
- * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM. No message: no object exists on failure, and @p *out is
+ *         NULL.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_create(tp_cluster **out, const tp_topology *t, const tp_allocator *alloc);
 
@@ -989,13 +1101,25 @@ typedef struct tp_cluster_options {
 #define TP_CLUSTER_OPTIONS_INIT {TP_CLUSTER_OPTIONS_VERSION, 0}
 
 /**
+ * @brief Set a ::tp_cluster_options to ::TP_CLUSTER_OPTIONS_INIT, for callers that cannot use the
+ * macro (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] o The struct to fill; its version field becomes @p version.
+ * @param version ::TP_CLUSTER_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not ::TP_CLUSTER_OPTIONS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_cluster_options_init(tp_cluster_options *o, unsigned version);
+
+/**
  * @brief Create an empty cluster state with options (tp_cluster_create() with NULL options).
  * @param[out] out The cluster, owned by the caller (tp_cluster_destroy()).
  * @param t The topology; borrowed, must outlive the cluster.
  * @param alloc Allocator, or NULL.
  * @param opts Options, or NULL for the defaults.
  * @return 0, ::TP_EINVAL (NULL pointer, bad allocator, `opts->version` not 1 to
- *         ::TP_CLUSTER_OPTIONS_VERSION), ::TP_ENOMEM. No message object exists on failure.
+ *         ::TP_CLUSTER_OPTIONS_VERSION), ::TP_ENOMEM. No message object exists on failure. No
+ *         message: no object exists on failure, and @p *out is NULL.
  * @since 0.3.0
  */
 TP_API int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t,
@@ -1025,9 +1149,10 @@ TP_API const tp_topology *tp_cluster_topology(const tp_cluster *c);
  * @param job The job's id: unique, non-empty, at most ::TP_MAX_NAME bytes; copied.
  * @param devices Device ids in rank order. @param n Number of devices (>= 1).
  * @param opts The job's attributes, or NULL for the defaults.
- * @return 0, ::TP_EINVAL (bad id, device out of range or listed twice, bad option),
- *         ::TP_EEXIST (the id is running, or a device is held by another job; the message names
- *         the device and the job), ::TP_ENOMEM.
+ * @return 0, ::TP_EINVAL (bad id, device out of range or listed twice, bad option), ::TP_EEXIST
+ *         (the id is running, or a device is held by another job; the message names the device and
+ *         the job), ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and
+ *         ::TP_EBUSY from the writer guard, leave no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
@@ -1037,7 +1162,9 @@ TP_API int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *dev
  * @brief Remove a running job; its devices become free (unless down or cordoned).
  * @param c The cluster. @param job The job's id.
  * @return 0, ::TP_ENOTFOUND (no such job), ::TP_EINVAL, ::TP_ENOMEM (only while a savepoint is
- *         open). @since 0.1.0
+ *         open). On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from
+ *         the writer guard, leave no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_release(tp_cluster *c, const char *job);
 
@@ -1046,7 +1173,9 @@ TP_API int tp_cluster_release(tp_cluster *c, const char *job);
  * on it stays until released.
  * @param c The cluster. @param devices Device ids. @param n Number of ids.
  * @param down 1 for down, 0 for up.
- * @return 0, ::TP_EINVAL (unknown device), ::TP_ENOMEM (only while a savepoint is open).
+ * @return 0, ::TP_EINVAL (unknown device), ::TP_ENOMEM (only while a savepoint is open). On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_cluster_set_down(tp_cluster *c, const uint32_t *devices, size_t n, int down);
@@ -1055,7 +1184,10 @@ TP_API int tp_cluster_set_down(tp_cluster *c, const uint32_t *devices, size_t n,
  * @brief Cordon devices (healthy but closed to new work) or open them again.
  * @param c The cluster. @param devices Device ids. @param n Number of ids.
  * @param cordoned 1 to cordon, 0 to open.
- * @return 0, ::TP_EINVAL, ::TP_ENOMEM (only while a savepoint is open). @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM (only while a savepoint is open). On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_t n,
                                    int cordoned);
@@ -1079,9 +1211,11 @@ TP_API int tp_cluster_set_cordoned(tp_cluster *c, const uint32_t *devices, size_
  * @param c The cluster (one writer). @param level A level above the node (an index as in
  *        tp_cluster_free_count()). @param k Spares per domain; 0 clears every mark and the policy
  *        (@p level is then ignored). @param flags 0 (no flag is defined yet).
- * @return 0, ::TP_EINVAL (level not above the node, @p k above the nodes of the largest
- *         domain, unknown flags; the message names the field), ::TP_ENOMEM (state unchanged).
- *         O(nodes) for the clearing and marking, once per call.
+ * @return 0, ::TP_EINVAL (level not above the node, @p k above the nodes of the largest domain,
+ *         unknown flags; the message names the field), ::TP_ENOMEM (state unchanged). O(nodes) for
+ *         the clearing and marking, once per call. On failure tp_cluster_errmsg() of @p c says why
+ *         (a NULL @p c, and ::TP_EBUSY from the writer guard, leave no message); a success does not
+ *         clear it.
  * @since 0.4.0
  */
 TP_API int tp_cluster_set_spares(tp_cluster *c, unsigned level, unsigned k, unsigned flags);
@@ -1092,16 +1226,19 @@ TP_API int tp_cluster_set_spares(tp_cluster *c, unsigned level, unsigned k, unsi
  * Under a policy (tp_cluster_set_spares()) a cleared node may be marked again by the next
  * change in its domain if the domain then lacks spares.
  * @param c The cluster. @param node Node index. @param spare 1 to mark, 0 to clear.
- * @return 0 (also when already so), ::TP_EINVAL (node out of range, spare not 0 or 1),
- *         ::TP_EEXIST (a device of the node is held by a job; the message names it),
- *         ::TP_EBUSY (a device is down or cordoned), ::TP_ENOMEM (state unchanged).
+ * @return 0 (also when already so), ::TP_EINVAL (node out of range, spare not 0 or 1), ::TP_EEXIST
+ *         (a device of the node is held by a job; the message names it), ::TP_EBUSY (a device is
+ *         down or cordoned), ::TP_ENOMEM (state unchanged). On failure tp_cluster_errmsg() of @p c
+ *         says why (a NULL @p c, and ::TP_EBUSY from the writer guard, leave no message); a success
+ *         does not clear it.
  * @since 0.4.0
  */
 TP_API int tp_cluster_set_node_spare(tp_cluster *c, uint32_t node, int spare);
 
 /**
  * @brief Whether a node is a spare. *Read-only.* @param c The cluster. @param node Node index.
- * @return 1, 0, or ::TP_EINVAL (no such node). O(1). @since 0.4.0
+ * @return 1, 0, or ::TP_EINVAL (no such node). O(1). No message: the call only reads @p c.
+ * @since 0.4.0
  */
 TP_API int tp_cluster_node_is_spare(const tp_cluster *c, uint32_t node);
 
@@ -1110,17 +1247,18 @@ TP_API int tp_cluster_node_is_spare(const tp_cluster *c, uint32_t node);
  * @param c The cluster. @param level Level (the node level: 1 for a spare node).
  * @param dom Domain index. @return The count, 0 for a bad argument. O(1). @since 0.4.0
  */
-TP_API uint32_t tp_cluster_spares(const tp_cluster *c, unsigned level, uint32_t dom);
+TP_API uint32_t tp_cluster_spare_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /** @brief Spare nodes in the whole cluster. *Read-only.* @param c The cluster.
  *  @return The count (0 for NULL). O(1). @since 0.4.0 */
-TP_API uint32_t tp_cluster_spares_total(const tp_cluster *c);
+TP_API uint32_t tp_cluster_spare_total_count(const tp_cluster *c);
 
 /**
  * @brief The spare policy in force. *Read-only.*
  * @param c The cluster. @param[out] level Its level (0 without a policy), or NULL.
  * @param[out] k Spares per domain (0: no policy), or NULL.
- * @return 0 or ::TP_EINVAL (c is NULL). @since 0.4.0
+ * @return 0 or ::TP_EINVAL (c is NULL). No message: the call only reads @p c.
+ * @since 0.4.0
  */
 TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigned *k);
 
@@ -1133,8 +1271,8 @@ TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigne
 TP_API uint32_t tp_cluster_free_count(const tp_cluster *c, unsigned level, uint32_t dom);
 
 /** @brief Free devices in the whole cluster. *Read-only.* @param c The cluster.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_cluster_free_total(const tp_cluster *c);
+ *  @return The count. @since 0.1.0 (named tp_cluster_free_total until 0.4.0) */
+TP_API uint32_t tp_cluster_free_total_count(const tp_cluster *c);
 
 /**
  * @brief Nodes of a domain whose every device is free. *Read-only.*
@@ -1149,7 +1287,9 @@ TP_API uint32_t tp_cluster_free_node_count(const tp_cluster *c, unsigned level, 
  * devices, for `k < n` (larger counts are not reported). *Read-only.*
  * @param c The cluster. @param level Level. @param dom Domain index.
  * @param hist Output array of @p n counts. @param n Its length.
- * @return The largest `k` with a node (0 when none is free), or ::TP_EINVAL. @since 0.1.0
+ * @return The largest `k` with a node (0 when none is free), or ::TP_EINVAL. No message: the call
+ *         only reads @p c.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_node_histogram(const tp_cluster *c, unsigned level, uint32_t dom,
                                      uint32_t *hist, size_t n);
@@ -1160,9 +1300,10 @@ TP_API int tp_cluster_node_histogram(const tp_cluster *c, unsigned level, uint32
  * *Read-only.*
  * @param c The cluster. @param level Level (the node level included).
  * @param min_free Free devices wanted (>= 1). @param[out] dom The domain.
- * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL, ::TP_EINTERNAL (the kept
- *         histograms disagree, a bug that tp_cluster_check() describes; no message: the call
- *         is read-only). @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND (no such domain), ::TP_EINVAL, ::TP_EINTERNAL (the kept histograms
+ *         disagree, a bug that tp_cluster_check() describes; no message: the call is read-only). No
+ *         message: the call only reads @p c.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min_free,
                                uint32_t *dom);
@@ -1171,23 +1312,26 @@ TP_API int tp_cluster_tightest(const tp_cluster *c, unsigned level, uint32_t min
  * @brief The state of a device. *Read-only.*
  * @param c The cluster. @param dev Device id.
  * @param[out] job The holding job's id when held (owned by @p c), else NULL (may be NULL).
- * @return A ::tp_device_state, or ::TP_EINVAL. @since 0.1.0
+ * @return A ::tp_device_state, or ::TP_EINVAL. No message: the call only reads @p c.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_device_state(const tp_cluster *c, uint32_t dev, const char **job);
 
 /** @brief Whether a device is down. *Read-only.* @param c The cluster. @param dev Device id.
- *  @return 1, 0, or ::TP_EINVAL. @since 0.1.0 */
+ *  @return 1, 0, or ::TP_EINVAL. No message: the call only reads @p c.
+ *  @since 0.1.0 */
 TP_API int tp_cluster_device_down(const tp_cluster *c, uint32_t dev);
 /** @brief Whether a device is cordoned. *Read-only.* @param c The cluster.
- *  @param dev Device id. @return 1, 0, or ::TP_EINVAL. @since 0.1.0 */
+ *  @param dev Device id. @return 1, 0, or ::TP_EINVAL. No message: the call only reads @p c.
+ *  @since 0.1.0 */
 TP_API int tp_cluster_device_cordoned(const tp_cluster *c, uint32_t dev);
 
 /** @brief Devices that are down. *Read-only.* @param c The cluster. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_cluster_down_total(const tp_cluster *c);
+ *  @since 0.1.0 (named tp_cluster_down_total until 0.4.0) */
+TP_API uint32_t tp_cluster_down_total_count(const tp_cluster *c);
 /** @brief Devices that are cordoned and not down. *Read-only.* @param c The cluster.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_cluster_cordoned_total(const tp_cluster *c);
+ *  @return The count. @since 0.1.0 (named tp_cluster_cordoned_total until 0.4.0) */
+TP_API uint32_t tp_cluster_cordoned_total_count(const tp_cluster *c);
 
 /** @brief Number of running jobs. *Read-only.* @param c The cluster. @return The count.
  *  @since 0.1.0 */
@@ -1206,7 +1350,8 @@ TP_API const char *tp_cluster_job_at(const tp_cluster *c, size_t i);
  * @param c The cluster. @param job The job's id.
  * @param[out] devices The devices (owned by @p c, valid until the next writing call).
  * @param[out] n Their number.
- * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. No message: the call only reads @p c.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_job_devices(const tp_cluster *c, const char *job, const uint32_t **devices,
                                   size_t *n);
@@ -1216,7 +1361,8 @@ TP_API int tp_cluster_job_devices(const tp_cluster *c, const char *job, const ui
  * @param c The cluster. @param job The job's id.
  * @param[out] opts Filled in; `tenant` and `shape` point into @p c (valid until the job is
  *        released). `opts->version` must be set by the caller.
- * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. @since 0.1.0
+ * @return 0, ::TP_ENOTFOUND, ::TP_EINVAL. No message: the call only reads @p c.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_job_options(const tp_cluster *c, const char *job, tp_job_options *opts);
 
@@ -1232,7 +1378,9 @@ TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);
  * *Read-only.* O(devices). For tests and debugging.
  * @param c The cluster.
  * @param buf Receives a description of the first difference (may be NULL). @param len Its size.
- * @return 0 when consistent, ::TP_ECORRUPT otherwise. @since 0.1.0
+ * @return 0 when consistent, ::TP_ECORRUPT otherwise. No message on @p c (the call only reads it):
+ *         the description goes to the caller's @p buf, which every call first empties.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
 
@@ -1245,7 +1393,10 @@ TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
  * ::TP_EINVAL, even when a newer savepoint took the same place on the stack.
  *
  * @param c The cluster. @param[out] sp The savepoint's handle.
- * @return 0, ::TP_EINVAL, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_EINVAL, ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL
+ *         @p c, and ::TP_EBUSY from the writer guard, leave no message); a success does not
+ *         clear it.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_savepoint(tp_cluster *c, size_t *sp);
 
@@ -1253,17 +1404,22 @@ TP_API int tp_cluster_savepoint(tp_cluster *c, size_t *sp);
  * @brief Undo every change since savepoint @p sp and close it (and every savepoint opened after
  * it). Cannot fail for a valid savepoint.
  * @param c The cluster. @param sp A savepoint handle from tp_cluster_savepoint().
- * @return 0, ::TP_EINVAL (no such open savepoint: never opened, or closed already),
- *         ::TP_EINTERNAL (the undo log cannot be replayed, a bug: nothing was undone and the
- *         savepoint stays open; tp_cluster_savepoint_discard() still closes it). The message
- *         is on @p c. @since 0.1.0
+ * @return 0, ::TP_EINVAL (no such open savepoint: never opened, or closed already), ::TP_EINTERNAL
+ *         (the undo log cannot be replayed, a bug: nothing was undone and the savepoint stays open;
+ *         tp_cluster_savepoint_discard() still closes it). The message is on @p c. On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_rollback(tp_cluster *c, size_t sp);
 
 /**
  * @brief Close savepoint @p sp (and every later one), keeping the changes.
  * @param c The cluster. @param sp A savepoint handle.
- * @return 0 or ::TP_EINVAL (no such open savepoint; the message is on @p c). @since 0.1.0
+ * @return 0 or ::TP_EINVAL (no such open savepoint; the message is on @p c). On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_cluster_savepoint_discard(tp_cluster *c, size_t sp);
 
@@ -1294,14 +1450,28 @@ typedef struct tp_placement tp_placement;
  * Unless the return value is ::TP_ENOMEM (or ::TP_EINVAL for a NULL argument), @p *out receives
  * a result object that the caller destroys with tp_placement_destroy(), whatever the outcome: it
  * holds the devices when the call returns 0, and the message and the fit figures otherwise.
+ * The idiom: set @p *out to NULL, read the message from it on failure, and always destroy it
+ * (tp_placement_destroy() accepts NULL):
+ * @code
+ * tp_placement *p = NULL;
+ * int rc = tp_place(c, &r, &p);
+ * if (rc < 0)
+ *         fprintf(stderr, "%s\n", p ? tp_placement_errmsg(p) : tp_strerror(rc));
+ * else
+ *         rc = tp_commit(c, p, NULL);
+ * tp_placement_destroy(p);
+ * @endcode
  *
  * @param c The cluster. @param r The request (borrowed for the call).
  * @param[out] out The result.
  * @return 0 (placed); ::TP_EINVAL (the request is invalid: the message names the field, as
  *         `request.slices[1].size`); ::TP_ENOTFOUND (an unknown level, job or node named by the
- *         request); ::TP_EINFEASIBLE (it could not be placed even on an empty cluster);
- *         ::TP_EBUSY (fewer matching devices are free than `count`); ::TP_EFRAGMENTED (enough
- *         are free, but not where the constraints need them); ::TP_ENOMEM.
+ *         request); ::TP_EINFEASIBLE (it could not be placed even on an empty cluster); ::TP_EBUSY
+ *         (fewer matching devices are free than `count`); ::TP_EFRAGMENTED (enough are free, but
+ *         not where the constraints need them); ::TP_ENOMEM. The message is on the result: for
+ *         every code but ::TP_ENOMEM and a NULL argument, @p *out is a placement whose
+ *         tp_placement_errmsg() says why ("" when placed); otherwise @p *out is NULL. @p c is not
+ *         written.
  * @since 0.1.0
  */
 TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out);
@@ -1319,7 +1489,10 @@ TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out
  * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
  * @param[out] out The result.
  * @return 0, ::TP_EINVAL (a failed device the job does not hold), ::TP_ENOTFOUND (no such job),
- *         ::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_ENOMEM.
+ *         ::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_ENOMEM. The message is on the
+ *         result: for every code but ::TP_ENOMEM and a NULL argument, @p *out is a placement whose
+ *         tp_placement_errmsg() says why ("" when placed); otherwise @p *out is NULL. @p c is not
+ *         written.
  * @since 0.1.0
  */
 TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed,
@@ -1335,7 +1508,9 @@ TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *fail
  *        @p opts given and `opts->shape` NULL, the request is still recorded as the shape.
  *        Ignored for a replacement.
  * @return 0, ::TP_EINVAL (not a successful placement, or the cluster changed since it was made),
- *         ::TP_EEXIST (the job id is already running), ::TP_ENOMEM.
+ *         ::TP_EEXIST (the job id is already running), ::TP_ENOMEM. On failure tp_cluster_errmsg()
+ *         of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard, leave no message); a
+ *         success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);
@@ -1345,7 +1520,8 @@ TP_API void tp_placement_destroy(tp_placement *p);
 
 /**
  * @brief The outcome: 0 or the code tp_place() / tp_replace() returned.
- * @param p The result. @return The code. @since 0.1.0
+ * @param p The result. @return The code. No message: the call only reads @p p.
+ * @since 0.1.0
  */
 TP_API int tp_placement_status(const tp_placement *p);
 
@@ -1380,7 +1556,8 @@ TP_API uint32_t tp_placement_domain_count(const tp_placement *p, unsigned level)
  * the placement's devices it holds.
  * @param p The result. @param level Level index. @param i Index below
  *        tp_placement_domain_count(). @param[out] dom The domain. @param[out] devices Its count.
- * @return 0 or ::TP_EINVAL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. No message: the call only reads @p p.
+ * @since 0.1.0
  */
 TP_API int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_t i,
                                   uint32_t *dom, uint32_t *devices);
@@ -1398,9 +1575,9 @@ TP_API double tp_placement_step_comm_us(const tp_placement *p);
  * @param p The result. @param i Rank, below the count of tp_placement_devices().
  * The NIC is one no other running job holds; tp_commit() records it as held by the job.
  * @return The NIC's index in the node type of the device's node (tp_topology_node_type(),
- *         tp_nodetype_nic_name()); ::TP_ENOTFOUND when the request did not ask for pairs, or,
- *         for a replacement, when a device the job already held has no NIC left to pair with;
- *         ::TP_EINVAL for a failed result or @p i out of range.
+ *         tp_nodetype_nic_name()); ::TP_ENOTFOUND when the request did not ask for pairs, or, for a
+ *         replacement, when a device the job already held has no NIC left to pair with; ::TP_EINVAL
+ *         for a failed result or @p i out of range. No message: the call only reads @p p.
  * @since 0.2.0
  */
 TP_API int tp_placement_nic(const tp_placement *p, size_t i);
@@ -1413,8 +1590,9 @@ TP_API int tp_placement_nic(const tp_placement *p, size_t i);
  * @param p The result. @param[out] ranks Ranks the shrunk job keeps (0: nothing would be
  *        left), or NULL. @param[out] units Whole slices (groups, devices) it keeps, or NULL.
  * @param[out] of The job's slices (groups, devices), or NULL.
- * @return 0, or ::TP_EINVAL (not a failed replacement with figures: a success, a bad argument,
- *         or a refusal after the fact such as a spread). @since 0.4.0
+ * @return 0, or ::TP_EINVAL (not a failed replacement with figures: a success, a bad argument, or a
+ *         refusal after the fact such as a spread). No message: the call only reads @p p.
+ * @since 0.4.0
  */
 TP_API int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
                                       uint32_t *of);
@@ -1436,11 +1614,23 @@ typedef struct tp_fit {
 #define TP_FIT_INIT {TP_FIT_VERSION, 0, 0, 0, 0}
 
 /**
+ * @brief Set a ::tp_fit to ::TP_FIT_INIT, for callers that cannot use the macro (bindings), as
+ * libgit2's `git_clone_options_init()` does.
+ * @param[out] fit The struct to fill; its version field becomes @p version.
+ * @param version ::TP_FIT_VERSION.
+ * @return 0, or ::TP_EINVAL when @p fit is NULL or @p version is not ::TP_FIT_VERSION (nothing is
+ *         written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_fit_init(tp_fit *fit, unsigned version);
+
+/**
  * @brief The fit figures of a failed result (::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED).
  * @param p The result. @param[out] fit The figures; `fit->version` must be set
  *        (::TP_FIT_INIT).
- * @return 0, or ::TP_EINVAL when the result is a success or an invalid request, or the version
- *         is not supported. @since 0.1.0
+ * @return 0, or ::TP_EINVAL when the result is a success or an invalid request, or the version is
+ *         not supported. No message: the call only reads @p p.
+ * @since 0.1.0
  */
 TP_API int tp_placement_fit(const tp_placement *p, tp_fit *fit);
 
@@ -1448,7 +1638,8 @@ TP_API int tp_placement_fit(const tp_placement *p, tp_fit *fit);
  * @brief For a replacement: the i-th failed device and the device that replaces it.
  * @param p The result. @param i Index, from 0. @param[out] failed The failed device.
  * @param[out] replacement Its replacement.
- * @return 0, ::TP_ENOTFOUND (past the end), ::TP_EINVAL (not a successful replacement).
+ * @return 0, ::TP_ENOTFOUND (past the end), ::TP_EINVAL (not a successful replacement). No message:
+ *         the call only reads @p p.
  * @since 0.1.0
  */
 TP_API int tp_placement_replaced(const tp_placement *p, size_t i, uint32_t *failed,
@@ -1494,10 +1685,12 @@ typedef struct tp_job_shape {
  *        mix too, to a report that carries the reason (tp_frag_errmsg()) and no figures; it
  *        is NULL only when @p c or @p out is NULL or memory ran out. Set it to NULL before the
  *        call and always destroy it, as with tp_place().
- * @return 0, ::TP_EINVAL (a shape with 0 devices or no level, a weight <= 0 or not finite, a
- *         NULL mix with @p nmix > 0, or @p c or @p out NULL), ::TP_ENOTFOUND (a shape's level
- *         does not exist), ::TP_ENOMEM. The message names the shape and the field. (Before
- *         0.4.0 a failure returned no report and kept no reason.)
+ * @return 0, ::TP_EINVAL (a shape with 0 devices or no level, a weight <= 0 or not finite, a NULL
+ *         mix with @p nmix > 0, or @p c or @p out NULL), ::TP_ENOTFOUND (a shape's level does not
+ *         exist), ::TP_ENOMEM. The message names the shape and the field. (Before 0.4.0 a failure
+ *         returned no report and kept no reason.) The message is on the report: for every code but
+ *         ::TP_ENOMEM and a NULL @p c or @p out, @p *out is a report whose tp_frag_errmsg() says
+ *         why ("" for a report made); @p c is not written.
  * @since 0.1.0
  */
 TP_API int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix,
@@ -1511,18 +1704,20 @@ TP_API void tp_frag_destroy(tp_frag *f);
 TP_API const char *tp_frag_errmsg(const tp_frag *f);
 
 /** @brief Domains of a level. @param f The report. @param level Level.
- *  @return The count (0 for a bad level). @since 0.1.0 */
-TP_API uint32_t tp_frag_domains(const tp_frag *f, unsigned level);
+ *  @return The count (0 for a bad level). @since 0.1.0 (named tp_frag_domains until 0.4.0) */
+TP_API uint32_t tp_frag_domain_count(const tp_frag *f, unsigned level);
 /** @brief Free devices at a level (the same at every level: free devices of the cluster).
  *  @param f The report. @param level Level. @return The count.
  *  @since 0.1.0 (named tp_frag_free until 0.4.0) */
 TP_API uint32_t tp_frag_free_count(const tp_frag *f, unsigned level);
 /** @brief Domains of a level whose every device is free, healthy and uncordoned.
- *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level);
+ *  @param f The report. @param level Level. @return The count.
+ *  @since 0.1.0 (named tp_frag_fully_free until 0.4.0) */
+TP_API uint32_t tp_frag_fully_free_count(const tp_frag *f, unsigned level);
 /** @brief The most free devices in one domain of a level.
- *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level);
+ *  @param f The report. @param level Level. @return The count.
+ *  @since 0.1.0 (named tp_frag_largest_free until 0.4.0) */
+TP_API uint32_t tp_frag_largest_free_count(const tp_frag *f, unsigned level);
 /** @brief Share of free devices not in fully free domains of a level, in [0, 1].
  *  @param f The report. @param level Level. @return The share (0 when nothing is free).
  *  @since 0.1.0 */
@@ -1531,11 +1726,11 @@ TP_API double tp_frag_fragmentation(const tp_frag *f, unsigned level);
  *  @param f The report. @return The share (0 when nothing is free). @since 0.1.0 */
 TP_API double tp_frag_workload(const tp_frag *f);
 /** @brief Devices down when the report was made. @param f The report. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_frag_down(const tp_frag *f);
+ *  @since 0.1.0 (named tp_frag_down until 0.4.0) */
+TP_API uint32_t tp_frag_down_count(const tp_frag *f);
 /** @brief Devices cordoned (and not down) when the report was made. @param f The report.
- *  @return The count. @since 0.1.0 */
-TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
+ *  @return The count. @since 0.1.0 (named tp_frag_cordoned until 0.4.0) */
+TP_API uint32_t tp_frag_cordoned_count(const tp_frag *f);
 
 /** @brief The most shapes tp_cluster_set_place_mix() takes. @since 0.4.0 */
 #define TP_PLACE_MIX_MAX 16
@@ -1563,10 +1758,12 @@ TP_API uint32_t tp_frag_cordoned(const tp_frag *f);
  *        domain of the lowest level above the node); non-NULL with @p nmix 0: no mix (best fit
  *        alone, as a new cluster has).
  * @param nmix Number of shapes, at most ::TP_PLACE_MIX_MAX.
- * @return 0, ::TP_EINVAL (NULL @p c, NULL @p mix with @p nmix > 0, more than
- *         ::TP_PLACE_MIX_MAX shapes, a shape with no level, 0 devices or a weight that is not
- *         finite and > 0), ::TP_ENOTFOUND (a level the topology lacks); on failure the mix is
- *         unchanged and tp_cluster_errmsg() names the shape, the field and the value.
+ * @return 0, ::TP_EINVAL (NULL @p c, NULL @p mix with @p nmix > 0, more than ::TP_PLACE_MIX_MAX
+ *         shapes, a shape with no level, 0 devices or a weight that is not finite and > 0),
+ *         ::TP_ENOTFOUND (a level the topology lacks); on failure the mix is unchanged and
+ *         tp_cluster_errmsg() names the shape, the field and the value. On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
  * @since 0.4.0
  */
 TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size_t nmix);
@@ -1652,6 +1849,19 @@ typedef struct tp_defrag_policy {
 	{TP_DEFRAG_POLICY_VERSION, 1, 1, 0, UINT32_MAX, -1.0, 1, 0, TP_DEFRAG_MAX_CANDIDATES,       \
 	 TP_DEFRAG_MAX_SIMULATIONS, 0, 0, NULL, 0}
 
+/**
+ * @brief Set a ::tp_defrag_policy to ::TP_DEFRAG_POLICY_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] p The struct to fill; its version field becomes @p version.
+ * @param version ::TP_DEFRAG_POLICY_VERSION, or an older version the library still reads (1 to 4):
+ *        only the fields of that version are written, so a caller built against an older header is
+ *        not overrun.
+ * @return 0, or ::TP_EINVAL when @p p is NULL or @p version is none of these (nothing is written;
+ *         no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_defrag_policy_init(tp_defrag_policy *p, unsigned version);
+
 /** @brief A defragmentation plan (opaque). */
 typedef struct tp_plan tp_plan;
 
@@ -1674,10 +1884,14 @@ typedef enum tp_step_action {
  * @param c The cluster. @param r The request. @param policy What may be done, or NULL for
  *        ::TP_DEFRAG_POLICY_INIT.
  * @param[out] out The plan.
- * @return 0; ::TP_ENOPLAN (no plan within the policy: the message says what blocked it, e.g.
- *         "rack b0/r3 would need interactive job j17 moved"); ::TP_EINFEASIBLE (no plan can
- *         exist: the request does not fit even an empty cluster); ::TP_EINVAL / ::TP_ENOTFOUND
- *         (invalid request or policy; the message names the field); ::TP_ENOMEM.
+ * @return 0; ::TP_ENOPLAN (no plan within the policy: the message says what blocked it, e.g. "rack
+ *         b0/r3 would need interactive job j17 moved"); ::TP_EINFEASIBLE (no plan can exist: the
+ *         request does not fit even an empty cluster); ::TP_EINVAL / ::TP_ENOTFOUND (invalid
+ *         request or policy; the message names the field); ::TP_ENOMEM. The message is on the plan:
+ *         whenever @p *out is set, tp_plan_errmsg() says why ("" for a plan found), and a failure
+ *         copies it to tp_cluster_errmsg() of @p c; when no plan could be made (a NULL argument,
+ *         ::TP_ENOMEM, the writer guard) @p *out is NULL and only @p c carries the message (none
+ *         for a NULL @p c or the guard). A success does not clear the cluster's message.
  * @since 0.1.0
  */
 TP_API int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_policy *policy,
@@ -1690,7 +1904,12 @@ TP_API int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_po
  * @param c The cluster. @param level The level's name. @param ndomains Domains to free (>= 1).
  * @param policy What may be done (priorities are compared with 0), or NULL for the defaults.
  * @param[out] out The plan.
- * @return 0, ::TP_ENOPLAN, ::TP_EINVAL, ::TP_ENOTFOUND, ::TP_ENOMEM. @since 0.1.0
+ * @return 0, ::TP_ENOPLAN, ::TP_EINVAL, ::TP_ENOTFOUND, ::TP_ENOMEM. The message is on the plan:
+ *         whenever @p *out is set, tp_plan_errmsg() says why ("" for a plan found), and a failure
+ *         copies it to tp_cluster_errmsg() of @p c; when no plan could be made (a NULL argument,
+ *         ::TP_ENOMEM, the writer guard) @p *out is NULL and only @p c carries the message (none
+ *         for a NULL @p c or the guard). A success does not clear the cluster's message.
+ * @since 0.1.0
  */
 TP_API int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                              const tp_defrag_policy *policy, tp_plan **out);
@@ -1698,7 +1917,8 @@ TP_API int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains
 /** @brief Destroy a plan. @param p The plan, or NULL. @since 0.1.0 */
 TP_API void tp_plan_destroy(tp_plan *p);
 /** @brief The outcome: 0 or the code the planner returned. @param p The plan.
- *  @return The code. @since 0.1.0 */
+ *  @return The code. No message: the call only reads @p p.
+ *  @since 0.1.0 */
 TP_API int tp_plan_status(const tp_plan *p);
 /** @brief Why no plan was found ("" on success). @param p The plan.
  *  @return A string owned by @p p. @since 0.1.0 */
@@ -1712,15 +1932,17 @@ TP_API size_t tp_plan_step_count(const tp_plan *p);
  *        the place step; owned by @p p).
  * @param[out] from The job's current devices (none for the place step). @param[out] nfrom Count.
  * @param[out] to Target devices (none for a preemption). @param[out] nto Count.
- * @return 0 or ::TP_EINVAL. Any output pointer may be NULL. @since 0.1.0
+ * @return 0 or ::TP_EINVAL. Any output pointer may be NULL. No message: the call only reads @p p.
+ * @since 0.1.0
  */
 TP_API int tp_plan_step(const tp_plan *p, size_t i, tp_step_action *action, const char **job,
                         const uint32_t **from, size_t *nfrom, const uint32_t **to, size_t *nto);
-/** @brief Jobs migrated or preempted. @param p The plan. @return The count. @since 0.1.0 */
-TP_API uint32_t tp_plan_moved_jobs(const tp_plan *p);
+/** @brief Jobs migrated or preempted. @param p The plan. @return The count.
+ *  @since 0.1.0 (named tp_plan_moved_jobs until 0.4.0) */
+TP_API uint32_t tp_plan_moved_job_count(const tp_plan *p);
 /** @brief Devices of the jobs migrated or preempted. @param p The plan. @return The count.
- *  @since 0.1.0 */
-TP_API uint32_t tp_plan_moved_devices(const tp_plan *p);
+ *  @since 0.1.0 (named tp_plan_moved_devices until 0.4.0) */
+TP_API uint32_t tp_plan_moved_device_count(const tp_plan *p);
 /** @brief The plan's cost: checkpoint seconds x devices, summed over the jobs moved.
  *  @param p The plan. @return Seconds. @since 0.1.0 */
 TP_API double tp_plan_cost_s(const tp_plan *p);
@@ -1749,8 +1971,9 @@ TP_API double tp_plan_lower_bound_s(const tp_plan *p);
  * @param p The plan (read-only). @param[out] level The level's index.
  * @param[out] doms The domain ids of that level, owned by @p p (NULL when none).
  * @param[out] n Their count (0 for a failed plan or none).
- * @return 0, or ::TP_EINVAL when an argument is NULL (no object carries a message for this
- *         call). @note Read-only. @since 0.4.0
+ * @return 0, or ::TP_EINVAL when an argument is NULL (no object carries a message for this call).
+ *         No message: the call only reads @p p.
+ * @note Read-only. @since 0.4.0
  */
 TP_API int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **doms,
                            size_t *n);
@@ -1766,7 +1989,9 @@ TP_API int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **d
  * @param opts The new job's attributes for the place step, or NULL.
  * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
  *         names the device or job), ::TP_EEXIST (the place step's job id is already running),
- *         ::TP_ENOMEM. @since 0.1.0
+ *         ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY
+ *         from the writer guard, leave no message); a success does not clear it.
+ * @since 0.1.0
  */
 TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,
                               const tp_job_options *opts);
@@ -1796,14 +2021,25 @@ typedef struct tp_defrag_stats {
 #define TP_DEFRAG_STATS_INIT {TP_DEFRAG_STATS_VERSION, 0, 0, 0, TP_BUDGET_NONE}
 
 /**
+ * @brief Set a ::tp_defrag_stats to ::TP_DEFRAG_STATS_INIT, for callers that cannot use the macro
+ * (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] s The struct to fill; its version field becomes @p version.
+ * @param version ::TP_DEFRAG_STATS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p s is NULL or @p version is not ::TP_DEFRAG_STATS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_defrag_stats_init(tp_defrag_stats *s, unsigned version);
+
+/**
  * @brief The work the call that made @p p did, whether it found a plan or not: how many
  * candidate domains it read and searched, how many job sets it simulated, and whether the work
  * budget (tp_defrag_policy::max_candidates and the fields after it) stopped it early. A plan
  * that fits without moves, and a plan refused before any search, report zeros.
  * @param p The plan (read-only). @param[in,out] out Receives the figures; set its @c version
  *        first (::TP_DEFRAG_STATS_INIT).
- * @return 0, or ::TP_EINVAL when @p p or @p out is NULL or @c out->version is not 1 (no
- *         object carries a message for this call).
+ * @return 0, or ::TP_EINVAL when @p p or @p out is NULL or @c out->version is not 1 (no object
+ *         carries a message for this call). No message: the call only reads @p p.
  * @note Read-only: may run on one plan from several threads. @since 0.3.0
  */
 TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
@@ -1875,10 +2111,11 @@ TP_API int tp_step_model_init(tp_step_model *m, unsigned version);
  *        the topology's, so that threads sharing @p t need no thread-safe allocator there.
  * @param errbuf Receives the message of a failure (may be NULL): no object carries it.
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (a NULL argument, @c m->version not 1, a degree 0, degrees that do
- *         not multiply to @p n, @c ep that does not divide @c dp, a figure negative or not
- *         finite, @c dp_overlap outside [0, 1], a device id out of range: the message names
- *         the field and the value); ::TP_ENOMEM. @p *out_us is unchanged on failure.
+ * @return 0; ::TP_EINVAL (a NULL argument, @c m->version not 1, a degree 0, degrees that do not
+ *         multiply to @p n, @c ep that does not divide @c dp, a figure negative or not finite, @c
+ *         dp_overlap outside [0, 1], a device id out of range: the message names the field and the
+ *         value); ::TP_ENOMEM. @p *out_us is unchanged on failure. On failure the caller's
+ *         @p errbuf says why; every call first empties it.
  * @note Read-only on @p t: may run concurrently on a shared topology. @since 0.3.0
  */
 TP_API int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t *devs, size_t n,
@@ -1897,7 +2134,9 @@ TP_API int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t 
  * @param alloc Allocator for scratch memory, or NULL, as for tp_cost_step_us().
  * @param errbuf Receives the message of a failure (may be NULL).
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return As tp_cost_step_us(). @note Read-only on @p t. @since 0.3.0
+ * @return As tp_cost_step_us(). On failure the caller's @p errbuf says why; every call first
+ *         empties it.
+ * @note Read-only on @p t. @since 0.3.0
  */
 TP_API int tp_cost_efficiency(double *out, const tp_topology *t, const uint32_t *devs, size_t n,
                               const tp_step_model *m, const tp_allocator *alloc, char *errbuf,

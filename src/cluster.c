@@ -831,3 +831,15 @@ size_t tp_cluster_memory(const tp_cluster *c)
 	}
 	return m;
 }
+
+int tp_job_options_init(tp_job_options *o, unsigned version)
+{
+	static const tp_job_options init = TP_JOB_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_JOB_OPTIONS_VERSION ? sizeof init : 0, &init, version);
+}
+
+int tp_cluster_options_init(tp_cluster_options *o, unsigned version)
+{
+	static const tp_cluster_options init = TP_CLUSTER_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_CLUSTER_OPTIONS_VERSION ? sizeof init : 0, &init, version);
+}

@@ -273,7 +273,7 @@ uint32_t tp_cluster_free_count(const tp_cluster *c, unsigned level, uint32_t dom
 	return dom_valid(c, level, dom) ? c->free[level][dom] : 0;
 }
 
-uint32_t tp_cluster_free_total(const tp_cluster *c)
+uint32_t tp_cluster_free_total_count(const tp_cluster *c)
 {
 	return c ? c->nfree : 0;
 }
@@ -426,12 +426,12 @@ int tp_cluster_device_cordoned(const tp_cluster *c, uint32_t dev)
 	return (c->dstate[dev] & TP_DS_CORDONED) != 0;
 }
 
-uint32_t tp_cluster_down_total(const tp_cluster *c)
+uint32_t tp_cluster_down_total_count(const tp_cluster *c)
 {
 	return c ? c->ndown : 0;
 }
 
-uint32_t tp_cluster_cordoned_total(const tp_cluster *c)
+uint32_t tp_cluster_cordoned_total_count(const tp_cluster *c)
 {
 	return c ? c->ncordoned : 0;
 }

@@ -219,7 +219,7 @@ int tp_cluster_node_is_spare(const tp_cluster *c, uint32_t node)
 	return node_spare(c, node);
 }
 
-uint32_t tp_cluster_spares(const tp_cluster *c, unsigned level, uint32_t dom)
+uint32_t tp_cluster_spare_count(const tp_cluster *c, unsigned level, uint32_t dom)
 {
 	if (!c || level >= c->t->nlevels || dom >= c->t->lv[level].ndom)
 		return 0;
@@ -228,7 +228,7 @@ uint32_t tp_cluster_spares(const tp_cluster *c, unsigned level, uint32_t dom)
 	return c->spare_nodes[level][dom];
 }
 
-uint32_t tp_cluster_spares_total(const tp_cluster *c)
+uint32_t tp_cluster_spare_total_count(const tp_cluster *c)
 {
 	return c ? c->nspare_nodes : 0;
 }

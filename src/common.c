@@ -191,3 +191,12 @@ const char *tp_version_string(void)
 {
 	return TP_VERSION_STRING;
 }
+
+int tp_options_init(void *opts, size_t size, const void *init, unsigned version)
+{
+	if (!opts || size < sizeof version)
+		return TP_EINVAL;
+	memcpy(opts, init, size);
+	memcpy(opts, &version, sizeof version);
+	return 0;
+}

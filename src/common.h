@@ -56,4 +56,11 @@ int tp_vseterr(char *buf, int code, const char *fmt, va_list ap) TP_PRINTF(3, 0)
  * characters. Returns NULL when valid, else a reason. */
 const char *tp_name_problem(const char *name, bool no_slash);
 
+/* The body of every tp_<struct>_init(): copy the first `size` bytes of the current defaults
+ * `init` (the size the caller's `version` of the struct has; 0 for a version the library does
+ * not know) into `opts` and set its leading `unsigned version` to `version`. TP_EINVAL with
+ * nothing written for a NULL `opts` or a size of 0. Keep `init` static: its padding is then
+ * zero, so every initialised struct is the same bytes. */
+int tp_options_init(void *opts, size_t size, const void *init, unsigned version);
+
 #endif

@@ -570,10 +570,8 @@ static double step_at(const struct tp_topology *t, const uint32_t *devs, size_t 
 
 int tp_step_model_init(tp_step_model *m, unsigned version)
 {
-	if (!m || version != TP_STEP_MODEL_VERSION)
-		return TP_EINVAL;
-	*m = (tp_step_model)TP_STEP_MODEL_INIT;
-	return 0;
+	static const tp_step_model init = TP_STEP_MODEL_INIT;
+	return tp_options_init(m, version == TP_STEP_MODEL_VERSION ? sizeof init : 0, &init, version);
 }
 
 int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t *devs, size_t n,

@@ -110,25 +110,41 @@ int defrag_policy_check(const tp_defrag_policy *p, char *msg)
 	return 0;
 }
 
-/* The caller's policy as the current version: a version 1 struct ends before
- * allow_less_local, a version 2 one before the work budget, a version 3 one before the
- * preferred targets (reading past any would overrun the caller's object); what they lack
- * takes its default. */
+/* The size of a policy struct of a version (0 for one the library does not know): a version 1
+ * struct ends before allow_less_local, a version 2 one before the work budget, a version 3 one
+ * before the preferred targets. Reading or writing past it would overrun the caller's object. */
+static size_t policy_size(unsigned version)
+{
+	switch (version) {
+	case 1:
+		return offsetof(tp_defrag_policy, allow_less_local);
+	case 2:
+		return offsetof(tp_defrag_policy, max_candidates);
+	case 3:
+		return offsetof(tp_defrag_policy, prefer_level);
+	case TP_DEFRAG_POLICY_VERSION:
+		return sizeof(tp_defrag_policy);
+	default:
+		return 0;
+	}
+}
+
+/* The caller's (checked) policy as the current version; what an older version lacks takes
+ * its default, except allow_less_local, which version 1 did not have and meant 0. */
 static tp_defrag_policy policy_copy(const tp_defrag_policy *p)
 {
 	tp_defrag_policy v = TP_DEFRAG_POLICY_INIT;
-	if (p->version >= 4)
-		return *p;
-	if (p->version == 3) {
-		memcpy(&v, p, offsetof(tp_defrag_policy, prefer_level));
-	} else if (p->version == 2) {
-		memcpy(&v, p, offsetof(tp_defrag_policy, max_candidates));
-	} else {
-		memcpy(&v, p, offsetof(tp_defrag_policy, allow_less_local));
+	memcpy(&v, p, policy_size(p->version));
+	if (p->version == 1)
 		v.allow_less_local = 0;
-	}
 	v.version = TP_DEFRAG_POLICY_VERSION;
 	return v;
+}
+
+int tp_defrag_policy_init(tp_defrag_policy *p, unsigned version)
+{
+	static const tp_defrag_policy init = TP_DEFRAG_POLICY_INIT;
+	return tp_options_init(p, policy_size(version), &init, version);
 }
 
 static uint64_t monotonic_ns(void)

@@ -258,12 +258,12 @@ int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out)
 	return 0;
 }
 
-uint32_t tp_plan_moved_jobs(const tp_plan *p)
+uint32_t tp_plan_moved_job_count(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->moved_jobs : 0;
 }
 
-uint32_t tp_plan_moved_devices(const tp_plan *p)
+uint32_t tp_plan_moved_device_count(const tp_plan *p)
 {
 	return p && p->status == 0 ? p->moved_devices : 0;
 }
@@ -425,4 +425,10 @@ static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
 		c->plan_next = i + 1;
 	}
 	return rc;
+}
+
+int tp_defrag_stats_init(tp_defrag_stats *s, unsigned version)
+{
+	static const tp_defrag_stats init = TP_DEFRAG_STATS_INIT;
+	return tp_options_init(s, version == TP_DEFRAG_STATS_VERSION ? sizeof init : 0, &init, version);
 }

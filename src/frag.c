@@ -175,7 +175,7 @@ static const struct frag_level *lvl(const tp_frag *f, unsigned level)
 	return f && level < f->nlevels ? &f->lv[level] : NULL;
 }
 
-uint32_t tp_frag_domains(const tp_frag *f, unsigned level)
+uint32_t tp_frag_domain_count(const tp_frag *f, unsigned level)
 {
 	const struct frag_level *l = lvl(f, level);
 	return l ? l->domains : 0;
@@ -186,13 +186,13 @@ uint32_t tp_frag_free_count(const tp_frag *f, unsigned level)
 	return lvl(f, level) ? f->free : 0;
 }
 
-uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level)
+uint32_t tp_frag_fully_free_count(const tp_frag *f, unsigned level)
 {
 	const struct frag_level *l = lvl(f, level);
 	return l ? l->fully_free : 0;
 }
 
-uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level)
+uint32_t tp_frag_largest_free_count(const tp_frag *f, unsigned level)
 {
 	const struct frag_level *l = lvl(f, level);
 	return l ? l->largest_free : 0;
@@ -206,8 +206,8 @@ double tp_frag_fragmentation(const tp_frag *f, unsigned level)
 
 double tp_frag_workload(const tp_frag *f) { return f ? f->workload : 0.0; }
 const char *tp_frag_errmsg(const tp_frag *f) { return f ? f->errmsg : ""; }
-uint32_t tp_frag_down(const tp_frag *f) { return f ? f->down : 0; }
-uint32_t tp_frag_cordoned(const tp_frag *f) { return f ? f->cordoned : 0; }
+uint32_t tp_frag_down_count(const tp_frag *f) { return f ? f->down : 0; }
+uint32_t tp_frag_cordoned_count(const tp_frag *f) { return f ? f->cordoned : 0; }
 
 /* ---- the mix placement protects (spec rule 3, refined; see place.c) ------------------------ */
 

@@ -678,3 +678,9 @@ int tp_nodetype_from_nvsmi_topo(tp_nodetype **out, const char *text, size_t len,
 	tp_free(&a, ps);
 	return rc;
 }
+
+int tp_nvsmi_options_init(tp_nvsmi_options *o, unsigned version)
+{
+	static const tp_nvsmi_options init = TP_NVSMI_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_NVSMI_OPTIONS_VERSION ? sizeof init : 0, &init, version);
+}

@@ -264,3 +264,9 @@ static int commit_unguarded(tp_cluster *c, const tp_placement *p, const tp_job_o
 		tp_seterr(c->errmsg, rc, "tp_commit: out of memory");
 	return rc;
 }
+
+int tp_fit_init(tp_fit *fit, unsigned version)
+{
+	static const tp_fit init = TP_FIT_INIT;
+	return tp_options_init(fit, version == TP_FIT_VERSION ? sizeof init : 0, &init, version);
+}

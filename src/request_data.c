@@ -125,3 +125,9 @@ void tp_request_free(const tp_allocator *a, tp_request *r)
 }
 
 /* ---- resolution ---------------------------------------------------------------------------- */
+
+int tp_request_init(tp_request *r, unsigned version)
+{
+	static const tp_request init = TP_REQUEST_INIT;
+	return tp_options_init(r, tp_request_size(version), &init, version);
+}

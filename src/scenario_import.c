@@ -38,10 +38,8 @@ static unsigned uses(tp_scenario_command c)
 
 int tp_scenario_options_init(tp_scenario_options *opts, unsigned version)
 {
-	if (!opts || version != TP_SCENARIO_OPTIONS_VERSION)
-		return TP_EINVAL;
-	*opts = (tp_scenario_options)TP_SCENARIO_OPTIONS_INIT;
-	return 0;
+	static const tp_scenario_options init = TP_SCENARIO_OPTIONS_INIT;
+	return tp_options_init(opts, version == TP_SCENARIO_OPTIONS_VERSION ? sizeof init : 0, &init, version);
 }
 
 static bool read_version(struct scen *s, const json_t *doc)

@@ -446,3 +446,9 @@ void tp_pd_result_destroy(tp_pd_result *res)
 	tp_free(&res->a, res->inst);
 	tp_free(&res->a, res);
 }
+
+int tp_pd_request_init(tp_pd_request *r, unsigned version)
+{
+	static const tp_pd_request init = TP_PD_REQUEST_INIT;
+	return tp_options_init(r, version == TP_PD_REQUEST_VERSION ? sizeof init : 0, &init, version);
+}

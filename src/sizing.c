@@ -71,18 +71,14 @@ double tp_sizing_hbm_gbps(const char *model)
 
 int tp_sizing_options_init(tp_sizing_options *o, unsigned version)
 {
-	if (!o || version != TP_SIZING_OPTIONS_VERSION)
-		return TP_EINVAL;
-	*o = (tp_sizing_options)TP_SIZING_OPTIONS_INIT;
-	return 0;
+	static const tp_sizing_options init = TP_SIZING_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_SIZING_OPTIONS_VERSION ? sizeof init : 0, &init, version);
 }
 
 int tp_model_desc_init(tp_model_desc *m, unsigned version)
 {
-	if (!m || version != TP_MODEL_DESC_VERSION)
-		return TP_EINVAL;
-	*m = (tp_model_desc)TP_MODEL_DESC_INIT;
-	return 0;
+	static const tp_model_desc init = TP_MODEL_DESC_INIT;
+	return tp_options_init(m, version == TP_MODEL_DESC_VERSION ? sizeof init : 0, &init, version);
 }
 
 /* ---- checking the arguments ----------------------------------------------------------------- */

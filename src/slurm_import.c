@@ -923,3 +923,11 @@ int tp_topology_builder_from_slurm_ext(tp_topology_builder **out, const char *co
 	*out = bd.b;
 	return 0;
 }
+
+int tp_slurm_options_init(tp_slurm_options *o, unsigned version)
+{
+	static const tp_slurm_options init = TP_SLURM_OPTIONS_INIT;
+	size_t size = version == 1 ? offsetof(tp_slurm_options, warnbuf)
+	              : version == TP_SLURM_OPTIONS_VERSION ? sizeof init : 0;
+	return tp_options_init(o, size, &init, version);
+}

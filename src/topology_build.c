@@ -448,3 +448,9 @@ void tp_topology_destroy(tp_topology *t)
 	tp_free(&a, t->names);
 	tp_free(&a, t);
 }
+
+int tp_node_options_init(tp_node_options *o, unsigned version)
+{
+	static const tp_node_options init = TP_NODE_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_NODE_OPTIONS_VERSION ? sizeof init : 0, &init, version);
+}

@@ -322,12 +322,12 @@ Test(alloc_failures, set_cordoned_under_a_savepoint)
 		for (uint32_t i = 0; i < 8; i++)
 			devs[i] = round * 8 + i;
 		CLUSTER_LOOP(c, tp_cluster_set_cordoned(c, devs, 8, 1), fails);
-		cr_assert_eq(tp_cluster_cordoned_total(c), 8 * (round + 1));
+		cr_assert_eq(tp_cluster_cordoned_total_count(c), 8 * (round + 1));
 	}
 	cr_assert_geq(fails, 1, "the undo log grew at least once");
 	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
 	cr_assert_eq(tp_cluster_fingerprint(c), fp0, "rollback restores the empty cluster");
-	cr_assert_eq(tp_cluster_cordoned_total(c), 0);
+	cr_assert_eq(tp_cluster_cordoned_total_count(c), 0);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();

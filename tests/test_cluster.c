@@ -109,9 +109,9 @@ static void assert_aggregates(const tp_cluster *c)
 		ndown += down;
 		ncord += cord && !down;
 	}
-	cr_assert_eq(tp_cluster_free_total(c), nfree);
-	cr_assert_eq(tp_cluster_down_total(c), ndown);
-	cr_assert_eq(tp_cluster_cordoned_total(c), ncord);
+	cr_assert_eq(tp_cluster_free_total_count(c), nfree);
+	cr_assert_eq(tp_cluster_down_total_count(c), ndown);
+	cr_assert_eq(tp_cluster_cordoned_total_count(c), ncord);
 
 	uint32_t *nodefree = malloc(nnodes * sizeof *nodefree);
 	for (uint32_t n = 0; n < nnodes; n++)
@@ -184,7 +184,7 @@ Test(cluster, create_empty_nvl72)
 	tp_topology *t = nvl72(2, 3);
 	tp_cluster *c = tp_test_cluster(t);
 	cr_assert_eq(tp_cluster_topology(c), t);
-	cr_assert_eq(tp_cluster_free_total(c), 2 * 3 * 72);
+	cr_assert_eq(tp_cluster_free_total_count(c), 2 * 3 * 72);
 	cr_assert_eq(tp_cluster_free_count(c, 1, 4), 72);
 	cr_assert_eq(tp_cluster_free_node_count(c, 1, 4), 18);
 	cr_assert_eq(tp_cluster_free_node_count(c, 0, 1), 54);
@@ -260,7 +260,7 @@ Test(cluster, assign_and_release_hand_built)
 	uint32_t a[] = {tp_test_dev(t, "n3/7"), tp_test_dev(t, "n3/0"), tp_test_dev(t, "n1/2")};
 	cr_assert_eq(tp_cluster_assign(c, "a", a, 3, NULL), 0, "%s", tp_cluster_errmsg(c));
 	STEP(c);
-	cr_assert_eq(tp_cluster_free_total(c), 23 - 3);
+	cr_assert_eq(tp_cluster_free_total_count(c), 23 - 3);
 	cr_assert_eq(tp_cluster_free_count(c, 2, 2), 6);
 	cr_assert_eq(tp_cluster_free_node_count(c, 0, 0), 1); /* n2 */
 	uint32_t tight;
@@ -327,7 +327,7 @@ Test(cluster, assign_and_release_hand_built)
 	cr_assert_eq(tp_cluster_release(c, "b"), 0);
 	cr_assert_eq(tp_cluster_release(c, "a"), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_free_total(c), 23);
+	cr_assert_eq(tp_cluster_free_total_count(c), 23);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
@@ -371,7 +371,7 @@ Test(cluster, health)
 	uint32_t d1[] = {tp_test_dev(t, "n1/0"), tp_test_dev(t, "n1/1"), tp_test_dev(t, "n6/3")};
 	cr_assert_eq(tp_cluster_set_down(c, d1, 3, 1), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_down_total(c), 3);
+	cr_assert_eq(tp_cluster_down_total_count(c), 3);
 	cr_assert_eq(tp_cluster_device_state(c, d1[0], NULL), TP_DEVICE_DOWN);
 	uint64_t gen = c->generation;
 	cr_assert_eq(tp_cluster_set_down(c, d1, 2, 1), 0, "already down is fine");
@@ -381,14 +381,14 @@ Test(cluster, health)
 	uint32_t d2[] = {tp_test_dev(t, "n1/1"), tp_test_dev(t, "n3/4"), tp_test_dev(t, "n3/4")};
 	cr_assert_eq(tp_cluster_set_cordoned(c, d2, 3, 1), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_cordoned_total(c), 1);
+	cr_assert_eq(tp_cluster_cordoned_total_count(c), 1);
 	cr_assert_eq(tp_cluster_device_state(c, d2[0], NULL), TP_DEVICE_DOWN);
 	cr_assert_eq(tp_cluster_device_cordoned(c, d2[0]), 1);
 	cr_assert_eq(tp_cluster_device_state(c, d2[1], NULL), TP_DEVICE_CORDONED);
 	cr_assert_eq(tp_cluster_set_down(c, d1, 1, 0), 0);
 	cr_assert_eq(tp_cluster_set_down(c, d1 + 1, 1, 0), 0);
 	STEP(c);
-	cr_assert_eq(tp_cluster_cordoned_total(c), 2, "n1/1 is up again but still cordoned");
+	cr_assert_eq(tp_cluster_cordoned_total_count(c), 2, "n1/1 is up again but still cordoned");
 	cr_assert_eq(tp_cluster_device_state(c, d1[1], NULL), TP_DEVICE_CORDONED);
 
 	/* A job may be recorded on down and cordoned devices; they come back down / cordoned. */
@@ -683,7 +683,7 @@ Test(cluster, other_call_validation)
 	cr_assert_eq(tp_cluster_free_count(c, 1, 3), 0);
 	cr_assert_eq(tp_cluster_free_count(NULL, 0, 0), 0);
 	cr_assert_eq(tp_cluster_free_node_count(c, 0, 2), 0);
-	cr_assert_eq(tp_cluster_free_total(NULL), 0);
+	cr_assert_eq(tp_cluster_free_total_count(NULL), 0);
 	cr_assert_eq(tp_cluster_node_histogram(c, 3, 0, h, 4), TP_EINVAL);
 	cr_assert_eq(tp_cluster_node_histogram(c, 0, 0, NULL, 4), TP_EINVAL);
 	cr_assert_eq(tp_cluster_node_histogram(c, 0, 0, NULL, 0), 8, "counts still returned");

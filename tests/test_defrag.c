@@ -312,8 +312,8 @@ static void check_plan(tp_cluster *c, const tp_request *r, const tp_defrag_polic
 	}
 	if (r)
 		cr_assert(ns >= 1, "a plan for a request ends with its place step");
-	cr_assert_eq(tp_plan_moved_jobs(p), nmoved);
-	cr_assert_eq(tp_plan_moved_devices(p), moved_devs);
+	cr_assert_eq(tp_plan_moved_job_count(p), nmoved);
+	cr_assert_eq(tp_plan_moved_device_count(p), moved_devs);
 	cr_assert_float_eq(tp_plan_cost_s(p), cost, 1e-6 * (1 + cost));
 	cr_assert(nmoved <= pol->max_moves, "%zu moves over %u", nmoved, pol->max_moves);
 	if (pol->max_cost_s >= 0)
@@ -344,8 +344,8 @@ Test(defrag, slurm_s01_moves_the_unconstrained_job_only)
 	cr_assert_str_eq(job, "J1");
 	cr_assert_eq(nfrom, 8);
 	cr_assert_eq(nto, 8);
-	cr_assert_eq(tp_plan_moved_jobs(p), 1);
-	cr_assert_eq(tp_plan_moved_devices(p), 8);
+	cr_assert_eq(tp_plan_moved_job_count(p), 1);
+	cr_assert_eq(tp_plan_moved_device_count(p), 8);
 	cr_assert_float_eq(tp_plan_cost_s(p), 480.0, 1e-9);
 	const tp_placement *pl = tp_plan_placement(p);
 	cr_assert(pl);
@@ -369,7 +369,7 @@ Test(defrag, request_that_fits_is_one_place_step)
 	tp_plan *p = NULL;
 	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0);
 	cr_assert_eq(tp_plan_step_count(p), 1);
-	cr_assert_eq(tp_plan_moved_jobs(p), 0);
+	cr_assert_eq(tp_plan_moved_job_count(p), 0);
 	cr_assert_float_eq(tp_plan_cost_s(p), 0.0, 0);
 	check_plan(c, &r, NULL, p);
 	tp_plan_destroy(p);
@@ -650,7 +650,7 @@ Test(defrag, work_budget_returns_the_best_plan_so_far)
 	tp_plan *p = NULL;
 	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
 	cr_assert_eq(plan_stats(p).evaluated, 2);
-	cr_assert_eq(tp_plan_moved_jobs(p), 1);
+	cr_assert_eq(tp_plan_moved_job_count(p), 1);
 	cr_assert_float_eq(tp_plan_cost_s(p), 1620.0, 1e-9);
 	tp_plan_destroy(p);
 	/* one candidate: r0's dearer plan, flagged */
@@ -658,7 +658,7 @@ Test(defrag, work_budget_returns_the_best_plan_so_far)
 	pol.max_candidates = 1;
 	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
 	check_plan(c, &r, &pol, p);
-	cr_assert_eq(tp_plan_moved_jobs(p), 2);
+	cr_assert_eq(tp_plan_moved_job_count(p), 2);
 	cr_assert_float_eq(tp_plan_cost_s(p), 2120.0, 1e-9);
 	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_CANDIDATES);
 	tp_plan_destroy(p);
@@ -677,7 +677,7 @@ Test(defrag, work_budget_spent_before_a_plan)
 	tp_defrag_policy pol = cheap_policy();
 	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
 	cr_assert_eq(plan_stats(p).evaluated, 2);
-	cr_assert_eq(tp_plan_moved_jobs(p), 1);
+	cr_assert_eq(tp_plan_moved_job_count(p), 1);
 	tp_plan_destroy(p);
 	pol.max_candidates = 1;
 	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
@@ -731,7 +731,7 @@ Test(defrag, older_policies_get_the_default_budget)
 		tp_plan *p = NULL;
 		cr_assert_eq(tp_defrag_plan(c, &r, old, &p), 0, "version %u: %s", v,
 		             tp_plan_errmsg(p));
-		cr_assert_eq(tp_plan_moved_jobs(p), 1);
+		cr_assert_eq(tp_plan_moved_job_count(p), 1);
 		cr_assert_eq(plan_stats(p).budget, TP_BUDGET_NONE);
 		tp_plan_destroy(p);
 		free(old);
@@ -899,7 +899,7 @@ Test(defrag, two_moves_needed_with_max_moves_one)
 	tp_plan_destroy(p);
 	pol.max_moves = 2;
 	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
-	cr_assert_eq(tp_plan_moved_jobs(p), 2);
+	cr_assert_eq(tp_plan_moved_job_count(p), 2);
 	check_plan(c, &r, &pol, p);
 	tp_plan_destroy(p);
 	tp_cluster_destroy(c);
@@ -1090,7 +1090,7 @@ Test(defrag, preemption_empties_one_rack)
 	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	cr_assert_eq(placed_rack(p), 1);
-	cr_assert_eq(tp_plan_moved_jobs(p), 8);
+	cr_assert_eq(tp_plan_moved_job_count(p), 8);
 	cr_assert_float_eq(tp_plan_cost_s(p), 8 * 240.0, 1e-9);
 	for (size_t i = 0; i + 1 < tp_plan_step_count(p); i++) {
 		tp_step_action act;
@@ -1154,7 +1154,7 @@ Test(defrag, a_plan_carried_out_halfway_keeps_its_rack)
 	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p1), 0, "%s", tp_plan_errmsg(p1));
 	uint32_t rack = placed_rack(p1);
 	cr_assert_eq(rack, 0, "equal racks: the lowest id");
-	cr_assert_eq(tp_plan_moved_jobs(p1), 3);
+	cr_assert_eq(tp_plan_moved_job_count(p1), 3);
 	/* same question, same answer */
 	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p2), 0);
 	cr_assert_eq(tp_plan_step_count(p2), tp_plan_step_count(p1));
@@ -1173,7 +1173,7 @@ Test(defrag, a_plan_carried_out_halfway_keeps_its_rack)
 	cr_assert_eq(tp_plan_apply_step(c, p1, 0, NULL), 0, "%s", tp_cluster_errmsg(c));
 	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &p2), 0, "%s", tp_plan_errmsg(p2));
 	cr_assert_eq(placed_rack(p2), rack);
-	cr_assert_eq(tp_plan_moved_jobs(p2), 2);
+	cr_assert_eq(tp_plan_moved_job_count(p2), 2);
 	cr_assert_float_eq(tp_plan_cost_s(p2), tp_plan_cost_s(p1) - 480.0, 1e-9);
 	check_plan(c, &r, NULL, p2);
 	tp_plan_destroy(p1);
@@ -1227,7 +1227,7 @@ Test(defrag, compaction_frees_the_cheapest_racks)
 	tp_plan *p = NULL;
 	cr_assert_eq(tp_defrag_compact(c, "rack", 3, NULL, &p), 0, "%s", tp_plan_errmsg(p));
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
-	cr_assert_eq(tp_plan_moved_jobs(p), 3);
+	cr_assert_eq(tp_plan_moved_job_count(p), 3);
 	cr_assert_null(tp_plan_placement(p));
 	check_plan(c, NULL, NULL, p);
 	/* carried out: racks 0, 1 and 3 are fully free */
@@ -1783,7 +1783,7 @@ static void oracle(tp_cluster *c, const struct ocase *k, struct oanswer *a)
 		for (unsigned j = 0; j < k->njobs; j++)
 			if (mask >> j & 1)
 				cr_assert_eq(tp_cluster_release(c, k->ids[j]), 0);
-		usable = tp_cluster_free_total(c);
+		usable = tp_cluster_free_total_count(c);
 		unsigned must[OR_JOBS];
 		for (unsigned j = 0; j < k->njobs; j++)
 			must[j] = !can_p[j];
@@ -1890,7 +1890,7 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 		cr_assert_eq(tp_cluster_fingerprint(c), fp,
 		             "seed %llu: planning changed the cluster", (unsigned long long)seed);
 		st->cases++;
-		if (rc == 0 && tp_plan_moved_jobs(p) == 0)
+		if (rc == 0 && tp_plan_moved_job_count(p) == 0)
 			st->fits_now++;
 		if (a.found && !a.fits_now)
 			st->oracle_plans++;
@@ -1921,7 +1921,7 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 			st->order_missed++;
 		}
 		if (a.found && rc == 0 && !a.fits_now) {
-			double pc = tp_plan_cost_s(p), pd = tp_plan_moved_devices(p);
+			double pc = tp_plan_cost_s(p), pd = tp_plan_moved_device_count(p);
 			cr_assert(pc >= a.cost - 1e-9,
 			          "seed %llu: planner cost %g below the optimum %g",
 			          (unsigned long long)seed, pc, a.cost);
@@ -1929,8 +1929,8 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 			ratio_bin(st, rd);
 			bool strict_ok = !a.sfound || pc < a.scost - 1e-9 ||
 			                 (fabs(pc - a.scost) <= 1e-9 &&
-			                  tp_plan_moved_jobs(p) <= a.smoves);
-			if (fabs(pc - a.cost) <= 1e-9 && tp_plan_moved_jobs(p) == a.moves)
+			                  tp_plan_moved_job_count(p) <= a.smoves);
+			if (fabs(pc - a.cost) <= 1e-9 && tp_plan_moved_job_count(p) == a.moves)
 				st->optimal++;
 			else if (strict_ok && a.sfound)
 				st->order_costlier++;
@@ -1938,8 +1938,8 @@ static void oracle_run(unsigned ncases, unsigned exact_max, struct ostats *st, b
 				dump_case(&k);
 				cr_assert_fail(
 				        "seed %llu: planner cost %g moves %u, optimum %g moves %u",
-				        (unsigned long long)seed, pc, tp_plan_moved_jobs(p), a.cost,
-				        a.moves);
+				        (unsigned long long)seed, pc, tp_plan_moved_job_count(p),
+				        a.cost, a.moves);
 			}
 			if (rd > st->worst_dev || rcst > st->worst_cost) {
 				st->worst_seed = rd > st->worst_dev ? seed : st->worst_seed;
@@ -2023,7 +2023,7 @@ Test(defrag, many_jobs_per_rack_match_the_exact_search, .timeout = 300)
 		          tp_plan_errmsg(pg));
 		if (rg == 0)
 			check_plan(c, &r, &pol, pg);
-		if (re == 0 && tp_plan_moved_jobs(pe) > 0) {
+		if (re == 0 && tp_plan_moved_job_count(pe) > 0) {
 			/* plans are ordered by cost first: the default one is never costlier, and
 			 * at equal cost and moves it moves at most 1.2x the devices */
 			found++;
@@ -2031,9 +2031,10 @@ Test(defrag, many_jobs_per_rack_match_the_exact_search, .timeout = 300)
 			cr_assert_leq(pc, ec + 1e-9, "seed %llu: cost %g, exact search %g",
 			              (unsigned long long)seed, pc, ec);
 			cheaper += pc < ec - 1e-9;
-			if (pc >= ec - 1e-9 && tp_plan_moved_jobs(pg) == tp_plan_moved_jobs(pe)) {
-				double rd = (double)tp_plan_moved_devices(pg) /
-				            tp_plan_moved_devices(pe);
+			if (pc >= ec - 1e-9 &&
+			    tp_plan_moved_job_count(pg) == tp_plan_moved_job_count(pe)) {
+				double rd = (double)tp_plan_moved_device_count(pg) /
+				            tp_plan_moved_device_count(pe);
 				int bin = rd <= 1 + 1e-9 ? 0 : rd <= 1.1 ? 1 : rd <= 1.2 ? 2
 				        : rd <= 1.5 ? 3 : rd <= 2 ? 4 : 5;
 				hist[bin]++;
@@ -2170,7 +2171,7 @@ Test(defrag, issue15_plans_are_minimal)
 	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
 	check_plan(c, &r, &pol, p);
 	cr_assert_float_eq(tp_plan_cost_s(p), 3840.0, 1e-9);
-	cr_assert_eq(tp_plan_moved_jobs(p), 9);
+	cr_assert_eq(tp_plan_moved_job_count(p), 9);
 	/* the search was exact: the bound is the cost */
 	cr_assert_float_eq(tp_plan_lower_bound_s(p), 3840.0, 1e-9);
 	/* it drains racks 0 and 3, and moves no job outside them */
@@ -2199,7 +2200,7 @@ Test(defrag, issue15_plans_are_minimal)
 	tp_plan *q = NULL;
 	cr_assert_eq(tp_defrag_plan(c, &rr, &pol, &q), 0, "%s", tp_plan_errmsg(q));
 	cr_assert_float_eq(tp_plan_cost_s(q), 3840.0, 1e-9);
-	cr_assert_eq(tp_plan_moved_jobs(q), 9);
+	cr_assert_eq(tp_plan_moved_job_count(q), 9);
 	tp_plan_destroy(q);
 	tp_plan_destroy(p);
 	tp_cluster_destroy(c);

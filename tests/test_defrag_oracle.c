@@ -124,7 +124,7 @@ static void one_case(uint64_t seed, struct od_stats *st)
 	cr_assert(rc == 0 || rc == TP_ENOPLAN || rc == TP_EINFEASIBLE, "seed %llu: %s %s",
 	          (unsigned long long)seed, tp_err_name(rc), tp_plan_errmsg(p));
 	st->cases++;
-	bool fits = rc == 0 && tp_plan_moved_jobs(p) == 0;
+	bool fits = rc == 0 && tp_plan_moved_job_count(p) == 0;
 	if (a.fits_now != fits)
 		od_dump(&k);
 	cr_assert_eq(a.fits_now, fits, "seed %llu: oracle fits now %d, planner %d",
@@ -152,7 +152,7 @@ static void one_case(uint64_t seed, struct od_stats *st)
 	          tp_plan_errmsg(p));
 	if (rc == 0) {
 		double pc = tp_plan_cost_s(p);
-		unsigned pm = tp_plan_moved_jobs(p);
+		unsigned pm = tp_plan_moved_job_count(p);
 		cr_assert(pc >= a.cost - 1e-9, "seed %llu: cost %g below the bound %g",
 		          (unsigned long long)seed, pc, a.cost);
 		bool above = a.sfound && (pc > a.scost + 1e-9 ||
@@ -234,7 +234,7 @@ static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *r
 	tp_plan *p = NULL;
 	*rc = tp_defrag_plan_ex(c, &k->r, &k->pol, &kn, &st, &p);
 	*cost = *rc == 0 ? tp_plan_cost_s(p) : 0;
-	*moves = *rc == 0 ? tp_plan_moved_jobs(p) : 0;
+	*moves = *rc == 0 ? tp_plan_moved_job_count(p) : 0;
 	*sims = st.simulated;
 	tp_plan_destroy(p);
 }

@@ -42,21 +42,21 @@ Test(frag, per_level_figures_match_the_hand_computation)
 	cr_assert_eq(tp_frag_report(c, NULL, 0, &f), 0);
 	/* free per node 0,4,2,4,4,4,5 (23) */
 	cr_assert_eq(tp_frag_free_count(f, 0), 23);
-	cr_assert_eq(tp_frag_domains(f, 0), 2);
-	cr_assert_eq(tp_frag_fully_free(f, 0), 0);
-	cr_assert_eq(tp_frag_largest_free(f, 0), 13);
+	cr_assert_eq(tp_frag_domain_count(f, 0), 2);
+	cr_assert_eq(tp_frag_fully_free_count(f, 0), 0);
+	cr_assert_eq(tp_frag_largest_free_count(f, 0), 13);
 	cr_assert_float_eq(tp_frag_fragmentation(f, 0), 1.0, 1e-12);
-	cr_assert_eq(tp_frag_domains(f, 1), 4);
-	cr_assert_eq(tp_frag_fully_free(f, 1), 1);
-	cr_assert_eq(tp_frag_largest_free(f, 1), 8);
+	cr_assert_eq(tp_frag_domain_count(f, 1), 4);
+	cr_assert_eq(tp_frag_fully_free_count(f, 1), 1);
+	cr_assert_eq(tp_frag_largest_free_count(f, 1), 8);
 	cr_assert_float_eq(tp_frag_fragmentation(f, 1), 15.0 / 23, 1e-12);
-	cr_assert_eq(tp_frag_domains(f, 2), 7);
-	cr_assert_eq(tp_frag_fully_free(f, 2), 4);
-	cr_assert_eq(tp_frag_largest_free(f, 2), 5);
+	cr_assert_eq(tp_frag_domain_count(f, 2), 7);
+	cr_assert_eq(tp_frag_fully_free_count(f, 2), 4);
+	cr_assert_eq(tp_frag_largest_free_count(f, 2), 5);
 	cr_assert_float_eq(tp_frag_fragmentation(f, 2), 7.0 / 23, 1e-12);
-	cr_assert_eq(tp_frag_down(f), 0);
-	cr_assert_eq(tp_frag_cordoned(f), 0);
-	cr_assert_eq(tp_frag_domains(f, 3), 0);
+	cr_assert_eq(tp_frag_down_count(f), 0);
+	cr_assert_eq(tp_frag_cordoned_count(f), 0);
+	cr_assert_eq(tp_frag_domain_count(f, 3), 0);
 	tp_frag_destroy(f);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -112,7 +112,7 @@ Test(frag, bad_mix_and_empty_cluster)
 		f = NULL;
 		TP_ASSERT_ERR(tp_frag_report(c, bad[i].mix, bad[i].n, &f), bad[i].code,
 		              tp_frag_errmsg(f), bad[i].msg);
-		cr_assert_eq(tp_frag_domains(f, 0), 0);
+		cr_assert_eq(tp_frag_domain_count(f, 0), 0);
 		cr_assert_eq(tp_frag_free_count(f, 0), 0);
 		tp_frag_destroy(f);
 	}
@@ -127,7 +127,7 @@ Test(frag, bad_mix_and_empty_cluster)
 	cr_assert_eq(tp_cluster_set_down(c, all, 32, 1), 0);
 	cr_assert_eq(tp_frag_report(c, NULL, 0, &f), 0);
 	cr_assert_eq(tp_frag_free_count(f, 2), 0);
-	cr_assert_eq(tp_frag_down(f), 32);
+	cr_assert_eq(tp_frag_down_count(f), 32);
 	cr_assert_float_eq(tp_frag_fragmentation(f, 1), 0.0, 1e-12);
 	cr_assert_float_eq(tp_frag_workload(f), 0.0, 1e-12);
 	tp_frag_destroy(f);

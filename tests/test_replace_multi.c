@@ -139,8 +139,9 @@ Test(replace_multi, spares_first_then_free_nodes)
 	}
 	cr_assert(used17, "rack 0's spare was not used");
 	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 0, "rack 0 has no free node left for a spare");
-	cr_assert_eq(tp_cluster_spares(c, 1, 1), 1, "rack 1 marks node 34");
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 0,
+	             "rack 0 has no free node left for a spare");
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 1), 1, "rack 1 marks node 34");
 	cr_assert_eq(tp_cluster_node_is_spare(c, 34), 1);
 	assert_consistent(c);
 	tp_placement_destroy(p);

@@ -769,8 +769,8 @@ Test(scenario, builds_the_state_lists_first_then_counts_in_job_order)
 	cr_assert(o.job_class == TP_CLASS_TRAINING && o.checkpoint_s == 60 && !o.shape);
 	cr_assert_str_eq(o.tenant, "default");
 	cr_assert_eq(tp_cluster_device_down(c, tp_test_dev(t, "x4/7")), 1);
-	cr_assert_eq(tp_cluster_down_total(c), 1);
-	cr_assert_eq(tp_cluster_cordoned_total(c), 4);
+	cr_assert_eq(tp_cluster_down_total_count(c), 1);
+	cr_assert_eq(tp_cluster_cordoned_total_count(c), 4);
 	for (unsigned i = 0; i < 4; i++) {
 		char name[8];
 		snprintf(name, sizeof name, "x2/%u", i);

@@ -59,24 +59,24 @@ Test(spares, policy_marks_the_last_free_nodes_of_each_rack)
 	cr_assert_eq(tp_cluster_spare_policy(c, &level, &k), 0);
 	cr_assert_eq(level, 1);
 	cr_assert_eq(k, 2);
-	cr_assert_eq(tp_cluster_spares_total(c), 4);
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 2);
-	cr_assert_eq(tp_cluster_spares(c, 1, 1), 2);
-	cr_assert_eq(tp_cluster_spares(c, 0, 0), 4);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 4);
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 2);
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 1), 2);
+	cr_assert_eq(tp_cluster_spare_count(c, 0, 0), 4);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 16), 1);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 15), 1);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 17), 0);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 34), 1);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 35), 1);
-	cr_assert_eq(tp_cluster_spares(c, 2, 35), 1);
+	cr_assert_eq(tp_cluster_spare_count(c, 2, 35), 1);
 	/* spares are not free: 144 GPUs, 4 busy, 16 spare */
-	cr_assert_eq(tp_cluster_free_total(c), 144 - 4 - 16);
+	cr_assert_eq(tp_cluster_free_total_count(c), 144 - 4 - 16);
 	cr_assert_eq(tp_cluster_free_count(c, 1, 0), 72 - 4 - 8);
 	assert_consistent(c);
 	/* k = 0 clears every mark and the policy */
 	cr_assert_eq(tp_cluster_set_spares(c, 1, 0, 0), 0);
-	cr_assert_eq(tp_cluster_spares_total(c), 0);
-	cr_assert_eq(tp_cluster_free_total(c), 140);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 0);
+	cr_assert_eq(tp_cluster_free_total_count(c), 140);
 	cr_assert_eq(tp_cluster_spare_policy(c, &level, &k), 0);
 	cr_assert_eq(k, 0);
 	assert_consistent(c);
@@ -123,7 +123,7 @@ Test(spares, upkeep_follows_failures_repairs_and_releases)
 	set_node_down(c, 17, 1);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 17), 0);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 15), 1);
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 2);
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 2);
 	assert_consistent(c);
 	/* repaired: the rack has its 2 spares, so 17 is simply free */
 	set_node_down(c, 17, 0);
@@ -133,10 +133,10 @@ Test(spares, upkeep_follows_failures_repairs_and_releases)
 	job_nodes(c, "a", 0, 15, NULL);
 	job_nodes(c, "b", 17, 1, NULL);
 	set_node_down(c, 16, 1);
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 1, "only node 15 is left as a spare");
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 1, "only node 15 is left as a spare");
 	cr_assert_eq(tp_cluster_release(c, "b"), 0);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 17), 1, "the freed node becomes a spare");
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 2);
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 2);
 	assert_consistent(c);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -151,8 +151,8 @@ Test(spares, caller_marks_its_own_spares)
 	cr_assert_eq(tp_cluster_set_node_spare(c, 3, 1), 0, "%s", tp_cluster_errmsg(c));
 	cr_assert_eq(tp_cluster_set_node_spare(c, 3, 1), 0, "marking twice is fine");
 	cr_assert_eq(tp_cluster_node_is_spare(c, 3), 1);
-	cr_assert_eq(tp_cluster_spares_total(c), 1);
-	cr_assert_eq(tp_cluster_free_total(c), 68);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 1);
+	cr_assert_eq(tp_cluster_free_total_count(c), 68);
 	uint32_t d[4];
 	node_devs(3, d);
 	/* a job assigned onto a spare takes it: the mark goes */
@@ -162,7 +162,7 @@ Test(spares, caller_marks_its_own_spares)
 	assert_consistent(c);
 	cr_assert_eq(tp_cluster_set_node_spare(c, 5, 1), 0);
 	cr_assert_eq(tp_cluster_set_node_spare(c, 5, 0), 0);
-	cr_assert_eq(tp_cluster_spares_total(c), 0);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 0);
 	assert_consistent(c);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -202,11 +202,11 @@ Test(spares, errors_name_the_field_and_leave_state_unchanged)
 	cr_assert_eq(tp_cluster_node_is_spare(c, 99), TP_EINVAL);
 	cr_assert_eq(tp_cluster_set_spares(NULL, 1, 1, 0), TP_EINVAL);
 	cr_assert_eq(tp_cluster_spare_policy(NULL, NULL, NULL), TP_EINVAL);
-	cr_assert_eq(tp_cluster_spares(c, 7, 0), 0);
-	cr_assert_eq(tp_cluster_spares_total(NULL), 0);
+	cr_assert_eq(tp_cluster_spare_count(c, 7, 0), 0);
+	cr_assert_eq(tp_cluster_spare_total_count(NULL), 0);
 	/* the policy skips the held, cordoned and down nodes: none of 0, 1, 2 */
 	cr_assert_eq(tp_cluster_set_spares(c, 1, 18, 0), 0, "%s", tp_cluster_errmsg(c));
-	cr_assert_eq(tp_cluster_spares_total(c), 15);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 15);
 	assert_consistent(c);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -230,7 +230,7 @@ Test(spares, savepoints_undo_every_mark)
 	assert_consistent(c);
 	cr_assert_eq(tp_cluster_rollback(c, sp), 0, "%s", tp_cluster_errmsg(c));
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
-	cr_assert_eq(tp_cluster_spares_total(c), 1);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 1);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 4), 1);
 	unsigned k;
 	cr_assert_eq(tp_cluster_spare_policy(c, NULL, &k), 0);
@@ -260,7 +260,7 @@ Test(spares, out_of_memory_leaves_state_unchanged)
 		}
 	}
 	cr_assert_eq(rc, 0);
-	cr_assert_eq(tp_cluster_spares_total(c), 4);
+	cr_assert_eq(tp_cluster_spare_total_count(c), 4);
 	cr_assert_eq(tp_cluster_rollback(c, sp), 0);
 	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	assert_consistent(c);
@@ -299,7 +299,7 @@ Test(spares, replace_takes_the_spare_of_the_failed_nodes_rack)
 	tp_placement_destroy(p);
 	/* the spare was taken: the rack marks its next free node */
 	cr_assert_eq(tp_cluster_node_is_spare(c, used), 0);
-	cr_assert_eq(tp_cluster_spares(c, 1, 0), 2);
+	cr_assert_eq(tp_cluster_spare_count(c, 1, 0), 2);
 	cr_assert_eq(tp_cluster_node_is_spare(c, 15), 1);
 	assert_consistent(c);
 	tp_cluster_destroy(c);
@@ -408,8 +408,9 @@ Test(spares, random_changes_keep_the_policy)
 			for (uint32_t x = 18 * r; x < 18 * r + 18; x++)
 				eligible += tp_cluster_free_count(c, 2, x) == 4 || tp_cluster_node_is_spare(c, x);
 			uint32_t want = k < eligible ? k : eligible;
-			cr_assert_geq(tp_cluster_spares(c, 1, r), want, "step %d: rack %u has %u spares of %u",
-			              step, r, tp_cluster_spares(c, 1, r), k);
+			cr_assert_geq(tp_cluster_spare_count(c, 1, r), want,
+			              "step %d: rack %u has %u spares of %u", step, r,
+			              tp_cluster_spare_count(c, 1, r), k);
 		}
 		if (open) {
 			cr_assert_eq(tp_cluster_rollback(c, sp), 0, "%s", tp_cluster_errmsg(c));

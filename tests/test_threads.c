@@ -233,11 +233,13 @@ static uint64_t ask_frag(const tp_cluster *c, bool custom)
 	int rc = tp_frag_report(c, custom ? mixes : NULL, custom ? 3 : 0, &f);
 	uint64_t h = mix(0, (uint64_t)(int64_t)rc);
 	for (unsigned l = 0; f && l < 3; l++) {
-		h = mix(mix(mix(h, tp_frag_domains(f, l)), tp_frag_free_count(f, l)), tp_frag_fully_free(f, l));
-		h = mix_f(mix(h, tp_frag_largest_free(f, l)), tp_frag_fragmentation(f, l));
+		h = mix(mix(mix(h, tp_frag_domain_count(f, l)), tp_frag_free_count(f, l)),
+		        tp_frag_fully_free_count(f, l));
+		h = mix_f(mix(h, tp_frag_largest_free_count(f, l)), tp_frag_fragmentation(f, l));
 	}
 	if (f)
-		h = mix(mix(mix_f(h, tp_frag_workload(f)), tp_frag_down(f)), tp_frag_cordoned(f));
+		h = mix(mix(mix_f(h, tp_frag_workload(f)), tp_frag_down_count(f)),
+		        tp_frag_cordoned_count(f));
 	tp_frag_destroy(f);
 	return h;
 }
@@ -245,8 +247,8 @@ static uint64_t ask_frag(const tp_cluster *c, bool custom)
 static uint64_t ask_counts(const tp_cluster *c)
 {
 	const tp_topology *t = tp_cluster_topology(c);
-	uint64_t h = mix(mix(0, tp_cluster_free_total(c)), tp_cluster_down_total(c));
-	h = mix(h, tp_cluster_cordoned_total(c));
+	uint64_t h = mix(mix(0, tp_cluster_free_total_count(c)), tp_cluster_down_total_count(c));
+	h = mix(h, tp_cluster_cordoned_total_count(c));
 	for (unsigned l = 0; l < tp_topology_level_count(t); l++)
 		for (uint32_t d = 0; d < tp_topology_domain_count(t, l); d++) {
 			uint32_t hist[6] = {0};

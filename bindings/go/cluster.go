@@ -5,8 +5,6 @@ package topoplace
 /*
 #include <stdlib.h>
 #include <topoplace.h>
-
-static tp_defrag_policy tpgo_policy_init(void) { tp_defrag_policy p = TP_DEFRAG_POLICY_INIT; return p; }
 */
 import "C"
 
@@ -193,11 +191,11 @@ type Step struct {
 
 // Plan is a defragmentation plan, copied out of the library.
 type Plan struct {
-	Steps        []Step
-	MovedJobs    uint32
-	MovedDevices uint32
-	CostS        float64
-	p            *C.tp_plan // the library's plan, for ApplyStep; freed by Close
+	Steps            []Step
+	MovedJobCount    uint32
+	MovedDeviceCount uint32
+	CostS            float64
+	p                *C.tp_plan // the library's plan, for ApplyStep; freed by Close
 }
 
 // Close frees the library's copy of the plan (the Go fields stay readable). Safe to call
@@ -256,7 +254,8 @@ type Policy struct {
 // is the same afterwards); apply the steps with the scheduler's own actions.
 func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 	defer runtime.KeepAlive(c)
-	cp := C.tpgo_policy_init()
+	var cp C.tp_defrag_policy
+	C.tp_defrag_policy_init(&cp, C.TP_DEFRAG_POLICY_VERSION)
 	cp.migrate = cbool(!pol.NoMigrate)
 	cp.preempt = cbool(!pol.NoPreempt)
 	if pol.MaxMoves > 0 {
@@ -285,8 +284,8 @@ func (c *Cluster) wrapPlan(p *C.tp_plan, rc C.int) (*Plan, error) {
 		defer C.tp_plan_destroy(p)
 		return nil, fail(rc, C.GoString(C.tp_plan_errmsg(p)))
 	}
-	plan := &Plan{MovedJobs: uint32(C.tp_plan_moved_jobs(p)),
-		MovedDevices: uint32(C.tp_plan_moved_devices(p)), CostS: float64(C.tp_plan_cost_s(p)),
+	plan := &Plan{MovedJobCount: uint32(C.tp_plan_moved_job_count(p)),
+		MovedDeviceCount: uint32(C.tp_plan_moved_device_count(p)), CostS: float64(C.tp_plan_cost_s(p)),
 		p: p}
 	runtime.SetFinalizer(plan, (*Plan).Close)
 	for i := C.size_t(0); i < C.tp_plan_step_count(p); i++ {

@@ -280,17 +280,17 @@ func TestFragReport(t *testing.T) {
 	must(t, c.SetCordoned(cord, true))
 	r, err := c.FragReport([]JobShape{{Devices: 4, Level: "node", Weight: 1}})
 	must(t, err)
-	if r.Down != 1 || r.Cordoned != 2 || len(r.Levels) != 2 {
+	if r.DownCount != 1 || r.CordonedCount != 2 || len(r.Levels) != 2 {
 		t.Fatalf("report %+v", r)
 	}
 	// Every node has a used, down or cordoned device: no 4-GPU job fits; all free devices
 	// are lost to the mix.
-	if r.Workload != 1 || r.Levels[1].FullyFree != 0 || r.Levels[1].Free != 11 {
+	if r.Workload != 1 || r.Levels[1].FullyFreeCount != 0 || r.Levels[1].FreeCount != 11 {
 		t.Fatalf("workload %v, node level %+v", r.Workload, r.Levels[1])
 	}
 	lv, err := c.Frag()
 	must(t, err)
-	if lv[0].Level != "rack" || lv[0].Domains != 2 {
+	if lv[0].Level != "rack" || lv[0].DomainCount != 2 {
 		t.Fatalf("default report %+v", lv)
 	}
 	_, err = c.FragReport([]JobShape{{Devices: 4, Level: "node", Weight: -1}})

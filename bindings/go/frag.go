@@ -15,12 +15,12 @@ import (
 
 // LevelFrag is the fragmentation report of one level.
 type LevelFrag struct {
-	Level         string
-	Domains       uint32  // domains of the level
-	Free          uint32  // free devices
-	FullyFree     uint32  // domains whose every device is free, healthy and uncordoned
-	LargestFree   uint32  // the most free devices in one domain
-	Fragmentation float64 // the share of free devices not in fully free domains, 0 to 1
+	Level            string
+	DomainCount      uint32  // domains of the level
+	FreeCount        uint32  // free devices
+	FullyFreeCount   uint32  // domains whose every device is free, healthy and uncordoned
+	LargestFreeCount uint32  // the most free devices in one domain
+	Fragmentation    float64 // the share of free devices not in fully free domains, 0 to 1
 }
 
 // JobShape is one entry of a job mix (tp_job_shape): jobs of Devices devices that should fit
@@ -33,10 +33,10 @@ type JobShape struct {
 
 // FragReport is the whole fragmentation report (tp_frag_report()), copied out of the library.
 type FragReport struct {
-	Levels   []LevelFrag
-	Workload float64 // the share of free devices the job mix cannot use at full locality, 0 to 1
-	Down     uint32  // devices down
-	Cordoned uint32  // devices cordoned and not down
+	Levels        []LevelFrag
+	Workload      float64 // the share of free devices the job mix cannot use at full locality, 0 to 1
+	DownCount     uint32  // devices down
+	CordonedCount uint32  // devices cordoned and not down
 }
 
 // Frag reports the fragmentation of every level for the default job mix.
@@ -79,13 +79,13 @@ func (c *Cluster) FragReport(mix []JobShape) (*FragReport, error) {
 	defer C.tp_frag_destroy(f)
 	levels := c.topo.Levels()
 	r := &FragReport{Levels: make([]LevelFrag, len(levels)),
-		Workload: float64(C.tp_frag_workload(f)), Down: uint32(C.tp_frag_down(f)),
-		Cordoned: uint32(C.tp_frag_cordoned(f))}
+		Workload: float64(C.tp_frag_workload(f)), DownCount: uint32(C.tp_frag_down_count(f)),
+		CordonedCount: uint32(C.tp_frag_cordoned_count(f))}
 	for i, name := range levels {
 		l := C.unsigned(i)
-		r.Levels[i] = LevelFrag{name, uint32(C.tp_frag_domains(f, l)),
-			uint32(C.tp_frag_free_count(f, l)), uint32(C.tp_frag_fully_free(f, l)),
-			uint32(C.tp_frag_largest_free(f, l)), float64(C.tp_frag_fragmentation(f, l))}
+		r.Levels[i] = LevelFrag{name, uint32(C.tp_frag_domain_count(f, l)),
+			uint32(C.tp_frag_free_count(f, l)), uint32(C.tp_frag_fully_free_count(f, l)),
+			uint32(C.tp_frag_largest_free_count(f, l)), float64(C.tp_frag_fragmentation(f, l))}
 	}
 	return r, nil
 }

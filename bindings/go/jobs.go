@@ -5,8 +5,6 @@ package topoplace
 /*
 #include <stdlib.h>
 #include <topoplace.h>
-
-static tp_job_options tpgo_job_options_init(void) { tp_job_options o = TP_JOB_OPTIONS_INIT; return o; }
 */
 import "C"
 
@@ -31,7 +29,8 @@ type JobOptions struct {
 // DefaultJobOptions are TP_JOB_OPTIONS_INIT's: training, priority 0, the default tenant,
 // preemptible, not migratable, 60 s lost per stop or move.
 func DefaultJobOptions() JobOptions {
-	o := C.tpgo_job_options_init()
+	var o C.tp_job_options
+	C.tp_job_options_init(&o, C.TP_JOB_OPTIONS_VERSION)
 	return JobOptions{Class: JobClass(o.job_class), Priority: int(o.priority),
 		Preemptible: o.preemptible != 0, Migratable: o.migratable != 0,
 		CheckpointS: float64(o.checkpoint_s)}
@@ -44,7 +43,8 @@ func (o *JobOptions) withC(fn func(*C.tp_job_options) C.int) C.int {
 	}
 	var m cmem
 	defer m.free()
-	co := C.tpgo_job_options_init()
+	var co C.tp_job_options
+	C.tp_job_options_init(&co, C.TP_JOB_OPTIONS_VERSION)
 	co.job_class = C.tp_job_class(o.Class)
 	co.priority = C.int(o.Priority)
 	co.tenant = m.str(o.Tenant)
@@ -89,7 +89,8 @@ func (c *Cluster) JobOptions(job string) (JobOptions, error) {
 	defer runtime.KeepAlive(c)
 	cs := C.CString(job)
 	defer C.free(unsafe.Pointer(cs))
-	co := C.tpgo_job_options_init()
+	var co C.tp_job_options
+	C.tp_job_options_init(&co, C.TP_JOB_OPTIONS_VERSION)
 	if rc := C.tp_cluster_job_options(c.p, cs, &co); rc != 0 {
 		return JobOptions{}, jobErr(rc, job)
 	}

@@ -83,8 +83,7 @@ func (b *TopologyBuilder) AddNodeOfType(name string, path []string, nt *NodeType
 	arr, free := cstrings(path)
 	defer free()
 	var o C.tp_node_options
-	o.version = C.TP_NODE_OPTIONS_VERSION
-	o.perf = 1.0
+	C.tp_node_options_init(&o, C.TP_NODE_OPTIONS_VERSION)
 	o._type = nt.p
 	return b.err(C.tp_topology_builder_add_node(b.p, cs, arr, C.tp_nodetype_gpu_count(nt.p), &o))
 }

@@ -5,8 +5,6 @@ package topoplace
 /*
 #include <stdlib.h>
 #include <topoplace.h>
-
-static tp_request tpgo_request_init(void) { tp_request r = TP_REQUEST_INIT; return r; }
 */
 import "C"
 
@@ -140,7 +138,7 @@ func (m *cmem) free() {
 
 // fill writes r into req, its strings and arrays in m.
 func (r *Request) fill(req *C.tp_request, m *cmem) {
-	*req = C.tpgo_request_init()
+	C.tp_request_init(req, C.TP_REQUEST_VERSION)
 	req.id = m.str(r.ID)
 	req.job_class = C.tp_job_class(r.Class)
 	req.priority = C.int(r.Priority)

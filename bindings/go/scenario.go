@@ -6,7 +6,6 @@ package topoplace
 #include <stdlib.h>
 #include <topoplace-scenario.h>
 
-static tp_scenario_options tpgo_scenario_options_init(void) { tp_scenario_options o = TP_SCENARIO_OPTIONS_INIT; return o; }
 */
 import "C"
 
@@ -61,7 +60,8 @@ type Scenario struct {
 // For ScenarioTopology the topology is the caller's (it stays usable after Close); for the
 // other commands the Scenario owns its Topology and Cluster, and Close frees them.
 func ReadScenario(json string, cmd ScenarioCommand, opts *ScenarioOptions) (*Scenario, error) {
-	o := C.tpgo_scenario_options_init()
+	var o C.tp_scenario_options
+	C.tp_scenario_options_init(&o, C.TP_SCENARIO_OPTIONS_VERSION)
 	o.command = C.tp_scenario_command(cmd)
 	if opts != nil {
 		o.strict = cbool(opts.Strict)

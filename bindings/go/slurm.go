@@ -27,7 +27,7 @@ type SlurmOptions struct {
 func FromSlurm(text string, gpusPerNode uint, yaml bool, opts *SlurmOptions) (*TopologyBuilder,
 	[]string, error) {
 	var o C.tp_slurm_options
-	o.version = C.TP_SLURM_OPTIONS_VERSION
+	C.tp_slurm_options_init(&o, C.TP_SLURM_OPTIONS_VERSION)
 	const warnLen = 1 << 16
 	warn := (*C.char)(C.malloc(warnLen))
 	defer C.free(unsafe.Pointer(warn))

@@ -88,7 +88,7 @@ func TestPlaceCommitReleaseAndFrag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frag[2].Level != "node" || frag[2].Free != 144-64 {
+	if frag[2].Level != "node" || frag[2].FreeCount != 144-64 {
 		t.Fatalf("frag %+v", frag)
 	}
 	// a second 64 in one rack fits in the other rack; a third does not fit anywhere
@@ -188,7 +188,7 @@ func TestDefragPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := plan.Steps[len(plan.Steps)-1]
-	if last.Action != "place" || last.Job != "new" || len(last.To) != 4 || plan.MovedJobs != 1 {
+	if last.Action != "place" || last.Job != "new" || len(last.To) != 4 || plan.MovedJobCount != 1 {
 		t.Fatalf("plan %+v", plan)
 	}
 	if _, err := c.DefragPlan(req, Policy{NoMigrate: true, NoPreempt: true}); !errors.Is(err, ErrNoPlan) {

@@ -48,7 +48,7 @@ def main():
     print("  modelled 1 GiB all-reduce: %.0f us" % placement.step_comm_us)
 
     cluster.commit(placement)                     # the job now runs there
-    print("free GPUs after commit: %d of %d" % (cluster.free_total, fleet.device_count))
+    print("free GPUs after commit: %d of %d" % (cluster.free_total_count, fleet.device_count))
     return 0
 
 

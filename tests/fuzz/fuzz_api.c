@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #pragma weak tp_plan_errmsg
 #pragma weak tp_plan_step_count
 #pragma weak tp_plan_step
-#pragma weak tp_plan_moved_jobs
-#pragma weak tp_plan_moved_devices
+#pragma weak tp_plan_moved_job_count
+#pragma weak tp_plan_moved_device_count
 #pragma weak tp_plan_cost_s
 #pragma weak tp_plan_placement
 #pragma weak tp_plan_apply_step
@@ -1084,7 +1084,7 @@ static void op_frag(struct st *s, struct fz_in *in)
 	}
 	FZ_CHECK(rc == TP_ENOMEM || (f && tp_frag_errmsg(f)[0]),
 	         "a failed frag_report gave no report with its reason");
-	FZ_CHECK(!f || tp_frag_domains(f, 0) == 0, "a failed frag_report has figures");
+	FZ_CHECK(!f || tp_frag_domain_count(f, 0) == 0, "a failed frag_report has figures");
 	tp_frag_destroy(f);
 	FZ_CHECK((rc == TP_ENOMEM && s->arm.hit) || (errs & REF_BIT(rc)),
 	         "frag_report: %s, expected %#x", tp_err_name(rc), errs);
@@ -1161,10 +1161,10 @@ static void check_plan_policy(struct st *s, const tp_plan *plan, const tp_defrag
 		cost += o.checkpoint_s * s->m.jobs[j].ndev;
 	}
 	FZ_CHECK(compaction || ns >= 1, "a request plan without steps");
-	FZ_CHECK(tp_plan_moved_jobs(plan) == moved, "moved_jobs %u, steps say %u",
-	         tp_plan_moved_jobs(plan), moved);
-	FZ_CHECK(tp_plan_moved_devices(plan) == mdev, "moved_devices %u, steps say %u",
-	         tp_plan_moved_devices(plan), mdev);
+	FZ_CHECK(tp_plan_moved_job_count(plan) == moved, "moved_jobs %u, steps say %u",
+	         tp_plan_moved_job_count(plan), moved);
+	FZ_CHECK(tp_plan_moved_device_count(plan) == mdev, "moved_devices %u, steps say %u",
+	         tp_plan_moved_device_count(plan), mdev);
 	FZ_CHECK(fabs(tp_plan_cost_s(plan) - cost) <= 1e-6 * (1 + cost), "cost %g, steps say %g",
 	         tp_plan_cost_s(plan), cost);
 	FZ_CHECK(moved <= pol->max_moves, "%u moves, policy allows %u", moved, pol->max_moves);

@@ -338,12 +338,12 @@ static void compare_devices(const struct ref_model *m, const tp_cluster *c)
 		ndown += m->down[d];
 		ncord += m->cordoned[d] && !m->down[d];
 	}
-	FZ_CHECK(tp_cluster_free_total(c) == nfree, "free_total %u, recount %u",
-	         tp_cluster_free_total(c), nfree);
-	FZ_CHECK(tp_cluster_down_total(c) == ndown, "down_total %u, recount %u",
-	         tp_cluster_down_total(c), ndown);
-	FZ_CHECK(tp_cluster_cordoned_total(c) == ncord, "cordoned_total %u, recount %u",
-	         tp_cluster_cordoned_total(c), ncord);
+	FZ_CHECK(tp_cluster_free_total_count(c) == nfree, "free_total %u, recount %u",
+	         tp_cluster_free_total_count(c), nfree);
+	FZ_CHECK(tp_cluster_down_total_count(c) == ndown, "down_total %u, recount %u",
+	         tp_cluster_down_total_count(c), ndown);
+	FZ_CHECK(tp_cluster_cordoned_total_count(c) == ncord, "cordoned_total %u, recount %u",
+	         tp_cluster_cordoned_total_count(c), ncord);
 	FZ_CHECK(tp_cluster_device_state(c, m->ndev, NULL) == TP_EINVAL, "state of a bad device");
 }
 
@@ -493,7 +493,8 @@ void ref_compare_frag(const struct ref_model *m, const tp_cluster *c, const tp_f
 		ndown += m->down[d];
 		ncord += m->cordoned[d] && !m->down[d];
 	}
-	FZ_CHECK(tp_frag_down(f) == ndown && tp_frag_cordoned(f) == ncord, "frag down/cordoned");
+	FZ_CHECK(tp_frag_down_count(f) == ndown && tp_frag_cordoned_count(f) == ncord,
+	         "frag down/cordoned");
 	for (unsigned l = 0; l < nl; l++) {
 		uint32_t ndom = tp_topology_domain_count(t, l), fully = 0, largest = 0;
 		uint64_t in_fully = 0;
@@ -509,18 +510,20 @@ void ref_compare_frag(const struct ref_model *m, const tp_cluster *c, const tp_f
 			}
 		}
 		double frag = nfree ? (double)(nfree - in_fully) / nfree : 0.0;
-		FZ_CHECK(tp_frag_domains(f, l) == ndom, "frag level %u domains", l);
+		FZ_CHECK(tp_frag_domain_count(f, l) == ndom, "frag level %u domains", l);
 		FZ_CHECK(tp_frag_free_count(f, l) == nfree, "frag level %u free %u, recount %u", l,
 		         tp_frag_free_count(f, l), nfree);
-		FZ_CHECK(tp_frag_fully_free(f, l) == fully, "frag level %u fully_free %u, recount %u",
-		         l, tp_frag_fully_free(f, l), fully);
-		FZ_CHECK(tp_frag_largest_free(f, l) == largest, "frag level %u largest %u, recount %u",
-		         l, tp_frag_largest_free(f, l), largest);
+		FZ_CHECK(tp_frag_fully_free_count(f, l) == fully,
+		         "frag level %u fully_free %u, recount %u",
+		         l, tp_frag_fully_free_count(f, l), fully);
+		FZ_CHECK(tp_frag_largest_free_count(f, l) == largest,
+		         "frag level %u largest %u, recount %u",
+		         l, tp_frag_largest_free_count(f, l), largest);
 		FZ_CHECK(close_to(tp_frag_fragmentation(f, l), frag),
 		         "frag level %u fragmentation %g, recount %g", l, tp_frag_fragmentation(f, l),
 		         frag);
 	}
-	FZ_CHECK(tp_frag_domains(f, nl) == 0, "frag of a bad level");
+	FZ_CHECK(tp_frag_domain_count(f, nl) == 0, "frag of a bad level");
 	/* The workload figure: the documented formula, with the default mix spelled out. */
 	tp_job_shape dflt[4];
 	if (!mix) {

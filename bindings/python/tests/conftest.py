@@ -36,9 +36,3 @@ def tp():
     return topoplace
 
 
-def needs(*names):
-    """Skip unless the library exports every named function (parts that land later)."""
-    from topoplace import _native
-    missing = [n for n in names if not _native.has(n)]
-    if missing:
-        pytest.skip("libtopoplace does not export %s yet" % ", ".join(missing))

@@ -134,12 +134,12 @@ def test_check_maps_every_code(tp):
 def test_cluster_state(tp):
     t = small(tp)
     c = tp.Cluster(t)
-    assert c.topology is t and c.free_total == 20
+    assert c.topology is t and c.free_total_count == 20
     fp0 = c.fingerprint
     c.assign("a", ["x1/0", "x1/1"], job_class="inference", priority=3, tenant="t1",
              migratable=True, checkpoint_s=30,
              shape=tp.Request(count=2, required="rack"))
-    assert c.jobs == ["a"] and c.free_total == 18
+    assert c.jobs == ["a"] and c.free_total_count == 18
     assert c.job_device_names("a") == ["x1/0", "x1/1"]
     info = c.job_info("a")
     assert (info.job_class, info.priority, info.tenant, info.migratable, info.checkpoint_s) \
@@ -149,7 +149,7 @@ def test_cluster_state(tp):
     assert c.free_count("rack", "b1/r1") == 6 and c.free_node_count("rack", "b1/r1") == 1
     c.set_down(["x4/7"])
     c.set_cordoned(["x3"])
-    assert c.down_total == 1 and c.cordoned_total == 4 and c.free_total == 13
+    assert c.down_total_count == 1 and c.cordoned_total_count == 4 and c.free_total_count == 13
     assert c.device_down("x4/7") and c.device_cordoned("x3/2")
     assert c.device_state("x3/0") == ("cordoned", None)
     assert c.tightest("node", 2) == t.node("x1")
@@ -181,7 +181,7 @@ def test_savepoints(tp):
     fp = c.fingerprint
     with c.savepoint(rollback=True):
         c.assign("a", ["x1"])
-        assert c.free_total == 16
+        assert c.free_total_count == 16
     assert c.fingerprint == fp and c.jobs == []
     with pytest.raises(RuntimeError):
         with c.savepoint():
@@ -202,11 +202,12 @@ def test_frag_report(tp):
     c.assign("a", ["x1"])
     c.assign("b", ["x3/0", "x3/1"])
     f = c.frag()
-    assert f.free == 14 and f.down == 0
+    assert f.free_count == 14 and f.down_count == 0
     node = f.levels["node"]
-    assert (node.domains, node.free, node.fully_free, node.largest_free) == (4, 14, 2, 8)
+    assert (node.domain_count, node.free_count, node.fully_free_count,
+            node.largest_free_count) == (4, 14, 2, 8)
     assert node.fragmentation == pytest.approx(2 / 14)
-    assert f.levels["block"].fully_free == 1 and f.levels["block"].fragmentation == \
+    assert f.levels["block"].fully_free_count == 1 and f.levels["block"].fragmentation == \
         pytest.approx(6 / 14)
 
 
@@ -398,7 +399,7 @@ def test_closing_a_parent_keeps_its_children_working(tp):
     assert c.job_device_names("a") == ["x1/0"]
     del t
     gc.collect()
-    assert c.free_total == 19
+    assert c.free_total_count == 19
 
 
 def test_use_after_close_raises(tp):
@@ -406,7 +407,7 @@ def test_use_after_close_raises(tp):
     with c:
         c.assign("a", ["x1/0"])
     assert c.closed
-    for call in (lambda: c.free_total, lambda: c.assign("b", ["x2/0"]), lambda: c.jobs,
+    for call in (lambda: c.free_total_count, lambda: c.assign("b", ["x2/0"]), lambda: c.jobs,
                  lambda: c.frag(), lambda: c.savepoint().__enter__()):
         with pytest.raises(tp.ClosedError, match="cluster is closed"):
             call()

@@ -167,9 +167,6 @@ def test_from_nvidia_smi(tp):
 
 
 def test_bus_ids_kinds_and_nearest_nic(tp):
-    from topoplace import _native
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        pytest.skip("this build has no hwloc importer")
     with open(os.path.join(DATA, "two-switch-nics.xml"), "rb") as f:
         nt = tp.NodeType.from_hwloc_xml(f.read())
     assert [nt.gpu_bus_id(g) for g in range(4)] == ["0000:03:00.0", "0000:04:00.0",

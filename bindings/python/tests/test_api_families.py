@@ -55,20 +55,14 @@ def test_core_calls_do_not_ask_whether_the_library_has_them(tp, monkeypatch):
     assert c.jobs == ["n", "m"]
 
 
-# -- deprecated aliases -----------------------------------------------------------------------
+# -- no aliases -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("old,new", [("free", "free_count"),
-                                     ("free_nodes", "free_node_count")])
-def test_deprecated_aliases_warn_and_answer_as_before(tp, old, new):
-    c = tp.Cluster(small(tp))
-    c.assign("a", ["x1/0", "x1/1"])
-    for args in (("rack", "b1/r1"), ("block", 0), ("node", "x1"), (1, 0)):
-        with pytest.warns(DeprecationWarning, match=r"Cluster\.%s\(\) is deprecated, use "
-                                                    r"Cluster\.%s\(\)" % (old, new)):
-            got = getattr(c, old)(*args)
-        assert got == getattr(c, new)(*args)
-    assert c.free_count("rack", "b1/r1") == 6 and c.free_node_count("rack", "b1/r1") == 1
-    assert getattr(tp.Cluster, old).__doc__.startswith("Deprecated alias")
+def test_the_old_getter_names_are_gone(tp):
+    """0.4.0 removes the 0.3 aliases and renames every count getter with ``_count``."""
+    for old in ("free", "free_nodes", "free_total", "down_total", "cordoned_total"):
+        assert not hasattr(tp.Cluster, old), old
+    assert {"moved_job_count", "moved_device_count"} <= set(tp.Plan.__dataclass_fields__)
+    assert "free_count" in tp.LevelFrag.__dataclass_fields__
 
 
 def test_new_names_do_not_warn(tp):
@@ -89,8 +83,8 @@ def test_argument_free_getters_are_read_only_properties(tp):
     assert c.topology is t
     for obj, name in ((t, "levels"), (b, "levels"), (c, "topology"), (t, "node_count"),
                       (t, "device_count"), (t, "fd_kinds"), (t, "memory"), (t, "node_level"),
-                      (c, "free_total"), (c, "jobs"), (c, "fingerprint"), (c, "memory"),
-                      (c, "down_total"), (c, "cordoned_total"), (c, "closed")):
+                      (c, "free_total_count"), (c, "jobs"), (c, "fingerprint"), (c, "memory"),
+                      (c, "down_total_count"), (c, "cordoned_total_count"), (c, "closed")):
         assert isinstance(inspect.getattr_static(type(obj), name), property), name
         with pytest.raises(AttributeError):
             setattr(obj, name, None)
@@ -108,7 +102,7 @@ def test_properties_give_what_the_c_getters_give(tp):
     assert t.levels == tuple(ffi.string(lib.tp_topology_level_name(t._p, i)).decode()
                              for i in range(lib.tp_topology_level_count(t._p)))
     assert t.node_count == lib.tp_topology_node_count(t._p) == 4
-    assert c.free_total == lib.tp_cluster_free_total(c._p) == 16
+    assert c.free_total_count == lib.tp_cluster_free_total_count(c._p) == 16
     assert c.free_count("node", "x2") == lib.tp_cluster_free_count(c._p, 2, t.node("x2")) == 4
     assert c.free_node_count("rack", 0) == lib.tp_cluster_free_node_count(c._p, 1, 0) == 1
 

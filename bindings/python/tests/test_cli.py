@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import python, needs
+from conftest import python
 from test_scenario import INVALID, doc
 
 
@@ -89,7 +89,6 @@ def test_text_format(tp, tmp_path):
 
 
 def test_place_output(tp, tmp_path):
-    needs("tp_place")
     d = doc()
     del d["request"]["colocate"], d["request"]["select"], d["request"]["exclusive"]
     rc, out = run_json(tmp_path, "place", d)
@@ -107,19 +106,14 @@ def test_place_output(tp, tmp_path):
 
 
 def test_not_placeable(tp, tmp_path):
-    needs("tp_place")
     rc, out = run_json(tmp_path, "place", doc(request={"count": 1000}))
     assert rc == 1 and out["status"] in ("infeasible", "busy")
     assert out["fit"]["needed"] == 1000 and out["fit"]["level"] == "block"
 
 
 def test_defrag(tp, tmp_path):
-    from topoplace import _native
     d = doc(request={"id": "n", "count": 4})
     rc, out = run_json(tmp_path, "defrag", d)
-    if not _native.has("tp_defrag_plan"):
-        assert rc == 3 and out["status"] == "unsupported" and "defrag" in out["message"]
-        return
     # it fits already: the plan is the single place step, cost 0
     assert rc == 0 and out["status"] == "ok", out
     steps = out["plan"]["steps"]
@@ -132,16 +126,9 @@ def test_defrag(tp, tmp_path):
 
 
 def test_hwloc_nodes(tp, tmp_path):
-    from topoplace import _native
     from conftest import SHARED
     d = doc(topology__nodes__0__hwloc="dgx2.xml")
     del d["topology"]["nodes"][0]["gpus"]
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        rc, out = run_json(tmp_path, "frag", d)
-        assert rc == 2
-        assert out["message"] == "topology.nodes[0].hwloc: not supported by this build " \
-                                 "(no hwloc importer)"
-        return
     rc, out = run_json(tmp_path, "frag", d)
     assert rc == 2 and out["message"].startswith("topology.nodes[0].hwloc: cannot read")
     xml = os.path.join(SHARED, "hwloc", "nvidiaDGX2.xml")
@@ -163,9 +150,6 @@ def test_gpu_nic_pairs_extension(tp, tmp_path):
     """x_gpu_nic_pairs (a CLI extension of scenario-v1): on tests/data/two-switch-nics.xml,
     every GPU pairs with the RDMA NIC mlx5_0 (a plain Ethernet port such as eth0 is never
     paired while the node has an RDMA NIC): one GPU per node, so two nodes."""
-    from topoplace import _native
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        pytest.skip("this build has no hwloc importer")
     xml = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "data",
                        "two-switch-nics.xml")
     os.symlink(os.path.abspath(xml), str(tmp_path / "n.xml"))

@@ -80,9 +80,6 @@ def test_nvidia_smi_pasted_outputs(tp):
 
 
 def test_hwloc_file(tp):
-    from topoplace import _native
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        pytest.skip("this build has no hwloc importer")
     # tests/data/README.md describes the machine: GPUs 0-1 and mlx5_0 behind the first
     # switch, GPUs 2-3 behind the second, eth0 on the host bridge, one NVSwitch
     rc, out = run("hwloc", os.path.join(DATA, "two-switch-nics.xml"))
@@ -101,9 +98,6 @@ def test_hwloc_file(tp):
 def test_hwloc_1x_site_file(tp):
     """Lassen (hwloc 1.x XML): GPUs in bus-id order, each paired with an HCA, never with
     one of the two 1 GbE ports."""
-    from topoplace import _native
-    if not _native.has("tp_nodetype_from_hwloc_xml"):
-        pytest.skip("this build has no hwloc importer")
     rc, out = run("hwloc", os.path.join(DATA, "hwloc", "lassen-v1.xml"))
     assert rc == 0, out
     bus = [g["bus_id"] for g in out["gpus"]]

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from conftest import needs
 
 # slurm-s01 of shared/spec/examples (SchedMD's test_150_1 shape), copied so that this test
 # runs without ../shared: J2 must stay in one block, so the only plan migrates J1 (no request:
@@ -54,7 +53,6 @@ def cli(tmp_path, *args, document=None):
 
 
 def test_defrag_keeps_the_contract_and_no_less_local_turns_it_off(tp, tmp_path):
-    needs("tp_defrag_plan")
     rc, out = cli(tmp_path, "defrag", document=S01)
     assert rc == 0 and [(s["action"], s["job"]) for s in out["plan"]["steps"]] == \
         [("migrate", "J1"), ("place", "J3")]
@@ -68,7 +66,6 @@ def test_defrag_keeps_the_contract_and_no_less_local_turns_it_off(tp, tmp_path):
 
 def test_python_policy_allow_less_local(tp):
     """The same choice through the Python API, on the same cluster."""
-    needs("tp_defrag_plan")
     from topoplace import scenario
     sc = scenario.parse(S01, "defrag")
     assert sc.policy.allow_less_local is True
@@ -79,7 +76,6 @@ def test_python_policy_allow_less_local(tp):
 
 
 def test_compact_frees_a_rack(tp, tmp_path):
-    needs("tp_defrag_compact")
     rc, out = cli(tmp_path, "compact", "--level", "rack", document=TWO_RACKS)
     assert rc == 0, out
     plan = out["plan"]
@@ -98,7 +94,6 @@ def test_compact_frees_a_rack(tp, tmp_path):
 
 
 def test_compact_reads_the_policy_section(tp, tmp_path):
-    needs("tp_defrag_compact")
     d = json.loads(json.dumps(TWO_RACKS))
     d["policy"] = {"migrate": False, "preempt": False}
     rc, out = cli(tmp_path, "compact", "--level", "rack", document=d)
@@ -128,7 +123,6 @@ def test_compact_usage_errors(tp, tmp_path, args, message):
 
 
 def test_compact_none_when_impossible(tp, tmp_path):
-    needs("tp_defrag_compact")
     rc, out = cli(tmp_path, "compact", "--level", "rack", "--domains", "2", document=TWO_RACKS)
     assert rc == 1 and out["status"] == "none"
     assert out["message"].startswith("only 1 of 2 rack domains can be freed")
@@ -166,7 +160,6 @@ def expected_after(doc, topo_nodes):
 
 
 def test_defrag_text_shows_from_to_and_marks(tp, tmp_path):
-    needs("tp_defrag_plan")
     rc, out = cli(tmp_path, "defrag", document=S01)
     rc2, text = cli(tmp_path, "defrag", "--format", "text", document=S01)
     assert rc == rc2 == 0
@@ -192,7 +185,6 @@ def test_defrag_text_shows_from_to_and_marks(tp, tmp_path):
 
 def test_defrag_text_marks_victims(tp, tmp_path):
     """A preemption: the victim's node is V before, the new job's nodes N after."""
-    needs("tp_defrag_plan")
     d = {"version": 1,
          "topology": {"levels": ["rack", "node"],
                       "generate": {"counts": [1, 2], "gpus_per_node": 4}},
@@ -211,7 +203,6 @@ def test_defrag_text_marks_victims(tp, tmp_path):
 
 
 def test_compact_text(tp, tmp_path):
-    needs("tp_defrag_compact")
     rc, out = cli(tmp_path, "compact", "--level", "rack", document=TWO_RACKS)
     rc2, text = cli(tmp_path, "compact", "--level", "rack", "--format", "text",
                     document=TWO_RACKS)
@@ -228,7 +219,6 @@ def test_compact_text(tp, tmp_path):
 
 def test_drawing_a_plan_leaves_the_state_as_it_was(tp, tmp_path):
     """The after picture and free_domains carry the plan out on a savepoint and roll back."""
-    needs("tp_defrag_compact")
     from topoplace import cli as cli_mod
     from topoplace.text import render
     path = tmp_path / "s.json"

@@ -16,7 +16,7 @@ def test_policy_marks_and_replace_uses_a_spare(tp):
     assert c.spare_policy == (1, 2)
     assert c.spare_count() == 4 and c.spare_count("rack", 0) == 2
     assert c.node_is_spare(17) and c.node_is_spare(16) and not c.node_is_spare(15)
-    assert c.free_total == 144 - 16
+    assert c.free_total_count == 144 - 16
     assert c.device_state(4 * 17) == ("spare", None)
     devs = [d for n in range(4) for d in t.node_devices(n)]
     c.assign("j", devs, shape=tp.Request(count=16, group_size=4, required="rack"))

@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: MIT
 """What every object family shares: the library handle, the code <-> name tables, string and
-array conversion, ownership (:class:`_Owned`) and deprecated aliases. Private: the public names
+array conversion and ownership (:class:`_Owned`). Private: the public names
 are re-exported by the package.
 """
 
-import warnings
 
 from ._native import ffi, lib
 from .errors import ClosedError, InvalidArgument
@@ -149,22 +148,4 @@ class _Owned:
     def _errmsg(self):
         return ""
 
-
-# -- deprecation ------------------------------------------------------------------------------
-
-#: The version whose release removes the deprecated aliases.
-REMOVED_IN = "0.4.0"
-
-
-def _deprecated(new, old):
-    """A method ``old`` of a class that warns (DeprecationWarning, at the caller) and calls the
-    method ``new`` with the same arguments. Kept for one version (removed in REMOVED_IN)."""
-    def alias(self, *args, **kwargs):
-        warnings.warn("%s.%s() is deprecated, use %s.%s() (%s removes it)"
-                      % (type(self).__name__, old, type(self).__name__, new, REMOVED_IN),
-                      DeprecationWarning, stacklevel=2)
-        return getattr(self, new)(*args, **kwargs)
-    alias.__name__ = old
-    alias.__doc__ = "Deprecated alias of :meth:`%s` (removed in %s)." % (new, REMOVED_IN)
-    return alias
 

@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The option defaults of the Python layer, in one place, read from the C header.
 
-Each options struct of ``include/topoplace.h`` with a ``TP_<NAME>_INIT`` initialiser gets a
-function ``tp__init_<name>(tp_<name> *out)`` in the compiled module (``gen_cdef.py`` writes
-it), which stores that initialiser: :func:`c_init` returns such a struct, and every
-``_to_c`` starts from one. The tables below are the same values in Python terms (``None``
+Each options struct ``tp_<name>`` of the public headers has an init function,
+``tp_<name>_init(ptr, TP_<NAME>_VERSION)``, which stores its ``TP_<NAME>_INIT`` defaults:
+:func:`c_init` returns a struct filled by it, and every ``_to_c`` starts from one. The tables below are the same values in Python terms (``None``
 for NULL and "no limit", ``bool`` for flags, class names for classes), and the dataclasses and
 keyword defaults of the package take their defaults from them. Each table is read-only.
 
@@ -16,14 +15,17 @@ from types import MappingProxyType
 
 from ._core import _CLASS_NAME, _s, ffi, lib
 
-__all__ = ["c_init", "NODE_OPTIONS", "JOB_OPTIONS", "REQUEST", "SELECT", "DEFRAG_POLICY"]
+__all__ = ["c_init", "NODE_OPTIONS", "JOB_OPTIONS", "REQUEST", "SELECT", "DEFRAG_POLICY",
+           "MODEL_DESC", "SIZING_OPTIONS", "PD_REQUEST"]
 
 
 def c_init(struct):
-    """A new ``tp_<struct> *`` (cffi owned) holding the header's ``TP_<STRUCT>_INIT``, its
-    ``version`` field included: ``c_init("defrag_policy")``."""
+    """A new ``tp_<struct> *`` (cffi owned) filled by the library's ``tp_<struct>_init()`` with
+    the header's ``TP_<STRUCT>_VERSION``: ``c_init("defrag_policy")``."""
     p = ffi.new("tp_%s *" % struct)
-    getattr(lib, "tp__init_" + struct)(p)
+    rc = getattr(lib, "tp_%s_init" % struct)(p, getattr(lib, "TP_%s_VERSION" % struct.upper()))
+    if rc != 0:
+        raise RuntimeError("tp_%s_init refused its own header's version (%d)" % (struct, rc))
     return p
 
 
@@ -111,4 +113,34 @@ DEFRAG_POLICY = _read("defrag_policy", {
     "max_candidates": ("max_candidates", _u32_limit),
     "max_simulations": ("max_simulations", _u32_limit),
     "max_time_us": ("max_time_us", _zero_limit),
+})
+
+#: ``TP_MODEL_DESC_INIT``: the defaults of :class:`~topoplace.Model`.
+MODEL_DESC = _read("model_desc", {
+    "weight_bytes": ("weight_bytes", float),
+    "kv_bytes": ("kv_bytes", float),
+    "active_params": ("active_params", float),
+})
+
+#: ``TP_SIZING_OPTIONS_INIT``: the keywords of ``size_model`` / ``place_model`` (``goal`` as
+#: its ``tp_size_goal`` code).
+SIZING_OPTIONS = _read("sizing_options", {
+    "sequences": ("sequences", int),
+    "tokens_per_s": ("tokens_per_s", float),
+    "goal": ("goal", int),
+    "mem_utilisation": ("mem_utilisation", float),
+    "overhead_gb": ("overhead_gb", float),
+    "max_tp": ("max_tp", int),
+    "max_pp": ("max_pp", int),
+    "cross_domain": ("cross_domain", bool),
+})
+
+#: ``TP_PD_REQUEST_INIT``: the keywords of ``place_pd``.
+PD_REQUEST = _read("pd_request", {
+    "instance_level": ("instance_level", _s),
+    "locality": ("locality", _s),
+    "spread_level": ("spread_level", _s),
+    "max_per_domain": ("max_per_domain", int),
+    "tenant": ("tenant", _s),
+    "select_model": ("select_model", _s),
 })

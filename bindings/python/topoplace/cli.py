@@ -14,9 +14,9 @@ status:
 0       placed / replaced / plan found / frag report / node type imported
 1       not placeable (``infeasible``, ``busy``, ``fragmented``), or no plan (``none``)
 2       invalid input: ``{"status": "invalid", "message": "request.slices[1].size: ..."}``
-3       this build cannot answer (``unsupported``: defrag before the library has it, or a
-        library built without its scenario importer), or an internal error (``error``); never a traceback (set TOPOPLACE_DEBUG=1 to get one on
-        standard error)
+3       this build cannot answer (``unsupported``: a library built without its scenario
+        importer), or an internal error (``error``); never a traceback (set
+        TOPOPLACE_DEBUG=1 to get one on standard error)
 ======  ======================================================================================
 
 ``--format text`` renders the same answer for a person; ``--strict`` also validates the
@@ -317,12 +317,6 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
     except InvalidInput as e:
         return _invalid(str(e))
     topo, cluster = sc.topology, sc.cluster
-    lacking = [f for f in NEEDS[command] if not _native.has(f)]
-    if lacking:
-        return _Answer(EXIT_UNSUPPORTED, {
-            "status": "unsupported",
-            "message": "%s is not available in this build: libtopoplace does not export %s"
-                       % (command, ", ".join(lacking))}, command=command)
     if sc.policy is not None and not opts["less_local"]:
         sc.policy.allow_less_local = False
     if command == "compact":
@@ -456,10 +450,12 @@ def _domains_of(topo, devices):
 def _frag(sc, topo, cluster):
     rep = cluster.frag()
     doc = {"status": "ok",
-           "levels": {lv: {"domains": f.domains, "free": f.free, "fully_free": f.fully_free,
-                           "largest_free": f.largest_free, "fragmentation": f.fragmentation}
+           "levels": {lv: {"domains": f.domain_count, "free": f.free_count,
+                           "fully_free": f.fully_free_count,
+                           "largest_free": f.largest_free_count,
+                           "fragmentation": f.fragmentation}
                       for lv, f in rep.levels.items()},
-           "free": rep.free, "down": rep.down, "cordoned": rep.cordoned}
+           "free": rep.free_count, "down": rep.down_count, "cordoned": rep.cordoned_count}
     return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, command="frag")
 
 
@@ -502,7 +498,8 @@ def plan_json(plan):
             step["to"] = list(st.to_devices)
         steps.append(step)
     cost = plan.cost_s
-    return {"steps": steps, "moved_jobs": plan.moved_jobs, "moved_devices": plan.moved_devices,
+    return {"steps": steps, "moved_jobs": plan.moved_job_count,
+            "moved_devices": plan.moved_device_count,
             "cost_s": int(cost) if float(cost).is_integer() else cost}
 
 
@@ -535,8 +532,6 @@ def _compact(sc, topo, cluster, level, ndomains):
 
 
 # What each command needs from the library (frag has a fallback in api.Cluster.frag).
-NEEDS = {"place": ("tp_place",), "replace": ("tp_replace",), "frag": (),
-         "defrag": ("tp_defrag_plan", "tp_place"), "compact": ("tp_defrag_compact",)}
 #: The commands on a scenario document, and all of them (``import`` reads other formats).
 SCENARIO_COMMANDS = sc_mod.COMMANDS + ("compact", "size", "pd")
 CLI_COMMANDS = SCENARIO_COMMANDS + ("import",)

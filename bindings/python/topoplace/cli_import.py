@@ -115,13 +115,6 @@ def run(args, stdin=None):
         from . import api  # noqa: F401  (the compiled module: fail here, with a clear message)
     except ImportError as e:
         return 3, {"status": "error", "message": str(e)}
-    from . import _native
-    need = "tp_nodetype_from_hwloc_xml" if args.format == "hwloc" \
-        else "tp_nodetype_from_nvsmi_topo"
-    if not _native.has(need):
-        return 3, {"status": "unsupported",
-                   "message": "import %s is not available in this build: libtopoplace does "
-                              "not export %s" % (args.format, need)}
     try:
         nt = node_type(args.format, args.file, args.nvlink_gbps, stdin, args.max_input_bytes)
     except ImportFailed as e:

@@ -14,7 +14,7 @@ from typing import Optional
 
 from . import _defaults
 from ._core import (_CLASS_CODE, _CLASS_NAME, _DEVICE_STATE, _STATUS, JOB_CLASSES, _b,
-                    _deprecated, _keep, _own, _Owned, _s, ffi, lib, strerror)
+                    _keep, _own, _Owned, _s, ffi, lib, strerror)
 from .defrag import DefragPolicy, Plan, _frag_report, _read_plan
 from .errors import InvalidArgument, check, error_class
 from .placement import Placement, _read_placement
@@ -204,8 +204,8 @@ class Cluster(_Owned):
     def spare_count(self, level=None, dom=None):
         """Spare nodes in a domain (an id or a path), or in the cluster without arguments."""
         if level is None:
-            return lib.tp_cluster_spares_total(self._p)
-        return lib.tp_cluster_spares(self._p, self._topo.level(level), self._dom(level, dom))
+            return lib.tp_cluster_spare_total_count(self._p)
+        return lib.tp_cluster_spare_count(self._p, self._topo.level(level), self._dom(level, dom))
 
     @property
     def spare_policy(self):
@@ -220,7 +220,6 @@ class Cluster(_Owned):
         or a path)."""
         return lib.tp_cluster_free_count(self._p, self._topo.level(level), self._dom(level, dom))
 
-    free = _deprecated("free_count", "free")
 
     def _dom(self, level, dom):
         if isinstance(dom, str):
@@ -228,15 +227,14 @@ class Cluster(_Owned):
         return dom
 
     @property
-    def free_total(self):
+    def free_total_count(self):
         """Number of free devices in the cluster."""
-        return lib.tp_cluster_free_total(self._p)
+        return lib.tp_cluster_free_total_count(self._p)
 
     def free_node_count(self, level, dom):
         """Number of nodes of a domain (an id or a path) whose every device is free."""
         return lib.tp_cluster_free_node_count(self._p, self._topo.level(level), self._dom(level, dom))
 
-    free_nodes = _deprecated("free_node_count", "free_nodes")
 
     def node_histogram(self, level, dom, n=None):
         """``hist[k]`` = nodes of the domain with exactly ``k`` free devices."""
@@ -277,14 +275,14 @@ class Cluster(_Owned):
                           None, "no device %r" % (dev,)))
 
     @property
-    def down_total(self):
+    def down_total_count(self):
         """Number of down devices."""
-        return lib.tp_cluster_down_total(self._p)
+        return lib.tp_cluster_down_total_count(self._p)
 
     @property
-    def cordoned_total(self):
+    def cordoned_total_count(self):
         """Number of cordoned devices."""
-        return lib.tp_cluster_cordoned_total(self._p)
+        return lib.tp_cluster_cordoned_total_count(self._p)
 
     @property
     def jobs(self):
@@ -442,7 +440,7 @@ class Cluster(_Owned):
         if self.closed:
             return "<Cluster closed>"
         return "<Cluster jobs=%d free=%d/%d>" % (lib.tp_cluster_job_count(self._p),
-                                                 self.free_total, self._topo.device_count)
+                                                 self.free_total_count, self._topo.device_count)
 
 
 def place(cluster, request):

@@ -26,10 +26,10 @@ _POLICY = _defaults.DEFRAG_POLICY
 @dataclass
 class LevelFrag:
     """Fragmentation figures of one level."""
-    domains: int
-    free: int
-    fully_free: int
-    largest_free: int
+    domain_count: int
+    free_count: int
+    fully_free_count: int
+    largest_free_count: int
     fragmentation: float
 
 
@@ -38,9 +38,9 @@ class FragReport:
     """Per-level figures (every level, the node level included) and device totals.
     ``workload`` is the share of free devices the job mix cannot use at full locality."""
     levels: Dict[str, LevelFrag]
-    free: int
-    down: int
-    cordoned: int
+    free_count: int
+    down_count: int
+    cordoned_count: int
     workload: Optional[float] = None
 
 
@@ -76,12 +76,13 @@ def _frag_report(cluster, mix):
             lib.tp_frag_destroy(out[0])
         check(rc, None, msg or "frag report: %s" % strerror(rc))
     f = ffi.gc(out[0], lib.tp_frag_destroy)
-    levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free_count(f, lv),
-                              lib.tp_frag_fully_free(f, lv), lib.tp_frag_largest_free(f, lv),
+    levels = {name: LevelFrag(lib.tp_frag_domain_count(f, lv), lib.tp_frag_free_count(f, lv),
+                              lib.tp_frag_fully_free_count(f, lv),
+                              lib.tp_frag_largest_free_count(f, lv),
                               lib.tp_frag_fragmentation(f, lv))
               for lv, name in enumerate(cluster._topo.levels)}
-    rep = FragReport(levels, lib.tp_frag_free_count(f, 0), lib.tp_frag_down(f),
-                     lib.tp_frag_cordoned(f), lib.tp_frag_workload(f))
+    rep = FragReport(levels, lib.tp_frag_free_count(f, 0), lib.tp_frag_down_count(f),
+                     lib.tp_frag_cordoned_count(f), lib.tp_frag_workload(f))
     ffi.release(f)
     return rep
 
@@ -191,8 +192,8 @@ class Plan:
     code: int
     message: str = ""
     steps: List[PlanStep] = field(default_factory=list)
-    moved_jobs: int = 0
-    moved_devices: int = 0
+    moved_job_count: int = 0
+    moved_device_count: int = 0
     cost_s: float = 0.0
     placement: Optional[Placement] = None
     #: the work the call did (:class:`DefragStats`), whether it found a plan or not
@@ -258,8 +259,8 @@ def _read_plan(cluster, ptr):
         plan.steps.append(PlanStep(_ACTION.get(action[0], str(action[0])), _s(job[0]) or "",
                                    [t.device_name(d) for d in fids],
                                    [t.device_name(d) for d in tids], fids, tids))
-    plan.moved_jobs = lib.tp_plan_moved_jobs(p)
-    plan.moved_devices = lib.tp_plan_moved_devices(p)
+    plan.moved_job_count = lib.tp_plan_moved_job_count(p)
+    plan.moved_device_count = lib.tp_plan_moved_device_count(p)
     plan.cost_s = lib.tp_plan_cost_s(p)
     plan.lower_bound_s = lib.tp_plan_lower_bound_s(p)
     tlevel, tdoms, tn = ffi.new("unsigned *"), ffi.new("uint32_t **"), ffi.new("size_t *")

@@ -161,6 +161,7 @@ def topology_from_slurm(text, gpus_per_node=1, format=None, topology=None):
     ``cluster_default`` one). Returns ``(topology, warnings)``, the warnings a list of strings
     ("line 3: switch 'l' has several parents ..."). Raises :class:`~topoplace.errors.ParseError`
     (its message names the line) and the other errors of the C importers."""
+    from . import _defaults
     from ._core import _own, ffi, lib
     from .errors import check
     from .topology import Topology
@@ -171,8 +172,7 @@ def topology_from_slurm(text, gpus_per_node=1, format=None, topology=None):
     if format not in ("conf", "yaml"):
         raise ValueError("format %r is not 'conf' or 'yaml'" % (format,))
     data = text.encode("utf-8")
-    opts = ffi.new("tp_slurm_options *")
-    lib.tp__init_slurm_options(opts)
+    opts = _defaults.c_init("slurm_options")
     warn = ffi.new("char[]", 1 << 16)
     opts.warnbuf = warn
     opts.warnlen = 1 << 16

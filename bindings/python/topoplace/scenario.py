@@ -140,6 +140,7 @@ def import_text(text, command, base_dir=".", strict=False, files=True):
     invalid input. Raises InvalidInput with the importer's message."""
     if command not in COMMANDS:
         raise ValueError("unknown command %r" % (command,))
+    from . import _defaults
     from ._native import ffi, lib
     keep = []
 
@@ -159,8 +160,7 @@ def import_text(text, command, base_dir=".", strict=False, files=True):
         length[0] = len(buf)
         return 0
 
-    opts = ffi.new("tp_scenario_options *")
-    lib.tp_scenario_options_init(opts, lib.TP_SCENARIO_OPTIONS_VERSION)
+    opts = _defaults.c_init("scenario_options")
     opts.command = _COMMAND_CODE[command]
     opts.strict = 1 if strict else 0
     cb = ffi.callback("tp_scenario_read_fn", read) if files else ffi.NULL

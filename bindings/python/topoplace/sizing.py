@@ -15,7 +15,7 @@ The memory model and worked examples are in docs/serving.md.
 
 from dataclasses import dataclass, fields
 
-from . import errors
+from . import _defaults, errors
 from ._native import ffi, lib
 
 __all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS",
@@ -23,6 +23,10 @@ __all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GO
 
 #: The ranking goals, by their names in Python and in the CLI's JSON.
 GOALS = {"fewest_gpus": 0, "most_kv_per_gpu": 1, "best_throughput": 2}
+_GOAL_NAME = {code: name for name, code in GOALS.items()}
+_MODEL = _defaults.MODEL_DESC
+_SIZING = _defaults.SIZING_OPTIONS
+_PD = _defaults.PD_REQUEST
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,9 @@ class Model:
     kv_heads: int
     head_dim: int
     hidden: int
-    weight_bytes: float = 2.0
-    kv_bytes: float = 2.0
-    active_params: float = 0.0
+    weight_bytes: float = _MODEL["weight_bytes"]
+    kv_bytes: float = _MODEL["kv_bytes"]
+    active_params: float = _MODEL["active_params"]
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,7 @@ def _number(name, v):
 
 
 def _model_c(m):
-    d = ffi.new("tp_model_desc *")
-    lib.tp_model_desc_init(d, lib.TP_MODEL_DESC_VERSION)
+    d = _defaults.c_init("model_desc")
     for name in ("params", "active_params", "weight_bytes", "kv_bytes"):
         setattr(d, name, _number("model." + name, getattr(m, name)))
     for name in ("layers", "heads", "kv_heads", "head_dim", "hidden"):
@@ -97,15 +100,16 @@ def _model_c(m):
     return d
 
 
-def _size(topology, model, context, sequences=0, tokens_per_s=0.0, goal="fewest_gpus",
-          mem_utilisation=0.9, overhead_gb=2.0, max_tp=0, max_pp=0, cross_domain=False,
-          hbm=None):
+def _size(topology, model, context, sequences=_SIZING["sequences"],
+          tokens_per_s=_SIZING["tokens_per_s"], goal=_GOAL_NAME[_SIZING["goal"]],
+          mem_utilisation=_SIZING["mem_utilisation"], overhead_gb=_SIZING["overhead_gb"],
+          max_tp=_SIZING["max_tp"], max_pp=_SIZING["max_pp"],
+          cross_domain=_SIZING["cross_domain"], hbm=None):
     """tp_size_model(): the result's handle and its options."""
     if goal not in GOALS:
         raise errors.InvalidArgument("goal %r is not one of %s" % (goal, ", ".join(GOALS)))
     m = _model_c(model)
-    o = ffi.new("tp_sizing_options *")
-    lib.tp_sizing_options_init(o, lib.TP_SIZING_OPTIONS_VERSION)
+    o = _defaults.c_init("sizing_options")
     for name, v in (("context", context), ("sequences", sequences), ("max_tp", max_tp),
                     ("max_pp", max_pp)):
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2 ** 32:
@@ -207,8 +211,10 @@ def _opt_bytes(v, what, keep):
     return b
 
 
-def place_pd(cluster, service, groups, prefill, decode, instance_level=None, locality=None,
-             spread_level=None, max_per_domain=0, tenant=None, select_model=None):
+def place_pd(cluster, service, groups, prefill, decode, instance_level=_PD["instance_level"],
+             locality=_PD["locality"], spread_level=_PD["spread_level"],
+             max_per_domain=_PD["max_per_domain"], tenant=_PD["tenant"],
+             select_model=_PD["select_model"]):
     """Place the missing groups of a prefill/decode service and assign them (tp_pd_place()):
     ``groups`` is the number the service should have; ``prefill`` and ``decode`` are
     ``(instances per group, devices per instance)``. Returns the :class:`PDInstance` placed
@@ -216,8 +222,7 @@ def place_pd(cluster, service, groups, prefill, decode, instance_level=None, loc
     bad figure or level and :class:`~topoplace.errors.Busy`, ``Fragmented`` or ``Infeasible``
     when a group cannot be placed (the cluster is then unchanged)."""
     keep = []
-    r = ffi.new("tp_pd_request *")
-    r.version = lib.TP_PD_REQUEST_VERSION
+    r = _defaults.c_init("pd_request")
     r.service = _opt_bytes(service, "service", keep)
     r.tenant = _opt_bytes(tenant, "tenant", keep)
     for name, v in (("groups", groups), ("prefill", prefill[0]),
