@@ -5,7 +5,6 @@ package topoplace
 /*
 #include <stdlib.h>
 #include <topoplace-scenario.h>
-
 */
 import "C"
 
