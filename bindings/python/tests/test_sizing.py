@@ -267,3 +267,4 @@ def test_cli_pd_auto(tp, tmp_path):
     d["service"]["handoff_slack"] = -1
     rc, out = run_json(tmp_path, "pd", d)
     assert rc == 2 and "service.handoff_slack: -1 is not a number >= 0" in out["message"]
+

@@ -105,10 +105,14 @@ def parse(doc):
 def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     """Answer the pd command: (exit status, JSON document)."""
     from . import errors
-    from .size_cli import read_document
+    from .size_cli import from_extension, read_document, renamed
     from .sizing import place_pd, release_pd_failed
     doc, base_dir = read_document(path, stdin, max_bytes)
-    kw, repair = parse(doc)
+    doc, ext = from_extension(doc, "x_pd", None)
+    try:
+        kw, repair = parse(doc)
+    except InvalidInput as e:
+        raise renamed(e, ext, "service", keep=False)
     scen = {k: doc[k] for k in ("version", "topology", "state") if k in doc}
     sc = sc_mod.parse(scen, "frag", base_dir)
     released = 0
