@@ -952,7 +952,11 @@ static void sim_usage(FILE *f)
 	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
-	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n");
+	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
+	        "  --inference N: N services with replicas and an availability target instead of\n"
+	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
+	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
+	        "  GPU-hours.\n");
 }
 
 int bench_sim_main(int argc, char **argv)
@@ -976,6 +980,7 @@ int bench_sim_main(int argc, char **argv)
 		{"defrag-max-cost", required_argument, NULL, 'M'},
 		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
+		{"inference", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -991,6 +996,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 'A': o.spares = optarg; break;
+		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;
@@ -1032,6 +1038,11 @@ int bench_sim_main(int argc, char **argv)
 
 	struct sim_fleet f;
 	sim_fleet_build(&f, o.fleet);
+	if (o.inference) { /* the inference class instead of the training workload */
+		sim_serving_run(&o, &f);
+		tp_topology_destroy(f.t);
+		return 0;
+	}
 	struct sim_workload w;
 	if (o.trace)
 		sim_workload_read_csv(&w, &f, o.trace, o.limit);

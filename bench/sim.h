@@ -54,6 +54,7 @@ struct sim_job {
 	double checkpoint_s;
 	struct sim_shape shape;
 	uint16_t shape_key; /* jobs with the same key have the same shape (a failure memo) */
+	const char *service; /* the service a replica belongs to (sim_serving.c), or NULL */
 };
 
 struct sim_workload {
@@ -124,6 +125,8 @@ struct sim_opts {
 	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
+	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
+	                        * services with replicas and an availability target */
 	const char *json;
 	const char *csv;
 	const char *plot;
@@ -177,6 +180,10 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec);
 void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
                     const struct sim_workload *w, double w0, double w1, struct sim_result *res);
 void sim_result_free(struct sim_result *res);
+/* tp-bench sim --inference N (sim_serving.c): services instead of the training workload;
+ * prints per policy the share of service-hours that survive any single rack or power-feed
+ * loss beside effective GPU-hours. */
+void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f);
 /* The automatic measurement window: from 15% of the arrival span to the last arrival. */
 void sim_window(const struct sim_workload *w, double *w0, double *w1);
 /* Migration cost (checkpoint + restart, seconds) of a job of n GPUs (sim_workload.c). */
