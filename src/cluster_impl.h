@@ -367,6 +367,8 @@ uint32_t tp_cl_service_find(const struct tp_cluster *c, const char *name);
 uint32_t tp_cl_service_count(const struct tp_cluster *c, uint32_t sid, unsigned level,
                              uint32_t dom);
 void tp_cl_service_free(struct tp_cluster *c);
+/* tp_cluster_check's part: every count what the running jobs give. */
+int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len);
 
 static inline Word_t tp_cl_service_key(uint32_t sid, unsigned level, uint32_t dom)
 {

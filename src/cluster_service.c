@@ -203,3 +203,44 @@ int tp_cluster_service_replicas(const tp_cluster *c, const char *service, unsign
 	                            : tp_cl_service_count(c, sid, level, dom);
 	return 0;
 }
+
+/* ---- consistency (tp_cluster_check) ------------------------------------------------------- */
+
+int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len)
+{
+	const struct tp_topology *t = c->t;
+	for (size_t s = 0; s < c->nsvc; s++) {
+		uint32_t jobs = 0;
+		uint64_t touched = 0, counted = 0; /* (job, domain) pairs over every level */
+		bool missing = false;
+		for (size_t j = 0; j < c->njobs; j++) {
+			const struct tp_job_impl *job = c->jobs[j];
+			if (job->service != s)
+				continue;
+			jobs++;
+			for (unsigned l = 0; l < t->nlevels; l++)
+				for (size_t i = 0; i < job->ndev; i++) {
+					uint32_t dom = tp_node_ancestor(t, t->dev_node[job->devs[i]], l);
+					if (seen_before(t, job->devs, i, l, dom))
+						continue;
+					touched++;
+					missing |= tp_cl_service_count(c, (uint32_t)s, l, dom) == 0;
+				}
+		}
+		Word_t key = tp_cl_service_key((uint32_t)s, 0, 0);
+		Word_t last = tp_cl_service_key((uint32_t)s, t->nlevels - 1, UINT32_MAX);
+		JError_t err;
+		for (PPvoid_t v = JudyLFirst(c->svc_count, &key, &err); v && v != PPJERR && key <= last;
+		     v = JudyLNext(c->svc_count, &key, &err))
+			counted += (Word_t)*v;
+		if (missing || jobs != c->svc[s].replicas || touched != counted) {
+			if (buf && len)
+				snprintf(buf, len, "service '%s': %u running replicas touching %llu domains, "
+				         "the counts say %u and %llu", c->svc[s].name, jobs,
+				         (unsigned long long)touched, c->svc[s].replicas,
+				         (unsigned long long)counted);
+			return TP_ECORRUPT;
+		}
+	}
+	return 0;
+}
