@@ -300,8 +300,15 @@ typedef struct tp_pd_result tp_pd_result;
  * colocated with them at @c locality (tp_request's colocate). All or nothing: when one group
  * cannot be placed, nothing is assigned and the message names the group and why.
  *
- * Costs one or two tp_place() calls per domain tried and one lookup per group index; the
- * service's existing groups are found by their names, never by a scan of the cluster's jobs.
+ * When the locality level lies inside the spread domain (or there is no spread), each group
+ * first finds the tightest locality domain with room for the whole group (one tp_place() of
+ * its devices) and keeps both sides to it. With ::TP_PD_LOCALITY_AUTO the level is chosen as
+ * tp_pd_result_locality() says.
+ *
+ * Costs two or three tp_place() calls per domain tried and one lookup per group index (with
+ * "auto", a pass over the domains of the candidate levels and up to one such call per
+ * candidate); the service's existing groups are found by their names, never by a scan of the
+ * cluster's jobs.
  *
  * @param c The cluster (written: the instances are assigned to it on success).
  * @param r The service. @param[out] out Receives the result, also on failure (NULL only when
