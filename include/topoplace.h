@@ -1289,8 +1289,8 @@ TP_API int tp_cluster_service_replicas(const tp_cluster *c, const char *service,
                                        uint32_t dom, uint32_t *out);
 
 /**
- * @brief A fingerprint of the state (occupancy, health, jobs): equal states give equal values on
- * every machine. *Read-only.* O(devices).
+ * @brief A fingerprint of the state (occupancy, health, jobs, services' caps): equal states
+ * give equal values on every machine. *Read-only.* O(devices).
  * @param c The cluster. @return A 64-bit hash (xxHash3). @since 0.1.0
  */
 TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);
