@@ -992,7 +992,11 @@ static void sim_usage(FILE *f)
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
 	        "  --compact: topoplace-defrag also compacts when jobs end (off; bench/sim_compact.c),\n"
 	        "  moving at most --compact-moves-h jobs (default %g) and --compact-budget checkpoint\n"
-	        "  GPU-seconds (a share of the fleet's, default %g) per simulated hour.\n",
+	        "  GPU-seconds (a share of the fleet's, default %g) per simulated hour.\n"
+	        "  --inference N: N services with replicas and an availability target instead of\n"
+	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
+	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
+	        "  GPU-hours.\n",
 	        SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET);
 }
 
@@ -1021,6 +1025,7 @@ int bench_sim_main(int argc, char **argv)
 		{"compact", no_argument, NULL, 'k'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
+		{"inference", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -1039,6 +1044,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'k': o.compact = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
+		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'p': o.policies = optarg; break;
@@ -1080,6 +1086,11 @@ int bench_sim_main(int argc, char **argv)
 
 	struct sim_fleet f;
 	sim_fleet_build(&f, o.fleet);
+	if (o.inference) { /* the inference class instead of the training workload */
+		sim_serving_run(&o, &f);
+		tp_topology_destroy(f.t);
+		return 0;
+	}
 	struct sim_workload w;
 	if (o.trace)
 		sim_workload_read_csv(&w, &f, o.trace, o.limit);

@@ -54,6 +54,7 @@ struct sim_job {
 	double checkpoint_s;
 	struct sim_shape shape;
 	uint16_t shape_key; /* jobs with the same key have the same shape (a failure memo) */
+	const char *service; /* the service a replica belongs to (sim_serving.c), or NULL */
 };
 
 struct sim_workload {
@@ -127,6 +128,8 @@ struct sim_opts {
 	bool compact;          /* compaction when jobs end (sim_compact.c; off by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
+	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
+	                        * services with replicas and an availability target */
 	const char *json;
 	const char *csv;
 	const char *plot;
@@ -189,6 +192,10 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 void sim_result_free(struct sim_result *res);
 /* Record one defrag planner call's CPU time (ns) in res->defrag_cpu_ms. */
 void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns);
+/* tp-bench sim --inference N (sim_serving.c): services instead of the training workload;
+ * prints per policy the share of service-hours that survive any single rack or power-feed
+ * loss beside effective GPU-hours. */
+void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f);
 /* The automatic measurement window: from 15% of the arrival span to the last arrival. */
 void sim_window(const struct sim_workload *w, double *w0, double *w1);
 /* Migration cost (checkpoint + restart, seconds) of a job of n GPUs (sim_workload.c). */

@@ -236,8 +236,17 @@ TP_API void tp_sizing_destroy(tp_sizing *s);
  * tp_pd_release_failed() then tp_pd_place() repairs it).
  *  @{ */
 
-/** @brief The version of ::tp_pd_request this header describes. @since 0.4.0 */
-#define TP_PD_REQUEST_VERSION 1
+/** @brief The version of ::tp_pd_request this header describes (1 ends at @c select_model).
+ *  @since 0.4.0 */
+#define TP_PD_REQUEST_VERSION 2
+
+/** @brief The ::tp_pd_request locality that lets tp_pd_place() choose the level from the
+ *  modelled KV hand-off time (docs/serving.md, "auto locality"). @since 0.4.0 */
+#define TP_PD_LOCALITY_AUTO "auto"
+
+/** @brief The default hand-off slack of "auto" locality: a looser locality is preferred while
+ *  its modelled hand-off is within 10% of the fastest candidate's. @since 0.4.0 */
+#define TP_PD_DEFAULT_HANDOFF_SLACK 0.1
 
 /** @brief A prefill/decode service. @since 0.4.0 */
 typedef struct tp_pd_request {
@@ -250,24 +259,36 @@ typedef struct tp_pd_request {
 	unsigned decode;           /**< decode instances per group (>= 1) */
 	unsigned decode_devices;   /**< devices per decode instance (>= 1) */
 	const char *instance_level;/**< level one instance lies in (NULL: the node level) */
-	const char *locality;      /**< level whose one domain holds a whole group, or NULL */
+	const char *locality;      /**< level whose one domain holds a whole group, NULL (none)
+	                                or ::TP_PD_LOCALITY_AUTO */
 	const char *spread_level;  /**< level whose domains the groups spread over, or NULL */
 	unsigned max_per_domain;   /**< most groups in one domain of @c spread_level (0: no cap) */
 	const char *select_model;  /**< only devices of this model, or NULL */
+	/* version 2 */
+	double kv_token_bytes;     /**< KV-cache bytes of one token, whole model (2 x layers x
+	                                kv_heads x head_dim x kv_bytes); needed by "auto" (> 0),
+	                                else only reported (0: no hand-off figure) */
+	unsigned prompt_tokens;    /**< tokens a request hands over (its prompt); "auto" needs
+	                                it > 0 */
+	double handoff_slack;      /**< "auto": the share by which a looser locality's hand-off
+	                                may exceed the fastest candidate's and still be preferred
+	                                (>= 0; ::TP_PD_DEFAULT_HANDOFF_SLACK) */
 } tp_pd_request;
 
 /** @brief Initialiser of ::tp_pd_request: one prefill and one decode instance of one device
- *  a group, no locality, no spread. */
+ *  a group, no locality, no spread, no hand-off figures. */
 #define TP_PD_REQUEST_INIT {TP_PD_REQUEST_VERSION, NULL, NULL, 1, 1, 1, 1, 1, NULL, NULL, NULL, \
-                            0, NULL}
+                            0, NULL, 0.0, 0, TP_PD_DEFAULT_HANDOFF_SLACK}
 
 /**
  * @brief Set a ::tp_pd_request to ::TP_PD_REQUEST_INIT, for callers that cannot use the macro
  * (bindings), as libgit2's `git_clone_options_init()` does.
  * @param[out] r The struct to fill; its version field becomes @p version.
- * @param version ::TP_PD_REQUEST_VERSION.
- * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is not ::TP_PD_REQUEST_VERSION (nothing
- *         is written; no object carries a message for this call).
+ * @param version ::TP_PD_REQUEST_VERSION, or 1 (only the fields of version 1, up to
+ *        `select_model`, are written, so a caller built against the older header is not written
+ *        past its struct).
+ * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is neither (nothing is written; no
+ *         object carries a message for this call).
  * @note Thread-safe. @since 0.4.0
  */
 TP_API int tp_pd_request_init(tp_pd_request *r, unsigned version);
@@ -299,8 +320,15 @@ typedef struct tp_pd_result tp_pd_result;
  * colocated with them at @c locality (tp_request's colocate). All or nothing: when one group
  * cannot be placed, nothing is assigned and the message names the group and why.
  *
- * Costs one or two tp_place() calls per domain tried and one lookup per group index; the
- * service's existing groups are found by their names, never by a scan of the cluster's jobs.
+ * When the locality level lies inside the spread domain (or there is no spread), each group
+ * first finds the tightest locality domain with room for the whole group (one tp_place() of
+ * its devices) and keeps both sides to it. With ::TP_PD_LOCALITY_AUTO the level is chosen as
+ * tp_pd_result_locality() says.
+ *
+ * Costs two or three tp_place() calls per domain tried and one lookup per group index (with
+ * "auto", a pass over the domains of the candidate levels and up to one such call per
+ * candidate); the service's existing groups are found by their names, never by a scan of the
+ * cluster's jobs.
  *
  * @param c The cluster (written: the instances are assigned to it on success).
  * @param r The service. @param[out] out Receives the result, also on failure (NULL only when
@@ -328,6 +356,31 @@ TP_API int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out
 TP_API int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned groups,
                                 unsigned *released);
 
+/**
+ * @brief The locality the groups placed by the call were kept to, and its modelled KV hand-off.
+ *
+ * With ::TP_PD_LOCALITY_AUTO the candidates are every level from @c instance_level up whose
+ * largest domain holds a whole group, and none. A candidate's hand-off per request is
+ * latency + kv_token_bytes x prompt_tokens / (GB/s x min(prefill_devices, decode_devices)) on
+ * the fabric of that level (two devices whose smallest common domain is one of its domains),
+ * for none on the fabric above the top level (or of the top level when it has one domain).
+ * The candidates within (1 + @c handoff_slack) of the fastest are tried loosest first (packing
+ * that gains nothing only costs placeable groups), then the others fastest first; the first
+ * that places every missing group is kept. tp_pd_result_decision() lists the figures.
+ *
+ * @param res The result.
+ * @param[out] handoff_us The modelled hand-off of one request at that locality, in
+ *        microseconds (0 without @c kv_token_bytes and @c prompt_tokens; may be NULL).
+ * @return The level's name (owned by the topology), or NULL for no locality (also for a
+ *         failed call or NULL @p res). @since 0.4.0
+ */
+TP_API const char *tp_pd_result_locality(const tp_pd_result *res, double *handoff_us);
+/**
+ * @brief How "auto" locality decided: each candidate with its modelled hand-off, and the
+ * outcome of each tried ("auto: rack 190.1 us, none 6721.9 us; tried rack: placed").
+ * @param res The result. @return The text ("" without "auto"; owned by @p res). @since 0.4.0
+ */
+TP_API const char *tp_pd_result_decision(const tp_pd_result *res);
 /** @brief Instances placed. @param res The result. @return The count. @since 0.4.0 */
 TP_API size_t tp_pd_result_count(const tp_pd_result *res);
 /** @brief One instance. @param res The result. @param i From 0.

@@ -933,18 +933,24 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes: 3 since 0.4.0 (`comm`), 2 since
- *  0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 and 2 (the fields that version
- *  has; the missing fields take their defaults), so callers built against an older header keep
- *  working. */
-#define TP_REQUEST_VERSION 3
+/** @brief Version of ::tp_request this header describes: 4 since 0.4.0 (`service`), 3 since
+ *  0.4.0 (`comm`), 2 since 0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 to 3
+ *  (the fields that version has; the missing fields take their defaults), so callers built
+ *  against an older header keep working. */
+#define TP_REQUEST_VERSION 4
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
  * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
  *
- * `version` must be 1 to 3 (::TP_REQUEST_VERSION); the library reads only the fields that
+ * `version` must be 1 to 4 (::TP_REQUEST_VERSION); the library reads only the fields that
  * version has.
+ *
+ * **A service's replica** (`service`, version 4): the job is one replica of the named service.
+ * tp_place() keeps it out of every domain where the service's spread caps
+ * (tp_cluster_set_service_caps()) are reached, counted over the service's running replicas
+ * (the running jobs whose shape names the service), and a job committed or assigned with this
+ * request as its shape counts as one of them. NULL (the default): no service.
  *
  * **How the job communicates** (`comm`, version 3): a ::tp_step_model whose degrees multiply
  * to `count` (tp_cost_step_us() checks the same). Spec rule 4, refined: among candidate domains
@@ -1009,18 +1015,20 @@ typedef struct tp_request {
 	                                  (see above); 0: no pairing. @since 0.2.0 (version 2) */
 	const struct tp_step_model *comm; /**< how the job communicates (see above), or NULL.
 	                                       @since 0.4.0 (version 3) */
+	const char *service;         /**< the service this job is a replica of (see above), or
+	                                  NULL. @since 0.4.0 (version 4) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
-	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL}
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL, NULL}
 
 /**
  * @brief Set a ::tp_request to ::TP_REQUEST_INIT, for callers that cannot use the macro (bindings),
  * as libgit2's `git_clone_options_init()` does.
  * @param[out] r The struct to fill; its version field becomes @p version.
- * @param version ::TP_REQUEST_VERSION, or an older version the library still reads (1 to 3): only
+ * @param version ::TP_REQUEST_VERSION, or an older version the library still reads (any from 1): only
  *        the fields of that version are written, so a caller built against an older header is not
  *        overrun.
  * @return 0, or ::TP_EINVAL when @p r is NULL or @p version is none of these (nothing is written;
@@ -1366,9 +1374,69 @@ TP_API int tp_cluster_job_devices(const tp_cluster *c, const char *job, const ui
  */
 TP_API int tp_cluster_job_options(const tp_cluster *c, const char *job, tp_job_options *opts);
 
+/* Services: spread caps over a service's replicas.
+ * A service is a name; its replicas are the running jobs whose shape (tp_job_options.shape,
+ * which tp_commit() records from the request) has that `service`. The cluster counts, for
+ * every service and every domain of every level, the replicas with a device there, kept up to
+ * date on every assign, release, move and rollback (never recounted on the request path), so
+ * that a service's caps hold as it scales out, as Kueue's topology spreading does for whole
+ * workloads. */
+
+/** @brief Version of ::tp_service_caps this header describes. @since 0.4.0 */
+#define TP_SERVICE_CAPS_VERSION 1
+
+/** @brief How a service's replicas spread over the domains of a level. @since 0.4.0 */
+typedef struct tp_service_caps {
+	unsigned version;        /**< ::TP_SERVICE_CAPS_VERSION */
+	const char *level;       /**< the level whose domains are counted, or NULL: no caps */
+	uint32_t max_per_domain; /**< most replicas with a device in one domain (0: no limit) */
+	double max_percent;      /**< most share of the replicas in one domain, in percent, in
+	                              (0, 100] (0: no limit): a new replica may go to a domain
+	                              holding r of the service's R running replicas when r + 1 <=
+	                              max(1, floor(max_percent x (R + 1) / 100)) */
+} tp_service_caps;
+
+/** @brief Initialiser for ::tp_service_caps: no caps. @since 0.4.0 */
+#define TP_SERVICE_CAPS_INIT {TP_SERVICE_CAPS_VERSION, NULL, 0, 0.0}
+
 /**
- * @brief A fingerprint of the state (occupancy, health, jobs): equal states give equal values on
- * every machine. *Read-only.* O(devices).
+ * @brief Set (or replace) the spread caps of a service; its replicas placed from now on keep to
+ * them (running replicas are not moved). The caps are part of the state: a rollback to a
+ * savepoint opened before the call puts the old ones back.
+ * @param c The cluster (written). @param service The service's name (copied; not empty).
+ * @param caps The caps, or NULL to lift them.
+ * @return 0, ::TP_EINVAL (NULL cluster or service, a bad name, version not 1, an unknown
+ *         level, max_percent outside [0, 100]; the message names the field), ::TP_ENOMEM.
+ *         On failure nothing changes. @since 0.4.0
+ */
+TP_API int tp_cluster_set_service_caps(tp_cluster *c, const char *service,
+                                       const tp_service_caps *caps);
+
+/**
+ * @brief The caps of a service (tp_cluster_set_service_caps()). *Read-only.*
+ * @param c The cluster. @param service The service's name.
+ * @param[out] caps Receives them (its @c version must be set; @c level is owned by the
+ *        topology, NULL when there are none).
+ * @return 0, ::TP_EINVAL (NULL argument, version not 1). @since 0.4.0
+ */
+TP_API int tp_cluster_service_caps(const tp_cluster *c, const char *service,
+                                   tp_service_caps *caps);
+
+/**
+ * @brief How many running replicas of a service have a device in one domain, or in all.
+ * *Read-only;* one lookup.
+ * @param c The cluster. @param service The service's name.
+ * @param level A level index. @param dom A domain of it, or ::TP_NONE for the whole cluster
+ *        (then @p level is not read).
+ * @param[out] out The count (0 for a service nothing has named).
+ * @return 0, ::TP_EINVAL (NULL argument, level or domain out of range). @since 0.4.0
+ */
+TP_API int tp_cluster_service_replicas(const tp_cluster *c, const char *service, unsigned level,
+                                       uint32_t dom, uint32_t *out);
+
+/**
+ * @brief A fingerprint of the state (occupancy, health, jobs, services' caps): equal states
+ * give equal values on every machine. *Read-only.* O(devices).
  * @param c The cluster. @return A 64-bit hash (xxHash3). @since 0.1.0
  */
 TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);

@@ -247,6 +247,7 @@ static struct tp_job_impl *job_new(struct tp_cluster *c, const char *id, const u
 		.shape = shape,
 		.nic = nic,
 		.devs_separate = false,
+		.service = TP_NO_SERVICE,
 		.bytes = bytes,
 	};
 	return job;
@@ -262,7 +263,8 @@ static int assign_prepare(struct tp_cluster *c, const char *id, const uint32_t *
 	if (!job)
 		goto nomem;
 	if (tp_grow(&c->alloc, (void **)&c->jobs, &c->cap_jobs, c->njobs + 1, sizeof *c->jobs) ||
-	    tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n)))
+	    tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n)) ||
+	    tp_cl_service_prepare(c, job->shape, devs, n, &job->service))
 		goto nomem;
 	JError_t err;
 	PPvoid_t p = JudySLGet(c->job_by_id, (const uint8_t *)id, &err);
@@ -296,6 +298,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	struct devop op = {.kind = OP_HOLD, .slot = slot, .ck = tp_ck_bucket(job->checkpoint_s)};
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, true);
+	tp_cl_service_apply(c, job, true);
 	if (c->nsp)
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
 	c->generation = ++c->generations;
@@ -350,6 +353,7 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot)
 	struct devop op = {.kind = OP_UNHOLD, .ck = tp_ck_bucket(job->checkpoint_s)};
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, false);
+	tp_cl_service_apply(c, job, false);
 	map_remove(c, job->id);
 	c->nexclusive -= tp_job_exclusive(job);
 	c->npairs -= job->nic != NULL;
@@ -380,7 +384,9 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 		tp_free(&c->alloc, nd);
 		nd = NULL;
 	}
-	if (!nd || tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n + c->jobs[slot]->ndev))) {
+	uint32_t sid;
+	if (!nd || tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n + c->jobs[slot]->ndev)) ||
+	    tp_cl_service_prepare(c, c->jobs[slot]->shape, devs, n, &sid)) {
 		tp_free(&c->alloc, nd);
 		tp_free(&c->alloc, nic);
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory moving job '%s'",
@@ -393,6 +399,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	             hold = {.kind = OP_HOLD, .slot = slot, .ck = ck};
 	tp_cl_apply_devs(c, job->devs, job->ndev, &unhold);
 	tp_cl_nic_apply(c, job, false);
+	tp_cl_service_apply(c, job, false);
 	struct tp_undo e = {.kind = TP_UNDO_REBIND, .slot = slot, .devs = job->devs,
 	                    .ndev = job->ndev, .devs_separate = job->devs_separate,
 	                    .nic = job->nic};
@@ -402,6 +409,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	job->nic = nic;
 	tp_cl_apply_devs(c, nd, n, &hold);
 	tp_cl_nic_apply(c, job, true);
+	tp_cl_service_apply(c, job, true);
 	tp_cl_spare_upkeep(c, nd, n);
 	tp_cl_spare_upkeep(c, e.devs, e.ndev);
 	if (c->nsp)
@@ -519,6 +527,7 @@ void tp_cluster_destroy(tp_cluster *c)
 	for (size_t i = 0; i < c->njobs; i++)
 		tp_cl_job_free(c, c->jobs[i]);
 	JudySLFreeArray(&c->job_by_id, &err);
+	tp_cl_service_free(c);
 	for (unsigned l = 0; l < TP_MAX_LEVELS; l++) {
 		Judy1FreeArray(&c->index[l], &err);
 		tp_free(&c->alloc, c->free[l]);

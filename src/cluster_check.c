@@ -107,6 +107,31 @@ static void hash_shape(struct hbuf *h, const tp_request *r)
 	 * fingerprints of states without it are those of version 1 */
 	if (r->gpu_nic_pairs)
 		hb_u64(h, (uint64_t)r->gpu_nic_pairs);
+	if (r->service) /* version 4, the same way */
+		hb_str(h, r->service);
+}
+
+/* The caps of the services that have some (tp_cluster_set_service_caps), in an order-free sum:
+ * states without caps keep their fingerprints. */
+static uint64_t caps_digest(const tp_cluster *c)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < c->nsvc; i++) {
+		const struct tp_service *s = &c->svc[i];
+		if (s->level == TP_NONE)
+			continue;
+		XXH3_state_t st;
+		XXH3_INITSTATE(&st);
+		XXH3_64bits_reset(&st);
+		struct hbuf h = {.st = &st};
+		hb_str(&h, s->name);
+		hb_u64(&h, s->level);
+		hb_u64(&h, s->max_per_domain);
+		hb_f64(&h, s->max_percent);
+		hb_flush(&h);
+		sum += XXH3_64bits_digest(&st);
+	}
+	return sum;
 }
 
 /* Everything about one job (its rank order and attributes). */
@@ -156,6 +181,9 @@ uint64_t tp_cluster_fingerprint(const tp_cluster *c)
 		sum += job_digest(c->jobs[i]);
 	hb_u64(&h, c->njobs);
 	hb_u64(&h, sum);
+	uint64_t caps = caps_digest(c);
+	if (caps)
+		hb_u64(&h, caps);
 	hb_flush(&h);
 	return XXH3_64bits_digest(&st);
 }
@@ -429,7 +457,7 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 	if ((rc = check_devices_state(c, buf, len)) || (rc = check_domains(c, buf, len)) ||
 	    (rc = check_spares(c, buf, len)) ||
 	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
-	    (rc = check_jobs(c, buf, len)))
+	    (rc = check_jobs(c, buf, len)) || (rc = tp_cl_service_check(c, buf, len)))
 		return rc;
 	return 0;
 }

@@ -80,6 +80,8 @@ struct tp_job_impl {
 	int16_t *nic;          /* [ndev] NIC paired with each rank, -1: none; NULL unless the
 	                          shape has gpu_nic_pairs (its own allocation) */
 	bool devs_separate;    /* devs is its own allocation (after a rebind), not in the block */
+	uint32_t service;      /* the service its shape names (cluster_service.c), or
+	                          TP_NO_SERVICE */
 	size_t bytes;          /* size of the block holding the struct, devs, id and tenant */
 };
 
@@ -90,7 +92,9 @@ enum tp_undo_kind {
 	TP_UNDO_RELEASE,  /* job was removed from slot (undo: put it back); owns the job */
 	TP_UNDO_REBIND,   /* the job at slot had devs[ndev] (undo: put them back); owns devs when
 	                     devs_separate */
-	TP_UNDO_SPARES    /* the spare policy was level `slot`, k `ndev` (undo: put it back) */
+	TP_UNDO_SPARES,   /* the spare policy was level `slot`, k `ndev` (undo: put it back) */
+	TP_UNDO_SERVICE   /* service `slot` had caps level `dev` (TP_NONE: none), max_per_domain
+	                     `ndev`, max_percent `x` (undo: put them back) */
 };
 
 struct tp_undo {
@@ -103,6 +107,18 @@ struct tp_undo {
 	struct tp_job_impl *job;
 	uint32_t *devs;
 	int16_t *nic;     /* REBIND: the job's NICs before (owned), or NULL */
+	double x;         /* SERVICE: the old max_percent */
+};
+
+/* A service (cluster_service.c): its name, running replicas and spread caps. Services are
+ * never removed, so that a rollback finds every one it counted. */
+#define TP_NO_SERVICE UINT32_MAX
+struct tp_service {
+	char *name;
+	uint32_t replicas;       /* running jobs whose shape names it */
+	uint32_t level;          /* caps level, or TP_NONE: no caps */
+	uint32_t max_per_domain; /* 0: none */
+	double max_percent;      /* 0: none */
 };
 
 /* An open savepoint: the undo log's length and the generation when it was opened. */
@@ -177,6 +193,13 @@ struct tp_cluster {
 	size_t plan_next;
 	/* the job mix placement protects (tp_cluster_set_place_mix, frag.c): 0 none (best fit
 	 * alone; a new cluster), 1 the caller's pmix[0 .. npmix), 2 tp_frag_report's default mix */
+	struct tp_service *svc;    /* [nsvc] services by index */
+	size_t nsvc, cap_svc;
+	Pvoid_t svc_by_name;       /* JudySL: name -> index + 1 */
+	Pvoid_t svc_count;         /* JudyL: tp_cl_service_key(s, l, d) -> replicas of service s
+	                            * with a device in domain d of level l (entries are made
+	                            * before a change and never removed, so that applying and
+	                            * undoing counts never allocates) */
 	int pmix_mode;
 	unsigned npmix;
 	struct tp_place_shape pmix[TP_PLACE_MIX_MAX];
@@ -333,6 +356,24 @@ void tp_cl_nic_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool o
 /* Point an existing job-map entry at slot; remove tombstones once they outnumber the jobs. */
 void tp_cl_map_set(struct tp_cluster *c, const char *id, uint32_t slot);
 void tp_cl_map_sweep(struct tp_cluster *c);
+
+/* Services (cluster_service.c). Make room, before a job with this shape holds devs, for its
+ * service and its counts; *sid receives the service (TP_NO_SERVICE when the shape names
+ * none). Then apply (on) or take back a running job's counts. */
+int tp_cl_service_prepare(struct tp_cluster *c, const tp_request *shape, const uint32_t *devs,
+                          size_t n, uint32_t *sid);
+void tp_cl_service_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool on);
+uint32_t tp_cl_service_find(const struct tp_cluster *c, const char *name);
+uint32_t tp_cl_service_count(const struct tp_cluster *c, uint32_t sid, unsigned level,
+                             uint32_t dom);
+void tp_cl_service_free(struct tp_cluster *c);
+/* tp_cluster_check's part: every count what the running jobs give. */
+int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len);
+
+static inline Word_t tp_cl_service_key(uint32_t sid, unsigned level, uint32_t dom)
+{
+	return (Word_t)sid << 36 | (Word_t)level << 32 | dom;
+}
 
 /* Free a job and what it owns (NULL is fine). */
 void tp_cl_job_free(const struct tp_cluster *c, struct tp_job_impl *job);

@@ -118,6 +118,10 @@ static bool undo_log_sound(const struct tp_cluster *c, size_t start)
 			if (e->ndev && e->slot >= tp_node_level(c->t))
 				return false;
 			break;
+		case TP_UNDO_SERVICE:
+			if (e->slot >= c->nsvc)
+				return false;
+			break;
 		default:
 			return false;
 		}
@@ -141,6 +145,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	struct devop op = {.kind = OP_HOLD, .slot = s, .ck = tp_ck_bucket(e->job->checkpoint_s)};
 	tp_cl_apply_devs(c, e->job->devs, e->job->ndev, &op);
 	tp_cl_nic_apply(c, e->job, true);
+	tp_cl_service_apply(c, e->job, true);
 	e->job = NULL; /* the cluster owns it again */
 }
 
@@ -159,6 +164,7 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	             hold = {.kind = OP_HOLD, .slot = e->slot, .ck = ck};
 	tp_cl_apply_devs(c, j->devs, j->ndev, &unhold);
 	tp_cl_nic_apply(c, j, false);
+	tp_cl_service_apply(c, j, false);
 	if (j->devs_separate)
 		tp_free(&c->alloc, j->devs);
 	tp_free(&c->alloc, j->nic);
@@ -169,6 +175,7 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	e->nic = NULL;
 	tp_cl_apply_devs(c, j->devs, j->ndev, &hold);
 	tp_cl_nic_apply(c, j, true);
+	tp_cl_service_apply(c, j, true);
 }
 
 static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
@@ -192,6 +199,11 @@ static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
 	case TP_UNDO_SPARES:
 		c->spare_level = e->slot;
 		c->spare_k = e->ndev;
+		break;
+	case TP_UNDO_SERVICE:
+		c->svc[e->slot].level = e->dev;
+		c->svc[e->slot].max_per_domain = e->ndev;
+		c->svc[e->slot].max_percent = e->x;
 		break;
 	}
 }

@@ -275,6 +275,7 @@ void tp_pl_ctx_fini(struct pctx *p)
 		j1_free(&p->xbad[l]);
 		jl_free(&p->used[l]);
 	}
+	j1_free(&p->sbad);
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
 	j1_free(&p->extra_down);
@@ -332,9 +333,10 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	p->compact = q->required >= 0 || q->preferred >= 0 || q->nslices > 0 || p->sl >= 0;
 	build_scope(p);
 	tp_pl_build_xbad(p, false);
+	tp_pl_build_sbad(p, true);
 	p->pairs = q->pairs;
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
-	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs;
+	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs || p->sbad;
 	p->out = NULL;
 	return p->err;
 }

@@ -200,7 +200,7 @@ static uint32_t excl_job(const struct pctx *p, uint32_t node, enum tp_pl_why y)
 struct dcount {
 	uint32_t ndev, down_nodes, down, cordoned, busy, slow;
 	uint32_t unpaired;                  /* usable GPUs without a free nearest NIC (pairs) */
-	uint32_t why[TP_PL_WHY_TENANT + 1]; /* nodes refused, per filter */
+	uint32_t why[TP_PL_WHY_SERVICE + 1]; /* nodes refused, per filter */
 	uint32_t job;                       /* another tenant's job that keeps nodes out */
 };
 
@@ -283,6 +283,7 @@ static void domain_say(struct ex *e, unsigned l, uint32_t d)
 	say_count(&e->m, &first, w.why[TP_PL_WHY_COLOCATE], "node", "away from the colocate job");
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MODEL], "node", "of another model");
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MEMORY], "node", "below request.select.min_memory_gb");
+	say_count(&e->m, &first, w.why[TP_PL_WHY_SERVICE], "node", "at request.service's cap");
 	say_count(&e->m, &first, w.slow, "device", "below request.select.min_perf");
 	say_count(&e->m, &first, w.unpaired, "GPU", "without a free nearest NIC (request.gpu_nic_pairs)");
 	if (first)
@@ -839,6 +840,7 @@ static void go_now(struct pctx *p, bool filtered)
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
 	tp_pl_build_xbad(p, false);
+	tp_pl_build_sbad(p, true);
 }
 
 /* Whether k devices fit the emptied cluster: 1, 0 (*fd_blocked when the tree has room and the
@@ -910,11 +912,22 @@ int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t
 	} else {
 		go_now(p, filtered);
 		e->now = true;
-		rc = say_fragmented(e, level, path);
+		uint32_t outside = tp_pl_service_free_outside(p, pl->fit.free_total);
+		if (outside < needed) { /* the service's own replicas hold the room its caps allow */
+			mb_add(&e->m, "busy: %u matching devices are free, %u of them outside the "
+			       "domains where service %s is at its cap, the request needs %u",
+			       pl->fit.free_total, outside, p->q->service, needed);
+			rc = TP_EBUSY;
+		} else {
+			rc = say_fragmented(e, level, path);
+		}
 	}
 	if (p->err)
 		return p->err;
 	if (rc < 0 && rc != TP_EINFEASIBLE && rc != TP_EBUSY && rc != TP_EFRAGMENTED)
 		return rc;
-	return tp_seterr(pl->errmsg, rc, "%s", e->m.s);
+	char svc[256] = "";
+	if (rc != TP_EINFEASIBLE)
+		tp_pl_say_service(p, svc, sizeof svc);
+	return tp_seterr(pl->errmsg, rc, "%s%s", e->m.s, svc);
 }

@@ -77,6 +77,10 @@ struct pctx {
 	bool allow_list;                /* scope holds every level (select.nodes) */
 	Pvoid_t xbad[TP_MAX_LEVELS];    /* Judy1: domains other tenants hold exclusively */
 	bool have_xbad;
+	Pvoid_t sbad;                   /* Judy1: domains of svc_level where the request's service
+	                                 * is at its cap (tp_pl_build_sbad), NULL: none */
+	int svc_level;                  /* the service's caps level, -1: no caps */
+	uint32_t svc_cap, svc_blocked;  /* replicas a domain may hold; domains at it */
 	int excl;                       /* the request's exclusive level, -1: none */
 	Pvoid_t xknown, xdirty;         /* Judy1 memo of the exclusive level's domains */
 	uint32_t self_slot;             /* replace: the job being repaired */
@@ -346,6 +350,11 @@ void *tp_pl_ar_alloc(struct pctx *p, size_t n);
 struct amark tp_pl_ar_mark(const struct pctx *p);
 void tp_pl_ar_release(struct pctx *p, struct amark m);
 void tp_pl_build_xbad(struct pctx *p, bool only_target);
+/* place_service.c: the domains a replica of the request's service must keep out of (on), or
+ * none (off: on the emptied cluster its other replicas are gone too) */
+void tp_pl_build_sbad(struct pctx *p, bool on);
+void tp_pl_say_service(const struct pctx *p, char *buf, size_t len);
+uint32_t tp_pl_service_free_outside(const struct pctx *p, uint32_t free_total);
 void tp_pl_ctx_fini(struct pctx *p);
 int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
                    uint32_t self_slot);
@@ -363,6 +372,7 @@ enum tp_pl_why {
 	TP_PL_WHY_MEMORY,   /* select.min_memory_gb */
 	TP_PL_WHY_XBAD,     /* in a domain another tenant's job holds exclusively */
 	TP_PL_WHY_TENANT,   /* its exclusive-level domain holds another tenant's job */
+	TP_PL_WHY_SERVICE,  /* its domain holds as many of the request's service as its caps let */
 };
 
 enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node);

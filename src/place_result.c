@@ -125,6 +125,7 @@ void tp_pl_go_ideal(struct pctx *p)
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
 	tp_pl_build_xbad(p, true);
+	tp_pl_build_sbad(p, false);
 }
 
 /* ---- accessors ------------------------------------------------------------------------------ */

@@ -56,6 +56,8 @@ enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node)
 				return TP_PL_WHY_XBAD;
 	if (p->excl >= 0 && excl_dirty(p, tp_node_ancestor(t, node, (unsigned)p->excl)))
 		return TP_PL_WHY_TENANT;
+	if (p->sbad && j1_test(p->sbad, tp_node_ancestor(t, node, (unsigned)p->svc_level)))
+		return TP_PL_WHY_SERVICE;
 	return TP_PL_WHY_OK;
 }
 

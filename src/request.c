@@ -306,6 +306,9 @@ static int resolve_names(const tp_request *r, struct tp_rq *q, char *err)
 		return tp_seterr(err, TP_EINVAL, "request.id: %s", why);
 	if ((why = tp_name_problem(q->tenant, false)))
 		return tp_seterr(err, TP_EINVAL, "request.tenant: %s", why);
+	q->service = r->service;
+	if (r->service && (why = tp_name_problem(r->service, false)))
+		return tp_seterr(err, TP_EINVAL, "request.service: %s", why);
 	if ((unsigned)r->job_class > TP_CLASS_INTERACTIVE)
 		return tp_seterr(err, TP_EINVAL, "request.class %d is not a job class",
 		                 (int)r->job_class);

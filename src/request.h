@@ -26,6 +26,7 @@ struct tp_rq_fdcap {
 struct tp_rq {
 	const char *id;     /* "new" when the request had none */
 	const char *tenant; /* "default" when the request had none */
+	const char *service; /* the service it is a replica of, or NULL */
 	uint32_t count;
 	uint32_t gsize;     /* >= 1 */
 	unsigned glevel;

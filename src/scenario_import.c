@@ -10,8 +10,10 @@
 #include "common.h"
 #include "scenario_internal.h"
 
+/* x_sizing and x_pd are read by the CLI's size and pd commands (docs/serving.md) and left
+ * alone here, so that one document serves both. */
 static const char *const top_keys[] = {"version", "topology", "state", "request", "policy",
-                                       "replace"};
+                                       "replace", "x_sizing", "x_pd"};
 static const char *const command_names[] = {"topology", "place", "defrag", "frag", "replace"};
 
 struct tp_scenario {

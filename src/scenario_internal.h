@@ -89,6 +89,7 @@ struct scen {
 	struct id_list down, cordoned;
 	struct sc_job *jobs;
 	size_t njobs;
+	const json_t *svc_caps; /* state.x_service_caps, checked, or NULL */
 
 	/* the question */
 	struct sc_request *req;     /* the top-level request */

@@ -15,7 +15,7 @@
 static const char *const request_keys[] = {
 	"id", "class", "priority", "tenant", "count", "group", "required", "preferred", "slices",
 	"balanced", "max_per_domain", "spread", "colocate", "exclusive", "select",
-	"x_gpu_nic_pairs"};
+	"x_gpu_nic_pairs", "x_service"};
 static const char *const group_keys[] = {"size", "level"};
 static const char *const slice_keys[] = {"level", "size"};
 static const char *const cap_keys[] = {"level", "devices", "groups"};
@@ -104,6 +104,11 @@ static bool read_who(struct scen *s, const json_t *req, const char *p, const str
 		if (!sc_check_name(s, v, sc_join(q, p, "tenant"), "a tenant", true))
 			return false;
 		r->tenant = json_string_value(v);
+	}
+	if ((v = json_object_get(req, "x_service"))) { /* extension: the replica's service */
+		if (!sc_check_name(s, v, sc_join(q, p, "x_service"), "a service", false))
+			return false;
+		r->service = json_string_value(v);
 	}
 	if (job) { /* a job's shape is the job's: its id and tenant win */
 		r->id = job->id;

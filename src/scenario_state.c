@@ -11,7 +11,8 @@
 
 #include "scenario_internal.h"
 
-static const char *const state_keys[] = {"jobs", "down", "cordoned"};
+static const char *const state_keys[] = {"jobs", "down", "cordoned", "x_service_caps"};
+static const char *const caps_keys[] = {"level", "max_per_domain", "max_percent"};
 static const char *const job_keys[] = {"id", "class", "priority", "tenant", "preemptible",
                                        "migratable", "checkpoint_s", "devices", "request"};
 static const char *const classes[] = {"training", "inference", "interactive"};
@@ -368,6 +369,60 @@ static bool read_jobs(struct scen *s, const json_t *jobs)
 	return true;
 }
 
+/* state.x_service_caps (extension): {"<service>": {"level", "max_per_domain",
+ * "max_percent"}}, set on the cluster before the jobs are assigned. */
+static bool read_service_caps(struct scen *s, const json_t *v)
+{
+	if (!json_is_object(v))
+		return sc_fail(s, "state.x_service_caps", "must be an object, not %s", sc_kind(v));
+	const char *name;
+	const json_t *c;
+	json_object_foreach((json_t *)v, name, c) {
+		char p[SC_PATH_LEN], q[SC_PATH_LEN];
+		snprintf(p, sizeof p, "state.x_service_caps.%s", name);
+		if (!sc_check_key_name(s, name, "state.x_service_caps", "a service") ||
+		    !sc_check_object(s, c, p, caps_keys, SC_COUNT(caps_keys)))
+			return false;
+		const json_t *x = json_object_get(c, "level");
+		if (!x || !json_is_string(x))
+			return sc_fail(s, sc_join(q, p, "level"), "%s: a level name is required",
+			               x ? sc_kind(x) : "missing");
+		long long n;
+		double pct;
+		if ((x = json_object_get(c, "max_per_domain")) &&
+		    !sc_check_int(s, x, sc_join(q, p, "max_per_domain"), 0, true, UINT32_MAX, true,
+		                  "an integer from 0 to 2^32 - 1", &n))
+			return false;
+		if ((x = json_object_get(c, "max_percent")) &&
+		    !sc_check_num(s, x, sc_join(q, p, "max_percent"), false, true, &pct))
+			return false;
+	}
+	s->svc_caps = v;
+	return true;
+}
+
+/* Set the caps read by read_service_caps on the new cluster. */
+static bool build_service_caps(struct scen *s)
+{
+	const char *name;
+	const json_t *c;
+	json_object_foreach((json_t *)s->svc_caps, name, c) {
+		tp_service_caps caps = TP_SERVICE_CAPS_INIT;
+		caps.level = json_string_value(json_object_get(c, "level"));
+		const json_t *x = json_object_get(c, "max_per_domain");
+		caps.max_per_domain = x ? (uint32_t)json_integer_value(x) : 0;
+		x = json_object_get(c, "max_percent");
+		caps.max_percent = x ? json_number_value(x) : 0.0;
+		int rc = tp_cluster_set_service_caps(s->c, name, &caps);
+		if (rc == TP_ENOMEM)
+			return sc_nomem(s, "state.x_service_caps");
+		if (rc < 0)
+			return sc_fail(s, "state.x_service_caps", "%s: %s", name,
+			               tp_cluster_errmsg(s->c));
+	}
+	return true;
+}
+
 bool sc_read_state(struct scen *s, const json_t *state)
 {
 	if (!sc_check_object(s, state, "state", state_keys, SC_COUNT(state_keys)))
@@ -379,6 +434,8 @@ bool sc_read_state(struct scen *s, const json_t *state)
 	    !read_refs(s, v, "state.cordoned", &s->cordoned))
 		return false;
 	if ((v = json_object_get(state, "jobs")) && !read_jobs(s, v))
+		return false;
+	if ((v = json_object_get(state, "x_service_caps")) && !read_service_caps(s, v))
 		return false;
 	return true;
 }
@@ -401,6 +458,8 @@ bool sc_build_state(struct scen *s)
 		return sc_nomem(s, "state");
 	if (rc < 0)
 		return sc_fail(s, "state", "%s", tp_strerror(rc));
+	if (s->svc_caps && !build_service_caps(s))
+		return false;
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct sc_job *job = &s->jobs[i];
 		rc = tp_cluster_assign(s->c, job->id, job->devices, job->ndevices, &job->opts);

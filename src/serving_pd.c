@@ -10,12 +10,14 @@
  * spread domain (the domain of the first device of p0), then places the missing groups one by
  * one inside a savepoint, so that a failure rolls everything back. Over the public API only.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster_impl.h"
 #include "common.h"
+#include "serving_internal.h"
 #include "topoplace-sizing.h"
 
 struct tp_pd_result {
@@ -23,6 +25,9 @@ struct tp_pd_result {
 	char errmsg[TP_ERRMSG_LEN];
 	tp_pd_instance *inst;
 	size_t n, cap;
+	const char *locality; /* the level the groups were kept to (owned by the topology) */
+	double handoff_us;
+	char decision[TP_ERRMSG_LEN];
 };
 
 /* What one call works with. */
@@ -45,9 +50,6 @@ static void job_name(char *buf, size_t len, const char *service, unsigned g, cha
 
 static int check_request(char *err, const tp_topology *t, const tp_pd_request *r)
 {
-	if (r->version != TP_PD_REQUEST_VERSION)
-		return tp_seterr(err, TP_EINVAL, "request.version %u is not %u", r->version,
-		                 TP_PD_REQUEST_VERSION);
 	if (!r->service || !r->service[0])
 		return tp_seterr(err, TP_EINVAL, "request.service is %s: a service needs an id",
 		                 r->service ? "empty" : "NULL");
@@ -64,14 +66,40 @@ static int check_request(char *err, const tp_topology *t, const tp_pd_request *r
 		if (u[i].v == 0 || u[i].v > (1u << 20))
 			return tp_seterr(err, TP_EINVAL, "request.%s %u is outside 1 to 2^20", u[i].name,
 			                 u[i].v);
+	bool aut = r->locality && strcmp(r->locality, TP_PD_LOCALITY_AUTO) == 0;
 	const struct {
 		const char *name, *v;
-	} l[] = {{"instance_level", r->instance_level}, {"locality", r->locality},
+	} l[] = {{"instance_level", r->instance_level}, {"locality", aut ? NULL : r->locality},
 	         {"spread_level", r->spread_level}};
 	for (size_t i = 0; i < sizeof l / sizeof l[0]; i++)
 		if (l[i].v && tp_topology_level_by_name(t, l[i].v) < 0)
 			return tp_seterr(err, TP_EINVAL, "request.%s '%s' is not a level of the topology",
 			                 l[i].name, l[i].v);
+	if (!(r->kv_token_bytes >= 0.0 && r->kv_token_bytes < 1e15))
+		return tp_seterr(err, TP_EINVAL, "request.kv_token_bytes %g is not a finite number "
+		                 ">= 0", r->kv_token_bytes);
+	if (!(r->handoff_slack >= 0.0 && r->handoff_slack < 1e6))
+		return tp_seterr(err, TP_EINVAL, "request.handoff_slack %g is not a finite number "
+		                 ">= 0", r->handoff_slack);
+	if (aut && (r->kv_token_bytes == 0.0 || r->prompt_tokens == 0))
+		return tp_seterr(err, TP_EINVAL, "request.locality 'auto' needs the hand-off's size: "
+		                 "request.kv_token_bytes %g and request.prompt_tokens %u must be > 0",
+		                 r->kv_token_bytes, r->prompt_tokens);
+	return 0;
+}
+
+/* The request in the current version: a version-1 caller's struct ends at select_model. */
+static int read_request(char *err, const tp_pd_request *in, tp_pd_request *r)
+{
+	*r = (tp_pd_request)TP_PD_REQUEST_INIT;
+	if (in->version == 1)
+		memcpy(r, in, offsetof(tp_pd_request, kv_token_bytes));
+	else if (in->version == TP_PD_REQUEST_VERSION)
+		*r = *in;
+	else
+		return tp_seterr(err, TP_EINVAL, "request.version %u is not 1 or %u", in->version,
+		                 TP_PD_REQUEST_VERSION);
+	r->version = TP_PD_REQUEST_VERSION;
 	return 0;
 }
 
@@ -184,20 +212,56 @@ static tp_request side_request(const struct pd *q, int prefill, const char **nod
 
 /* Try group g in one spread domain (TP_NONE: anywhere): 0, or the code of the failed side with
  * its message in why. Leaves the instances assigned on success only. */
+static size_t domain_node_names(const struct pd *q, int level, uint32_t dom, const char **nodes)
+{
+	uint32_t first, n;
+	tp_topology_domain_nodes(q->t, (unsigned)level, dom, &first, &n);
+	for (uint32_t i = 0; i < n; i++)
+		nodes[i] = tp_topology_node_name(q->t, first + i);
+	return n;
+}
+
+/* When the locality level lies inside the spread domain (or there is no spread), the prefill
+ * side alone could take a locality domain the decode side then does not fit in: first find the
+ * tightest locality domain with room for the whole group (one tp_place of its devices), and
+ * keep both sides to its nodes. 0 (nodes narrowed or left), or the probe's code. */
+static int narrow_to_locality(struct pd *q, const char **nodes, size_t *nn, char *why,
+                              size_t whylen)
+{
+	int loc = q->r->locality ? tp_topology_level_by_name(q->t, q->r->locality) : -1;
+	if (loc < 0 || loc <= q->spread)
+		return 0;
+	tp_request r = side_request(q, 1, nodes, *nn, NULL);
+	r.count = q->r->prefill * q->r->prefill_devices + q->r->decode * q->r->decode_devices;
+	r.group_size = r.count;
+	r.group_level = q->r->locality;
+	r.required = NULL;
+	tp_placement *p = NULL;
+	int rc = tp_place(q->c, &r, &p);
+	if (rc == 0) {
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(p, &n);
+		uint32_t node = tp_topology_device_node(q->t, devs[0]);
+		*nn = domain_node_names(q, loc, tp_topology_node_domain(q->t, node, (unsigned)loc),
+		                        nodes);
+	} else {
+		snprintf(why, whylen, "group: %s", p ? tp_placement_errmsg(p) : "out of memory");
+	}
+	tp_placement_destroy(p);
+	return rc;
+}
+
 static int try_group(struct pd *q, unsigned g, uint32_t dom, const char **nodes,
                      char *why, size_t whylen)
 {
-	size_t nn = 0;
-	if (dom != TP_NONE) {
-		uint32_t first, n;
-		tp_topology_domain_nodes(q->t, (unsigned)q->spread, dom, &first, &n);
-		for (uint32_t i = 0; i < n; i++)
-			nodes[nn++] = tp_topology_node_name(q->t, first + i);
-	}
+	size_t nn = dom == TP_NONE ? 0 : domain_node_names(q, q->spread, dom, nodes);
+	int rc = narrow_to_locality(q, nodes, &nn, why, whylen);
+	if (rc)
+		return rc;
 	char p0[TP_MAX_NAME + 1];
 	job_name(p0, sizeof p0, q->r->service, g, 'p', 0);
 	size_t sp, mark = q->res->n;
-	int rc = tp_cluster_savepoint(q->c, &sp);
+	rc = tp_cluster_savepoint(q->c, &sp);
 	if (rc)
 		return tp_seterr(q->res->errmsg, rc, "%s", tp_cluster_errmsg(q->c));
 	for (int side = 1; side >= 0 && !rc; side--) {
@@ -303,10 +367,13 @@ static int pd_run(struct pd *q)
 	q->groups_in = tp_calloc(a, q->ndom, sizeof *q->groups_in);
 	q->order = tp_mallocn(a, q->ndom, sizeof *q->order);
 	uint64_t *keys = tp_mallocn(a, q->ndom, sizeof *keys);
-	uint32_t most = 0; /* nodes of the largest spread domain */
-	for (uint32_t d = 0; q->spread >= 0 && d < q->ndom; d++) {
+	int loc = r->locality ? tp_topology_level_by_name(q->t, r->locality) : -1;
+	int widest = q->spread >= 0 ? q->spread : loc; /* the nodes buffer holds its largest */
+	uint32_t most = 0;
+	uint32_t nw = widest < 0 ? 0 : tp_topology_domain_count(q->t, (unsigned)widest);
+	for (uint32_t d = 0; d < nw; d++) {
 		uint32_t first, n;
-		tp_topology_domain_nodes(q->t, (unsigned)q->spread, d, &first, &n);
+		tp_topology_domain_nodes(q->t, (unsigned)widest, d, &first, &n);
 		if (n > most)
 			most = n;
 	}
@@ -350,6 +417,48 @@ static void result_clear(tp_pd_result *res)
 	res->n = 0;
 }
 
+static const char *locality_name(const tp_topology *t, int level)
+{
+	return level < 0 ? "none" : tp_topology_level_name(t, (unsigned)level);
+}
+
+/* "auto" locality: the candidates in the order of tp_pd_handoff_candidates(), each tried for
+ * the whole call (all or nothing, rolled back by pd_run on failure); the first that places
+ * every missing group is kept. res->decision lists the figures and what each try gave. */
+static int pd_auto(tp_cluster *c, tp_pd_request *r, tp_pd_result *res)
+{
+	const tp_topology *t = tp_cluster_topology(c);
+	struct tp_pd_handoff cand[TP_MAX_LEVELS + 1];
+	size_t n = tp_pd_handoff_candidates(t, r, cand);
+	size_t len = (size_t)snprintf(res->decision, sizeof res->decision, "auto:");
+	for (size_t i = 0; i < n && len < sizeof res->decision; i++)
+		len += (size_t)snprintf(res->decision + len, sizeof res->decision - len, "%s %s %.1f us",
+		                        i ? "," : "", locality_name(t, cand[i].level), cand[i].us);
+	int rc = TP_EINFEASIBLE;
+	for (size_t i = 0; i < n; i++) {
+		r->locality = cand[i].level < 0 ? NULL : tp_topology_level_name(t, (unsigned)cand[i].level);
+		struct pd q = {.c = c, .t = t, .r = r, .res = res};
+		res->errmsg[0] = '\0';
+		rc = pd_run(&q);
+		if (len < sizeof res->decision)
+			len += (size_t)snprintf(res->decision + len, sizeof res->decision - len,
+			                        "; tried %s: %s", locality_name(t, cand[i].level),
+			                        rc ? tp_err_name(rc) : "placed");
+		if (rc == 0) {
+			res->locality = r->locality;
+			res->handoff_us = cand[i].us;
+			return 0;
+		}
+		result_clear(res);
+		if (rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
+			return rc;
+	}
+	char last[TP_ERRMSG_LEN];
+	snprintf(last, sizeof last, "%s", res->errmsg);
+	return tp_seterr(res->errmsg, rc, "locality auto: no candidate places the groups (%s); "
+	                 "the last: %s", res->decision, last);
+}
+
 int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
 {
 	if (!out)
@@ -365,14 +474,24 @@ int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
 		return tp_seterr(res->errmsg, TP_EINVAL, "%s is NULL", !c ? "the cluster" :
 		                 "the request");
 	const tp_topology *t = tp_cluster_topology(c);
-	int rc = check_request(res->errmsg, t, r);
+	tp_pd_request req;
+	int rc = read_request(res->errmsg, r, &req);
+	if (!rc)
+		rc = check_request(res->errmsg, t, &req);
 	if (rc)
 		return rc;
-	struct pd q = {.c = c, .t = t, .r = r, .res = res};
+	if (req.locality && strcmp(req.locality, TP_PD_LOCALITY_AUTO) == 0)
+		return pd_auto(c, &req, res);
+	int level = req.locality ? tp_topology_level_by_name(t, req.locality) : -1;
+	struct pd q = {.c = c, .t = t, .r = &req, .res = res};
 	rc = pd_run(&q);
-	if (rc)
+	if (rc) {
 		result_clear(res);
-	return rc;
+		return rc;
+	}
+	res->locality = level < 0 ? NULL : tp_topology_level_name(t, (unsigned)level);
+	res->handoff_us = tp_pd_handoff_us(t, &req, level);
+	return 0;
 }
 
 int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned groups,
@@ -433,6 +552,18 @@ const tp_pd_instance *tp_pd_result_get(const tp_pd_result *res, size_t i)
 	return res && i < res->n ? &res->inst[i] : NULL;
 }
 
+const char *tp_pd_result_locality(const tp_pd_result *res, double *handoff_us)
+{
+	if (handoff_us)
+		*handoff_us = res ? res->handoff_us : 0.0;
+	return res ? res->locality : NULL;
+}
+
+const char *tp_pd_result_decision(const tp_pd_result *res)
+{
+	return res ? res->decision : "";
+}
+
 const char *tp_pd_result_errmsg(const tp_pd_result *res)
 {
 	return res ? res->errmsg : "";
@@ -450,5 +581,8 @@ void tp_pd_result_destroy(tp_pd_result *res)
 int tp_pd_request_init(tp_pd_request *r, unsigned version)
 {
 	static const tp_pd_request init = TP_PD_REQUEST_INIT;
-	return tp_options_init(r, version == TP_PD_REQUEST_VERSION ? sizeof init : 0, &init, version);
+	size_t size = version == TP_PD_REQUEST_VERSION ? sizeof init
+	              : version == 1                   ? offsetof(tp_pd_request, kv_token_bytes)
+	                                               : 0;
+	return tp_options_init(r, size, &init, version);
 }

@@ -356,9 +356,9 @@ Test(scenario, refuses_bad_top_level_fields)
 	static const struct bad_doc cases[] = {
 		{"[]", "must be an object, not a list"},
 		{"{'version': 1, 'topology': {}, 'extra': 1}",
-		 "extra: unknown key (allowed: version, topology, state, request, policy, replace)"},
+		 "extra: unknown key (allowed: version, topology, state, request, policy, replace, x_sizing, x_pd)"},
 		{"{'versoin': 1}", "versoin: unknown key (did you mean 'version'?) (allowed: version, "
-		                   "topology, state, request, policy, replace)"},
+		                   "topology, state, request, policy, replace, x_sizing, x_pd)"},
 		{"{'topology': {}}", "version: required (must be 1)"},
 		{"{'version': 2, 'topology': {}}", "version: must be 1, not 2"},
 		{"{'version': 1.0, 'topology': {}}", "version: must be 1, not 1.0"},
@@ -620,7 +620,7 @@ Test(scenario, ignores_the_other_sections_and_builds_one_level_fleets)
 	/* strict reads them, and refuses the first that is wrong */
 	char err[512];
 	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 1, &sc, err, sizeof err), TP_EPARSE);
-	cr_assert_str_eq(err, "state.anything: unknown key (allowed: jobs, down, cordoned)");
+	cr_assert_str_eq(err, "state.anything: unknown key (allowed: jobs, down, cordoned, x_service_caps)");
 	free(doc);
 	TP_ASSERT_NO_LEAKS();
 }
@@ -907,7 +907,7 @@ Test(scenario, refuses_bad_state_request_policy_and_replace)
 		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'prefered': 'rack'}",
 		 "request.prefered: unknown key (did you mean 'preferred'?) (allowed: id, class, "
 		 "priority, tenant, count, group, required, preferred, slices, balanced, "
-		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs)"},
+		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service)"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'max_moves': -1}",
 		 "policy.max_moves: -1 is below 0"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 2147483648}",
@@ -941,7 +941,7 @@ Test(scenario, validates_unused_sections_only_when_strict)
 {
 	const char *doc = BASE(", 'x': 1");
 	assert_refused_for(doc, TP_SCENARIO_FRAG, "x: unknown key (allowed: version, topology, "
-	                   "state, request, policy, replace)", false);
+	                   "state, request, policy, replace, x_sizing, x_pd)", false);
 	const char *bad_policy = "{'version': 1, " BASE_TOPOLOGY ", 'policy': {'budget': 1}}";
 	tp_scenario *sc = import_ok(bad_policy, TP_SCENARIO_FRAG, 0);
 	tp_scenario_destroy(sc);

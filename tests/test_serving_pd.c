@@ -202,7 +202,7 @@ Test(pd, bad_requests)
 	tp_pd_request r = service(1);
 	r.version = 9;
 	TP_ASSERT_ERR(tp_pd_place(c, &r, &res), TP_EINVAL, tp_pd_result_errmsg(res),
-	              "request.version 9 is not 1");
+	              "request.version 9 is not 1 or 2");
 	tp_pd_result_destroy(res);
 	r = service(1);
 	r.service = "";

@@ -231,6 +231,18 @@ INVALID = [
     (doc(topology__nodes__1__name="x\udc80"), "frag", "topology.nodes[1].name"),
     (doc(state__jobs__0__tenant="\udc80"), "frag", "state.jobs[0].tenant"),
     (doc(policy__min_priority_gap=2 ** 31), "defrag", "policy.min_priority_gap"),
+    (doc(request__x_service="a/b"), "place", "request.x_service"),
+    (doc(state__x_service_caps=[]), "frag", "state.x_service_caps: must be an object"),
+    (doc(state__x_service_caps={"web": {"max_per_domain": 1}}), "frag",
+     "state.x_service_caps.web.level: missing"),
+    (doc(state__x_service_caps={"web": {"level": "rack", "cap": 1}}), "frag",
+     "state.x_service_caps.web.cap: unknown key"),
+    (doc(state__x_service_caps={"web": {"level": "rack", "max_per_domain": -1}}), "frag",
+     "state.x_service_caps.web.max_per_domain"),
+    (doc(state__x_service_caps={"web": {"level": "rack", "max_percent": 101}}), "frag",
+     "state.x_service_caps: web: caps.max_percent 101 is not in [0, 100]"),
+    (doc(state__x_service_caps={"web": {"level": "row", "max_per_domain": 1}}), "frag",
+     "state.x_service_caps: web: caps.level 'row' is not a level of the topology"),
 ]
 
 

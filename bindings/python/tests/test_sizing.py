@@ -221,3 +221,50 @@ def test_cli_pd_not_placed(tp, tmp_path):
     rc, out = run_json(tmp_path, "pd", d)
     assert rc == 1 and out["status"] == "busy", out
     assert "every rack holds 1 groups of service chat" in out["message"]
+
+
+LLAMA_KV_TOKEN = 2 * 80 * 8 * 128 * 2  # bytes of KV cache a token, Llama-3.1-70B in fp16
+
+
+def test_place_pd_auto_locality(tp):
+    """auto keeps the groups in a rack on NVL72 (NVLink 900 GB/s against 50 between racks),
+    and falls back to no locality when a slower rack fabric makes packing pointless."""
+    topo = tp.Topology.nvl72(blocks=1, racks_per_block=2)
+    c = tp.Cluster(topo)
+    kw = dict(prefill=(2, 4), decode=(4, 8), instance_level="rack", locality="auto",
+              kv_token_bytes=LLAMA_KV_TOKEN, prompt_tokens=8192)
+    placed = tp.place_pd(c, "chat", 2, **kw)
+    assert placed.locality == "rack" and len(placed) == 12
+    assert placed.handoff_us == pytest.approx(3.4 + 8192 * LLAMA_KV_TOKEN / (900e3 * 4))
+    assert placed.decision.startswith("auto: rack 749.1 us, none 13435.8 us")
+    assert placed.decision.endswith("tried rack: placed")
+    b = tp.TopologyBuilder(["rack", "node"])
+    for r in range(2):
+        for n in range(4):
+            b.add_node("r%dn%d" % (r, n), ["r%d" % r], 4)
+    b.set_fabric("rack", "nvlink", 40, 5)
+    b.set_fabric("cluster", "ib", 50, 5)
+    slow = tp.Cluster(b.build())
+    placed = tp.place_pd(slow, "chat", 1, prefill=(1, 4), decode=(1, 4), locality="auto",
+                         kv_token_bytes=LLAMA_KV_TOKEN, prompt_tokens=8192)
+    assert placed.locality is None
+    assert placed.decision == "auto: none 13426.8 us, rack 16782.2 us; tried none: placed"
+    with pytest.raises(tp.InvalidArgument, match="request.locality 'auto' needs the "
+                                                 "hand-off's size"):
+        tp.place_pd(c, "x", 1, prefill=(1, 1), decode=(1, 1), locality="auto")
+    with pytest.raises(tp.InvalidArgument, match="request.prompt_tokens -1 is not"):
+        tp.place_pd(c, "x", 1, prefill=(1, 1), decode=(1, 1), prompt_tokens=-1)
+
+
+def test_cli_pd_auto(tp, tmp_path):
+    with open(os.path.join(DATA, "..", "serving", "chat-nvl72.json")) as f:
+        d = json.load(f)
+    d["service"].update(locality="auto", kv_token_bytes=LLAMA_KV_TOKEN, prompt_tokens=8192)
+    rc, out = run_json(tmp_path, "pd", d)
+    assert rc == 0, out
+    assert out["locality"] == "rack" and out["handoff_us"] == 749.1
+    assert out["decision"].startswith("auto: rack 749.1 us")
+    d["service"]["handoff_slack"] = -1
+    rc, out = run_json(tmp_path, "pd", d)
+    assert rc == 2 and "service.handoff_slack: -1 is not a number >= 0" in out["message"]
+

@@ -143,4 +143,7 @@ PD_REQUEST = _read("pd_request", {
     "max_per_domain": ("max_per_domain", int),
     "tenant": ("tenant", _s),
     "select_model": ("select_model", _s),
+    "kv_token_bytes": ("kv_token_bytes", float),
+    "prompt_tokens": ("prompt_tokens", int),
+    "handoff_slack": ("handoff_slack", float),
 })

@@ -214,6 +214,54 @@ class Cluster(_Owned):
         check(lib.tp_cluster_spare_policy(self._p, level, k), self)
         return level[0], k[0]
 
+    # -- services ---------------------------------------------------------------------------
+    def set_service_caps(self, service, level=None, max_per_domain=0, max_percent=0.0):
+        """Spread caps over a service's replicas (``tp_cluster_set_service_caps``): a new
+        replica (a request with ``service``) goes only to a domain of ``level`` holding fewer
+        than ``max_per_domain`` of the service's running replicas and, with ``max_percent``,
+        no more than max(1, floor(max_percent x (R + 1) / 100)) once it runs. No level lifts
+        the caps. Undone by a savepoint's rollback like any change."""
+        if not isinstance(service, str):
+            raise InvalidArgument("service %r is not a string" % (service,))
+        keep = []
+        caps = ffi.NULL
+        if level is not None:
+            caps = ffi.new("tp_service_caps *")
+            caps.version = lib.TP_SERVICE_CAPS_VERSION
+            name = level if isinstance(level, str) else self._topo.levels[self._topo.level(level)]
+            caps.level = _keep(keep, _b(name, "caps.level"))
+            for name, v in (("max_per_domain", max_per_domain), ("max_percent", max_percent)):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                    raise InvalidArgument("caps.%s %r is not a number >= 0" % (name, v))
+            if not isinstance(max_per_domain, int) or max_per_domain >= 2 ** 32:
+                raise InvalidArgument("caps.max_per_domain %r is not an integer below 2^32"
+                                      % (max_per_domain,))
+            caps.max_per_domain = max_per_domain
+            caps.max_percent = float(max_percent)
+        check(lib.tp_cluster_set_service_caps(self._p, _b(service, "service"), caps), self)
+
+    def service_caps(self, service):
+        """``(level, max_per_domain, max_percent)`` of a service's caps; level None: none."""
+        caps = ffi.new("tp_service_caps *")
+        caps.version = lib.TP_SERVICE_CAPS_VERSION
+        check(lib.tp_cluster_service_caps(self._p, _b(service, "service"), caps), self)
+        lv = None if caps.level == ffi.NULL else ffi.string(caps.level).decode("utf-8")
+        return lv, caps.max_per_domain, caps.max_percent
+
+    def service_replicas(self, service, level=None, dom=None):
+        """Running replicas of a service in one domain (a level and an id or path), or in all
+        (no level)."""
+        n = ffi.new("uint32_t *")
+        if level is None:
+            rc = lib.tp_cluster_service_replicas(self._p, _b(service, "service"), 0,
+                                                 lib.TP_NONE, n)
+        else:
+            rc = lib.tp_cluster_service_replicas(self._p, _b(service, "service"),
+                                                 self._topo.level(level), self._dom(level, dom),
+                                                 n)
+        check(rc, self)
+        return n[0]
+
     # -- reading --------------------------------------------------------------------------
     def free_count(self, level, dom):
         """Number of free devices (healthy, not cordoned, held by no job) in a domain (an id

@@ -10,11 +10,16 @@ The document (JSON)::
      "service": {"name": "chat", "groups": 4, "prefill": {"instances": 2, "devices": 4},
                  "decode": {"instances": 4, "devices": 8}, "instance_level": "rack",
                  "locality": "rack", "spread_level": "rack", "max_per_domain": 1,
-                 "tenant": "t1", "select_model": null, "repair": false}}
+                 "tenant": "t1", "select_model": null, "repair": false,
+                 "kv_token_bytes": 327680, "prompt_tokens": 8192, "handoff_slack": 0.1}}
+
+``"locality": "auto"`` chooses the level from the modelled KV hand-off of ``prompt_tokens``
+tokens of ``kv_token_bytes`` bytes (docs/serving.md, "auto locality").
 
 The service's groups already running are the state's jobs named ``<name>/g<k>/p<i>`` and
 ``<name>/g<k>/d<j>``. With ``repair`` the groups with an instance on a down device are released
 first and placed again. The answer: ``{"status": "ok", "service": name, "released": n,
+"locality": level or null, "handoff_us": x, "decision": text,
 "placed": [{"job", "group", "role", "index", "pair", "devices"}, ...]}``, exit 0; a group that
 cannot be placed: ``{"status": "busy" | "fragmented" | "infeasible", "message": ...}``, exit 1,
 nothing placed; invalid input, exit 2.
@@ -26,7 +31,8 @@ from . import scenario as sc_mod
 from .scenario import InvalidInput
 
 _SERVICE_KEYS = {"name", "groups", "prefill", "decode", "instance_level", "locality",
-                 "spread_level", "max_per_domain", "tenant", "select_model", "repair"}
+                 "spread_level", "max_per_domain", "tenant", "select_model", "repair",
+                 "kv_token_bytes", "prompt_tokens", "handoff_slack"}
 
 
 def _bad(path, why):
@@ -87,16 +93,26 @@ def parse(doc):
           "max_per_domain": _int("service.max_per_domain", sec.get("max_per_domain", 0))}
     for k in ("instance_level", "locality", "spread_level", "tenant", "select_model"):
         kw[k] = _opt_str("service." + k, sec.get(k))
+    kw["prompt_tokens"] = _int("service.prompt_tokens", sec.get("prompt_tokens", 0))
+    for k, default in (("kv_token_bytes", 0.0), ("handoff_slack", 0.1)):
+        v = sec.get(k, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise _bad("service." + k, "%s is not a number >= 0" % json.dumps(v))
+        kw[k] = float(v)
     return kw, repair
 
 
 def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     """Answer the pd command: (exit status, JSON document)."""
     from . import errors
-    from .size_cli import read_document
+    from .size_cli import from_extension, read_document, renamed
     from .sizing import place_pd, release_pd_failed
     doc, base_dir = read_document(path, stdin, max_bytes)
-    kw, repair = parse(doc)
+    doc, ext = from_extension(doc, "x_pd", None)
+    try:
+        kw, repair = parse(doc)
+    except InvalidInput as e:
+        raise renamed(e, ext, "service", keep=False)
     scen = {k: doc[k] for k in ("version", "topology", "state") if k in doc}
     sc = sc_mod.parse(scen, "frag", base_dir)
     released = 0
@@ -110,6 +126,8 @@ def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     except errors.InvalidArgument as e:
         raise InvalidInput("", "service: %s" % e)
     return 0, {"status": "ok", "service": kw["service"], "released": released,
+               "locality": placed.locality, "handoff_us": round(placed.handoff_us, 1),
+               "decision": placed.decision,
                "placed": [{"job": p.job, "group": p.group,
                            "role": "prefill" if p.prefill else "decode", "index": p.index,
                            "pair": p.pair, "devices": list(p.devices)} for p in placed]}
@@ -122,6 +140,8 @@ def render(doc):
     lines = ["service %s: %d instance(s) placed%s" % (
         doc["service"], len(doc["placed"]),
         ", %d group(s) released for repair" % doc["released"] if doc["released"] else "")]
+    if doc.get("decision"):
+        lines.append("  %s" % doc["decision"])
     for p in doc["placed"]:
         devs = p["devices"]
         span = devs[0] if len(devs) == 1 else "%s .. %s" % (devs[0], devs[-1])

@@ -87,6 +87,9 @@ class Request:
     #: ep_bytes, ep_msgs; the others keep ``TP_STEP_MODEL_INIT``), or None. Rule 4: the
     #: modelled step time breaks the ties every earlier rule leaves.
     comm: Optional[dict] = None
+    #: the service this job is a replica of (``service``): placement keeps it to the service's
+    #: spread caps (:meth:`Cluster.set_service_caps`), and once committed it counts as one
+    service: Optional[str] = None
 
     def __post_init__(self):
         self.slices = [_coerce(Slice, s) for s in self.slices]
@@ -160,6 +163,7 @@ class Request:
                 if k in self.comm:
                     setattr(m, k, self.comm[k])
             r.comm = m
+        r.service = s(self.service, "request.service")
         return r
 
     @classmethod
@@ -186,4 +190,5 @@ class Request:
             colocate=Colocate(_s(r.colocate_job), _s(r.colocate_level))
             if r.colocate_job != ffi.NULL else None,
             exclusive=_s(r.exclusive), select=sel, gpu_nic_pairs=bool(r.gpu_nic_pairs),
-            comm={k: getattr(r.comm, k) for k in _COMM_FIELDS} if r.comm != ffi.NULL else None)
+            comm={k: getattr(r.comm, k) for k in _COMM_FIELDS} if r.comm != ffi.NULL else None,
+            service=_s(r.service))

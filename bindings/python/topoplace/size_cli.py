@@ -114,6 +114,46 @@ def parse(doc):
     return name, model, kw, _int("serving.limit", s.get("limit", 0))
 
 
+# The keys of a scenario-v1 document that carries the serving sections as extension keys.
+SCENARIO_KEYS = ("version", "topology", "state", "request", "policy", "replace", "x_sizing",
+                 "x_pd")
+
+
+def from_extension(doc, key, sections):
+    """A document in a command's own shape from a scenario-v1 document that carries it under
+    the extension key ``key`` (``x_sizing``: ``model`` and ``serving``; ``x_pd``: the
+    ``service``), or ``doc`` unchanged when it has no such key. A message about a field of the
+    section names it under ``key``; the scenario's other keys are the importer's to check."""
+    if not isinstance(doc, dict) or key not in doc:
+        return doc, None
+    for k in doc:
+        if k not in SCENARIO_KEYS:
+            raise _bad(k, "unknown key (allowed: %s)" % ", ".join(SCENARIO_KEYS))
+    ext = doc[key]
+    if not isinstance(ext, dict):
+        raise _bad(key, "not an object")
+    keep = ("version", "topology", "state") if sections is None else ("version", "topology")
+    out = {k: doc[k] for k in keep if k in doc}
+    if sections is None:
+        out["service"] = ext
+    else:
+        for k in ext:
+            if k not in sections:
+                raise _bad("%s.%s" % (key, k), "unknown key (allowed: %s)"
+                           % ", ".join(sections))
+        out.update(ext)
+    return out, key
+
+
+def renamed(e, key, section, keep=True):
+    """An InvalidInput about ``section``'s fields, named under the extension key: inside it
+    (``keep``: ``x_sizing.model.params``) or as it (``x_pd.groups`` for ``service.groups``)."""
+    if key and (e.path == section or e.path.startswith(section + ".")):
+        return InvalidInput(key + "." + e.path if keep else key + e.path[len(section):],
+                            e.reason)
+    return e
+
+
 def read_document(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     """A JSON document from a file (or standard input for ``-``) and its folder; invalid input
     when it is not JSON (the size and pd commands)."""
@@ -129,7 +169,11 @@ def run(path, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTES):
     from . import errors
     from .sizing import size_model
     doc, base_dir = read_document(path, stdin, max_bytes)
-    name, model, kw, limit = parse(doc)
+    doc, ext = from_extension(doc, "x_sizing", ("model", "serving"))
+    try:
+        name, model, kw, limit = parse(doc)
+    except InvalidInput as e:
+        raise renamed(renamed(e, ext, "model"), ext, "serving")
     sc = sc_mod.parse({"version": doc.get("version", 1), "topology": doc.get("topology")},
                       "frag", base_dir)
     try:

@@ -19,7 +19,7 @@ from . import _defaults, errors
 from ._native import ffi, lib
 
 __all__ = ["Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "GOALS",
-           "PDInstance", "place_pd", "release_pd_failed"]
+           "PDInstance", "PDPlaced", "place_pd", "release_pd_failed"]
 
 #: The ranking goals, by their names in Python and in the CLI's JSON.
 GOALS = {"fewest_gpus": 0, "most_kv_per_gpu": 1, "best_throughput": 2}
@@ -211,16 +211,30 @@ def _opt_bytes(v, what, keep):
     return b
 
 
+class PDPlaced(list):
+    """The :class:`PDInstance` list :func:`place_pd` returns, with the locality the groups were
+    kept to (``locality``: a level name, or None for none), the modelled KV hand-off of one
+    request there (``handoff_us``, 0 without the hand-off's size) and, for ``locality="auto"``,
+    how it was decided (``decision``: each candidate's hand-off and what each try gave)."""
+    locality = None
+    handoff_us = 0.0
+    decision = ""
+
+
 def place_pd(cluster, service, groups, prefill, decode, instance_level=_PD["instance_level"],
              locality=_PD["locality"], spread_level=_PD["spread_level"],
              max_per_domain=_PD["max_per_domain"], tenant=_PD["tenant"],
-             select_model=_PD["select_model"]):
+             select_model=_PD["select_model"], kv_token_bytes=_PD["kv_token_bytes"],
+             prompt_tokens=_PD["prompt_tokens"], handoff_slack=_PD["handoff_slack"]):
     """Place the missing groups of a prefill/decode service and assign them (tp_pd_place()):
     ``groups`` is the number the service should have; ``prefill`` and ``decode`` are
-    ``(instances per group, devices per instance)``. Returns the :class:`PDInstance` placed
-    (none when every group existed). Raises :class:`~topoplace.errors.InvalidArgument` for a
-    bad figure or level and :class:`~topoplace.errors.Busy`, ``Fragmented`` or ``Infeasible``
-    when a group cannot be placed (the cluster is then unchanged)."""
+    ``(instances per group, devices per instance)``. ``locality="auto"`` chooses the level from
+    the modelled hand-off of ``prompt_tokens`` tokens of ``kv_token_bytes`` each (both needed),
+    preferring a looser level within ``handoff_slack`` of the fastest. Returns a
+    :class:`PDPlaced` list of the :class:`PDInstance` placed (none when every group existed).
+    Raises :class:`~topoplace.errors.InvalidArgument` for a bad figure or level and
+    :class:`~topoplace.errors.Busy`, ``Fragmented`` or ``Infeasible`` when a group cannot be
+    placed (the cluster is then unchanged)."""
     keep = []
     r = _defaults.c_init("pd_request")
     r.service = _opt_bytes(service, "service", keep)
@@ -236,6 +250,15 @@ def place_pd(cluster, service, groups, prefill, decode, instance_level=_PD["inst
     r.locality = _opt_bytes(locality, "locality", keep)
     r.spread_level = _opt_bytes(spread_level, "spread_level", keep)
     r.select_model = _opt_bytes(select_model, "select_model", keep)
+    for name, v in (("kv_token_bytes", kv_token_bytes), ("handoff_slack", handoff_slack)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise errors.InvalidArgument("request.%s %r is not a number" % (name, v))
+        setattr(r, name, float(v))
+    if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or \
+            not 0 <= prompt_tokens < 2 ** 32:
+        raise errors.InvalidArgument("request.prompt_tokens %r is not an integer from 0 to "
+                                     "2^32 - 1" % (prompt_tokens,))
+    r.prompt_tokens = prompt_tokens
     out = ffi.new("tp_pd_result **")
     rc = lib.tp_pd_place(cluster._p, r, out)
     res = ffi.gc(out[0], lib.tp_pd_result_destroy) if out[0] != ffi.NULL else None
@@ -243,7 +266,12 @@ def place_pd(cluster, service, groups, prefill, decode, instance_level=_PD["inst
         errors.check(rc, message=ffi.string(lib.tp_pd_result_errmsg(res)).decode(
             "utf-8", "replace") if res else None)
     topo = cluster.topology
-    placed = []
+    placed = PDPlaced()
+    us = ffi.new("double *")
+    loc = lib.tp_pd_result_locality(res, us)
+    placed.locality = None if loc == ffi.NULL else _str(loc)
+    placed.handoff_us = us[0]
+    placed.decision = _str(lib.tp_pd_result_decision(res))
     for i in range(lib.tp_pd_result_count(res)):
         x = lib.tp_pd_result_get(res, i)
         placed.append(PDInstance(

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spread caps over a service's replicas (tp_cluster_set_service_caps, tp_request.service): the
+ * domains of the caps level where the service already has as many replicas as its caps let a
+ * domain hold become a node filter, like the domains other tenants hold exclusively. They are
+ * read from the model's counts (cluster_service.c), walking only the domains the service has
+ * ever held at that level, never the cluster.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "place_internal.h"
+
+/* The most replicas one domain may hold once the new one runs: max_per_domain, and
+ * max(1, floor(max_percent x (R + 1) / 100)) of the R running ones plus the new one. */
+static uint32_t service_cap(const struct tp_service *s)
+{
+	uint32_t cap = s->max_per_domain ? s->max_per_domain : UINT32_MAX;
+	if (s->max_percent > 0.0) {
+		double share = floor(s->max_percent * ((double)s->replicas + 1.0) / 100.0 + 1e-9);
+		uint32_t n = share < 1.0 ? 1u : share >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)share;
+		cap = n < cap ? n : cap;
+	}
+	return cap;
+}
+
+void tp_pl_build_sbad(struct pctx *p, bool on)
+{
+	j1_free(&p->sbad);
+	if (!on) /* the explanation's emptied cluster: the service's other replicas are gone */
+		return;
+	p->svc_level = -1;
+	p->svc_blocked = 0;
+	const struct tp_cluster *c = p->c;
+	uint32_t sid = p->q->service ? tp_cl_service_find(c, p->q->service) : TP_NO_SERVICE;
+	if (sid == TP_NO_SERVICE || c->svc[sid].level == TP_NONE || p->self_slot != TP_NO_JOB)
+		return; /* a repair keeps its replica's place: caps are for new replicas */
+	const struct tp_service *s = &c->svc[sid];
+	p->svc_level = (int)s->level;
+	p->svc_cap = service_cap(s);
+	Word_t key = tp_cl_service_key(sid, s->level, 0);
+	Word_t last = tp_cl_service_key(sid, s->level, UINT32_MAX);
+	JError_t err;
+	for (PPvoid_t v = JudyLFirst(c->svc_count, &key, &err); v && v != PPJERR && key <= last;
+	     v = JudyLNext(c->svc_count, &key, &err))
+		if ((Word_t)*v >= p->svc_cap) {
+			j1_set(p, &p->sbad, (uint32_t)key);
+			p->svc_blocked++;
+		}
+}
+
+void tp_pl_say_service(const struct pctx *p, char *buf, size_t len)
+{
+	if (p->svc_level < 0 || !p->svc_blocked)
+		return;
+	const struct tp_level_impl *lv = &p->t->lv[p->svc_level];
+	snprintf(buf, len, "; service %s keeps out of %u %s%s at its cap of %u replica%s per %s "
+	         "(tp_cluster_set_service_caps)", p->q->service, p->svc_blocked, lv->name,
+	         p->svc_blocked == 1 ? "" : "s", p->svc_cap, p->svc_cap == 1 ? "" : "s", lv->name);
+}
+
+/* Of free_total free devices, those outside the domains the service's caps keep it out of. */
+uint32_t tp_pl_service_free_outside(const struct pctx *p, uint32_t free_total)
+{
+	if (!p->sbad)
+		return free_total;
+	uint64_t in = 0;
+	Word_t d = 0;
+	JError_t err;
+	for (int ok = Judy1First(p->sbad, &d, &err); ok == 1; ok = Judy1Next(p->sbad, &d, &err))
+		in += p->c->free[p->svc_level][d];
+	return in >= free_total ? 0 : free_total - (uint32_t)in;
+}
