@@ -131,6 +131,11 @@ static uint64_t job_digest(const struct tp_job_impl *j)
 	 * held, so that states without pairs jobs keep their fingerprints */
 	for (uint32_t i = 0; j->nic && i < j->ndev; i++)
 		hb_u64(&h, (uint64_t)(int64_t)j->nic[i]);
+	/* likewise the channels of its NVLink partitions, only when it has some */
+	for (uint32_t i = 0; i < j->nparts; i++) {
+		hb_u64(&h, j->parts[i].dom);
+		hb_u64(&h, j->parts[i].channel);
+	}
 	hb_flush(&h);
 	return XXH3_64bits_digest(&st);
 }
@@ -429,7 +434,7 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 	if ((rc = check_devices_state(c, buf, len)) || (rc = check_domains(c, buf, len)) ||
 	    (rc = check_spares(c, buf, len)) ||
 	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
-	    (rc = check_jobs(c, buf, len)))
+	    (rc = check_jobs(c, buf, len)) || (rc = tp_cl_part_check(c, buf, len)))
 		return rc;
 	return 0;
 }

@@ -333,8 +333,10 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	build_scope(p);
 	tp_pl_build_xbad(p, false);
 	p->pairs = q->pairs;
+	p->part_strict = self_slot != TP_NO_JOB; /* a repair may not bend the rules either */
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
-	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs;
+	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs ||
+	              (c->part_level >= 0 && (p->part_strict || c->part_held > 0));
 	p->out = NULL;
 	return p->err;
 }
@@ -531,11 +533,16 @@ static bool spread_unmeetable(const struct pctx *p, char *why)
 	return false;
 }
 
-static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
+static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q,
+                     bool strict, char *pwhy)
 {
 	struct pctx p;
 	char why[TP_ERRMSG_LEN];
 	int rc = tp_pl_ctx_init(&p, c, q, TP_NO_JOB);
+	if (strict) {
+		p.part_strict = true;
+		p.filtered = true;
+	}
 	/* More devices than the cluster has can never fit: explain the failure without sizing the
 	 * answer's buffers by a count that may be near 2^32. Nor can a spread over more domains
 	 * than the request or the level has (and its tables would be sized by it). */
@@ -545,8 +552,11 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 		rc = tp_pl_out_alloc(&p, q->count);
 	if (!rc) {
 		int r = too_big || unmeetable ? 0 : solve(&p, q->count);
-		if (r == 1)
+		if (r == 1) {
 			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);
+			if (!rc)
+				rc = tp_pl_part_result(pl, &p, p.out, p.nout, pwhy);
+		}
 		else if (r == 0)
 			rc = tp_pl_explain_failure(pl, &p, q->count, q->count, q->required,
 			                           unmeetable ? 0 : -1);
@@ -560,6 +570,34 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 	if (rc == TP_ECORRUPT)
 		tp_seterr(pl->errmsg, rc, "internal error: the solver's answer did not add up");
 	tp_pl_ctx_fini(&p);
+	return rc;
+}
+
+/* Place; when the answer would put a partition on a node another job's partition holds, in a
+ * full pool or beside another tenant's job, place again without those nodes (the answer is
+ * then the best of what the rules allow, not always the best overall: docs/concepts.md). A
+ * failure of the second pass says what the partition rules took away. */
+static int place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
+{
+	char why[TP_ERRMSG_LEN] = "";
+	int rc = place_run(pl, c, q, false, why);
+	if (rc != TP_EBUSY || !why[0] || c->part_level < 0)
+		return rc;
+	tp_pl_part_forget(pl);
+	char again[TP_ERRMSG_LEN] = "";
+	rc = place_run(pl, c, q, true, again);
+	if (rc == TP_EBUSY && again[0])
+		return tp_seterr(pl->errmsg, TP_EINTERNAL, "internal error: the placement without "
+		                 "partitioned nodes still needs one: %s", again);
+	if (rc == TP_EBUSY || rc == TP_EFRAGMENTED || rc == TP_EINFEASIBLE) {
+		bool pool = strstr(why, "IMEX channels") != NULL;
+		char rest[TP_ERRMSG_LEN];
+		snprintf(rest, sizeof rest, "%s", pl->errmsg);
+		rc = tp_seterr(pl->errmsg, pool ? TP_EBUSY : TP_EFRAGMENTED,
+		               "%s: the request spans nodes of an NVLink domain and needs a partition, "
+		               "but %s; without such nodes: %s", pool ? "busy" : "fragmented", why,
+		               rest);
+	}
 	return rc;
 }
 
@@ -579,7 +617,7 @@ int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out)
 	                 : TP_ENOMEM;
 	if (!rc) {
 		pl->req = tp_request_dup(&pl->alloc, r);
-		rc = pl->req ? place_run(pl, c, &q) : TP_ENOMEM;
+		rc = pl->req ? place_parts(pl, c, &q) : TP_ENOMEM;
 		tp_rq_release(&pl->alloc, &q);
 	}
 	if (rc == TP_ENOMEM) {

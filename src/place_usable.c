@@ -56,6 +56,8 @@ enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node)
 				return TP_PL_WHY_XBAD;
 	if (p->excl >= 0 && excl_dirty(p, tp_node_ancestor(t, node, (unsigned)p->excl)))
 		return TP_PL_WHY_TENANT;
+	if (tp_pl_part_refuses(p, node))
+		return TP_PL_WHY_PARTITION;
 	return TP_PL_WHY_OK;
 }
 
