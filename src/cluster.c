@@ -269,7 +269,7 @@ static int assign_prepare(struct tp_cluster *c, const char *id, const uint32_t *
 		goto nomem;
 	if (rc) {
 		tp_cl_job_free(c, job);
-		return tp_seterr(c->errmsg, rc, "job '%s' cannot have its NVLink partition: %s", id,
+		return tp_seterr(c->errmsg, rc, "job '%s' breaks the NVLink partition rules: %s", id,
 		                 why);
 	}
 	if (tp_grow(&c->alloc, (void **)&c->jobs, &c->cap_jobs, c->njobs + 1, sizeof *c->jobs) ||

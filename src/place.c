@@ -592,7 +592,8 @@ static int place_parts(tp_placement *pl, const struct tp_cluster *c, const struc
 	if (rc == TP_EBUSY || rc == TP_EFRAGMENTED || rc == TP_EINFEASIBLE) {
 		bool pool = strstr(why, "IMEX channels") != NULL;
 		char rest[TP_ERRMSG_LEN];
-		snprintf(rest, sizeof rest, "%s", pl->errmsg);
+		const char *r = strchr(pl->errmsg, ':'); /* drop the inner "fragmented: " */
+		snprintf(rest, sizeof rest, "%s", r && r[1] == ' ' ? r + 2 : pl->errmsg);
 		rc = tp_seterr(pl->errmsg, pool ? TP_EBUSY : TP_EFRAGMENTED,
 		               "%s: the request spans nodes of an NVLink domain and needs a partition, "
 		               "but %s; without such nodes: %s", pool ? "busy" : "fragmented", why,
