@@ -116,19 +116,17 @@ static int part_walk(const struct tp_cluster *c, uint32_t self, const char *tena
 		for (e = i + 1; e < nu && tp_node_ancestor(c->t, u[e], L) == dom;)
 			e++;
 		bool part = e - i >= 2 && tp_cl_part_domain(c, dom);
-		for (size_t x = i; x < e; x++) {
-			int rc = node_refuses(c, u[x], self, tenant, part, why);
-			if (rc)
-				return rc;
-		}
+		uint32_t ch = 0;
+		/* the pool first: no move inside the domain frees a channel (busy, not fragmented) */
+		int rc = part ? part_channel(c, dom, keep, nkeep, &ch, why) : 0;
+		for (size_t x = i; x < e && !rc; x++)
+			rc = node_refuses(c, u[x], self, tenant, part, why);
+		if (rc)
+			return rc;
 		if (!part)
 			continue;
-		if (out) {
-			out[k] = (struct tp_job_part){.dom = dom, .nnodes = (uint32_t)(e - i)};
-			int rc = part_channel(c, dom, keep, nkeep, &out[k].channel, why);
-			if (rc)
-				return rc;
-		}
+		if (out)
+			out[k] = (struct tp_job_part){.dom = dom, .channel = ch, .nnodes = (uint32_t)(e - i)};
 		k++;
 	}
 	*np = k;

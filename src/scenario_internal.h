@@ -89,6 +89,8 @@ struct scen {
 	struct id_list down, cordoned;
 	struct sc_job *jobs;
 	size_t njobs;
+	const char *part_level;  /* state.x_partitions.level, or NULL */
+	uint32_t part_channels;
 
 	/* the question */
 	struct sc_request *req;     /* the top-level request */

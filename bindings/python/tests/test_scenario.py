@@ -231,6 +231,13 @@ INVALID = [
     (doc(topology__nodes__1__name="x\udc80"), "frag", "topology.nodes[1].name"),
     (doc(state__jobs__0__tenant="\udc80"), "frag", "state.jobs[0].tenant"),
     (doc(policy__min_priority_gap=2 ** 31), "defrag", "policy.min_priority_gap"),
+    (doc(state__x_partitions={"level": "rack", "chanels": 2}), "place",
+     "state.x_partitions.chanels: unknown key"),
+    (doc(state__x_partitions={"channels": 2}), "place", "state.x_partitions.level: required"),
+    (doc(state__x_partitions={"level": "row"}), "place", "state.x_partitions.level"),
+    (doc(state__x_partitions={"level": "rack", "channels": 0}), "place",
+     "state.x_partitions.channels"),
+    (doc(state__x_partitions={"level": "rack"}), "place", "state.x_partitions"),
 ]
 
 
