@@ -333,10 +333,10 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	build_scope(p);
 	tp_pl_build_xbad(p, false);
 	p->pairs = q->pairs;
-	p->part_strict = self_slot != TP_NO_JOB; /* a repair may not bend the rules either */
+	p->part_mode = self_slot != TP_NO_JOB && c->part_level >= 0 ? 2 : 0; /* a repair: strict */
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
 	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs ||
-	              (c->part_level >= 0 && (p->part_strict || c->part_held > 0));
+	              p->part_mode > 0;
 	p->out = NULL;
 	return p->err;
 }
@@ -534,13 +534,13 @@ static bool spread_unmeetable(const struct pctx *p, char *why)
 }
 
 static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q,
-                     bool strict, char *pwhy)
+                     int part_mode, char *pwhy)
 {
 	struct pctx p;
 	char why[TP_ERRMSG_LEN];
 	int rc = tp_pl_ctx_init(&p, c, q, TP_NO_JOB);
-	if (strict) {
-		p.part_strict = true;
+	if (part_mode) {
+		p.part_mode = part_mode;
 		p.filtered = true;
 	}
 	/* More devices than the cluster has can never fit: explain the failure without sizing the
@@ -573,19 +573,25 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 	return rc;
 }
 
-/* Place; when the answer would put a partition on a node another job's partition holds, in a
- * full pool or beside another tenant's job, place again without those nodes (the answer is
- * then the best of what the rules allow, not always the best overall: docs/concepts.md). A
- * failure of the second pass says what the partition rules took away. */
+/* Place with the NVLink partition rules. The first pass ignores them (an ordinary request
+ * stays unfiltered: nothing is scanned); an answer that breaks them is placed again with
+ * other tenants' partitions left out, and an answer that still breaks them once more with
+ * every node a partition could not use left out (the answer is then the best of what the
+ * rules allow, not always the best overall: docs/concepts.md). A failure of a later pass says
+ * what the rules took away. */
 static int place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
 {
-	char why[TP_ERRMSG_LEN] = "";
-	int rc = place_run(pl, c, q, false, why);
+	char why[TP_ERRMSG_LEN] = "", again[TP_ERRMSG_LEN] = "";
+	int rc = place_run(pl, c, q, 0, why);
 	if (rc != TP_EBUSY || !why[0] || c->part_level < 0)
 		return rc;
-	tp_pl_part_forget(pl);
-	char again[TP_ERRMSG_LEN] = "";
-	rc = place_run(pl, c, q, true, again);
+	for (int mode = 1; mode <= 2; mode++) {
+		tp_pl_part_forget(pl);
+		again[0] = '\0';
+		rc = place_run(pl, c, q, mode, again);
+		if (rc != TP_EBUSY || !again[0])
+			break;
+	}
 	if (rc == TP_EBUSY && again[0])
 		return tp_seterr(pl->errmsg, TP_EINTERNAL, "internal error: the placement without "
 		                 "partitioned nodes still needs one: %s", again);

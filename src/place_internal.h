@@ -89,9 +89,10 @@ struct pctx {
 	Pvoid_t memo;                   /* JudyL (level << 32 | dom) -> capd + 1 (filtered) */
 	bool ideal_plain;               /* ideal, and every healthy uncordoned device usable */
 	bool pairs;                     /* gpu_nic_pairs: node capacity is a GPU-NIC matching */
-	bool part_strict;               /* NVLink partitions: leave out every node another job's
-	                                 * partition holds, in a full pool or running another
-	                                 * tenant's job (else only other tenants' partitions) */
+	int part_mode;                  /* NVLink partition rules as a node filter: 0 none (the
+	                                 * answer is checked after), 1 other tenants' partitions
+	                                 * left out, 2 also every node another job's partition
+	                                 * holds, in a full pool or running another tenant's job */
 
 	/* the root's decision, kept from tp_pl_eval() for tp_pl_emit() (same amount and column) */
 	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */

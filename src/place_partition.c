@@ -46,13 +46,13 @@ static const char *rq_tenant(const struct pctx *p)
 bool tp_pl_part_refuses(const struct pctx *p, uint32_t node)
 {
 	const struct tp_cluster *c = p->c;
-	if (c->part_level < 0 || p->ideal)
+	if (c->part_level < 0 || p->ideal || p->part_mode == 0)
 		return false;
 	uint32_t o;
 	const char *tenant = rq_tenant(p);
 	if (tp_cl_part_other(c, node, p->self_slot, &o))
-		return p->part_strict || strcmp(job_at(c, o)->tenant, tenant) != 0;
-	if (!p->part_strict)
+		return p->part_mode == 2 || strcmp(job_at(c, o)->tenant, tenant) != 0;
+	if (p->part_mode < 2)
 		return false;
 	uint32_t dom = tp_node_ancestor(p->t, node, (unsigned)c->part_level);
 	if (!tp_cl_part_domain(c, dom))
