@@ -167,13 +167,6 @@ uint64_t tp_cluster_fingerprint(const tp_cluster *c)
 
 /* ---- consistency check --------------------------------------------------------------------- */
 
-#define CHECK_FAIL(...)                                                                        \
-	do {                                                                                       \
-		if (buf && len)                                                                        \
-			snprintf(buf, len, __VA_ARGS__);                                                   \
-		return TP_ECORRUPT;                                                                    \
-	} while (0)
-
 /* Node counts and totals from the devices. */
 static int check_devices_state(const tp_cluster *c, char *buf, size_t len)
 {

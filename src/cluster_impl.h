@@ -399,6 +399,15 @@ void tp_cl_undo_drop(struct tp_cluster *c, size_t from);
 /* Free the partition policy's arrays (tp_cluster_destroy). */
 void tp_cl_part_free(struct tp_cluster *c);
 
+/* A failed consistency check (tp_cluster_check): the message into buf (len bytes, either may
+ * be 0), then return TP_ECORRUPT. Needs <stdio.h>. */
+#define CHECK_FAIL(...)                                                                        \
+	do {                                                                                       \
+		if (buf && len)                                                                        \
+			snprintf(buf, len, __VA_ARGS__);                                                   \
+		return TP_ECORRUPT;                                                                    \
+	} while (0)
+
 /* The partition check of tp_cluster_check (cluster_partition.c). */
 int tp_cl_part_check(const struct tp_cluster *c, char *buf, size_t len);
 

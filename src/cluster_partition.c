@@ -308,13 +308,6 @@ int tp_cluster_node_partition(const tp_cluster *c, uint32_t node, const char **j
 
 /* ---- the check ------------------------------------------------------------------------------- */
 
-#define CHECK_FAIL(...)                                                                        \
-	do {                                                                                       \
-		if (buf && len)                                                                        \
-			snprintf(buf, len, __VA_ARGS__);                                                   \
-		return TP_ECORRUPT;                                                                    \
-	} while (0)
-
 /* One job's partitions against what its devices need and the node and channel marks. */
 static int check_job_parts(const struct tp_cluster *c, uint32_t s, char *buf, size_t len)
 {
