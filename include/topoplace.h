@@ -1027,7 +1027,8 @@ TP_API const tp_topology *tp_cluster_topology(const tp_cluster *c);
  * @param opts The job's attributes, or NULL for the defaults.
  * @return 0, ::TP_EINVAL (bad id, device out of range or listed twice, bad option),
  *         ::TP_EEXIST (the id is running, or a device is held by another job; the message names
- *         the device and the job), ::TP_ENOMEM.
+ *         the device and the job), ::TP_EBUSY (with tp_cluster_set_partitions(): the job would
+ *         break an NVLink partition rule; the message names the node and the job), ::TP_ENOMEM.
  * @since 0.1.0
  */
 TP_API int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
@@ -1275,7 +1276,8 @@ TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);
  * *Read-only.* O(devices). For tests and debugging.
  * @param c The cluster.
  * @param buf Receives a description of the first difference (may be NULL). @param len Its size.
- * @return 0 when consistent, ::TP_ECORRUPT otherwise. @since 0.1.0
+ * @return 0 when consistent, ::TP_ECORRUPT otherwise, ::TP_ENOMEM (with NVLink partitions
+ *         on, tp_cluster_set_partitions(): checking them needs scratch memory). @since 0.1.0
  */
 TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
 
@@ -1378,7 +1380,9 @@ TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *fail
  *        @p opts given and `opts->shape` NULL, the request is still recorded as the shape.
  *        Ignored for a replacement.
  * @return 0, ::TP_EINVAL (not a successful placement, or the cluster changed since it was made),
- *         ::TP_EEXIST (the job id is already running), ::TP_ENOMEM.
+ *         ::TP_EEXIST (the job id is already running), ::TP_EBUSY (@p opts names another
+ *         tenant than the request, and the NVLink partition rules refuse it there),
+ *         ::TP_ENOMEM.
  * @since 0.1.0
  */
 TP_API int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);

@@ -319,8 +319,11 @@ static int check_job_parts(const struct tp_cluster *c, uint32_t s, char *buf, si
 	bool same = !rc && nw == j->nparts &&
 	            (nw == 0 || memcmp(want, j->parts, nw * sizeof *want) == 0);
 	tp_free(&c->alloc, want);
-	if (rc == TP_ENOMEM)
-		CHECK_FAIL("job '%s': out of memory checking its partitions", j->id);
+	if (rc == TP_ENOMEM) {
+		if (buf && len)
+			snprintf(buf, len, "out of memory checking job '%s''s partitions", j->id);
+		return TP_ENOMEM;
+	}
 	if (!same)
 		CHECK_FAIL("job '%s': its %u NVLink partitions are not the ones its devices need%s",
 		           j->id, j->nparts, rc ? " (a node is shared or a pool is exhausted)" : "");

@@ -216,6 +216,13 @@ Test(partition, a_second_tenants_job_never_shares_a_partition)
 	p = place(c, "a2", "ta", 2, 0);
 	cr_assert(uses_node(p, 1));
 	cr_assert_eq(tp_placement_partition_count(p), 0);
+	/* committed under another tenant, it breaks the rule: refused, the state unchanged */
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.tenant = "tb";
+	TP_ASSERT_ERR(tp_commit(c, p, &o), TP_EBUSY, tp_cluster_errmsg(c),
+	              "job 'a2' breaks the NVLink partition rules");
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	tp_placement_destroy(p);
 	/* the record refuses another tenant on the partition's nodes too */
 	TP_ASSERT_ERR(assign_run(c, "x", "tb", 6, 1), TP_EBUSY, tp_cluster_errmsg(c),
