@@ -1159,8 +1159,10 @@ TP_API const tp_topology *tp_cluster_topology(const tp_cluster *c);
  * @param opts The job's attributes, or NULL for the defaults.
  * @return 0, ::TP_EINVAL (bad id, device out of range or listed twice, bad option), ::TP_EEXIST
  *         (the id is running, or a device is held by another job; the message names the device and
- *         the job), ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and
- *         ::TP_EBUSY from the writer guard, leave no message); a success does not clear it.
+ *         the job), ::TP_EBUSY (with tp_cluster_set_partitions(): the job would break an NVLink
+ *         partition rule; the message names the node and the job), ::TP_ENOMEM. On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard,
+ *         leave no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_cluster_assign(tp_cluster *c, const char *job, const uint32_t *devices, size_t n,
@@ -1269,6 +1271,49 @@ TP_API uint32_t tp_cluster_spare_total_count(const tp_cluster *c);
  * @since 0.4.0
  */
 TP_API int tp_cluster_spare_policy(const tp_cluster *c, unsigned *level, unsigned *k);
+
+/** @brief Most IMEX channels one NVLink domain's pool may have (tp_cluster_set_partitions()). */
+#define TP_PARTITION_CHANNELS_MAX 65536u
+
+/**
+ * @brief Give jobs NVLink partitions (IMEX domains) in the domains of @p level whose fabric is
+ * NVLink (tp_topology_domain_fabric()), for example the racks of an NVL72 fleet.
+ *
+ * From then on a job whose devices sit on two or more nodes of such a domain holds a partition
+ * there: those nodes, and a channel from the domain's pool of @p channels (Slurm's
+ * `imex_channel_count`, 2048 by default there), the lowest free one. A node is in at most one
+ * partition at a time; a job without a partition (one node) may still use free devices of a
+ * node in a partition of a job of its own tenant, never of another tenant's. tp_place() honours
+ * these rules, tp_commit() and tp_cluster_assign() record the partitions, tp_cluster_release()
+ * frees them, savepoints undo them and tp_cluster_check() verifies them
+ * (docs/concepts.md, "NVLink partitions").
+ *
+ * @param c The cluster (writer); it must run no job and have no open savepoint.
+ * @param level A level above the node, or -1 to turn partitions off.
+ * @param channels Channels per domain, 1 to ::TP_PARTITION_CHANNELS_MAX (ignored for -1).
+ * @return 0, ::TP_EINVAL (bad level, a level without an NVLink domain, bad channel count, jobs
+ *         running, a savepoint open; the message is on @p c), ::TP_ENOMEM, ::TP_EBUSY (writer
+ *         guard). @since 0.4.0
+ */
+TP_API int tp_cluster_set_partitions(tp_cluster *c, int level, uint32_t channels);
+
+/**
+ * @brief The partition policy of a cluster (tp_cluster_set_partitions()). *Read-only.*
+ * @param c The cluster. @param[out] level The level, -1 when off (or NULL).
+ * @param[out] channels Channels per domain, 0 when off (or NULL).
+ * @return 0 or ::TP_EINVAL (NULL @p c). @since 0.4.0
+ */
+TP_API int tp_cluster_partition_policy(const tp_cluster *c, int *level, uint32_t *channels);
+
+/**
+ * @brief The partition a node is in: the running job that holds it and the channel.
+ * *Read-only.*
+ * @param c The cluster. @param node The node. @param[out] job The job's id, valid until the
+ *        job is released (or NULL). @param[out] channel The channel (or NULL).
+ * @return 0, ::TP_ENOTFOUND (the node is in no partition), ::TP_EINVAL (bad node). @since 0.4.0
+ */
+TP_API int tp_cluster_node_partition(const tp_cluster *c, uint32_t node, const char **job,
+                                     uint32_t *channel);
 
 /**
  * @brief Free devices (healthy, not cordoned, held by no job) in a domain. *Read-only.*
@@ -1446,8 +1491,10 @@ TP_API uint64_t tp_cluster_fingerprint(const tp_cluster *c);
  * *Read-only.* O(devices). For tests and debugging.
  * @param c The cluster.
  * @param buf Receives a description of the first difference (may be NULL). @param len Its size.
- * @return 0 when consistent, ::TP_ECORRUPT otherwise. No message on @p c (the call only reads it):
- *         the description goes to the caller's @p buf, which every call first empties.
+ * @return 0 when consistent, ::TP_ECORRUPT otherwise, ::TP_ENOMEM (with NVLink partitions on,
+ *         tp_cluster_set_partitions(): checking them needs scratch memory). No message on @p c
+ *         (the call only reads it): the description goes to the caller's @p buf, which every call
+ *         first empties.
  * @since 0.1.0
  */
 TP_API int tp_cluster_check(const tp_cluster *c, char *buf, size_t len);
@@ -1576,9 +1623,10 @@ TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *fail
  *        @p opts given and `opts->shape` NULL, the request is still recorded as the shape.
  *        Ignored for a replacement.
  * @return 0, ::TP_EINVAL (not a successful placement, or the cluster changed since it was made),
- *         ::TP_EEXIST (the job id is already running), ::TP_ENOMEM. On failure tp_cluster_errmsg()
- *         of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer guard, leave no message); a
- *         success does not clear it.
+ *         ::TP_EEXIST (the job id is already running), ::TP_EBUSY (@p opts names another
+ *         tenant than the request, and the NVLink partition rules refuse it there),
+ *         ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and
+ *         ::TP_EBUSY from the writer guard, leave no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_commit(tp_cluster *c, const tp_placement *p, const tp_job_options *opts);
@@ -1664,6 +1712,26 @@ TP_API int tp_placement_nic(const tp_placement *p, size_t i);
  */
 TP_API int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t *units,
                                       uint32_t *of);
+
+/**
+ * @brief The NVLink partitions a successful placement needs (tp_cluster_set_partitions()): one
+ * per NVLink domain of the partition level in which it uses two or more nodes. *Read-only.*
+ * @param p The result.
+ * @return Their number; 0 for a failed result, with partitions off, or on one node. @since 0.4.0
+ */
+TP_API size_t tp_placement_partition_count(const tp_placement *p);
+
+/**
+ * @brief The i-th partition of a placement, in domain order. *Read-only.*
+ * @param p The result. @param i Index, below tp_placement_partition_count().
+ * @param[out] dom The domain of the partition level (or NULL).
+ * @param[out] channel Its channel in the domain's pool (or NULL).
+ * @param[out] nodes The nodes that form it, ascending, owned by @p p (or NULL).
+ * @param[out] n Their number (or NULL).
+ * @return 0, ::TP_ENOTFOUND (@p i past the end), ::TP_EINVAL (NULL @p p). @since 0.4.0
+ */
+TP_API int tp_placement_partition(const tp_placement *p, size_t i, uint32_t *dom,
+                                  uint32_t *channel, const uint32_t **nodes, size_t *n);
 
 /** @brief Version of ::tp_fit this header describes. */
 #define TP_FIT_VERSION 1

@@ -198,6 +198,7 @@ void tp_cl_job_free(const struct tp_cluster *c, struct tp_job_impl *job)
 		tp_free(&c->alloc, job->devs);
 	tp_request_free(&c->alloc, job->shape);
 	tp_free(&c->alloc, job->nic);
+	tp_free(&c->alloc, job->parts);
 	tp_free(&c->alloc, job);
 }
 
@@ -262,6 +263,16 @@ static int assign_prepare(struct tp_cluster *c, const char *id, const uint32_t *
 	struct tp_job_impl *job = job_new(c, id, devs, n, opts);
 	if (!job)
 		goto nomem;
+	char why[TP_ERRMSG_LEN];
+	int rc = tp_cl_part_build(c, TP_NO_JOB, job->tenant, devs, n, NULL, 0, &job->parts,
+	                          &job->nparts, why);
+	if (rc == TP_ENOMEM)
+		goto nomem;
+	if (rc) {
+		tp_cl_job_free(c, job);
+		return tp_seterr(c->errmsg, rc, "job '%s' breaks the NVLink partition rules: %s", id,
+		                 why);
+	}
 	if (tp_grow(&c->alloc, (void **)&c->jobs, &c->cap_jobs, c->njobs + 1, sizeof *c->jobs) ||
 	    tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n)) ||
 	    tp_cl_service_prepare(c, job->shape, devs, n, &job->service))
@@ -299,6 +310,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, true);
 	tp_cl_service_apply(c, job, true);
+	tp_cl_part_apply(c, job, slot, true);
 	if (c->nsp)
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
 	c->generation = ++c->generations;
@@ -354,6 +366,7 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot)
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, false);
 	tp_cl_service_apply(c, job, false);
+	tp_cl_part_apply(c, job, slot, false);
 	map_remove(c, job->id);
 	c->nexclusive -= tp_job_exclusive(job);
 	c->npairs -= job->nic != NULL;
@@ -365,6 +378,15 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot)
 	}
 	c->jobs[last] = NULL;
 	return job;
+}
+
+/* The partitions the job at slot needs on devs, keeping its channels where it stays. */
+static int rebind_parts(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n,
+                        struct tp_job_part **parts, uint32_t *nparts, char *why)
+{
+	const struct tp_job_impl *job = c->jobs[slot];
+	return tp_cl_part_build(c, slot, job->tenant, devs, n, job->parts, job->nparts, parts,
+	                        nparts, why);
 }
 
 int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *devs, size_t n)
@@ -384,13 +406,21 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 		tp_free(&c->alloc, nd);
 		nd = NULL;
 	}
-	uint32_t sid;
-	if (!nd || tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n + c->jobs[slot]->ndev)) ||
-	    tp_cl_service_prepare(c, c->jobs[slot]->shape, devs, n, &sid)) {
+	struct tp_job_part *parts = NULL;
+	uint32_t nparts = 0, sid;
+	char why[TP_ERRMSG_LEN];
+	int rc = nd ? rebind_parts(c, slot, devs, n, &parts, &nparts, why) : TP_ENOMEM;
+	if (!rc && (tp_cl_undo_reserve(c, 1 + tp_cl_spare_need(c, n + c->jobs[slot]->ndev)) ||
+	            tp_cl_service_prepare(c, c->jobs[slot]->shape, devs, n, &sid)))
+		rc = TP_ENOMEM;
+	if (rc) {
 		tp_free(&c->alloc, nd);
 		tp_free(&c->alloc, nic);
-		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory moving job '%s'",
-		                 c->jobs[slot]->id);
+		tp_free(&c->alloc, parts);
+		return rc == TP_ENOMEM ? tp_seterr(c->errmsg, TP_ENOMEM, "out of memory moving job "
+		                                   "'%s'", c->jobs[slot]->id)
+		                       : tp_seterr(c->errmsg, rc, "job '%s' cannot move: %s",
+		                                   c->jobs[slot]->id, why);
 	}
 	memcpy(nd, devs, n * sizeof *nd);
 	struct tp_job_impl *job = c->jobs[slot];
@@ -400,16 +430,20 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	tp_cl_apply_devs(c, job->devs, job->ndev, &unhold);
 	tp_cl_nic_apply(c, job, false);
 	tp_cl_service_apply(c, job, false);
+	tp_cl_part_apply(c, job, slot, false);
 	struct tp_undo e = {.kind = TP_UNDO_REBIND, .slot = slot, .devs = job->devs,
 	                    .ndev = job->ndev, .devs_separate = job->devs_separate,
-	                    .nic = job->nic};
+	                    .nic = job->nic, .parts = job->parts, .nparts = job->nparts};
 	job->devs = nd;
 	job->ndev = (uint32_t)n;
 	job->devs_separate = true;
 	job->nic = nic;
+	job->parts = parts;
+	job->nparts = nparts;
 	tp_cl_apply_devs(c, nd, n, &hold);
 	tp_cl_nic_apply(c, job, true);
 	tp_cl_service_apply(c, job, true);
+	tp_cl_part_apply(c, job, slot, true);
 	tp_cl_spare_upkeep(c, nd, n);
 	tp_cl_spare_upkeep(c, e.devs, e.ndev);
 	if (c->nsp)
@@ -418,6 +452,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 		if (e.devs_separate)
 			tp_free(&c->alloc, e.devs);
 		tp_free(&c->alloc, e.nic);
+		tp_free(&c->alloc, e.parts);
 	}
 	c->generation = ++c->generations;
 	return 0;
@@ -499,6 +534,7 @@ int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t, const tp_alloc
 	c->guard = opts && opts->writer_guard;
 	atomic_init(&c->busy, false);
 	c->hstride = t->max_node_devices + 1;
+	c->part_level = -1;
 	if (create_arrays(c))
 		goto nomem;
 	init_aggregates(c);
@@ -543,6 +579,7 @@ void tp_cluster_destroy(tp_cluster *c)
 	tp_free(&c->alloc, c->dstate);
 	tp_free(&c->alloc, c->dev_job);
 	tp_free(&c->alloc, c->dev_nic);
+	tp_cl_part_free(c);
 	tp_allocator a = c->alloc;
 	tp_free(&a, c);
 }
@@ -829,7 +866,12 @@ size_t tp_cluster_memory(const tp_cluster *c)
 			m += sizeof(tp_request);
 		if (j->nic)
 			m += (size_t)j->ndev * sizeof *j->nic;
+		m += (size_t)j->nparts * sizeof *j->parts;
 	}
+	if (c->part_level >= 0)
+		m += (size_t)t->nnodes * sizeof *c->part_job +
+		     (size_t)t->lv[c->part_level].ndom *
+		         ((size_t)c->part_words * sizeof *c->part_bits + sizeof *c->part_used);
 	m += c->ntomb * (TP_MAX_NAME / 8 + 2 * sizeof(Word_t));
 	for (size_t i = 0; i < c->nundo; i++) {
 		const struct tp_undo *e = &c->undo[i];

@@ -156,6 +156,11 @@ static uint64_t job_digest(const struct tp_job_impl *j)
 	 * held, so that states without pairs jobs keep their fingerprints */
 	for (uint32_t i = 0; j->nic && i < j->ndev; i++)
 		hb_u64(&h, (uint64_t)(int64_t)j->nic[i]);
+	/* likewise the channels of its NVLink partitions, only when it has some */
+	for (uint32_t i = 0; i < j->nparts; i++) {
+		hb_u64(&h, j->parts[i].dom);
+		hb_u64(&h, j->parts[i].channel);
+	}
 	hb_flush(&h);
 	return XXH3_64bits_digest(&st);
 }
@@ -189,13 +194,6 @@ uint64_t tp_cluster_fingerprint(const tp_cluster *c)
 }
 
 /* ---- consistency check --------------------------------------------------------------------- */
-
-#define CHECK_FAIL(...)                                                                        \
-	do {                                                                                       \
-		if (buf && len)                                                                        \
-			snprintf(buf, len, __VA_ARGS__);                                                   \
-		return TP_ECORRUPT;                                                                    \
-	} while (0)
 
 /* Node counts and totals from the devices. */
 static int check_devices_state(const tp_cluster *c, char *buf, size_t len)
@@ -457,7 +455,8 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 	if ((rc = check_devices_state(c, buf, len)) || (rc = check_domains(c, buf, len)) ||
 	    (rc = check_spares(c, buf, len)) ||
 	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
-	    (rc = check_jobs(c, buf, len)) || (rc = tp_cl_service_check(c, buf, len)))
+	    (rc = check_jobs(c, buf, len)) || (rc = tp_cl_service_check(c, buf, len)) ||
+	    (rc = tp_cl_part_check(c, buf, len)))
 		return rc;
 	return 0;
 }

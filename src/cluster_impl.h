@@ -82,7 +82,17 @@ struct tp_job_impl {
 	bool devs_separate;    /* devs is its own allocation (after a rebind), not in the block */
 	uint32_t service;      /* the service its shape names (cluster_service.c), or
 	                          TP_NO_SERVICE */
+	struct tp_job_part *parts; /* [nparts] NVLink partitions, domain order (own allocation),
+	                              NULL when none (cluster_partition.c) */
+	uint32_t nparts;
 	size_t bytes;          /* size of the block holding the struct, devs, id and tenant */
+};
+
+/* One NVLink partition of a job: its domain of the partition level, its channel in the
+ * domain's pool and how many of the job's nodes it spans (>= 2; the nodes are those of the
+ * job's devices in the domain). */
+struct tp_job_part {
+	uint32_t dom, channel, nnodes;
 };
 
 /* An entry of the undo log (see tp_cluster_savepoint). */
@@ -107,6 +117,8 @@ struct tp_undo {
 	struct tp_job_impl *job;
 	uint32_t *devs;
 	int16_t *nic;     /* REBIND: the job's NICs before (owned), or NULL */
+	struct tp_job_part *parts; /* REBIND: the job's partitions before (owned), or NULL */
+	uint32_t nparts;
 	double x;         /* SERVICE: the old max_percent */
 };
 
@@ -187,6 +199,16 @@ struct tp_cluster {
 	uint32_t nspare_nodes;                /* spare nodes in the cluster */
 	uint32_t spare_level;                 /* the spare policy: keep spare_k spares in every */
 	uint32_t spare_k;                     /* domain of spare_level (0: no policy) */
+	/* NVLink partitions (tp_cluster_set_partitions, cluster_partition.c): off when
+	 * part_level < 0. part_job[node] is the slot of the job whose partition holds the node
+	 * (TP_NO_JOB: none); part_bits has part_words words per domain of part_level, bit k set
+	 * while channel k is taken; part_used[dom] counts them. */
+	int part_level;
+	uint32_t part_channels, part_words;
+	uint32_t *part_job;
+	uint64_t *part_bits;
+	uint32_t *part_used;
+	uint32_t part_held;        /* partitions held in the cluster */
 	uint64_t plan_key;         /* tp_plan_apply_step's cursor: the key of the plan last
 	                            * applied here (defrag_plan.c), and its next step; on the
 	                            * cluster so that a plan stays read-only while applied */
@@ -350,6 +372,34 @@ void tp_cl_apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
 /* The job now sits at slot `to`: its devices say so. */
 void tp_cl_relabel(struct tp_cluster *c, const struct tp_job_impl *job, uint32_t to);
 
+/* NVLink partitions (cluster_partition.c). tp_cl_part_build: the partitions devs[n] would
+ * need for the job at slot self (TP_NO_JOB: a new job) of tenant `tenant`, a job at self keeping
+ * the channels of its partitions `keep` in the same domains; *out NULL when none. 0, TP_ENOMEM,
+ * or TP_EBUSY with the reason in why (TP_ERRMSG_LEN bytes; NULL: none wanted): a node in
+ * another job's partition, a node of another tenant's job in the partition or a pool with no
+ * free channel. tp_cl_part_apply records (on) or clears a job's partitions at slot. */
+int tp_cl_part_build(const struct tp_cluster *c, uint32_t self, const char *tenant,
+                     const uint32_t *devs, size_t n, const struct tp_job_part *keep,
+                     uint32_t nkeep, struct tp_job_part **out, uint32_t *nout, char *why);
+void tp_cl_part_apply(struct tp_cluster *c, const struct tp_job_impl *job, uint32_t slot,
+                      bool on);
+
+/* Whether node is in the partition of a job other than self, and that job's slot. */
+static inline bool tp_cl_part_other(const struct tp_cluster *c, uint32_t node, uint32_t self,
+                                    uint32_t *owner)
+{
+	if (c->part_level < 0 || c->part_job[node] == TP_NO_JOB || c->part_job[node] == self)
+		return false;
+	*owner = c->part_job[node];
+	return true;
+}
+
+/* Whether the partition level's domain dom joins its nodes by NVLink (needs partitions). */
+static inline bool tp_cl_part_domain(const struct tp_cluster *c, uint32_t dom)
+{
+	return c->part_level >= 0 && tp_dom_fabric(c->t, c->part_level, dom)->kind == TP_LINK_NVLINK;
+}
+
 /* Record (on) or clear a job's NICs in dev_nic. */
 void tp_cl_nic_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool on);
 
@@ -386,5 +436,20 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot);
 int tp_cl_undo_reserve(struct tp_cluster *c, size_t k);
 void tp_cl_undo_push(struct tp_cluster *c, struct tp_undo e);
 void tp_cl_undo_drop(struct tp_cluster *c, size_t from);
+
+/* Free the partition policy's arrays (tp_cluster_destroy). */
+void tp_cl_part_free(struct tp_cluster *c);
+
+/* A failed consistency check (tp_cluster_check): the message into buf (len bytes, either may
+ * be 0), then return TP_ECORRUPT. Needs <stdio.h>. */
+#define CHECK_FAIL(...)                                                                        \
+	do {                                                                                       \
+		if (buf && len)                                                                        \
+			snprintf(buf, len, __VA_ARGS__);                                                   \
+		return TP_ECORRUPT;                                                                    \
+	} while (0)
+
+/* The partition check of tp_cluster_check (cluster_partition.c). */
+int tp_cl_part_check(const struct tp_cluster *c, char *buf, size_t len);
 
 #endif

@@ -257,8 +257,12 @@ void tp_cl_apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
 /* The job at slot `from` now sits at slot `to`: its devices say so. */
 void tp_cl_relabel(struct tp_cluster *c, const struct tp_job_impl *job, uint32_t to)
 {
-	for (uint32_t i = 0; i < job->ndev; i++)
-		c->dev_job[job->devs[i]] = to;
+	for (uint32_t i = 0; i < job->ndev; i++) {
+		uint32_t d = job->devs[i], node = c->t->dev_node[d];
+		if (c->part_level >= 0 && c->part_job[node] == c->dev_job[d])
+			c->part_job[node] = to; /* its own partition follows it */
+		c->dev_job[d] = to;
+	}
 }
 
 /* ---- queries ------------------------------------------------------------------------------- */

@@ -32,6 +32,7 @@ void tp_cl_undo_drop(struct tp_cluster *c, size_t from)
 			if (e->devs_separate)
 				tp_free(&c->alloc, e->devs);
 			tp_free(&c->alloc, e->nic);
+			tp_free(&c->alloc, e->parts);
 		}
 	}
 	c->nundo = from;
@@ -146,6 +147,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	tp_cl_apply_devs(c, e->job->devs, e->job->ndev, &op);
 	tp_cl_nic_apply(c, e->job, true);
 	tp_cl_service_apply(c, e->job, true);
+	tp_cl_part_apply(c, e->job, s, true);
 	e->job = NULL; /* the cluster owns it again */
 }
 
@@ -165,17 +167,23 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	tp_cl_apply_devs(c, j->devs, j->ndev, &unhold);
 	tp_cl_nic_apply(c, j, false);
 	tp_cl_service_apply(c, j, false);
+	tp_cl_part_apply(c, j, e->slot, false);
 	if (j->devs_separate)
 		tp_free(&c->alloc, j->devs);
 	tp_free(&c->alloc, j->nic);
+	tp_free(&c->alloc, j->parts);
 	j->devs = e->devs;
 	j->ndev = e->ndev;
 	j->devs_separate = e->devs_separate;
 	j->nic = e->nic;
 	e->nic = NULL;
+	j->parts = e->parts;
+	j->nparts = e->nparts;
+	e->parts = NULL;
 	tp_cl_apply_devs(c, j->devs, j->ndev, &hold);
 	tp_cl_nic_apply(c, j, true);
 	tp_cl_service_apply(c, j, true);
+	tp_cl_part_apply(c, j, e->slot, true);
 }
 
 static void undo_entry(struct tp_cluster *c, struct tp_undo *e)

@@ -335,8 +335,10 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	tp_pl_build_xbad(p, false);
 	tp_pl_build_sbad(p, true);
 	p->pairs = q->pairs;
+	p->part_mode = self_slot != TP_NO_JOB && c->part_level >= 0 ? 2 : 0; /* a repair: strict */
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
-	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs || p->sbad;
+	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs || p->sbad ||
+	              p->part_mode > 0;
 	p->out = NULL;
 	return p->err;
 }
@@ -533,11 +535,16 @@ static bool spread_unmeetable(const struct pctx *p, char *why)
 	return false;
 }
 
-static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
+static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q,
+                     int part_mode, char *pwhy)
 {
 	struct pctx p;
 	char why[TP_ERRMSG_LEN];
 	int rc = tp_pl_ctx_init(&p, c, q, TP_NO_JOB);
+	if (part_mode) {
+		p.part_mode = part_mode;
+		p.filtered = true;
+	}
 	/* More devices than the cluster has can never fit: explain the failure without sizing the
 	 * answer's buffers by a count that may be near 2^32. Nor can a spread over more domains
 	 * than the request or the level has (and its tables would be sized by it). */
@@ -547,8 +554,11 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 		rc = tp_pl_out_alloc(&p, q->count);
 	if (!rc) {
 		int r = too_big || unmeetable ? 0 : solve(&p, q->count);
-		if (r == 1)
+		if (r == 1) {
 			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);
+			if (!rc)
+				rc = tp_pl_part_result(pl, &p, p.out, p.nout, pwhy);
+		}
 		else if (r == 0)
 			rc = tp_pl_explain_failure(pl, &p, q->count, q->count, q->required,
 			                           unmeetable ? 0 : -1);
@@ -562,6 +572,41 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 	if (rc == TP_ECORRUPT)
 		tp_seterr(pl->errmsg, rc, "internal error: the solver's answer did not add up");
 	tp_pl_ctx_fini(&p);
+	return rc;
+}
+
+/* Place with the NVLink partition rules. The first pass ignores them (an ordinary request
+ * stays unfiltered: nothing is scanned); an answer that breaks them is placed again with
+ * other tenants' partitions left out, and an answer that still breaks them once more with
+ * every node a partition could not use left out (the answer is then the best of what the
+ * rules allow, not always the best overall: docs/concepts.md). A failure of a later pass says
+ * what the rules took away. */
+static int place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
+{
+	char why[TP_ERRMSG_LEN] = "", again[TP_ERRMSG_LEN] = "";
+	int rc = place_run(pl, c, q, 0, why);
+	if (rc != TP_EBUSY || !why[0] || c->part_level < 0)
+		return rc;
+	for (int mode = 1; mode <= 2; mode++) {
+		tp_pl_part_forget(pl);
+		again[0] = '\0';
+		rc = place_run(pl, c, q, mode, again);
+		if (rc != TP_EBUSY || !again[0])
+			break;
+	}
+	if (rc == TP_EBUSY && again[0])
+		return tp_seterr(pl->errmsg, TP_EINTERNAL, "internal error: the placement without "
+		                 "partitioned nodes still needs one: %s", again);
+	if (rc == TP_EBUSY || rc == TP_EFRAGMENTED || rc == TP_EINFEASIBLE) {
+		bool pool = strstr(why, "IMEX channels") != NULL;
+		char rest[TP_ERRMSG_LEN];
+		const char *r = strchr(pl->errmsg, ':'); /* drop the inner "fragmented: " */
+		snprintf(rest, sizeof rest, "%s", r && r[1] == ' ' ? r + 2 : pl->errmsg);
+		rc = tp_seterr(pl->errmsg, pool ? TP_EBUSY : TP_EFRAGMENTED,
+		               "%s: the request spans nodes of an NVLink domain and needs a partition, "
+		               "but %s; without such nodes: %s", pool ? "busy" : "fragmented", why,
+		               rest);
+	}
 	return rc;
 }
 
@@ -581,7 +626,7 @@ int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out)
 	                 : TP_ENOMEM;
 	if (!rc) {
 		pl->req = tp_request_dup(&pl->alloc, r);
-		rc = pl->req ? place_run(pl, c, &q) : TP_ENOMEM;
+		rc = pl->req ? place_parts(pl, c, &q) : TP_ENOMEM;
 		tp_rq_release(&pl->alloc, &q);
 	}
 	if (rc == TP_ENOMEM) {

@@ -200,7 +200,7 @@ static uint32_t excl_job(const struct pctx *p, uint32_t node, enum tp_pl_why y)
 struct dcount {
 	uint32_t ndev, down_nodes, down, cordoned, busy, slow;
 	uint32_t unpaired;                  /* usable GPUs without a free nearest NIC (pairs) */
-	uint32_t why[TP_PL_WHY_SERVICE + 1]; /* nodes refused, per filter */
+	uint32_t why[TP_PL_WHY_PARTITION + 1]; /* nodes refused, per filter */
 	uint32_t job;                       /* another tenant's job that keeps nodes out */
 };
 
@@ -284,6 +284,8 @@ static void domain_say(struct ex *e, unsigned l, uint32_t d)
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MODEL], "node", "of another model");
 	say_count(&e->m, &first, w.why[TP_PL_WHY_MEMORY], "node", "below request.select.min_memory_gb");
 	say_count(&e->m, &first, w.why[TP_PL_WHY_SERVICE], "node", "at request.service's cap");
+	say_count(&e->m, &first, w.why[TP_PL_WHY_PARTITION], "node",
+	          "left out by the NVLink partition rules");
 	say_count(&e->m, &first, w.slow, "device", "below request.select.min_perf");
 	say_count(&e->m, &first, w.unpaired, "GPU", "without a free nearest NIC (request.gpu_nic_pairs)");
 	if (first)

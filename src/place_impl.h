@@ -34,6 +34,9 @@ struct tp_placement {
 	tp_fit fit;
 	bool has_shrink;             /* a failed replace: the shrink alternative below */
 	uint32_t shrink_ranks, shrink_units, shrink_of; /* (tp_placement_repair_shrink) */
+	struct tp_job_part *parts;   /* [nparts] NVLink partitions, then their nodes (one block) */
+	uint32_t nparts;
+	uint32_t *part_nodes;        /* [sum of parts[i].nnodes], inside the block of parts */
 };
 
 #endif

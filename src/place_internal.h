@@ -93,6 +93,10 @@ struct pctx {
 	Pvoid_t memo;                   /* JudyL (level << 32 | dom) -> capd + 1 (filtered) */
 	bool ideal_plain;               /* ideal, and every healthy uncordoned device usable */
 	bool pairs;                     /* gpu_nic_pairs: node capacity is a GPU-NIC matching */
+	int part_mode;                  /* NVLink partition rules as a node filter: 0 none (the
+	                                 * answer is checked after), 1 other tenants' partitions
+	                                 * left out, 2 also every node another job's partition
+	                                 * holds, in a full pool or running another tenant's job */
 
 	/* the root's decision, kept from tp_pl_eval() for tp_pl_emit() (same amount and column) */
 	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
@@ -373,9 +377,18 @@ enum tp_pl_why {
 	TP_PL_WHY_XBAD,     /* in a domain another tenant's job holds exclusively */
 	TP_PL_WHY_TENANT,   /* its exclusive-level domain holds another tenant's job */
 	TP_PL_WHY_SERVICE,  /* its domain holds as many of the request's service as its caps let */
+	TP_PL_WHY_PARTITION /* in another job's NVLink partition (place_partition.c) */
 };
 
 enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node);
+
+/* place_partition.c: NVLink partitions. Whether the partition rules refuse node; the
+ * partitions of a successful result (0, TP_ENOMEM, or TP_EBUSY with the reason in why);
+ * forget a result's answer (before the strict second pass of tp_place). */
+bool tp_pl_part_refuses(const struct pctx *p, uint32_t node);
+int tp_pl_part_result(tp_placement *pl, const struct pctx *p, const uint32_t *devs, size_t n,
+                      char *why);
+void tp_pl_part_forget(tp_placement *pl);
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d);
 uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
 uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d);

@@ -633,7 +633,11 @@ static int replace_record(tp_placement *pl, struct pctx *p, const struct rstate 
 			pl->failed[pl->nrepl] = orig[r];
 			pl->repl[pl->nrepl++] = rs->devs[r];
 		}
-	return tp_pl_finish_ok(pl, p, rs->devs, n);
+	int rc = tp_pl_finish_ok(pl, p, rs->devs, n);
+	char why[TP_ERRMSG_LEN] = "";
+	if (!rc && (rc = tp_pl_part_result(pl, p, rs->devs, n, why)) == TP_EBUSY)
+		tp_seterr(pl->errmsg, rc, "busy: the repaired job's NVLink partition: %s", why);
+	return rc;
 }
 
 static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,

@@ -35,6 +35,7 @@ void tp_placement_destroy(tp_placement *pl)
 	tp_free(&a, pl->devs);
 	tp_free(&a, pl->nic);
 	tp_free(&a, pl->failed);
+	tp_free(&a, pl->parts);
 	tp_free(&a, pl);
 }
 

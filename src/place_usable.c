@@ -58,6 +58,8 @@ enum tp_pl_why tp_pl_node_why(struct pctx *p, uint32_t node)
 		return TP_PL_WHY_TENANT;
 	if (p->sbad && j1_test(p->sbad, tp_node_ancestor(t, node, (unsigned)p->svc_level)))
 		return TP_PL_WHY_SERVICE;
+	if (tp_pl_part_refuses(p, node))
+		return TP_PL_WHY_PARTITION;
 	return TP_PL_WHY_OK;
 }
 

@@ -90,6 +90,8 @@ struct scen {
 	struct sc_job *jobs;
 	size_t njobs;
 	const json_t *svc_caps; /* state.x_service_caps, checked, or NULL */
+	const char *part_level;  /* state.x_partitions.level, or NULL */
+	uint32_t part_channels;
 
 	/* the question */
 	struct sc_request *req;     /* the top-level request */

@@ -11,8 +11,10 @@
 
 #include "scenario_internal.h"
 
-static const char *const state_keys[] = {"jobs", "down", "cordoned", "x_service_caps"};
+static const char *const state_keys[] = {"jobs", "down", "cordoned", "x_service_caps",
+                                         "x_partitions"};
 static const char *const caps_keys[] = {"level", "max_per_domain", "max_percent"};
+static const char *const part_keys[] = {"level", "channels"};
 static const char *const job_keys[] = {"id", "class", "priority", "tenant", "preemptible",
                                        "migratable", "checkpoint_s", "devices", "request"};
 static const char *const classes[] = {"training", "inference", "interactive"};
@@ -423,6 +425,32 @@ static bool build_service_caps(struct scen *s)
 	return true;
 }
 
+/* The extension `x_partitions` (until the spec has it): {"level": name, "channels": n}, NVLink
+ * partitions in the level's NVLink domains (tp_cluster_set_partitions), 2048 channels unless
+ * said. The level is checked against the topology when the state is built. */
+static bool read_partitions(struct scen *s, const json_t *v)
+{
+	const char *p = "state.x_partitions";
+	char q[SC_PATH_LEN];
+	if (!sc_check_object(s, v, p, part_keys, SC_COUNT(part_keys)))
+		return false;
+	const json_t *l = json_object_get(v, "level");
+	if (!l)
+		return sc_fail(s, sc_join(q, p, "level"), "required");
+	if (!sc_check_name(s, l, sc_join(q, p, "level"), "a level name", true))
+		return false;
+	s->part_level = json_string_value(l);
+	s->part_channels = 2048;
+	const json_t *ch = json_object_get(v, "channels");
+	long long n;
+	if (ch && !sc_check_int(s, ch, sc_join(q, p, "channels"), 1, true,
+	                        TP_PARTITION_CHANNELS_MAX, true, "an integer", &n))
+		return false;
+	if (ch)
+		s->part_channels = (uint32_t)n;
+	return true;
+}
+
 bool sc_read_state(struct scen *s, const json_t *state)
 {
 	if (!sc_check_object(s, state, "state", state_keys, SC_COUNT(state_keys)))
@@ -432,6 +460,8 @@ bool sc_read_state(struct scen *s, const json_t *state)
 		return false;
 	if ((v = json_object_get(state, "cordoned")) &&
 	    !read_refs(s, v, "state.cordoned", &s->cordoned))
+		return false;
+	if ((v = json_object_get(state, "x_partitions")) && !read_partitions(s, v))
 		return false;
 	if ((v = json_object_get(state, "jobs")) && !read_jobs(s, v))
 		return false;
@@ -460,6 +490,13 @@ bool sc_build_state(struct scen *s)
 		return sc_fail(s, "state", "%s", tp_strerror(rc));
 	if (s->svc_caps && !build_service_caps(s))
 		return false;
+	if (s->part_level) {
+		int l = tp_topology_level_by_name(s->t, s->part_level);
+		if (l < 0)
+			return sc_fail(s, "state.x_partitions.level", "unknown level '%s'", s->part_level);
+		if ((rc = tp_cluster_set_partitions(s->c, l, s->part_channels)) < 0)
+			return lib_fail(s, rc, "state.x_partitions");
+	}
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct sc_job *job = &s->jobs[i];
 		rc = tp_cluster_assign(s->c, job->id, job->devices, job->ndevices, &job->opts);

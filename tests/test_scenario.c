@@ -620,7 +620,7 @@ Test(scenario, ignores_the_other_sections_and_builds_one_level_fleets)
 	/* strict reads them, and refuses the first that is wrong */
 	char err[512];
 	cr_assert_eq(import(doc, TP_SCENARIO_TOPOLOGY, 1, &sc, err, sizeof err), TP_EPARSE);
-	cr_assert_str_eq(err, "state.anything: unknown key (allowed: jobs, down, cordoned, x_service_caps)");
+	cr_assert_str_eq(err, "state.anything: unknown key (allowed: jobs, down, cordoned, x_service_caps, x_partitions)");
 	free(doc);
 	TP_ASSERT_NO_LEAKS();
 }

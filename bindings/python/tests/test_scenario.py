@@ -243,6 +243,13 @@ INVALID = [
      "state.x_service_caps: web: caps.max_percent 101 is not in [0, 100]"),
     (doc(state__x_service_caps={"web": {"level": "row", "max_per_domain": 1}}), "frag",
      "state.x_service_caps: web: caps.level 'row' is not a level of the topology"),
+    (doc(state__x_partitions={"level": "rack", "chanels": 2}), "place",
+     "state.x_partitions.chanels: unknown key"),
+    (doc(state__x_partitions={"channels": 2}), "place", "state.x_partitions.level: required"),
+    (doc(state__x_partitions={"level": "row"}), "place", "state.x_partitions.level"),
+    (doc(state__x_partitions={"level": "rack", "channels": 0}), "place",
+     "state.x_partitions.channels"),
+    (doc(state__x_partitions={"level": "rack"}), "place", "state.x_partitions"),
 ]
 
 

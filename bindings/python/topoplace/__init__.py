@@ -29,7 +29,7 @@ __all__ = [
     "Topology", "TopologyBuilder", "NodeType", "Fabric", "Cluster", "Savepoint", "JobInfo",
     # requests and answers
     "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
-    "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
+    "Partition", "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
     # serving
     "Model", "SizingOption", "size_model", "place_model", "hbm_gbps", "PDInstance", "place_pd",
@@ -54,7 +54,7 @@ for _mod, _names in (
         ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
         ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
-        ("placement", ("Placement", "Fit")),
+        ("placement", ("Placement", "Fit", "Partition")),
         ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
                     "DefragStats")),
         ("sizing", ("Model", "SizingOption", "size_model", "place_model", "hbm_gbps",

@@ -365,6 +365,9 @@ def placement_json(topo, pl):
            "domains": {lv: dict(pl.domains.get(lv, {})) for lv in topo.levels[:-1]}}
     if pl.nics:  # extension: only for a request with x_gpu_nic_pairs
         out["x_nics"] = list(pl.nics)
+    if pl.partitions:  # extension: only with state.x_partitions, for a multi-node answer
+        out["x_partitions"] = [{"domain": p.domain, "channel": p.channel, "nodes": p.nodes}
+                               for p in pl.partitions]
     return out
 
 

@@ -261,6 +261,29 @@ class Cluster(_Owned):
                                                  n)
         check(rc, self)
         return n[0]
+    def set_partitions(self, level, channels=2048):
+        """Give jobs NVLink partitions in the NVLink domains of ``level`` (a name or an index;
+        None turns them off), each domain with a pool of ``channels`` IMEX channels (Slurm's
+        ``imex_channel_count`` default 2048). Only on a cluster that runs no job
+        (``tp_cluster_set_partitions``; docs/concepts.md, "NVLink partitions")."""
+        lv = -1 if level is None else self._topo.level(level)
+        check(lib.tp_cluster_set_partitions(self._p, lv, 0 if level is None else channels), self)
+
+    @property
+    def partition_policy(self):
+        """``(level name, channels)`` of the partition policy, or None when off."""
+        level, ch = ffi.new("int *"), ffi.new("uint32_t *")
+        check(lib.tp_cluster_partition_policy(self._p, level, ch), self)
+        return None if level[0] < 0 else (self._topo.levels[level[0]], ch[0])
+
+    def node_partition(self, node):
+        """``(job, channel)`` of the NVLink partition a node (an id or a name) is in, or None."""
+        job, ch = ffi.new("const char **"), ffi.new("uint32_t *")
+        rc = lib.tp_cluster_node_partition(self._p, self._topo.node(node), job, ch)
+        if rc == lib.TP_ENOTFOUND:
+            return None
+        check(rc, self)
+        return _s(job[0]), ch[0]
 
     # -- reading --------------------------------------------------------------------------
     def free_count(self, level, dom):

@@ -10,7 +10,7 @@ from . import _defaults
 from ._core import _STATUS, _own, _Owned, _s, ffi, lib
 from .errors import check, error_class
 
-__all__ = ["Fit", "Placement"]
+__all__ = ["Fit", "Partition", "Placement"]
 
 
 @dataclass
@@ -23,6 +23,15 @@ class Fit:
 
 
 @dataclass
+class Partition:
+    """An NVLink partition a placement needs (``tp_placement_partition``): the NVLink domain
+    (its path at the partition level), the channel of its pool, and the nodes that form it."""
+    domain: str
+    channel: int
+    nodes: List[str]
+
+
+@dataclass
 class Placement:
     """The answer to a request (``tp_placement``), read out at once.
 
@@ -30,7 +39,9 @@ class Placement:
     device names in rank order and ``domains`` maps every level (the node level included) to
     the domains used (by path) and their device counts, in first-rank order. Otherwise
     ``message`` says why and ``fit`` gives the figures. A replacement also fills ``replaced``
-    (failed device -> its replacement). For a request with ``gpu_nic_pairs``, ``nics`` holds
+    (failed device -> its replacement). With NVLink partitions on
+    (:meth:`Cluster.set_partitions`), ``partitions`` lists the :class:`Partition` s it needs,
+    in domain order. For a request with ``gpu_nic_pairs``, ``nics`` holds
     the name of the NIC paired with each rank (``tp_placement_nic``; None for a device of a
     replaced job that has none). Pass it to :meth:`Cluster.commit` to apply it.
     """
@@ -45,6 +56,7 @@ class Placement:
     fit: Optional[Fit] = None
     replaced: Dict[str, str] = field(default_factory=dict)
     nics: List[Optional[str]] = field(default_factory=list)
+    partitions: List[Partition] = field(default_factory=list)
     _handle: object = field(default=None, repr=False, compare=False)
     _node_level: str = field(default="", repr=False, compare=False)
 
@@ -97,6 +109,22 @@ def _nic_name(topo, dev, nic):
     return _s(lib.tp_nodetype_nic_name(nt, nic)) if nt != ffi.NULL else None
 
 
+def _read_partitions(cluster, p):
+    """The :class:`Partition` s of a successful ``tp_placement *``."""
+    t = cluster._topo
+    level = ffi.new("int *")
+    check(lib.tp_cluster_partition_policy(cluster._p, level, ffi.NULL), cluster)
+    out = []
+    dom, ch = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    nodes, n = ffi.new("const uint32_t **"), ffi.new("size_t *")
+    for i in range(lib.tp_placement_partition_count(p)):
+        check(lib.tp_placement_partition(p, i, dom, ch, nodes, n), None,
+              "tp_placement_partition(%d) failed" % i)
+        out.append(Partition(domain=t.domain_path(level[0], dom[0]), channel=ch[0],
+                             nodes=[t.node_name(nodes[0][k]) for k in range(n[0])]))
+    return out
+
+
 def _read_placement(cluster, ptr, borrowed_from=None):
     """A :class:`Placement` from a ``tp_placement *``: owned (a result of tp_place or
     tp_replace), or borrowed from a plan (read at once; it cannot be committed)."""
@@ -129,6 +157,7 @@ def _read_placement(cluster, ptr, borrowed_from=None):
         nic = [lib.tp_placement_nic(p, i) for i in range(len(pl.device_ids))]
         if any(x >= 0 for x in nic):  # a request with gpu_nic_pairs
             pl.nics = [_nic_name(t, d, x) for d, x in zip(pl.device_ids, nic)]
+        pl.partitions = _read_partitions(cluster, p)
         failed = ffi.new("uint32_t *")
         repl = ffi.new("uint32_t *")
         i = 0
