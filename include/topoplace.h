@@ -1445,6 +1445,17 @@ typedef struct tp_service_caps {
 #define TP_SERVICE_CAPS_INIT {TP_SERVICE_CAPS_VERSION, NULL, 0, 0.0}
 
 /**
+ * @brief Set a ::tp_service_caps to ::TP_SERVICE_CAPS_INIT, for callers that cannot use the
+ * macro (bindings), as libgit2's `git_clone_options_init()` does.
+ * @param[out] caps The struct to fill; its version field becomes @p version.
+ * @param version ::TP_SERVICE_CAPS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p caps is NULL or @p version is not ::TP_SERVICE_CAPS_VERSION
+ *         (nothing is written; no object carries a message for this call).
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_service_caps_init(tp_service_caps *caps, unsigned version);
+
+/**
  * @brief Set (or replace) the spread caps of a service; its replicas placed from now on keep to
  * them (running replicas are not moved). The caps are part of the state: a rollback to a
  * savepoint opened before the call puts the old ones back.

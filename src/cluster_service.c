@@ -169,6 +169,13 @@ static int set_caps(struct tp_cluster *c, const char *service, const tp_service_
 	return 0;
 }
 
+int tp_service_caps_init(tp_service_caps *caps, unsigned version)
+{
+	static const tp_service_caps init = TP_SERVICE_CAPS_INIT;
+	return tp_options_init(caps, version == TP_SERVICE_CAPS_VERSION ? sizeof init : 0, &init,
+	                       version);
+}
+
 int tp_cluster_set_service_caps(tp_cluster *c, const char *service, const tp_service_caps *caps)
 {
 	if (!c)

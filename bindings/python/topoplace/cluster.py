@@ -226,8 +226,7 @@ class Cluster(_Owned):
         keep = []
         caps = ffi.NULL
         if level is not None:
-            caps = ffi.new("tp_service_caps *")
-            caps.version = lib.TP_SERVICE_CAPS_VERSION
+            caps = _defaults.c_init("service_caps")
             name = level if isinstance(level, str) else self._topo.levels[self._topo.level(level)]
             caps.level = _keep(keep, _b(name, "caps.level"))
             for name, v in (("max_per_domain", max_per_domain), ("max_percent", max_percent)):
@@ -242,8 +241,7 @@ class Cluster(_Owned):
 
     def service_caps(self, service):
         """``(level, max_per_domain, max_percent)`` of a service's caps; level None: none."""
-        caps = ffi.new("tp_service_caps *")
-        caps.version = lib.TP_SERVICE_CAPS_VERSION
+        caps = _defaults.c_init("service_caps")
         check(lib.tp_cluster_service_caps(self._p, _b(service, "service"), caps), self)
         lv = None if caps.level == ffi.NULL else ffi.string(caps.level).decode("utf-8")
         return lv, caps.max_per_domain, caps.max_percent
