@@ -1325,6 +1325,67 @@ TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out
 TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed,
                       size_t nfailed, tp_placement **out);
 
+/** @brief Version of ::tp_replace_options this header describes. */
+#define TP_REPLACE_OPTIONS_VERSION 1
+
+/** @brief Default of tp_replace_options::max_work: job ranks visited per call (2^24). */
+#define TP_REPLACE_MAX_WORK 16777216u
+
+/**
+ * @brief How much work tp_replace_ext() may spend (tp_replace() uses the defaults).
+ *
+ * A replacement solves one sub-request per group of failed ranks that share an anchor (the
+ * innermost unit of the job's shape that keeps a healthy member), and setting up each one reads
+ * every rank of the job: the work grows as (sub-requests x job size), which a large job with
+ * many scattered failures makes quadratic. The budget counts that work, not time, by default,
+ * so the same input gives the same answer on every machine: before each sub-request the job's
+ * size is added to the work done, and when that would pass @c max_work the call stops with
+ * ::TP_ELIMIT and a message naming the field (the cluster is only read, so it is unchanged).
+ * With the default a call stays within a few seconds on a 2-core machine (docs/reliability.md
+ * gives the figures); any replacement of a job of up to 2^20 devices with up to 16
+ * sub-requests fits it. An optional wall-clock limit (@c max_time_us) stops the call the same
+ * way; it makes answers depend on the machine and its load, so leave it 0 where answers must be
+ * reproducible.
+ */
+typedef struct tp_replace_options {
+	unsigned version;     /**< ::TP_REPLACE_OPTIONS_VERSION */
+	/** Job ranks visited setting up sub-requests, at most (0: the default,
+	 *  ::TP_REPLACE_MAX_WORK; UINT64_MAX: no limit). */
+	uint64_t max_work;
+	/** Wall-clock limit of the call in microseconds, 0: none (the default). Answers then
+	 *  depend on the machine. */
+	uint64_t max_time_us;
+} tp_replace_options;
+
+/** @brief Initialiser for ::tp_replace_options: the default work budget, no time limit. */
+#define TP_REPLACE_OPTIONS_INIT {TP_REPLACE_OPTIONS_VERSION, TP_REPLACE_MAX_WORK, 0}
+
+/**
+ * @brief Fill @p o with ::TP_REPLACE_OPTIONS_INIT (for bindings that cannot use the macro).
+ * @param o The options. @param version ::TP_REPLACE_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1.
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_replace_options_init(tp_replace_options *o, unsigned version);
+
+/**
+ * @brief tp_replace() with a work budget. *Read-only* on @p c.
+ *
+ * As tp_replace(); when the budget in @p opts runs out before every failed rank has a
+ * replacement, the result's status is ::TP_ELIMIT and its message names the limit and the
+ * field that raises it ("replace: the work budget ran out ... opts.max_work ...").
+ *
+ * @param c The cluster. @param job The running job's id.
+ * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
+ * @param opts The budget (read during the call), or NULL for ::TP_REPLACE_OPTIONS_INIT.
+ * @param[out] out The result, as for tp_replace().
+ * @return As tp_replace(), and ::TP_ELIMIT (the budget ran out); ::TP_EINVAL also for an
+ *         @c opts->version other than 1 (the message is on the result).
+ * @since 0.4.0
+ */
+TP_API int tp_replace_ext(const tp_cluster *c, const char *job, const uint32_t *failed,
+                          size_t nfailed, const tp_replace_options *opts, tp_placement **out);
+
 /**
  * @brief Apply a successful placement: assign its devices to a new job (tp_place()), or swap the
  * failed devices of the job for their replacements (tp_replace()).
