@@ -1001,6 +1001,26 @@ typedef struct tp_cluster_options {
 TP_API int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t,
                                  const tp_allocator *alloc, const tp_cluster_options *opts);
 
+/**
+ * @brief A copy of a cluster state: same topology, devices, health, spares, jobs (in the same
+ * order, with their options, shapes and NICs) and placement mix, so the same fingerprint; no
+ * open savepoint. *Read-only* on @p c: may run while other threads read @p c, e.g. to plan on
+ * the copy while they keep placing on the original.
+ *
+ * The copy has an identity of its own: a placement made on one of them cannot be committed to
+ * the other. It keeps the lineage of @p c: a plan made on @p c (or on any copy of it) may be
+ * carried out on the copy with tp_plan_apply_step(), and a plan made on the copy on @p c,
+ * while a plan made on an unrelated cluster is refused even when its state is the same.
+ * The copy takes the writer guard setting of @p c.
+ *
+ * @param[out] out The copy, owned by the caller (tp_cluster_destroy()).
+ * @param c The cluster to copy. @param alloc Allocator of the copy, or NULL for the one of @p c.
+ * @return 0, ::TP_EINVAL (a NULL argument or an incomplete allocator, no message: the copy
+ *         does not exist and @p c is not written), ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_copy(tp_cluster **out, const tp_cluster *c, const tp_allocator *alloc);
+
 /** @brief Destroy a cluster state. @param c The cluster, or NULL. @since 0.1.0 */
 TP_API void tp_cluster_destroy(tp_cluster *c);
 
@@ -1818,15 +1838,17 @@ TP_API int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **d
 /**
  * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
  * preemption releases the job, the place step commits the request (with @p opts as
- * tp_commit()). Steps must be applied in order on the cluster the plan was made for (or a copy
- * of its state); step 0 may always start over. The cluster keeps the cursor (the last plan
+ * tp_commit()). Steps must be applied in order on the cluster the plan was made for or on a
+ * copy of it (tp_cluster_copy(): the plan records the cluster's lineage, and any other cluster
+ * is refused); step 0 may always start over. The cluster keeps the cursor (the last plan
  * applied to it, known by its steps, and the step it accepts next), so @p p is only read: one
  * plan may be applied to several clusters at once, from several threads (a writing call on
  * each cluster, read-only on the plan).
  * @param c The cluster (written). @param p The plan (read-only). @param i The step.
  * @param opts The new job's attributes for the place step, or NULL.
- * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
- *         names the device or job), ::TP_EEXIST (the place step's job id is already running),
+ * @return 0, ::TP_EINVAL (out of order, a cluster that is neither the plan's nor a copy of it,
+ *         or the cluster no longer matches the step: the message names the device or job),
+ *         ::TP_EEXIST (the place step's job id is already running),
  *         ::TP_ENOMEM. @since 0.1.0
  */
 TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,

@@ -121,6 +121,8 @@ struct tp_place_shape {
 struct tp_cluster {
 	tp_allocator alloc;
 	uint64_t id;               /* tp_identity_next() at creation: placements record it */
+	uint64_t origin;           /* the lineage: id of the cluster this one was copied from
+	                              (tp_cluster_copy, transitively), else id; plans record it */
 	bool guard;                /* tp_cluster_options.writer_guard */
 	atomic_bool busy;          /* a guarded writing call is inside (guard only) */
 	const struct tp_topology *t;
@@ -196,6 +198,10 @@ static inline bool tp_job_exclusive(const struct tp_job_impl *j)
  * the cluster of identity id. Compare identities, never addresses: a result that outlives its
  * cluster must be refused by a new cluster allocated at the same address. */
 static inline uint64_t tp_cluster_identity(const struct tp_cluster *c) { return c->id; }
+
+/* The lineage of a cluster: its own identity, or the one of the cluster it is a copy of
+ * (cluster_copy.c). A plan records it, so that it may be carried out on copies of its state. */
+static inline uint64_t tp_cluster_lineage(const struct tp_cluster *c) { return c->origin; }
 
 static inline bool tp_cluster_is(const struct tp_cluster *c, uint64_t id)
 {
