@@ -1363,7 +1363,8 @@ TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *fail
  * ::TP_ELIMIT and a message naming the field (the cluster is only read, so it is unchanged).
  * With the default a call stays within a few seconds on a 2-core machine (docs/reliability.md
  * gives the figures); any replacement of a job of up to 2^20 devices with up to 16
- * sub-requests fits it. An optional wall-clock limit (@c max_time_us) stops the call the same
+ * sub-requests fits it (8 on a cluster with hot spares, where a sub-request may take two
+ * passes: spares first, then every free device). An optional wall-clock limit (@c max_time_us) stops the call the same
  * way; it makes answers depend on the machine and its load, so leave it 0 where answers must be
  * reproducible.
  */
