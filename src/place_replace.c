@@ -4,7 +4,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "place_internal.h"
 
@@ -108,24 +107,11 @@ struct rstate {
 
 /* ---- the work budget (tp_replace_options) --------------------------------------------------- */
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void budget_start(struct rstate *rs, const tp_replace_options *o)
 {
 	rs->max_work = o->max_work ? o->max_work : TP_REPLACE_MAX_WORK;
 	rs->max_time_us = o->max_time_us;
-	if (o->max_time_us) {
-		uint64_t now = monotonic_ns();
-		uint64_t ns = o->max_time_us > (UINT64_MAX - now) / 1000u ? UINT64_MAX - now
-		                                                          : o->max_time_us * 1000u;
-		rs->deadline_ns = now + ns;
-	}
+	rs->deadline_ns = tp_deadline_ns(o->max_time_us);
 }
 
 /* Charge one pass (its set-up reads every rank of the job); TP_ELIMIT with the message on pl
@@ -140,7 +126,7 @@ static int budget_charge(tp_placement *pl, struct rstate *rs)
 		                 "spent; raise it (UINT64_MAX: no limit)",
 		                 rs->done, rs->ncls, rs->job->id, rs->job->ndev,
 		                 (unsigned long long)rs->max_work);
-	if (rs->deadline_ns && monotonic_ns() >= rs->deadline_ns)
+	if (rs->deadline_ns && tp_monotonic_ns() >= rs->deadline_ns)
 		return tp_seterr(pl->errmsg, TP_ELIMIT,
 		                 "replace: the time limit ran out after %u of %u sub-requests of job "
 		                 "'%s' (opts.max_time_us %llu); raise it (0: no limit)",
