@@ -1561,6 +1561,14 @@ static void *reuse_realloc(void *ud, void *p, size_t n)
 	return q;
 }
 
+/* Free the block the allocator kept and check that nothing is left. */
+static void reuse_finish(struct reuse_alloc *ra)
+{
+	free((unsigned char *)ra->spare - REUSE_HDR);
+	cr_assert_eq(ra->live, 0);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* #19 item 6: a placement that outlives its cluster is refused by a new cluster allocated at
  * the same address with the same change counter (it would write past the smaller cluster's
  * arrays). */
@@ -1592,9 +1600,7 @@ Test(cluster, placement_outliving_its_cluster_is_refused_at_the_same_address)
 	tp_cluster_destroy(c2);
 	tp_topology_destroy(big);
 	tp_topology_destroy(small);
-	free((unsigned char *)ra.spare - REUSE_HDR);
-	cr_assert_eq(ra.live, 0);
-	TP_ASSERT_NO_LEAKS();
+	reuse_finish(&ra);
 }
 
 /* Two HGX nodes, a migratable 2-GPU job on each: a request for a whole node needs one
@@ -1642,9 +1648,7 @@ Test(cluster, plan_outliving_its_cluster_is_refused_at_the_same_address)
 	tp_plan_destroy(p);
 	tp_cluster_destroy(c2);
 	tp_topology_destroy(t);
-	free((unsigned char *)ra.spare - REUSE_HDR);
-	cr_assert_eq(ra.live, 0);
-	TP_ASSERT_NO_LEAKS();
+	reuse_finish(&ra);
 }
 
 /* Identities are distinct per cluster and per topology, also across threads (a C11 atomic):

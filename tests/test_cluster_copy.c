@@ -32,6 +32,24 @@ static tp_cluster *busy_state(tp_topology **t)
 	return c;
 }
 
+/* A 2-GPU job "shaped" on GPUs 2-3 of the last node, with a shape and a priority. */
+static void add_shaped(tp_cluster *c, const tp_request *shape, int priority)
+{
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.shape = shape;
+	o.priority = priority;
+	uint32_t devs[] = {26, 27};
+	cr_assert_eq(tp_cluster_assign(c, "shaped", devs, 2, &o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+static void destroy_all(tp_cluster *c, tp_cluster *d, tp_topology *t)
+{
+	tp_cluster_destroy(d);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 static void assert_same_state(const tp_cluster *a, const tp_cluster *b)
 {
 	const tp_topology *t = tp_cluster_topology(a);
@@ -81,10 +99,7 @@ Test(cluster_copy, copy_equals_its_source_and_is_independent)
 	cr_assert_eq(tp_cluster_job_devices(c, "j1", &jd, &jn), 0, "the source keeps job j1");
 	tp_placement_destroy(pc);
 	tp_placement_destroy(pd);
-	tp_cluster_destroy(d);
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
-	TP_ASSERT_NO_LEAKS();
+	destroy_all(c, d, t);
 }
 
 /* Jobs keep their options, shapes and NICs in the copy. */
@@ -96,11 +111,8 @@ Test(cluster_copy, jobs_keep_options_shapes_and_nics)
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 2;
 	shape.required = "node";
-	tp_job_options o = TP_JOB_OPTIONS_INIT;
-	o.shape = &shape;
-	o.priority = 7;
+	add_shaped(c, &shape, 7);
 	uint32_t devs[] = {26, 27};
-	cr_assert_eq(tp_cluster_assign(c, "shaped", devs, 2, &o), 0, "%s", tp_cluster_errmsg(c));
 	cr_assert_eq(tp_cluster_copy(&d, c, &tp_test_allocator), 0);
 	assert_same_state(c, d);
 	tp_job_options a = TP_JOB_OPTIONS_INIT, b = TP_JOB_OPTIONS_INIT;
@@ -122,10 +134,7 @@ Test(cluster_copy, jobs_keep_options_shapes_and_nics)
 	cr_assert(nc == 2 && nd == 2 && memcmp(dc, dd, 2 * sizeof *dc) == 0);
 	tp_placement_destroy(pc);
 	tp_placement_destroy(pd);
-	tp_cluster_destroy(d);
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
-	TP_ASSERT_NO_LEAKS();
+	destroy_all(c, d, t);
 }
 
 static tp_plan *whole_node_plan(tp_cluster *c)
@@ -194,10 +203,7 @@ Test(cluster_copy, plans_follow_the_lineage)
 	tp_cluster_destroy(f);
 	tp_cluster_destroy(other);
 	tp_cluster_destroy(e);
-	tp_cluster_destroy(d);
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
-	TP_ASSERT_NO_LEAKS();
+	destroy_all(c, d, t);
 }
 
 Test(cluster_copy, bad_arguments)
@@ -211,9 +217,7 @@ Test(cluster_copy, bad_arguments)
 	cr_assert_null(d, "a failed copy sets *out to NULL");
 	cr_assert_eq(tp_cluster_copy(&d, c, &half), TP_EINVAL);
 	cr_assert_null(d);
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
-	TP_ASSERT_NO_LEAKS();
+	destroy_all(c, NULL, t);
 }
 
 /* Fail each allocation of the copy in turn: ENOMEM, no leak, the source untouched. */
@@ -225,10 +229,7 @@ Test(cluster_copy, allocation_failures)
 	tp_request shape = TP_REQUEST_INIT;
 	shape.count = 2;
 	shape.gpu_nic_pairs = 1;
-	tp_job_options o = TP_JOB_OPTIONS_INIT;
-	o.shape = &shape;
-	uint32_t devs[] = {26, 27};
-	cr_assert_eq(tp_cluster_assign(c, "shaped", devs, 2, &o), 0, "%s", tp_cluster_errmsg(c));
+	add_shaped(c, &shape, 0);
 	uint64_t fp = tp_cluster_fingerprint(c);
 	long live = tp_test_alloc_state.live;
 	int rc = TP_ENOMEM;
@@ -245,8 +246,5 @@ Test(cluster_copy, allocation_failures)
 	}
 	cr_assert_eq(rc, 0);
 	assert_same_state(c, d);
-	tp_cluster_destroy(d);
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
-	TP_ASSERT_NO_LEAKS();
+	destroy_all(c, d, t);
 }

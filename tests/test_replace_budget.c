@@ -23,26 +23,39 @@ static tp_request group_shape(void)
 
 /* The hostile case: JOB ranks in groups of 2 inside a node, one rank of every group failed,
  * so that each failure is its own sub-request (FAILED of them, JOB ranks read by each). */
-static tp_cluster *hostile(tp_topology **t, uint32_t *failed)
+struct hostile {
+	tp_topology *t;
+	tp_cluster *c;
+	uint64_t fp; /* the cluster's fingerprint before any replace */
+	uint32_t failed[FAILED];
+};
+
+static void hostile_setup(struct hostile *h)
 {
-	cr_assert_eq(tp_topology_generate_hgx(t, 4, 16, &tp_test_allocator), 0);
-	tp_cluster *c = tp_test_cluster(*t);
+	tp_test_alloc_reset();
+	cr_assert_eq(tp_topology_generate_hgx(&h->t, 4, 16, &tp_test_allocator), 0);
+	h->c = tp_test_cluster(h->t);
 	uint32_t devs[JOB];
 	for (uint32_t i = 0; i < JOB; i++)
 		devs[i] = i / 4 * 8 + i % 4;
 	tp_request shape = group_shape();
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.shape = &shape;
-	cr_assert_eq(tp_cluster_assign(c, "big", devs, JOB, &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_cluster_assign(h->c, "big", devs, JOB, &o), 0, "%s",
+	             tp_cluster_errmsg(h->c));
 	for (uint32_t i = 0; i < FAILED; i++)
-		failed[i] = devs[2 * i];
-	return c;
+		h->failed[i] = devs[2 * i];
+	h->fp = tp_cluster_fingerprint(h->c);
 }
 
-static void teardown(tp_cluster *c, tp_topology *t)
+/* The cluster is as before (a replacement only reads it), and nothing leaked. */
+static void hostile_teardown(struct hostile *h)
 {
-	tp_cluster_destroy(c);
-	tp_topology_destroy(t);
+	cr_assert_eq(tp_cluster_fingerprint(h->c), h->fp, "a replace changed the state");
+	char buf[128];
+	cr_assert_eq(tp_cluster_check(h->c, buf, sizeof buf), 0, "%s", buf);
+	tp_cluster_destroy(h->c);
+	tp_topology_destroy(h->t);
 	TP_ASSERT_NO_LEAKS();
 }
 
@@ -61,10 +74,10 @@ Test(replace_budget, options_init_fills_the_defaults)
 
 Test(replace_budget, unknown_version_is_refused_with_the_field)
 {
-	tp_test_alloc_reset();
-	tp_topology *t = NULL;
-	uint32_t failed[FAILED];
-	tp_cluster *c = hostile(&t, failed);
+	struct hostile h;
+	hostile_setup(&h);
+	tp_cluster *c = h.c;
+	const uint32_t *failed = h.failed;
 	unsigned bad[] = {0, 2, 77};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		tp_replace_options o = TP_REPLACE_OPTIONS_INIT;
@@ -75,18 +88,17 @@ Test(replace_budget, unknown_version_is_refused_with_the_field)
 		cr_assert_eq(tp_placement_status(p), TP_EINVAL);
 		tp_placement_destroy(p);
 	}
-	teardown(c, t);
+	hostile_teardown(&h);
 }
 
 /* The budget stops the search before the sub-request it cannot pay for: with room for 10 of
  * them, 10 are solved and the 11th is refused. */
 Test(replace_budget, work_budget_stops_a_quadratic_replacement)
 {
-	tp_test_alloc_reset();
-	tp_topology *t = NULL;
-	uint32_t failed[FAILED];
-	tp_cluster *c = hostile(&t, failed);
-	uint64_t fp = tp_cluster_fingerprint(c);
+	struct hostile h;
+	hostile_setup(&h);
+	tp_cluster *c = h.c;
+	const uint32_t *failed = h.failed;
 	tp_replace_options o = TP_REPLACE_OPTIONS_INIT;
 	o.max_work = 10u * JOB + JOB - 1;
 	tp_placement *p = NULL;
@@ -100,20 +112,17 @@ Test(replace_budget, work_budget_stops_a_quadratic_replacement)
 	cr_assert_eq(n, 0, "a stopped replacement has no devices");
 	cr_assert_eq(tp_commit(c, p, NULL), TP_EINVAL, "a stopped replacement cannot be committed");
 	tp_placement_destroy(p);
-	cr_assert_eq(tp_cluster_fingerprint(c), fp, "the stopped call changed the state");
-	char buf[128];
-	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "%s", buf);
-	teardown(c, t);
+	hostile_teardown(&h);
 }
 
 /* Enough budget (or none) gives exactly tp_replace()'s answer, and tp_replace() is the
  * default budget, which this case fits. */
 Test(replace_budget, enough_budget_gives_the_unbudgeted_answer)
 {
-	tp_test_alloc_reset();
-	tp_topology *t = NULL;
-	uint32_t failed[FAILED];
-	tp_cluster *c = hostile(&t, failed);
+	struct hostile h;
+	hostile_setup(&h);
+	tp_cluster *c = h.c;
+	const uint32_t *failed = h.failed;
 	tp_placement *ref = NULL, *p = NULL, *q = NULL;
 	cr_assert_eq(tp_replace(c, "big", failed, FAILED, &ref), 0, "%s", tp_placement_errmsg(ref));
 	tp_replace_options o = TP_REPLACE_OPTIONS_INIT;
@@ -129,20 +138,20 @@ Test(replace_budget, enough_budget_gives_the_unbudgeted_answer)
 	cr_assert(nr == JOB && np == JOB && nq == JOB);
 	cr_assert(memcmp(dr, dp, JOB * sizeof *dr) == 0 && memcmp(dr, dq, JOB * sizeof *dr) == 0);
 	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	h.fp = tp_cluster_fingerprint(c); /* the commit is the one change */
 	tp_placement_destroy(ref);
 	tp_placement_destroy(p);
 	tp_placement_destroy(q);
-	teardown(c, t);
+	hostile_teardown(&h);
 }
 
 /* One microsecond cannot cover 128 sub-requests: the time limit stops the call the same way. */
 Test(replace_budget, time_limit_stops_the_call)
 {
-	tp_test_alloc_reset();
-	tp_topology *t = NULL;
-	uint32_t failed[FAILED];
-	tp_cluster *c = hostile(&t, failed);
-	uint64_t fp = tp_cluster_fingerprint(c);
+	struct hostile h;
+	hostile_setup(&h);
+	tp_cluster *c = h.c;
+	const uint32_t *failed = h.failed;
 	tp_replace_options o = TP_REPLACE_OPTIONS_INIT;
 	o.max_work = UINT64_MAX;
 	o.max_time_us = 1;
@@ -150,19 +159,18 @@ Test(replace_budget, time_limit_stops_the_call)
 	int rc = tp_replace_ext(c, "big", failed, FAILED, &o, &p);
 	TP_ASSERT_ERR(rc, TP_ELIMIT, tp_placement_errmsg(p), "(opts.max_time_us 1); raise it");
 	tp_placement_destroy(p);
-	cr_assert_eq(tp_cluster_fingerprint(c), fp);
-	teardown(c, t);
+	cr_assert_eq(tp_cluster_fingerprint(c), h.fp);
+	hostile_teardown(&h);
 }
 
 /* Allocation failures on the way to the budget's stop: ENOMEM with nothing leaked, or the
  * stop itself once every allocation succeeds. */
 Test(replace_budget, allocation_failures_before_the_stop)
 {
-	tp_test_alloc_reset();
-	tp_topology *t = NULL;
-	uint32_t failed[FAILED];
-	tp_cluster *c = hostile(&t, failed);
-	uint64_t fp = tp_cluster_fingerprint(c);
+	struct hostile h;
+	hostile_setup(&h);
+	tp_cluster *c = h.c;
+	const uint32_t *failed = h.failed;
 	tp_replace_options o = TP_REPLACE_OPTIONS_INIT;
 	o.max_work = 3u * JOB;
 	int rc = TP_ENOMEM;
@@ -177,7 +185,7 @@ Test(replace_budget, allocation_failures_before_the_stop)
 		else
 			TP_ASSERT_ERR(rc, TP_ELIMIT, tp_placement_errmsg(p), "after 3 of 128");
 		tp_placement_destroy(p);
-		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		cr_assert_eq(tp_cluster_fingerprint(c), h.fp);
 	}
-	teardown(c, t);
+	hostile_teardown(&h);
 }
