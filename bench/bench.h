@@ -164,6 +164,7 @@ int bench_model_main(int argc, char **argv);
 int bench_place_main(int argc, char **argv);
 int bench_sim_main(int argc, char **argv);
 int bench_defrag_main(int argc, char **argv);
+int bench_replace_main(int argc, char **argv);
 int bench_layout_main(int argc, char **argv);
 int bench_compare_main(int argc, char **argv);
 

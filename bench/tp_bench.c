@@ -6,6 +6,7 @@
  *   tp-bench place  latency of tp_place against fleet size, and a Kueue-like baseline
  *   tp-bench sim    trace-driven cluster simulator comparing placement policies
  *   tp-bench defrag latency of tp_defrag_plan on fragmented fleets
+ *   tp-bench replace tp_replace on its hostile case, with and without the work budget
  *   tp-bench layout the published 512-GPU comparison: packed into 8 racks vs scattered
  *   tp-bench compare the whole comparison: workload x fleet x queue x seed x policy
  *
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 	        "  place   tp_place latency and a Kueue-like recount baseline\n"
 	        "  sim     trace-driven simulator comparing placement policies\n"
 	        "  defrag  tp_defrag_plan latency on fragmented fleets\n"
+	        "  replace tp_replace on a quadratic case, within the work budget or not\n"
 	        "  layout  512 GPUs in exactly 8 NVL72 racks vs scattered: modelled step times\n"
 	        "  compare the grid workload x fleet x queue x seed x policy, tables and plots\n"
 	        "\n"
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 		return bench_sim_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "defrag"))
 		return bench_defrag_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "replace"))
+		return bench_replace_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "compare"))
 		return bench_compare_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "layout"))

@@ -1133,6 +1133,26 @@ TP_API int tp_cluster_options_init(tp_cluster_options *o, unsigned version);
 TP_API int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t,
                                  const tp_allocator *alloc, const tp_cluster_options *opts);
 
+/**
+ * @brief A copy of a cluster state: same topology, devices, health, spares, jobs (in the same
+ * order, with their options, shapes and NICs) and placement mix, so the same fingerprint; no
+ * open savepoint. *Read-only* on @p c: may run while other threads read @p c, e.g. to plan on
+ * the copy while they keep placing on the original.
+ *
+ * The copy has an identity of its own: a placement made on one of them cannot be committed to
+ * the other. It keeps the lineage of @p c: a plan made on @p c (or on any copy of it) may be
+ * carried out on the copy with tp_plan_apply_step(), and a plan made on the copy on @p c,
+ * while a plan made on an unrelated cluster is refused even when its state is the same.
+ * The copy takes the writer guard setting of @p c.
+ *
+ * @param[out] out The copy, owned by the caller (tp_cluster_destroy()).
+ * @param c The cluster to copy. @param alloc Allocator of the copy, or NULL for the one of @p c.
+ * @return 0, ::TP_EINVAL (a NULL argument or an incomplete allocator, no message: the copy
+ *         does not exist and @p c is not written), ::TP_ENOMEM.
+ * @since 0.4.0
+ */
+TP_API int tp_cluster_copy(tp_cluster **out, const tp_cluster *c, const tp_allocator *alloc);
+
 /** @brief Destroy a cluster state. @param c The cluster, or NULL. @since 0.1.0 */
 TP_API void tp_cluster_destroy(tp_cluster *c);
 
@@ -1623,6 +1643,68 @@ TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out
  */
 TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed,
                       size_t nfailed, tp_placement **out);
+
+/** @brief Version of ::tp_replace_options this header describes. */
+#define TP_REPLACE_OPTIONS_VERSION 1
+
+/** @brief Default of tp_replace_options::max_work: job ranks visited per call (2^24). */
+#define TP_REPLACE_MAX_WORK 16777216u
+
+/**
+ * @brief How much work tp_replace_ext() may spend (tp_replace() uses the defaults).
+ *
+ * A replacement solves one sub-request per group of failed ranks that share an anchor (the
+ * innermost unit of the job's shape that keeps a healthy member), and setting up each one reads
+ * every rank of the job: the work grows as (sub-requests x job size), which a large job with
+ * many scattered failures makes quadratic. The budget counts that work, not time, by default,
+ * so the same input gives the same answer on every machine: before each sub-request the job's
+ * size is added to the work done, and when that would pass @c max_work the call stops with
+ * ::TP_ELIMIT and a message naming the field (the cluster is only read, so it is unchanged).
+ * With the default a call stays within a few seconds on a 2-core machine (docs/reliability.md
+ * gives the figures); any replacement of a job of up to 2^20 devices with up to 16
+ * sub-requests fits it (8 on a cluster with hot spares, where a sub-request may take two
+ * passes: spares first, then every free device). An optional wall-clock limit (@c max_time_us) stops the call the same
+ * way; it makes answers depend on the machine and its load, so leave it 0 where answers must be
+ * reproducible.
+ */
+typedef struct tp_replace_options {
+	unsigned version;     /**< ::TP_REPLACE_OPTIONS_VERSION */
+	/** Job ranks visited setting up sub-requests, at most (0: the default,
+	 *  ::TP_REPLACE_MAX_WORK; UINT64_MAX: no limit). */
+	uint64_t max_work;
+	/** Wall-clock limit of the call in microseconds, 0: none (the default). Answers then
+	 *  depend on the machine. */
+	uint64_t max_time_us;
+} tp_replace_options;
+
+/** @brief Initialiser for ::tp_replace_options: the default work budget, no time limit. */
+#define TP_REPLACE_OPTIONS_INIT {TP_REPLACE_OPTIONS_VERSION, TP_REPLACE_MAX_WORK, 0}
+
+/**
+ * @brief Fill @p o with ::TP_REPLACE_OPTIONS_INIT (for bindings that cannot use the macro).
+ * @param o The options. @param version ::TP_REPLACE_OPTIONS_VERSION.
+ * @return 0, or ::TP_EINVAL when @p o is NULL or @p version is not 1.
+ * @note Thread-safe. @since 0.4.0
+ */
+TP_API int tp_replace_options_init(tp_replace_options *o, unsigned version);
+
+/**
+ * @brief tp_replace() with a work budget. *Read-only* on @p c.
+ *
+ * As tp_replace(); when the budget in @p opts runs out before every failed rank has a
+ * replacement, the result's status is ::TP_ELIMIT and its message names the limit and the
+ * field that raises it ("replace: the work budget ran out ... opts.max_work ...").
+ *
+ * @param c The cluster. @param job The running job's id.
+ * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
+ * @param opts The budget (read during the call), or NULL for ::TP_REPLACE_OPTIONS_INIT.
+ * @param[out] out The result, as for tp_replace().
+ * @return As tp_replace(), and ::TP_ELIMIT (the budget ran out); ::TP_EINVAL also for an
+ *         @c opts->version other than 1 (the message is on the result).
+ * @since 0.4.0
+ */
+TP_API int tp_replace_ext(const tp_cluster *c, const char *job, const uint32_t *failed,
+                          size_t nfailed, const tp_replace_options *opts, tp_placement **out);
 
 /**
  * @brief Apply a successful placement: assign its devices to a new job (tp_place()), or swap the
@@ -2127,17 +2209,19 @@ TP_API int tp_plan_targets(const tp_plan *p, unsigned *level, const uint32_t **d
 /**
  * @brief Carry out step @p i on the cluster's records: a migration moves the job's devices, a
  * preemption releases the job, the place step commits the request (with @p opts as
- * tp_commit()). Steps must be applied in order on the cluster the plan was made for (or a copy
- * of its state); step 0 may always start over. The cluster keeps the cursor (the last plan
+ * tp_commit()). Steps must be applied in order on the cluster the plan was made for or on a
+ * copy of it (tp_cluster_copy(): the plan records the cluster's lineage, and any other cluster
+ * is refused); step 0 may always start over. The cluster keeps the cursor (the last plan
  * applied to it, known by its steps, and the step it accepts next), so @p p is only read: one
  * plan may be applied to several clusters at once, from several threads (a writing call on
  * each cluster, read-only on the plan).
  * @param c The cluster (written). @param p The plan (read-only). @param i The step.
  * @param opts The new job's attributes for the place step, or NULL.
- * @return 0, ::TP_EINVAL (out of order, or the cluster no longer matches the step: the message
- *         names the device or job), ::TP_EEXIST (the place step's job id is already running),
- *         ::TP_ENOMEM. On failure tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY
- *         from the writer guard, leave no message); a success does not clear it.
+ * @return 0, ::TP_EINVAL (out of order, a cluster that is neither the plan's nor a copy of it,
+ *         or the cluster no longer matches the step: the message names the device or job),
+ *         ::TP_EEXIST (the place step's job id is already running), ::TP_ENOMEM. On failure
+ *         tp_cluster_errmsg() of @p c says why (a NULL @p c, and ::TP_EBUSY from the writer
+ *         guard, leave no message); a success does not clear it.
  * @since 0.1.0
  */
 TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,

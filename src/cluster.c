@@ -531,6 +531,7 @@ int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t, const tp_alloc
 	c->alloc = a;
 	c->t = t;
 	c->id = tp_identity_next();
+	c->origin = c->id;
 	c->guard = opts && opts->writer_guard;
 	atomic_init(&c->busy, false);
 	c->hstride = t->max_node_devices + 1;

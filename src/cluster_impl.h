@@ -149,6 +149,8 @@ struct tp_place_shape {
 struct tp_cluster {
 	tp_allocator alloc;
 	uint64_t id;               /* tp_identity_next() at creation: placements record it */
+	uint64_t origin;           /* the lineage: id of the cluster this one was copied from
+	                              (tp_cluster_copy, transitively), else id; plans record it */
 	bool guard;                /* tp_cluster_options.writer_guard */
 	atomic_bool busy;          /* a guarded writing call is inside (guard only) */
 	const struct tp_topology *t;
@@ -241,6 +243,10 @@ static inline bool tp_job_exclusive(const struct tp_job_impl *j)
  * the cluster of identity id. Compare identities, never addresses: a result that outlives its
  * cluster must be refused by a new cluster allocated at the same address. */
 static inline uint64_t tp_cluster_identity(const struct tp_cluster *c) { return c->id; }
+
+/* The lineage of a cluster: its own identity, or the one of the cluster it is a copy of
+ * (cluster_copy.c). A plan records it, so that it may be carried out on copies of its state. */
+static inline uint64_t tp_cluster_lineage(const struct tp_cluster *c) { return c->origin; }
 
 static inline bool tp_cluster_is(const struct tp_cluster *c, uint64_t id)
 {
@@ -417,6 +423,9 @@ uint32_t tp_cl_service_find(const struct tp_cluster *c, const char *name);
 uint32_t tp_cl_service_count(const struct tp_cluster *c, uint32_t sid, unsigned level,
                              uint32_t dom);
 void tp_cl_service_free(struct tp_cluster *c);
+/* tp_cluster_copy: every service of c (same indexes, caps, replicas) and its counts into the
+ * new, empty d. */
+int tp_cl_service_copy(struct tp_cluster *d, const struct tp_cluster *c);
 /* tp_cluster_check's part: every count what the running jobs give. */
 int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len);
 
@@ -439,6 +448,8 @@ void tp_cl_undo_drop(struct tp_cluster *c, size_t from);
 
 /* Free the partition policy's arrays (tp_cluster_destroy). */
 void tp_cl_part_free(struct tp_cluster *c);
+/* tp_cluster_copy: the partition policy and state of c into the new, empty d. */
+int tp_cl_part_copy(struct tp_cluster *d, const struct tp_cluster *c);
 
 /* A failed consistency check (tp_cluster_check): the message into buf (len bytes, either may
  * be 0), then return TP_ECORRUPT. Needs <stdio.h>. */

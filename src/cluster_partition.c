@@ -278,6 +278,21 @@ void tp_cl_part_free(struct tp_cluster *c)
 	policy_free(c);
 }
 
+int tp_cl_part_copy(struct tp_cluster *d, const struct tp_cluster *c)
+{
+	if (c->part_level < 0)
+		return 0;
+	if (policy_set(d, c->part_level, c->part_channels))
+		return TP_ENOMEM;
+	const struct tp_topology *t = c->t;
+	uint32_t ndom = t->lv[c->part_level].ndom;
+	memcpy(d->part_job, c->part_job, (size_t)t->nnodes * sizeof *d->part_job);
+	memcpy(d->part_bits, c->part_bits, (size_t)ndom * c->part_words * sizeof *d->part_bits);
+	memcpy(d->part_used, c->part_used, (size_t)ndom * sizeof *d->part_used);
+	d->part_held = c->part_held;
+	return 0;
+}
+
 int tp_cluster_partition_policy(const tp_cluster *c, int *level, uint32_t *channels)
 {
 	if (!c)

@@ -43,6 +43,28 @@ static uint32_t service_get(struct tp_cluster *c, const char *name)
 	return sid;
 }
 
+int tp_cl_service_copy(struct tp_cluster *d, const struct tp_cluster *c)
+{
+	for (size_t s = 0; s < c->nsvc; s++) {
+		uint32_t sid = service_get(d, c->svc[s].name);
+		if (sid == TP_NO_SERVICE)
+			return TP_ENOMEM;
+		char *name = d->svc[sid].name;
+		d->svc[sid] = c->svc[s];
+		d->svc[sid].name = name;
+	}
+	Word_t key = 0;
+	JError_t err;
+	for (PPvoid_t p = JudyLFirst(c->svc_count, &key, &err); p && p != PPJERR;
+	     p = JudyLNext(c->svc_count, &key, &err)) {
+		PPvoid_t q = JudyLIns(&d->svc_count, key, &err);
+		if (!q || q == PPJERR)
+			return TP_ENOMEM;
+		*q = *p;
+	}
+	return 0;
+}
+
 uint32_t tp_cl_service_count(const struct tp_cluster *c, uint32_t sid, unsigned level,
                              uint32_t dom)
 {

@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,25 @@ static _Atomic uint64_t tp_identities;
 uint64_t tp_identity_next(void)
 {
 	return atomic_fetch_add_explicit(&tp_identities, 1, memory_order_relaxed) + 1;
+}
+
+/* ---- deadlines ----------------------------------------------------------------------------- */
+
+uint64_t tp_monotonic_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tp_deadline_ns(uint64_t us)
+{
+	if (!us)
+		return 0;
+	uint64_t now = tp_monotonic_ns();
+	uint64_t ns = us > (UINT64_MAX - now) / 1000u ? UINT64_MAX - now : us * 1000u;
+	return now + ns;
 }
 
 /* ---- error table and version -------------------------------------------------------------- */

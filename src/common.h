@@ -50,6 +50,13 @@ int tp_errbuf_set(char *errbuf, size_t errlen, int code, const char *fmt, ...) T
  * topologies carry one so that a result made on one is recognised by its identity, not by an
  * address that a later object may reuse. Thread-safe. */
 uint64_t tp_identity_next(void);
+
+/* Wall-clock limits a caller asked for (tp_defrag_policy.max_time_us,
+ * tp_replace_options.max_time_us), the only use of time in the library: CLOCK_MONOTONIC in
+ * nanoseconds (0 when the clock fails), and the deadline `us` microseconds from now (0 for
+ * us 0: none; saturated instead of wrapping). */
+uint64_t tp_monotonic_ns(void);
+uint64_t tp_deadline_ns(uint64_t us);
 int tp_vseterr(char *buf, int code, const char *fmt, va_list ap) TP_PRINTF(3, 0);
 
 /* A valid name: non-empty, at most TP_MAX_NAME bytes, no '/' (when no_slash), no control

@@ -53,7 +53,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the planner's state ------------------------------------------------------------------- */
 
@@ -147,14 +146,6 @@ int tp_defrag_policy_init(tp_defrag_policy *p, unsigned version)
 	return tp_options_init(p, policy_size(version), &init, version);
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void policy_limits(struct planner *P)
 {
 	double mc = P->pol.max_cost_s;
@@ -162,12 +153,7 @@ static void policy_limits(struct planner *P)
 	P->max_moves = P->pol.max_moves;
 	P->max_cands = P->pol.max_candidates ? P->pol.max_candidates : TP_DEFRAG_MAX_CANDIDATES;
 	P->max_sims = P->pol.max_simulations ? P->pol.max_simulations : TP_DEFRAG_MAX_SIMULATIONS;
-	uint64_t us = P->pol.max_time_us;
-	if (us) {
-		uint64_t now = monotonic_ns();
-		uint64_t ns = us > (UINT64_MAX - now) / 1000u ? UINT64_MAX - now : us * 1000u;
-		P->deadline_ns = now + ns;
-	}
+	P->deadline_ns = tp_deadline_ns(P->pol.max_time_us);
 }
 
 /* ---- the work budget ---------------------------------------------------------------------- */
@@ -184,7 +170,7 @@ int defrag_budget_check(struct planner *P, tp_defrag_budget what)
 	else if (what == TP_BUDGET_SIMULATIONS && P->max_sims != UINT32_MAX &&
 	         P->stats.simulated >= P->max_sims)
 		P->stop = TP_BUDGET_SIMULATIONS;
-	else if (P->deadline_ns && monotonic_ns() >= P->deadline_ns)
+	else if (P->deadline_ns && tp_monotonic_ns() >= P->deadline_ns)
 		P->stop = TP_BUDGET_TIME;
 	return P->stop != TP_BUDGET_NONE ? DEFRAG_STOP : 0;
 }

@@ -117,6 +117,8 @@ struct tp_plan {
 	tp_placement *placement;
 	tp_request *req; /* the request, for the place step */
 	uint64_t topology_id; /* tp_topology_identity(t): what tp_plan_apply_step compares */
+	uint64_t cluster_lineage; /* tp_cluster_lineage() of the cluster it was made on: it is
+	                           * applied there and on that cluster's copies only */
 	uint64_t key;    /* the steps' fingerprint: which plan a cluster's cursor follows */
 	tp_defrag_stats stats; /* the work the call did */
 	int64_t lb;            /* lower bound on the cost of any plan, microseconds */

@@ -156,6 +156,7 @@ tp_plan *defrag_plan_new(const struct tp_cluster *c)
 	p->alloc = c->alloc;
 	p->t = c->t;
 	p->topology_id = tp_topology_identity(c->t);
+	p->cluster_lineage = tp_cluster_lineage(c);
 	return p;
 }
 
@@ -393,6 +394,10 @@ static int apply_step_unguarded(tp_cluster *c, const tp_plan *p, size_t i,
 		                 tp_err_name(p->status));
 	if (p->topology_id != tp_topology_identity(c->t))
 		return tp_seterr(c->errmsg, TP_EINVAL, "the plan was made for another topology");
+	if (p->cluster_lineage != tp_cluster_lineage(c))
+		return tp_seterr(c->errmsg, TP_EINVAL,
+		                 "the plan was made on another cluster: it applies to that cluster "
+		                 "and to its copies (tp_cluster_copy) only");
 	if (i >= p->nsteps)
 		return tp_seterr(c->errmsg, TP_EINVAL, "step %zu: the plan has %zu steps", i,
 		                 p->nsteps);

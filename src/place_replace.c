@@ -98,7 +98,42 @@ struct rstate {
 	Pvoid_t down;     /* Judy1 of failed devices */
 	Pvoid_t taken;    /* Judy1 of replacements given out */
 	int spares;       /* the pass: TP_PL_SPARES_ONLY, _TOO, or 0 (the cluster has none) */
+	uint64_t work;    /* job ranks visited setting up passes so far */
+	uint64_t max_work;    /* tp_replace_options.max_work resolved (UINT64_MAX: none) */
+	uint64_t max_time_us; /* tp_replace_options.max_time_us, 0: none */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC deadline, 0: none */
+	uint32_t done, ncls;  /* classes placed so far, of ncls (for the budget's message) */
 };
+
+/* ---- the work budget (tp_replace_options) --------------------------------------------------- */
+
+static void budget_start(struct rstate *rs, const tp_replace_options *o)
+{
+	rs->max_work = o->max_work ? o->max_work : TP_REPLACE_MAX_WORK;
+	rs->max_time_us = o->max_time_us;
+	rs->deadline_ns = tp_deadline_ns(o->max_time_us);
+}
+
+/* Charge one pass (its set-up reads every rank of the job); TP_ELIMIT with the message on pl
+ * once the budget cannot pay for it or the deadline has passed. */
+static int budget_charge(tp_placement *pl, struct rstate *rs)
+{
+	uint64_t n = rs->job->ndev;
+	if (rs->max_work != UINT64_MAX && (rs->work > rs->max_work || n > rs->max_work - rs->work))
+		return tp_seterr(pl->errmsg, TP_ELIMIT,
+		                 "replace: the work budget ran out after %u of %u sub-requests of job "
+		                 "'%s' (%u ranks each): opts.max_work %llu (job ranks visited) is "
+		                 "spent; raise it (UINT64_MAX: no limit)",
+		                 rs->done, rs->ncls, rs->job->id, rs->job->ndev,
+		                 (unsigned long long)rs->max_work);
+	if (rs->deadline_ns && tp_monotonic_ns() >= rs->deadline_ns)
+		return tp_seterr(pl->errmsg, TP_ELIMIT,
+		                 "replace: the time limit ran out after %u of %u sub-requests of job "
+		                 "'%s' (opts.max_time_us %llu); raise it (0: no limit)",
+		                 rs->done, rs->ncls, rs->job->id, (unsigned long long)rs->max_time_us);
+	rs->work += n;
+	return 0;
+}
 
 /* Copy a Judy1 set. */
 static void j1_copy(struct pctx *p, Pvoid_t *dst, Pcvoid_t src)
@@ -281,10 +316,14 @@ static int replace_class_pass(struct pctx *p, struct rstate *rs, const struct tp
 /* A class placed on spares first when the cluster has any (in the spare domain of its healthy
  * devices), else on spares and free devices alike: the leaf tables take the tightest nodes
  * first, and a spare node counts no free device, so spares still win ties there. */
-static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *shape,
-                         const struct tp_rq_unit *ly, const struct rclass *cl, struct tp_rq *sub,
-                         uint32_t *need, int *ideal_ok)
+static int replace_class(tp_placement *pl, struct pctx *p, struct rstate *rs,
+                         const struct tp_rq *shape, const struct tp_rq_unit *ly,
+                         const struct rclass *cl, struct tp_rq *sub, uint32_t *need,
+                         int *ideal_ok)
 {
+	int rc = budget_charge(pl, rs);
+	if (rc)
+		return rc;
 	if (!rs->c->nspare_nodes) {
 		rs->spares = 0;
 		return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
@@ -294,6 +333,8 @@ static int replace_class(struct pctx *p, struct rstate *rs, const struct tp_rq *
 	if (r != 0)
 		return r;
 	tp_pl_ctx_fini(p);
+	if ((rc = budget_charge(pl, rs)))
+		return rc;
 	rs->spares = TP_PL_SPARES_TOO;
 	return replace_class_pass(p, rs, shape, ly, cl, sub, need, ideal_ok);
 }
@@ -376,24 +417,37 @@ static void replace_mark_bad(struct pctx *p, struct rstate *rs, const uint32_t *
 	}
 }
 
-/* One class per (anchor layer, anchor unit) of the ranks to replace, innermost anchor first. */
+/* One class per (anchor layer, anchor unit) of the ranks to replace, innermost anchor first.
+ * Ranks are visited in order, so at every layer the unit of a rank never decreases: each
+ * unit's healthy member is looked for once and a class is new exactly when its unit is not the
+ * last one of its layer, which keeps this linear in the job's size times its layers. */
 static uint32_t replace_classes(const struct tp_rq_unit *ly, unsigned nly, const bool *bad,
                                 uint32_t n, struct rclass *cls)
 {
 	uint32_t ncls = 0;
+	uint32_t unit[TP_RQ_MAX_UNITS], last[TP_RQ_MAX_UNITS + 1];
+	bool healthy[TP_RQ_MAX_UNITS];
+	for (unsigned x = 0; x < nly; x++)
+		unit[x] = UINT32_MAX;
+	for (unsigned x = 0; x <= nly; x++)
+		last[x] = UINT32_MAX;
 	for (uint32_t r = 0; r < n; r++) {
 		if (!bad[r])
 			continue;
 		int a = -1;
-		for (int x = (int)nly - 1; x >= 0 && a < 0; x--)
-			if (healthy_rank(&ly[x], r / ly[x].size, n, bad) != UINT32_MAX)
+		for (int x = (int)nly - 1; x >= 0 && a < 0; x--) {
+			if (unit[x] != r / ly[x].size) {
+				unit[x] = r / ly[x].size;
+				healthy[x] = healthy_rank(&ly[x], unit[x], n, bad) != UINT32_MAX;
+			}
+			if (healthy[x])
 				a = x;
+		}
 		uint32_t au = a >= 0 ? r / ly[a].size : 0;
-		bool seen = false;
-		for (uint32_t i = 0; i < ncls && !seen; i++)
-			seen = cls[i].a == a && cls[i].aunit == au;
-		if (!seen)
+		if (last[a + 1] != au) {
+			last[a + 1] = au;
 			cls[ncls++] = (struct rclass){a, au, r};
+		}
 	}
 	qsort(cls, ncls, sizeof *cls, rclass_cmp);
 	return ncls;
@@ -603,7 +657,7 @@ static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate
 	for (uint32_t i = 0; i < ncls && !rc; i++) {
 		uint32_t need;
 		int ideal_ok = -1;
-		int r = replace_class(p, rs, shape, ly, &cls[i], sub, &need, &ideal_ok);
+		int r = replace_class(pl, p, rs, shape, ly, &cls[i], sub, &need, &ideal_ok);
 		if (r == 0) {
 			rc = tp_pl_explain_failure(pl, p, need, nbad, shape->required, ideal_ok);
 			if (rc == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED)
@@ -611,7 +665,7 @@ static int replace_place_classes(tp_placement *pl, struct pctx *p, struct rstate
 		}
 		else if (r < 0)
 			rc = r;
-		else if (i + 1 == ncls)
+		else if (++rs->done == ncls)
 			rc = replace_check_whole(pl, p, rs, shape, orig, nbad);
 		if (i + 1 < ncls || rc)
 			tp_pl_ctx_fini(p);
@@ -641,11 +695,12 @@ static int replace_record(tp_placement *pl, struct pctx *p, const struct rstate 
 }
 
 static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t slot,
-                       const uint32_t *failed, size_t nfailed)
+                       const uint32_t *failed, size_t nfailed, const tp_replace_options *o)
 {
 	const struct tp_job_impl *job = c->jobs[slot];
 	uint32_t n = job->ndev;
-	struct rstate rs = {c, job, slot, NULL, NULL, NULL, NULL, 0};
+	struct rstate rs = {.c = c, .job = job, .slot = slot};
+	budget_start(&rs, o);
 	struct tp_rq shape;
 	bool has_shape;
 	int shape_rc = replace_shape(pl, c, job, &shape, &has_shape), rc = 0;
@@ -674,6 +729,7 @@ static int replace_run(tp_placement *pl, const struct tp_cluster *c, uint32_t sl
 	unsigned nly = tp_rq_units(&shape, c->t->nlevels - 1, ly);
 	nest_levels(ly, nly);
 	uint32_t ncls = replace_classes(ly, nly, rs.bad, n, cls);
+	rs.ncls = ncls;
 	struct tp_rq sub;
 	rc = replace_place_classes(pl, &p, &rs, &shape, ly, nly, cls, ncls, orig, nbad, &sub);
 	if (!rc) {
@@ -714,8 +770,22 @@ int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t 
 	return 0;
 }
 
+int tp_replace_options_init(tp_replace_options *o, unsigned version)
+{
+	if (!o || version != TP_REPLACE_OPTIONS_VERSION)
+		return TP_EINVAL;
+	*o = (tp_replace_options)TP_REPLACE_OPTIONS_INIT;
+	return 0;
+}
+
 int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, size_t nfailed,
                tp_placement **out)
+{
+	return tp_replace_ext(c, job, failed, nfailed, NULL, out);
+}
+
+int tp_replace_ext(const tp_cluster *c, const char *job, const uint32_t *failed,
+                   size_t nfailed, const tp_replace_options *opts, tp_placement **out)
 {
 	if (!out)
 		return TP_EINVAL;
@@ -725,9 +795,14 @@ int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, siz
 	tp_placement *pl = tp_pl_placement_new(c, true);
 	if (!pl)
 		return TP_ENOMEM;
+	const tp_replace_options dflt = TP_REPLACE_OPTIONS_INIT;
 	int rc = 0;
 	uint32_t slot = tp_cluster_job_slot(c, job);
-	if (slot == TP_NO_JOB)
+	if (opts && opts->version != TP_REPLACE_OPTIONS_VERSION)
+		rc = tp_seterr(pl->errmsg, TP_EINVAL,
+		               "replace.opts.version %u: only version %u is known", opts->version,
+		               TP_REPLACE_OPTIONS_VERSION);
+	else if (slot == TP_NO_JOB)
 		rc = tp_seterr(pl->errmsg, TP_ENOTFOUND, "replace.job: no running job '%s'", job);
 	else if (nfailed == 0)
 		rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.failed: at least one device is needed");
@@ -743,7 +818,8 @@ int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, siz
 	}
 	if (!rc) {
 		pl->job = tp_strdup(&pl->alloc, job);
-		rc = pl->job ? replace_run(pl, c, slot, failed, nfailed) : TP_ENOMEM;
+		rc = pl->job ? replace_run(pl, c, slot, failed, nfailed, opts ? opts : &dflt)
+		             : TP_ENOMEM;
 	}
 	if (rc == TP_ENOMEM) {
 		tp_placement_destroy(pl);

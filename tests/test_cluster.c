@@ -1561,6 +1561,14 @@ static void *reuse_realloc(void *ud, void *p, size_t n)
 	return q;
 }
 
+/* Free the block the allocator kept and check that nothing is left. */
+static void reuse_finish(struct reuse_alloc *ra)
+{
+	free((unsigned char *)ra->spare - REUSE_HDR);
+	cr_assert_eq(ra->live, 0);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* #19 item 6: a placement that outlives its cluster is refused by a new cluster allocated at
  * the same address with the same change counter (it would write past the smaller cluster's
  * arrays). */
@@ -1592,9 +1600,55 @@ Test(cluster, placement_outliving_its_cluster_is_refused_at_the_same_address)
 	tp_cluster_destroy(c2);
 	tp_topology_destroy(big);
 	tp_topology_destroy(small);
-	free((unsigned char *)ra.spare - REUSE_HDR);
-	cr_assert_eq(ra.live, 0);
-	TP_ASSERT_NO_LEAKS();
+	reuse_finish(&ra);
+}
+
+/* Two HGX nodes, a migratable 2-GPU job on each: a request for a whole node needs one
+ * migration. */
+static void two_small_jobs(tp_cluster *c)
+{
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.migratable = 1;
+	uint32_t d0[] = {0, 1}, d1[] = {8, 9};
+	cr_assert_eq(tp_cluster_assign(c, "j0", d0, 2, &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(tp_cluster_assign(c, "j1", d1, 2, &o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+/* #19 "a cluster identity in each plan": a plan that outlives its cluster is refused by a new
+ * cluster at the same address with the same topology and the same jobs (the plan records the
+ * lineage of its cluster, not its topology's identity alone); a copy of the cluster accepts it
+ * (test_cluster_copy.c). */
+Test(cluster, plan_outliving_its_cluster_is_refused_at_the_same_address)
+{
+	tp_test_alloc_reset();
+	struct reuse_alloc ra = {.size = sizeof(struct tp_cluster)};
+	tp_allocator a = {reuse_malloc, reuse_calloc, reuse_realloc, reuse_free, &ra};
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_hgx(&t, 1, 2, &tp_test_allocator), 0);
+	tp_cluster *c1 = NULL, *c2 = NULL;
+	cr_assert_eq(tp_cluster_create(&c1, t, &a), 0);
+	two_small_jobs(c1);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "whole";
+	r.count = 8;
+	r.required = "node";
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c1, &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_plan_step_count(p), 2, "one migration and the place step");
+	void *addr = c1;
+	tp_cluster_destroy(c1);
+	cr_assert_eq(tp_cluster_create(&c2, t, &a), 0);
+	cr_assert_eq((void *)c2, addr, "the allocator put the new cluster at the old address");
+	two_small_jobs(c2);
+	uint64_t fp = tp_cluster_fingerprint(c2), gen = c2->generation;
+	TP_ASSERT_ERR(tp_plan_apply_step(c2, p, 0, NULL), TP_EINVAL, tp_cluster_errmsg(c2),
+	              "the plan was made on another cluster: it applies to that cluster and to its "
+	              "copies (tp_cluster_copy) only");
+	ASSERT_UNCHANGED(c2, fp, gen);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c2);
+	tp_topology_destroy(t);
+	reuse_finish(&ra);
 }
 
 /* Identities are distinct per cluster and per topology, also across threads (a C11 atomic):

@@ -441,7 +441,8 @@ TEST(threads, one_writer_per_cluster_on_a_shared_topology)
 /* ---- one plan applied to copies of a state ------------------------------------------------ */
 
 /* The plan is read-only while it is applied (the cursor is the cluster's): threads that carry
- * out the same plan on their own copies of the state never see each other's steps. */
+ * out the same plan on their own copies of the state (tp_cluster_copy: a copy keeps the
+ * lineage the plan records) never see each other's steps. */
 
 /* 8 HGX nodes, each with a 2-GPU migratable job on GPUs 0-1: a request for two whole nodes
  * needs two migrations. */
@@ -507,7 +508,8 @@ TEST(threads, one_plan_applied_to_copies_of_a_state)
 	         tp_plan_step_count(p));
 	struct applier a[NTHREADS];
 	for (int i = 0; i < NTHREADS; i++) {
-		a[i] = (struct applier){.p = p, .c = two_gpu_jobs(t)};
+		a[i] = (struct applier){.p = p};
+		T_ASSERT(tp_cluster_copy(&a[i].c, origin, NULL) == 0, "tp_cluster_copy");
 		T_ASSERT(pthread_create(&a[i].tid, NULL, apply_all, &a[i]) == 0, "pthread_create");
 	}
 	for (int i = 0; i < NTHREADS; i++) {

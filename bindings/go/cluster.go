@@ -159,14 +159,26 @@ func (c *Cluster) Place(r Request) (*Placement, error) {
 }
 
 // Replace finds replacements for the failed devices of a running job (read-only); Commit
-// applies them.
+// applies them. It runs within the library's default work budget (ReplaceWithBudget).
 func (c *Cluster) Replace(job string, failed []uint32) (*Placement, error) {
+	return c.ReplaceWithBudget(job, failed, 0, 0)
+}
+
+// ReplaceWithBudget is Replace with a work budget (tp_replace_ext): at most maxWork job ranks
+// read setting up sub-requests (0: the library's default, 2^24; math.MaxUint64: no limit) and
+// at most maxTimeUs microseconds (0: no limit). When either runs out the error's code is
+// ErrLimit and the cluster is unchanged.
+func (c *Cluster) ReplaceWithBudget(job string, failed []uint32, maxWork, maxTimeUs uint64) (*Placement, error) {
 	defer runtime.KeepAlive(c)
 	cs := C.CString(job)
 	defer C.free(unsafe.Pointer(cs))
+	var o C.tp_replace_options
+	C.tp_replace_options_init(&o, C.TP_REPLACE_OPTIONS_VERSION)
+	o.max_work = C.uint64_t(maxWork)
+	o.max_time_us = C.uint64_t(maxTimeUs)
 	var p *C.tp_placement
 	fp, n := cdevs(failed)
-	rc := C.tp_replace(c.p, cs, fp, n, &p)
+	rc := C.tp_replace_ext(c.p, cs, fp, n, &o, &p)
 	return wrapPlacement(c, p, rc)
 }
 

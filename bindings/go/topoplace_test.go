@@ -141,6 +141,11 @@ func TestRequestErrorsCarryTheFieldAndHealth(t *testing.T) {
 	if err := c.SetDown(devs[1:], true); err != nil {
 		t.Fatal(err)
 	}
+	// one sub-request reads the job's 2 ranks: a budget of 1 stops it, ErrLimit
+	if _, err := c.ReplaceWithBudget("j", devs[1:], 1, 0); !errors.Is(err, ErrLimit) ||
+		!strings.Contains(err.Error(), "opts.max_work 1 ") {
+		t.Fatalf("a budget of 1: %v", err)
+	}
 	r, err := c.Replace("j", devs[1:])
 	if err != nil {
 		t.Fatal(err)

@@ -1307,6 +1307,9 @@ static void op_defrag(struct st *s, struct fz_in *in, bool compact)
 
 /* ---- the driver ---------------------------------------------------------------------------- */
 
+/* Operations run, for the soak driver's report (soak.c). */
+unsigned long long fz_soak_ops;
+
 static void run(struct fz_in *in, const tp_topology *t)
 {
 	struct st s = {.t = t, .arm = {-1, false}};
@@ -1343,6 +1346,7 @@ static void run(struct fz_in *in, const tp_topology *t)
 		case 15: s.arm.at = fz_below(in, 12); break;
 		default: op_commit_pending(&s); break;
 		}
+		fz_soak_ops++;
 		ref_compare(&s.m, s.c);
 		FZ_TRACE_LINE("op %u: fingerprint %016llx, %zu job(s)\n", op,
 		              (unsigned long long)tp_cluster_fingerprint(s.c), s.m.njobs);

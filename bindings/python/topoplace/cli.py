@@ -32,6 +32,7 @@ import math
 import os
 import sys
 import threading
+import time
 
 from . import scenario as sc_mod
 from .scenario import InvalidInput
@@ -205,7 +206,9 @@ def main(argv=None, stdin=None, stdout=None):
         answer = run(args.command, args.file, strict=args.strict, stdin=stdin,
                      max_bytes=args.max_input_bytes,
                      options={"less_local": args.less_local, "level": args.level,
-                              "domains": args.domains or 1})
+                              "domains": args.domains or 1,
+                              "deadline": None if args.timeout is None else
+                              time.monotonic() + args.timeout})
     except _UsageError as e:
         answer = _invalid("usage: %s (python3 -m topoplace {%s} FILE [--format json|text] "
                           "[--strict] [--max-input-bytes N] [--timeout SECONDS] "
@@ -321,6 +324,8 @@ def run(command, path, strict=False, stdin=None, max_bytes=sc_mod.MAX_INPUT_BYTE
         sc.policy.allow_less_local = False
     if command == "compact":
         return _compact(sc, topo, cluster, opts["level"], opts["domains"])
+    if command == "replace":
+        return _replace(sc, topo, cluster, opts.get("deadline"))
     return COMMANDS[command](sc, topo, cluster)
 
 
@@ -399,7 +404,10 @@ def _place(sc, topo, cluster):
                    request=req)
 
 
-def _replace(sc, topo, cluster):
+def _replace(sc, topo, cluster, deadline=None):
+    """The replace command. With --timeout, ``deadline`` (time.monotonic()) also bounds the
+    library's search (tp_replace_options.max_time_us: 90% of the time left, so that a long
+    search ends with its own message, exit 2, before the watchdog's)."""
     from . import api, errors
     rep = sc.replace
     job = _Job(rep["job"])
@@ -422,8 +430,10 @@ def _replace(sc, topo, cluster):
         return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl,
                        command="replace", job=job.id)
     try:
-        pl = cluster.replace(job.id, job_failed)
-    except (errors.InvalidArgument, errors.NotFound) as e:
+        pl = cluster.replace(job.id, job_failed,
+                             max_time_us=None if deadline is None else
+                             max(1, int((deadline - time.monotonic()) * 0.9e6)))
+    except (errors.InvalidArgument, errors.NotFound, errors.LimitExceeded) as e:
         return _invalid("replace: %s" % e)
     if not pl.ok:
         return _Answer(EXIT_NOT_PLACED, not_placed_json(pl), topo=topo, cluster=cluster,

@@ -411,9 +411,14 @@ class Cluster(_Owned):
         rc = lib.tp_place(self._p, r, out)
         return self._result(rc, out[0])
 
-    def replace(self, job, failed):
+    def replace(self, job, failed, max_work=None, max_time_us=None):
         """Replacement devices for the failed devices of a running job (ids or names; a node
-        name stands for the job's devices on that node)."""
+        name stands for the job's devices on that node).
+
+        ``max_work`` (job ranks visited; None: the library's default, 2^24) and
+        ``max_time_us`` (None: no time limit) bound the search (``tp_replace_ext``): when
+        either runs out the call raises :class:`LimitExceeded` naming the field, and the
+        cluster is unchanged."""
         held = self.job_devices(job)
         ids = []
         for f in failed:
@@ -424,8 +429,31 @@ class Cluster(_Owned):
                 ids.append(self._topo.device(f))
         arr = ffi.new("uint32_t[]", ids)
         out = ffi.new("tp_placement **")
-        rc = lib.tp_replace(self._p, _b(job, "job id"), arr, len(ids), out)
+        opts = _defaults.c_init("replace_options")
+        for name, value in (("max_work", max_work), ("max_time_us", max_time_us)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not 0 < value < 2 ** 64:
+                raise InvalidArgument("replace.%s: %r is not a positive integer below 2^64"
+                                      % (name, value))
+            setattr(opts, name, value)
+        rc = lib.tp_replace_ext(self._p, _b(job, "job id"), arr, len(ids), opts, out)
         return self._result(rc, out[0])
+
+    def copy(self):
+        """A copy of the state (``tp_cluster_copy``): same jobs, health, spares and
+        fingerprint, an identity of its own (a placement made on one cannot be committed to
+        the other) and the same lineage (a plan made on one may be carried out on the
+        other). The copy is independent of this cluster afterwards."""
+        out = ffi.new("tp_cluster **")
+        check(lib.tp_cluster_copy(out, self._p, ffi.NULL), None, "cannot copy the cluster")
+        c = object.__new__(Cluster)
+        c._writer_guard = getattr(self, "_writer_guard", False)
+        c._ptr = _own(out[0], lib.tp_cluster_destroy, self._topology._p)
+        c._topology = self._topology
+        c._topo = Topology._wrap(self._topology._p)
+        return c
 
     def _result(self, rc, ptr):
         if ptr == ffi.NULL:
@@ -495,12 +523,12 @@ class Cluster(_Owned):
 
     def apply_step(self, plan, i, **job_options):
         """Carry out step ``i`` of ``plan`` on the cluster's records (steps in order); the
-        options are the new job's, for the place step (as :meth:`commit`)."""
+        options are the new job's, for the place step (as :meth:`commit`). The plan applies
+        to the cluster it was made on and to its copies (:meth:`copy`); the library refuses
+        any other cluster."""
         h = plan._handle if isinstance(plan, Plan) else None
         if h is None:
             raise InvalidArgument("apply_step() needs an open Plan from defrag_plan()")
-        if h.cluster is not self:
-            raise InvalidArgument("the plan was made on another cluster")
         keep = []
         opts = _job_options(keep, **job_options) if job_options else ffi.NULL
         check(lib.tp_plan_apply_step(self._p, h._p, i, opts), self)
