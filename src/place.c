@@ -129,6 +129,7 @@
  * Threading: tp_place and tp_replace only read the cluster; scratch memory comes from the
  * cluster's allocator (a per-call arena) and per-call Judy arrays; messages go to the result.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -313,6 +314,7 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
                    uint32_t self_slot)
 {
 	memset(p, 0, sizeof *p);
+	p->dec_level = INT_MAX;
 	p->c = c;
 	p->t = c->t;
 	p->q = q;
@@ -379,6 +381,7 @@ static int balance(struct pctx *p, uint32_t k, const uint32_t *best)
 				hi = mid - 1;
 		}
 		p->lb[l] = lo * u;
+		p->bal_active = p->bal_active || lo > 1;
 	}
 	p->root_kind = 0;
 	return 0;

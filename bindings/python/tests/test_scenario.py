@@ -231,6 +231,11 @@ INVALID = [
     (doc(topology__nodes__1__name="x\udc80"), "frag", "topology.nodes[1].name"),
     (doc(state__jobs__0__tenant="\udc80"), "frag", "state.jobs[0].tenant"),
     (doc(policy__min_priority_gap=2 ** 31), "defrag", "policy.min_priority_gap"),
+    (doc(request__x_comm={"tp": 3}), "place", "request.x_comm.tp"),
+    (doc(request__x_comm={"tp": 2, "pp": 3}), "place", "request.x_comm.pp"),
+    (doc(request__x_comm={"tp": 2, "dp": 3}), "place", "request.x_comm.dp"),
+    (doc(request__x_comm={"ep": 3}), "place", "request.x_comm.ep"),
+    (doc(request__x_comm={"dp_overlap": 2}), "place", "request.x_comm.dp_overlap"),
 ]
 
 

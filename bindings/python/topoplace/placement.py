@@ -22,6 +22,10 @@ class Fit:
     best: int
 
 
+#: ``tp_rule`` by value: the names :attr:`Placement.decided_by` takes.
+DECIDED_BY = ("none", "locality", "balance", "fit", "step", "tie")
+
+
 @dataclass
 class Placement:
     """The answer to a request (``tp_placement``), read out at once.
@@ -32,7 +36,10 @@ class Placement:
     ``message`` says why and ``fit`` gives the figures. A replacement also fills ``replaced``
     (failed device -> its replacement). For a request with ``gpu_nic_pairs``, ``nics`` holds
     the name of the NIC paired with each rank (``tp_placement_nic``; None for a device of a
-    replaced job that has none). Pass it to :meth:`Cluster.commit` to apply it.
+    replaced job that has none). ``decided_by`` names the rule of the objective that decided
+    the outermost choice among candidate domains (``tp_placement_decided_by``): one of
+    :data:`DECIDED_BY` ("none", "locality", "balance", "fit", "step", "tie"). Pass it to
+    :meth:`Cluster.commit` to apply it.
     """
     status: str
     code: int
@@ -45,6 +52,7 @@ class Placement:
     fit: Optional[Fit] = None
     replaced: Dict[str, str] = field(default_factory=dict)
     nics: List[Optional[str]] = field(default_factory=list)
+    decided_by: str = "none"
     _handle: object = field(default=None, repr=False, compare=False)
     _node_level: str = field(default="", repr=False, compare=False)
 
@@ -126,6 +134,8 @@ def _read_placement(cluster, ptr, borrowed_from=None):
                 m[t.domain_path(lv, dom[0])] = cnt[0]
             pl.domains[name] = m
         pl.step_comm_us = lib.tp_placement_step_comm_us(p)
+        rule = lib.tp_placement_decided_by(p)
+        pl.decided_by = DECIDED_BY[rule] if 0 <= rule < len(DECIDED_BY) else str(rule)
         nic = [lib.tp_placement_nic(p, i) for i in range(len(pl.device_ids))]
         if any(x >= 0 for x in nic):  # a request with gpu_nic_pairs
             pl.nics = [_nic_name(t, d, x) for d, x in zip(pl.device_ids, nic)]
