@@ -1484,6 +1484,16 @@ unsigned long or_mix_loss(const struct or_case *k, const struct or_mix *m, const
 	return mix_loss_counts(k, m, cnt);
 }
 
+/* Run the brute force over every count vector of b->k (set up with what it should keep). */
+static void brute_all(struct brute *b)
+{
+	const struct or_case *k = b->k;
+	compute_avail(k, 0, b->avail);
+	for (unsigned node = k->nnodes; node-- > 0;)
+		b->suffix[node] = b->suffix[node + 1] + b->avail[node];
+	brute_rec(b, 0, k->req.count);
+}
+
 bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
 {
 	if (!or_brute_supported(k))
@@ -1493,10 +1503,7 @@ bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long 
 		abort();
 	b->k = k;
 	b->mix = m;
-	compute_avail(k, 0, b->avail);
-	for (unsigned node = k->nnodes; node-- > 0;)
-		b->suffix[node] = b->suffix[node + 1] + b->avail[node];
-	brute_rec(b, 0, k->req.count);
+	brute_all(b);
 	bool found = b->mfound;
 	*loss = b->mloss;
 	free(b);
@@ -1514,10 +1521,7 @@ bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_m
 	b->k = k;
 	b->t = t;
 	b->sm = m;
-	compute_avail(k, 0, b->avail);
-	for (unsigned node = k->nnodes; node-- > 0;)
-		b->suffix[node] = b->suffix[node + 1] + b->avail[node];
-	brute_rec(b, 0, k->req.count);
+	brute_all(b);
 	bool found = b->sfound;
 	*us = b->sbest;
 	free(b);

@@ -714,6 +714,15 @@ static bool has_fd_rule(const struct or_case *k)
 	return fd;
 }
 
+/* Whether the brute force can check the case against rule 1 (tiny, placed under rule 1, no
+ * failure-domain rule). */
+static bool tiny_rule1(const struct or_case *k)
+{
+	const struct or_req *r = &k->req;
+	bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
+	return k->kind == OR_TINY && rule1 && !has_fd_rule(k);
+}
+
 /* On tiny cases placed under rule 1, the solver's placement loses the least mix capacity
  * among the placements optimal under rules 1 and 2 (brute force). */
 Test(place_oracle, mix_loss_is_least_among_rule12_optima)
@@ -725,9 +734,7 @@ Test(place_oracle, mix_loss_is_least_among_rule12_optima)
 		struct or_case *k = malloc(sizeof *k);
 		cr_assert(k);
 		or_generate(k, seed);
-		const struct or_req *r = &k->req;
-		bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
-		if (k->kind != OR_TINY || !rule1 || has_fd_rule(k)) {
+		if (!tiny_rule1(k)) {
 			free(k);
 			continue;
 		}
@@ -858,8 +865,7 @@ Test(place_oracle, step_time_against_the_least_among_rule12_optima)
 		cr_assert(k);
 		or_generate(k, seed);
 		const struct or_req *r = &k->req;
-		bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
-		if (k->kind != OR_TINY || !rule1 || has_fd_rule(k) || r->count < 2) {
+		if (!tiny_rule1(k) || r->count < 2) {
 			free(k);
 			continue;
 		}
