@@ -1494,14 +1494,21 @@ static void brute_all(struct brute *b)
 	brute_rec(b, 0, k->req.count);
 }
 
-bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
+/* A brute force over k, to set up with what it should keep before brute_all. */
+static struct brute *brute_new(const struct or_case *k)
 {
-	if (!or_brute_supported(k))
-		return false;
 	struct brute *b = calloc(1, sizeof *b);
 	if (!b)
 		abort();
 	b->k = k;
+	return b;
+}
+
+bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
+{
+	if (!or_brute_supported(k))
+		return false;
+	struct brute *b = brute_new(k);
 	b->mix = m;
 	brute_all(b);
 	bool found = b->mfound;
@@ -1515,10 +1522,7 @@ bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_m
 {
 	if (!or_brute_supported(k))
 		return false;
-	struct brute *b = calloc(1, sizeof *b);
-	if (!b)
-		abort();
-	b->k = k;
+	struct brute *b = brute_new(k);
 	b->t = t;
 	b->sm = m;
 	brute_all(b);
