@@ -1772,6 +1772,46 @@ TP_API int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_
                                   uint32_t *dom, uint32_t *devices);
 
 /**
+ * @brief The objective's rule that decided a placement's outermost choice among candidates
+ * (tp_placement_decided_by()).
+ *
+ * The solver chooses a single domain for the job where one can hold it: the top-level domain,
+ * then a child of it, and so on. At the outermost level where it compared candidates, this
+ * says on which rule the chosen domain beat the closest candidate it evaluated (the spec's
+ * objective, spec/scenario-v1.md, and its refinements in ::tp_request).
+ * @since 0.4.0
+ */
+typedef enum tp_rule {
+	/** No choice was made among candidates: one domain could take the job, the request is
+	 *  unconstrained (filled tightest first), or the job spans several top-level domains
+	 *  chosen together. */
+	TP_RULE_NONE = 0,
+	/** Rule 1: the others would use more domains at some level. */
+	TP_RULE_LOCALITY = 1,
+	/** Rule 2: with `balanced`, the split had to keep a smallest share above one unit (a
+	 *  bound the others could not meet with the same domain counts). */
+	TP_RULE_BALANCE = 2,
+	/** Rule 3: the placement mix's loss (tp_cluster_set_place_mix()), then best fit; also
+	 *  when the search stopped at a candidate that meets every count's lower bound, the rest
+	 *  being looser. */
+	TP_RULE_FIT = 3,
+	/** Rule 4 refined (`comm`): candidates tied on rules 1 to 3 and the modelled step time
+	 *  of the whole job chose among them. */
+	TP_RULE_STEP = 4,
+	/** Candidates tied on every rule (and step time, or no `comm`): the lowest index won. */
+	TP_RULE_TIE = 5
+} tp_rule;
+
+/**
+ * @brief Which rule of the objective decided the placement's outermost choice among
+ * candidate domains (::tp_rule). *Read-only.*
+ * @param p The result. @return The rule; ::TP_RULE_NONE for NULL, a failed result, or when no
+ *         choice among candidates was made. @note Thread-safe on a result nobody destroys.
+ * @since 0.4.0
+ */
+TP_API tp_rule tp_placement_decided_by(const tp_placement *p);
+
+/**
  * @brief The modelled time of one ring all-reduce of 1 GiB over the placement's devices, in
  * microseconds (the cost model's score; 0 for one device).
  * @param p The result. @return The time, or 0 on failure. @since 0.1.0

@@ -86,7 +86,10 @@
  *     nodes, rule 1 is (top-level domains t, their children r); t is greedy on capacities, and
  *     r comes from a knapsack over (domains used, children used) -> devices covered, run only
  *     over the t best domains for each child count (a swap argument shows no other domain is
- *     needed), so its size does not grow with the cluster.
+ *     needed), so its size does not grow with the cluster. Without filters it reads each
+ *     top-level domain's children from the histograms in one pass (place_dual.c: no per-child
+ *     call, counting sorts, the top count found from the largest free counts down), the same
+ *     numbers the general path computes, checked against it in tests/test_dual.c.
  *   - Capacities above the node come from the cluster's per-domain histograms of node free
  *     counts when no filter (select, exclusivity, colocate, allow-list) applies; with filters
  *     nodes are walked (and memoised per call). The root's decision is kept between the
@@ -126,6 +129,7 @@
  * Threading: tp_place and tp_replace only read the cluster; scratch memory comes from the
  * cluster's allocator (a per-call arena) and per-call Judy arrays; messages go to the result.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -311,6 +315,7 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
                    uint32_t self_slot)
 {
 	memset(p, 0, sizeof *p);
+	p->dec_level = INT_MAX;
 	p->c = c;
 	p->t = c->t;
 	p->q = q;
@@ -380,6 +385,7 @@ static int balance(struct pctx *p, uint32_t k, const uint32_t *best)
 				hi = mid - 1;
 		}
 		p->lb[l] = lo * u;
+		p->bal_active = p->bal_active || lo > 1;
 	}
 	p->root_kind = 0;
 	return 0;

@@ -22,12 +22,17 @@ struct dual_dom {
 	uint32_t first, n;  /* its children's capacities: items[first .. first + n), decreasing */
 };
 
+/* Q_B(m) before the rounding to the top-level unit (never below Q_B(m)). */
+static uint64_t dual_raw(const struct dual_dom *b, const uint64_t *pre, uint32_t m)
+{
+	uint64_t v = pre[b->first + (m < b->n ? m : b->n)] - pre[b->first];
+	return v > b->cap ? b->cap : v;
+}
+
 static uint64_t dual_q(const struct pctx *p, const struct dual_dom *b, const uint64_t *pre,
                        uint32_t m)
 {
-	uint64_t v = pre[b->first + (m < b->n ? m : b->n)] - pre[b->first];
-	if (v > b->cap)
-		v = b->cap;
+	uint64_t v = dual_raw(b, pre, m);
 	return v - v % p->u[0];
 }
 
@@ -37,10 +42,156 @@ bool tp_pl_dual_ok(const struct pctx *p)
 	       (p->nlev == 2 || p->nlev == 3) && p->single_to < 0;
 }
 
-/* Collect the top-level domains and their children's capacities; *nd the forced node size
- * (three levels) or 1. Returns 0, 2 (not applicable) or an error. */
-static int dual_collect(struct pctx *p, uint32_t k, struct dual_dom **out, uint32_t *nb,
-                        uint64_t **pre_out, uint32_t *nd)
+/* Room for more items in the arena (the old ones copied): 0 or TP_ENOMEM. */
+static int dual_grow(struct pctx *p, uint32_t **items, size_t nitems, size_t *cap_items,
+                     uint32_t more)
+{
+	if (nitems + more <= *cap_items)
+		return 0;
+	size_t nc = (nitems + more) * 2 + 64;
+	uint32_t *ni = tp_pl_ar_alloc(p, nc * sizeof *ni);
+	if (!ni)
+		return TP_ENOMEM;
+	if (nitems)
+		memcpy(ni, *items, nitems * sizeof *ni);
+	*items = ni;
+	*cap_items = nc;
+	return 0;
+}
+
+/* Whether a three-level tree's rack capacities and node sizes can be read straight from the
+ * histograms of the level below the top (no filter, scope, discount or emptied cluster): what
+ * tp_pl_capd and tp_pl_uniform_node_dev compute then, in one pass over each domain's rows. */
+static bool dual_rows_ok(const struct pctx *p)
+{
+	return p->nlev == 3 && !p->filtered && !p->ideal && !p->have_used && p->hist_ok[1] &&
+	       !p->scope[1];
+}
+
+/* The free counts a node can give this request anything from (nodecap[k] > 0), for the rows. */
+struct dual_keys {
+	uint32_t n, k[TP_MAX_NODE_DEVICES + 1];
+	bool pow2; /* u[1] is a power of two: rounding is a mask */
+};
+
+static void dual_keys_init(const struct pctx *p, struct dual_keys *dk)
+{
+	dk->n = 0;
+	dk->pow2 = !(p->u[1] & (p->u[1] - 1));
+	for (uint32_t k = 1; k < p->c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
+		if (p->nodecap[k])
+			dk->k[dk->n++] = k;
+}
+
+/* Counts by value for dual_sort_desc (values below DUAL_BUCKETS; all zero between calls). */
+#define DUAL_BUCKETS 4096
+
+/* Decreasing order: by counting when the values are below DUAL_BUCKETS (the scan steps by u,
+ * which divides every value, and clears what it emits), else an insertion sort (a domain's
+ * children are few). */
+static void dual_sort_desc(uint32_t *it, uint32_t n, uint16_t *cnt, uint32_t u, uint32_t most)
+{
+	if (cnt && n > 1 && most < DUAL_BUCKETS && n <= UINT16_MAX) {
+		for (uint32_t i = 0; i < n; i++)
+			cnt[it[i]]++;
+		uint32_t at = 0;
+		for (uint32_t v = most; at < n; v -= u) {
+			for (uint32_t c = cnt[v]; c > 0; c--)
+				it[at++] = v;
+			cnt[v] = 0;
+		}
+		return;
+	}
+	for (uint32_t a = 1; a < n; a++)
+		for (uint32_t b = a; b > 0 && it[b - 1] < it[b]; b--) {
+			uint32_t tmp = it[b];
+			it[b] = it[b - 1];
+			it[b - 1] = tmp;
+		}
+}
+
+/* The nonzero capacities of top-level domain dom's children into items (as tp_pl_capd gives
+ * them), decreasing, their sum, and the node size they all share (tp_pl_uniform_node_dev's
+ * answer: 0 when they differ or it does not divide the units). Returns the number of items. */
+static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint32_t dom,
+                          uint32_t *items, uint16_t *bucket, uint32_t *nd_out, uint64_t *total)
+{
+	const struct tp_cluster *c = p->c;
+	const uint32_t hs = c->hstride, capdev = p->capdev[1], u1 = p->u[1];
+	uint32_t f = p->t->lv[0].child_first[dom], cnt = p->t->lv[0].child_first[dom + 1] - f;
+	const uint32_t *h = c->hist[1] + (size_t)f * hs;
+	uint32_t n = 0, lo = UINT32_MAX, hi = 0, most = 0;
+	*total = 0;
+	for (uint32_t r = 0; r < cnt; r++, h += hs) {
+		uint64_t sum = 0;
+		for (uint32_t j = 0; j < dk->n; j++) {
+			uint32_t x = h[dk->k[j]], nc = p->nodecap[dk->k[j]];
+			sum += (uint64_t)x * nc;
+			lo = x && nc < lo ? nc : lo;
+			hi = x && nc > hi ? nc : hi;
+		}
+		uint32_t x = min32(sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum, capdev);
+		uint32_t cap = dk->pow2 ? x & ~(u1 - 1) : floor_to(x, u1);
+		items[n] = cap;
+		n += cap != 0;
+		*total += cap;
+		most = max32(most, cap);
+	}
+	dual_sort_desc(items, n, bucket, u1, most);
+	*nd_out = !hi || lo != hi || u1 % hi || p->u[0] % hi ? 0 : hi;
+	return n;
+}
+
+/* What the collectors give: the domains, their children's capacities (items[first ..
+ * first + n) per domain, decreasing) and the forced node size. */
+struct dual_set {
+	struct dual_dom *bs;
+	uint32_t nb, nd;
+	uint32_t *items;
+	size_t nitems, cap_items;
+};
+
+/* The collector for dual_rows_ok: the top-level domains in the order tp_pl_kids_of gives them
+ * (the cluster's index: free, then index), each one's rows read once for its children and
+ * its own capacity (tp_pl_capd's: from the histograms, or the sum of its children's cut and
+ * rounded). Returns 0, 2 (not applicable) or an error. */
+static int dual_collect_rows(struct pctx *p, struct dual_set *ds)
+{
+	const struct tp_cluster *c = p->c;
+	const uint32_t *cf = p->t->lv[0].child_first, kmin = p->u[0];
+	struct dual_keys dk;
+	dual_keys_init(p, &dk);
+	uint16_t *bucket = tp_pl_ar_alloc(p, DUAL_BUCKETS * sizeof *bucket);
+	ds->bs = tp_pl_ar_alloc(p, (p->t->lv[0].ndom ? p->t->lv[0].ndom : 1) * sizeof *ds->bs);
+	if (!bucket || !ds->bs)
+		return TP_ENOMEM;
+	memset(bucket, 0, DUAL_BUCKETS * sizeof *bucket);
+	Word_t key = (Word_t)kmin << 32;
+	JError_t je;
+	for (int r = Judy1First(c->index[0], &key, &je); r == 1; r = Judy1Next(c->index[0], &key, &je)) {
+		uint32_t dom = (uint32_t)(key & 0xffffffffu), u;
+		uint64_t total;
+		if (dual_grow(p, &ds->items, ds->nitems, &ds->cap_items, cf[dom + 1] - cf[dom]))
+			return TP_ENOMEM;
+		uint32_t n = dual_rows(p, &dk, dom, ds->items + ds->nitems, bucket, &u, &total);
+		uint32_t cap = p->hist_ok[0] ? tp_pl_capd(p, 0, dom)
+		                             : floor_to(min32(total > UINT32_MAX ? UINT32_MAX : (uint32_t)total,
+		                                              cap_left(p, 0, dom)),
+		                                        p->u[0]);
+		if (cap < kmin || !cap)
+			continue;
+		if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
+			return 2;
+		ds->nd = u;
+		ds->bs[ds->nb++] = (struct dual_dom){dom, (uint32_t)(key >> 32), cap, (uint32_t)ds->nitems, n};
+		ds->nitems += n;
+	}
+	return 0;
+}
+
+/* The general collector: tp_pl_kids_of, then each domain's children through tp_pl_capd.
+ * Returns 0, 2 (not applicable) or an error. */
+static int dual_collect_kids(struct pctx *p, struct dual_set *ds)
 {
 	uint32_t n;
 	struct kid *ks = tp_pl_kids_of(p, -1, 0, p->u[0], &n);
@@ -49,16 +200,15 @@ static int dual_collect(struct pctx *p, uint32_t k, struct dual_dom **out, uint3
 	struct dual_dom *bs = tp_pl_ar_alloc(p, (n ? n : 1) * sizeof *bs);
 	if (!bs)
 		return TP_ENOMEM;
-	size_t nitems = 0, cap_items = 0;
-	uint32_t *items = NULL;
-	*nd = 1;
+	ds->bs = bs;
+	ds->nb = n;
 	for (uint32_t i = 0; i < n; i++) {
-		bs[i] = (struct dual_dom){ks[i].dom, ks[i].free, ks[i].cap, (uint32_t)nitems, 0};
+		bs[i] = (struct dual_dom){ks[i].dom, ks[i].free, ks[i].cap, (uint32_t)ds->nitems, 0};
 		if (p->nlev == 3) {
 			uint32_t u = tp_pl_uniform_node_dev(p, 0, ks[i].dom);
-			if (!u || (*nd != 1 && u != *nd) || p->u[0] % u)
+			if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
 				return 2;
-			*nd = u;
+			ds->nd = u;
 		}
 		uint32_t f, cnt;
 		if (p->nlev == 3) {
@@ -67,41 +217,39 @@ static int dual_collect(struct pctx *p, uint32_t k, struct dual_dom **out, uint3
 		} else {
 			tp_dom_nodes(p->t, 0, ks[i].dom, &f, &cnt);
 		}
-		if (nitems + cnt > cap_items) {
-			size_t nc = (nitems + cnt) * 2 + 64;
-			uint32_t *ni = tp_pl_ar_alloc(p, nc * sizeof *ni);
-			if (!ni)
-				return TP_ENOMEM;
-			if (nitems)
-				memcpy(ni, items, nitems * sizeof *ni);
-			items = ni;
-			cap_items = nc;
-		}
+		if (dual_grow(p, &ds->items, ds->nitems, &ds->cap_items, cnt))
+			return TP_ENOMEM;
 		for (uint32_t x = f; x < f + cnt; x++) {
 			uint32_t cap = tp_pl_capd(p, p->nlev == 3 ? 1 : p->nl, x);
 			if (cap)
-				items[nitems++] = cap;
+				ds->items[ds->nitems++] = cap;
 		}
-		bs[i].n = (uint32_t)(nitems - bs[i].first);
-		/* decreasing order: an insertion sort (a domain's children are few) */
-		uint32_t *it = items + bs[i].first;
-		for (uint32_t a = 1; a < bs[i].n; a++)
-			for (uint32_t b = a; b > 0 && it[b - 1] < it[b]; b--) {
-				uint32_t tmp = it[b];
-				it[b] = it[b - 1];
-				it[b - 1] = tmp;
-			}
+		bs[i].n = (uint32_t)(ds->nitems - bs[i].first);
+		dual_sort_desc(ds->items + bs[i].first, bs[i].n, NULL, 1, UINT32_MAX);
 	}
-	uint64_t *pre = tp_pl_ar_alloc(p, (nitems + 1) * sizeof *pre);
+	return 0;
+}
+
+/* Collect the top-level domains and their children's capacities; *nd the forced node size
+ * (three levels) or 1. Returns 0, 2 (not applicable) or an error. */
+static int dual_collect(struct pctx *p, struct dual_dom **out, uint32_t *nb, uint64_t **pre_out,
+                        uint32_t *nd)
+{
+	struct dual_set ds = {NULL, 0, 1, NULL, 0, 0};
+	int rc = dual_rows_ok(p) && tp_pl_root_indexed(p) ? dual_collect_rows(p, &ds)
+	                                                  : dual_collect_kids(p, &ds);
+	if (rc)
+		return rc;
+	uint64_t *pre = tp_pl_ar_alloc(p, (ds.nitems + 1) * sizeof *pre);
 	if (!pre)
 		return TP_ENOMEM;
 	pre[0] = 0;
-	for (size_t i = 0; i < nitems; i++)
-		pre[i + 1] = pre[i] + items[i];
-	(void)k;
-	*out = bs;
-	*nb = n;
+	for (size_t i = 0; i < ds.nitems; i++)
+		pre[i + 1] = pre[i] + ds.items[i];
+	*out = ds.bs;
+	*nb = ds.nb;
 	*pre_out = pre;
+	*nd = ds.nd;
 	return 0;
 }
 
@@ -113,10 +261,9 @@ static int dual_cap_cmp(const void *a, const void *b)
 	return (x->dom > y->dom) - (x->dom < y->dom);
 }
 
-/* The fewest top-level domains that hold k devices (greedy on capacities), 0 when all of
- * them together cannot; *mmax the most children any of them has. */
-static int dual_fewest_top(struct pctx *p, const struct dual_dom *bs, uint32_t nb, uint32_t k,
-                           uint32_t *t_out, uint32_t *mmax)
+/* The greedy count over every domain, largest capacities first: 0 or TP_ENOMEM. */
+static int dual_fewest_sorted(struct pctx *p, const struct dual_dom *bs, uint32_t nb, uint32_t k,
+                              uint32_t *t_out)
 {
 	struct dual_dom *by = tp_pl_ar_alloc(p, (nb ? nb : 1) * sizeof *by);
 	if (!by)
@@ -128,39 +275,100 @@ static int dual_fewest_top(struct pctx *p, const struct dual_dom *bs, uint32_t n
 	while (acc < k && t < nb)
 		acc += by[t++].cap;
 	*t_out = acc < k ? 0 : t;
+	return 0;
+}
+
+/* The same count from the largest free counts down: bs comes in increasing free order and
+ * (outside replace's spares and the emptied cluster) a capacity never exceeds its free count,
+ * so once the t-th best capacity seen, with the first t reaching k, is at least the next free
+ * count, no domain left could lower t. Returns 1 with *t_out, or 0 when the walk grew long
+ * (the caller sorts instead). */
+static int dual_fewest_walk(const struct dual_dom *bs, uint32_t nb, uint32_t k, uint32_t *best,
+                            uint32_t *t_out)
+{
+	enum { WALK_MAX = 64 };
+	uint32_t nbest = 0, t = 0;
+	for (uint32_t i = nb; i-- > 0;) {
+		if (t && best[t - 1] >= bs[i].free)
+			break;
+		if (nbest == WALK_MAX)
+			return 0;
+		uint32_t at = nbest++;
+		for (; at > 0 && best[at - 1] < bs[i].cap; at--)
+			best[at] = best[at - 1];
+		best[at] = bs[i].cap;
+		uint64_t acc = 0;
+		for (t = 0; acc < k && t < nbest;)
+			acc += best[t++];
+		if (acc < k)
+			t = 0;
+	}
+	*t_out = t;
+	return 1;
+}
+
+/* The fewest top-level domains that hold k devices (greedy on capacities), 0 when all of
+ * them together cannot; *mmax the most children any of them has. */
+static int dual_fewest_top(struct pctx *p, const struct dual_dom *bs, uint32_t nb, uint32_t k,
+                           uint32_t *t_out, uint32_t *mmax)
+{
+	uint32_t best[64];
+	if (p->ideal || p->spares || !dual_fewest_walk(bs, nb, k, best, t_out)) {
+		int rc = dual_fewest_sorted(p, bs, nb, k, t_out);
+		if (rc)
+			return rc;
+	}
 	*mmax = 0;
 	for (uint32_t i = 0; i < nb; i++)
 		*mmax = max32(*mmax, bs[i].n);
 	return 0;
 }
 
-/* The candidates: the t best domains for each child count m (indices into bs, increasing). */
+/* Offer domain i with Q = q to the list of the t best for one child count (top and topq, nt
+ * long, best first, earlier domains first on ties). */
+static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, uint32_t i,
+                       uint64_t q)
+{
+	uint32_t at = nt < t ? nt : t;
+	while (at > 0 && topq[at - 1] < q)
+		at--;
+	if (at >= t)
+		return;
+	uint32_t len = nt < t ? nt + 1 : t;
+	memmove(top + at + 1, top + at, (len - 1 - at) * sizeof *top);
+	memmove(topq + at + 1, topq + at, (len - 1 - at) * sizeof *topq);
+	top[at] = i;
+	topq[at] = q;
+}
+
+/* The candidates: the t best domains for each child count m (indices into bs, increasing).
+ * Domains in the outer loop (each one's prefix sums read once), one list per m; a domain no
+ * better than a full list's last cannot enter it, so the rounding is skipped too. */
 static int dual_candidates(struct pctx *p, const struct dual_dom *bs, uint32_t nb,
                            const uint64_t *pre, uint32_t t, uint32_t mmax, uint32_t **ci_out,
                            uint32_t *nc_out)
 {
+	size_t lists = (size_t)mmax + 1;
 	bool *cand = tp_pl_ar_alloc(p, (nb ? nb : 1) * sizeof *cand);
-	uint32_t *top = tp_pl_ar_alloc(p, ((size_t)t + 1) * sizeof *top);
-	if (!cand || !top)
+	uint32_t *top = tp_pl_ar_alloc(p, lists * ((size_t)t + 1) * sizeof *top);
+	uint64_t *topq = tp_pl_ar_alloc(p, lists * ((size_t)t + 1) * sizeof *topq);
+	if (!cand || !top || !topq)
 		return TP_ENOMEM;
 	memset(cand, 0, nb * sizeof *cand);
-	for (uint32_t m = 1; m <= mmax; m++) {
-		uint32_t nt = 0;
-		for (uint32_t i = 0; i < nb; i++) {
-			uint64_t q = dual_q(p, &bs[i], pre, m);
-			uint32_t at = nt;
-			while (at > 0 && dual_q(p, &bs[top[at - 1]], pre, m) < q)
-				at--;
-			if (at >= t)
+	for (uint32_t i = 0; i < nb; i++) {
+		uint32_t nt = i < t ? i : t;
+		for (uint32_t m = 1; m <= mmax; m++) {
+			uint32_t *tm = top + (size_t)m * (t + 1);
+			uint64_t *qm = topq + (size_t)m * (t + 1);
+			if (nt == t && dual_raw(&bs[i], pre, m) <= qm[t - 1])
 				continue;
-			if (nt < t)
-				nt++;
-			memmove(top + at + 1, top + at, (nt - 1 - at) * sizeof *top);
-			top[at] = i;
+			dual_offer(tm, qm, nt, t, i, dual_q(p, &bs[i], pre, m));
 		}
-		for (uint32_t i = 0; i < nt; i++)
-			cand[top[i]] = true;
 	}
+	uint32_t nt = nb < t ? nb : t;
+	for (uint32_t m = 1; m <= mmax; m++)
+		for (uint32_t i = 0; i < nt; i++)
+			cand[top[(size_t)m * (t + 1) + i]] = true;
 	uint32_t nc = 0;
 	for (uint32_t i = 0; i < nb; i++)
 		nc += cand[i];
@@ -272,7 +480,7 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 	uint32_t nb, nd, t, mmax, *ci, nc;
 	uint64_t *pre;
 	struct dual_knap kn;
-	int rc = dual_collect(p, k, &bs, &nb, &pre, &nd);
+	int rc = dual_collect(p, &bs, &nb, &pre, &nd);
 	if (rc)
 		return rc;
 	if ((rc = dual_fewest_top(p, bs, nb, k, &t, &mmax)))

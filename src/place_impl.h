@@ -31,6 +31,7 @@ struct tp_placement {
 	uint32_t *dcnt[TP_MAX_LEVELS]; /* [ndom[l]] devices of the placement in each */
 	uint32_t ndom[TP_MAX_LEVELS];
 	double comm_us;
+	tp_rule decided;             /* tp_placement_decided_by */
 	tp_fit fit;
 	bool has_shrink;             /* a failed replace: the shrink alternative below */
 	uint32_t shrink_ranks, shrink_units, shrink_of; /* (tp_placement_repair_shrink) */

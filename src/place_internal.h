@@ -106,6 +106,11 @@ struct pctx {
 	struct take *root_plan;         /* [root_nplan], from the allocator */
 	uint32_t root_nplan;
 
+	/* which rule decided the outermost choice among candidates (tp_placement_decided_by) */
+	int dec_level;                  /* the level whose children it chose between, INT_MAX none */
+	tp_rule dec_rule;
+	bool bal_active;                /* rule 2 raised a bound above one unit */
+
 	/* output */
 	uint32_t *out;
 	size_t nout, capout;

@@ -50,6 +50,9 @@ int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size
 		return TP_ENOMEM;
 	memcpy(block, devs, n * sizeof *block);
 	pl->devs = block;
+	/* rule 1 outranks rule 2: a bound of rule 2 decides only where rule 1 did not */
+	pl->decided = p->bal_active && p->dec_rule != TP_RULE_LOCALITY ? TP_RULE_BALANCE
+	                                                              : p->dec_rule;
 	pl->ndev = n;
 	for (unsigned l = 0; l < p->nlev; l++) {
 		uint32_t *dom = block + per * (1 + 2 * l), *cnt = dom + per, nd = 0;
@@ -170,6 +173,11 @@ int tp_placement_domain_at(const tp_placement *p, unsigned level, uint32_t i, ui
 	if (devices)
 		*devices = p->dcnt[level][i];
 	return 0;
+}
+
+tp_rule tp_placement_decided_by(const tp_placement *p)
+{
+	return p && p->status == 0 ? p->decided : TP_RULE_NONE;
 }
 
 double tp_placement_step_comm_us(const tp_placement *p)

@@ -559,7 +559,43 @@ struct walk {
 	unsigned more, ties;
 	bool ties_only;   /* the best meets every bound: only equal candidates remain of interest */
 	double best_step; /* the best's modelled step, < 0: not computed yet */
+	/* what decided (tp_placement_decided_by): the closest loser evaluated, ties, step times */
+	bool has_ru, tied, step_split, stopped;
+	uint32_t ru[W_MAX];
 };
+
+/* Keep v as the closest loser when it is (lexicographically smallest of the losers is the
+ * one that agrees longest with the winner). */
+static void walk_loser(const struct pctx *p, struct walk *w, const uint32_t *v)
+{
+	if (!w->has_ru || c_cmp(p, v, w->ru) < 0) {
+		c_copy(p, w->ru, v);
+		w->has_ru = true;
+	}
+}
+
+/* The rule that separated the search's winner best from the rest (see tp_placement_decided_by),
+ * recorded for the outermost level that chose (the last search there wins). */
+static void walk_record(struct pctx *p, const struct walk *w, int l, const uint32_t *best)
+{
+	tp_rule r = TP_RULE_NONE;
+	if (w->step_split) {
+		r = TP_RULE_STEP;
+	} else if (w->tied) {
+		r = TP_RULE_TIE;
+	} else if (w->has_ru) {
+		unsigned i = 0;
+		while (i < p->W && best[i] == w->ru[i])
+			i++;
+		r = i < p->nlev ? TP_RULE_LOCALITY : TP_RULE_FIT;
+	} else if (w->stopped) {
+		r = TP_RULE_FIT; /* the rest are looser: they lose on rule 1 or on best fit */
+	}
+	if (r != TP_RULE_NONE && l <= p->dec_level) {
+		p->dec_level = l;
+		p->dec_rule = r;
+	}
+}
 
 /* Offer child dom (f free devices) of (l, d) to the search: 1 to stop the walk, 0 to go on,
  * or an error. */
@@ -580,6 +616,10 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 	if (e <= 0)
 		return e;
 	int cmp = w->found ? c_cmp(p, tmp, best) : -1;
+	if (cmp < 0 && w->found)
+		walk_loser(p, w, best);
+	else if (cmp > 0)
+		walk_loser(p, w, tmp);
 	if (cmp < 0) {
 		c_copy(p, best, tmp);
 		*kid = dom;
@@ -597,18 +637,45 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 		double s = tp_pl_step_of(p, l + 1, dom, k, cc);
 		if (p->err)
 			return p->err;
+		if (s >= 0 && w->best_step >= 0 && s != w->best_step)
+			w->step_split = true;
+		else
+			w->tied = true;
 		if (s >= 0 && w->best_step >= 0 && s < w->best_step) {
 			*kid = dom;
 			w->best_step = s;
 		}
+	} else if (cmp == 0) {
+		w->tied = true;
 	}
+	return 0;
+}
+
+/* The search stopped at its best with candidates left, the next one (dom, f free) no tighter:
+ * when it is as tight, evaluate it to tell a tie from a loss (what decided); a looser one
+ * loses on rule 1 or best fit. 0 or an error. */
+static int walk_next(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
+                     const uint32_t *best, uint32_t dom, uint32_t f)
+{
+	w->stopped = true;
+	if (w->tied || w->step_split || f != best[p->fb + (unsigned)(l + 1)])
+		return 0;
+	uint32_t tmp[W_MAX];
+	int e = tp_pl_eval(p, l + 1, dom, k, tp_pl_child_col(p, l, col), tmp);
+	if (e < 0)
+		return e;
+	if (e && c_cmp(p, tmp, best) == 0)
+		w->tied = true;
+	else if (e)
+		walk_loser(p, w, tmp);
 	return 0;
 }
 
 static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                             uint32_t *best, uint32_t *kid)
 {
-	struct walk w = {0, 0, 0, false, -1};
+	struct walk w = {0};
+	w.best_step = -1;
 	if (l < 0 && tp_pl_root_indexed(p)) {
 		/* walk the index lazily: the search usually stops at the first few domains */
 		JError_t je;
@@ -619,21 +686,32 @@ static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsig
 			                   (uint32_t)(key >> 32), best, kid);
 			if (e < 0)
 				return e;
-			if (e)
+			if (e) {
+				if (Judy1Next(p->c->index[0], &key, &je) == 1 &&
+				    (e = walk_next(p, &w, l, k, col, best, (uint32_t)(key & 0xffffffffu),
+				                   (uint32_t)(key >> 32))) < 0)
+					return e;
 				break;
+			}
 		}
+		if (w.found && !p->err)
+			walk_record(p, &w, l, best);
 		return p->err ? p->err : w.found;
 	}
 
 	struct amark m = tp_pl_ar_mark(p);
-	uint32_t n;
+	uint32_t n, i = 0;
 	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
 	int rc = 0;
-	for (uint32_t i = 0; i < n && !p->err && !rc; i++)
+	for (; i < n && !p->err && !rc; i++)
 		rc = walk_offer(p, &w, l, k, col, ks[i].dom, ks[i].free, best, kid);
+	if (rc == 1 && i < n)
+		rc = walk_next(p, &w, l, k, col, best, ks[i].dom, ks[i].free);
 	tp_pl_ar_release(p, m);
 	if (rc < 0)
 		return rc;
+	if (w.found && !p->err)
+		walk_record(p, &w, l, best);
 	return p->err ? p->err : w.found;
 }
 

@@ -57,6 +57,7 @@ struct sc_request {
 	tp_slice *slices;
 	tp_domain_cap *caps;
 	const char **nodes;
+	tp_step_model *comm; /* x_comm, or NULL */
 };
 
 struct scen {

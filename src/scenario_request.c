@@ -15,13 +15,17 @@
 static const char *const request_keys[] = {
 	"id", "class", "priority", "tenant", "count", "group", "required", "preferred", "slices",
 	"balanced", "max_per_domain", "spread", "colocate", "exclusive", "select",
-	"x_gpu_nic_pairs", "x_service"};
+	"x_gpu_nic_pairs", "x_service", "x_comm"};
 static const char *const group_keys[] = {"size", "level"};
 static const char *const slice_keys[] = {"level", "size"};
 static const char *const cap_keys[] = {"level", "devices", "groups"};
 static const char *const spread_keys[] = {"level", "min_domains"};
 static const char *const colocate_keys[] = {"job", "level"};
 static const char *const select_keys[] = {"model", "min_perf", "min_memory_gb", "nodes"};
+static const char *const comm_keys[] = {"tp",       "pp",         "dp",       "ep",
+                                        "compute_us", "tp_bytes", "tp_msgs",  "dp_bytes",
+                                        "dp_overlap", "pp_bytes", "pp_msgs",  "ep_bytes",
+                                        "ep_msgs"};
 static const char *const policy_keys[] = {"migrate", "preempt", "allow_interactive",
                                           "max_moves", "max_cost_s", "min_priority_gap"};
 static const char *const replace_keys[] = {"job", "failed"};
@@ -383,6 +387,88 @@ static bool read_shape(struct scen *s, const json_t *req, const char *p,
 	return true;
 }
 
+/* ---- x_comm: how the job communicates (tp_request.comm) ----------------------------------- */
+
+/* An unsigned field of x_comm (at least lo), or false after the message. */
+static bool comm_uint(struct scen *s, const json_t *obj, const char *cp, const char *key,
+                      long long lo, unsigned *out)
+{
+	char q[SC_PATH_LEN];
+	const json_t *v = json_object_get(obj, key);
+	long long x;
+	if (!v)
+		return true;
+	if (!sc_check_int(s, v, sc_join(q, cp, key), lo, true, UINT32_MAX, true,
+	                  lo ? "a positive integer" : "an integer >= 0", &x))
+		return false;
+	*out = (unsigned)x;
+	return true;
+}
+
+/* A figure of x_comm (>= 0), or false after the message. */
+static bool comm_num(struct scen *s, const json_t *obj, const char *cp, const char *key,
+                     double *out)
+{
+	char q[SC_PATH_LEN];
+	const json_t *v = json_object_get(obj, key);
+	return !v || sc_check_num(s, v, sc_join(q, cp, key), false, true, out);
+}
+
+/* The degrees: tp and pp default to 1, dp to what the count leaves; they multiply to it. */
+static bool comm_degrees(struct scen *s, const json_t *v, const char *cp, uint32_t count,
+                         tp_step_model *m)
+{
+	char q[SC_PATH_LEN];
+	if (!comm_uint(s, v, cp, "tp", 1, &m->tp) || !comm_uint(s, v, cp, "pp", 1, &m->pp) ||
+	    !comm_uint(s, v, cp, "dp", 1, &m->dp) || !comm_uint(s, v, cp, "ep", 0, &m->ep))
+		return false;
+	if (count % m->tp)
+		return sc_fail(s, sc_join(q, cp, "tp"), "%u does not divide the request's count %u",
+		               m->tp, count);
+	bool pp_divides = count / m->tp % m->pp == 0;
+	if (!json_object_get(v, "dp")) {
+		if (!pp_divides)
+			return sc_fail(s, sc_join(q, cp, "pp"),
+			               "tp %u x pp %u does not divide the request's count %u", m->tp,
+			               m->pp, count);
+		m->dp = count / m->tp / m->pp;
+	} else if (!pp_divides || count / m->tp / m->pp != m->dp) {
+		return sc_fail(s, sc_join(q, cp, "dp"), "tp %u x pp %u x dp %u is not the request's count %u",
+		               m->tp, m->pp, m->dp, count);
+	}
+	if (m->ep > 1 && m->dp % m->ep)
+		return sc_fail(s, sc_join(q, cp, "ep"), "%u does not divide dp %u", m->ep, m->dp);
+	return true;
+}
+
+static bool read_comm(struct scen *s, const json_t *v, const char *p, struct sc_request *o)
+{
+	char cp[SC_PATH_LEN], q[SC_PATH_LEN];
+	sc_join(cp, p, "x_comm");
+	if (!sc_check_object(s, v, cp, comm_keys, SC_COUNT(comm_keys)))
+		return false;
+	tp_step_model m = TP_STEP_MODEL_INIT;
+	if (!comm_degrees(s, v, cp, o->r.count, &m) ||
+	    !comm_num(s, v, cp, "compute_us", &m.compute_us) ||
+	    !comm_num(s, v, cp, "tp_bytes", &m.tp_bytes) ||
+	    !comm_uint(s, v, cp, "tp_msgs", 0, &m.tp_msgs) ||
+	    !comm_num(s, v, cp, "dp_bytes", &m.dp_bytes) ||
+	    !comm_num(s, v, cp, "dp_overlap", &m.dp_overlap) ||
+	    !comm_num(s, v, cp, "pp_bytes", &m.pp_bytes) ||
+	    !comm_uint(s, v, cp, "pp_msgs", 0, &m.pp_msgs) ||
+	    !comm_num(s, v, cp, "ep_bytes", &m.ep_bytes) ||
+	    !comm_uint(s, v, cp, "ep_msgs", 0, &m.ep_msgs))
+		return false;
+	if (m.dp_overlap > 1.0)
+		return sc_fail(s, sc_join(q, cp, "dp_overlap"), "%g is above 1 (the share of the "
+		               "all-reduce hidden behind compute)", m.dp_overlap);
+	if (!(o->comm = sc_alloc(s, sizeof *o->comm)))
+		return sc_nomem(s, cp);
+	*o->comm = m;
+	o->r.comm = o->comm;
+	return true;
+}
+
 bool sc_read_request(struct scen *s, const json_t *req, const char *p, const struct sc_job *job,
                      struct sc_request *o)
 {
@@ -402,6 +488,8 @@ bool sc_read_request(struct scen *s, const json_t *req, const char *p, const str
 		return false;
 	if ((v = json_object_get(req, "select")) && !read_select(s, v, p, o))
 		return false;
+	if ((v = json_object_get(req, "x_comm")) && !read_comm(s, v, p, o))
+		return false;
 	return true;
 }
 
@@ -412,6 +500,7 @@ void sc_request_free(struct scen *s, struct sc_request *r)
 	sc_free(s, r->slices);
 	sc_free(s, r->caps);
 	sc_free(s, (void *)r->nodes);
+	sc_free(s, r->comm);
 }
 
 /* ---- policy, replace --------------------------------------------------------------------- */

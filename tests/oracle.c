@@ -599,6 +599,13 @@ static int build_topology(const struct or_case *k, const tp_allocator *a, tp_top
 			rc = tp_topology_builder_add_failure_domain(b, "power", fd_names[k->fd[n]], name,
 			                                            -1);
 	}
+	for (unsigned d = 0; k->L > 1 && d < k->ndom[0] && !rc; d++)
+		if (k->top_gbps[d] > 0) {
+			char dn[16];
+			dom_name(k, 0, d, dn, sizeof dn);
+			rc = tp_topology_builder_set_domain_fabric(b, 0, dn, TP_LINK_IB,
+			                                           k->top_gbps[d], 2.0);
+		}
 	if (!rc)
 		rc = tp_topology_build(b, t);
 	if (rc)
@@ -1202,6 +1209,11 @@ struct brute {
 	bool mfound;
 	int mv[OR_MAXL], ms[OR_MAXL];
 	unsigned long mloss;
+	const tp_topology *t;           /* or_step_best: the least step time among the optimal */
+	const tp_step_model *sm;
+	bool sfound;
+	int sv[OR_MAXL], ss[OR_MAXL];
+	double sbest;
 };
 
 static bool s_greater(const int *a, const int *b, unsigned n);
@@ -1253,6 +1265,36 @@ static void mix_offer(struct brute *b, const int *v, const int *s)
 		b->mloss = ml;
 		memcpy(b->mv, v, sizeof b->mv);
 		memcpy(b->ms, s, sizeof b->ms);
+	}
+}
+
+/* Keep the least step time among the placements best under rule 1 (and rule 2 if balanced);
+ * the placement is the canonical list (the model must not depend on the rank order). */
+static void step_offer(struct brute *b, const int *v, const int *s, const uint8_t *node,
+                       const uint8_t *idx, unsigned n)
+{
+	const struct or_case *k = b->k;
+	int cmp = -1;
+	if (b->sfound) {
+		cmp = 0;
+		for (unsigned l = 0; l < k->L && !cmp; l++)
+			cmp = v[l] < b->sv[l] ? -1 : v[l] > b->sv[l] ? 1 : 0;
+		if (!cmp && k->req.balanced)
+			cmp = s_greater(s, b->ss, k->L - 1) ? -1 : s_greater(b->ss, s, k->L - 1) ? 1 : 0;
+	}
+	if (cmp > 0)
+		return;
+	uint32_t devs[OR_MAXN * OR_MAXG];
+	for (unsigned i = 0; i < n; i++)
+		devs[i] = or_node_first_dev(k, node[i]) + idx[i];
+	double us;
+	if (tp_cost_step_us(&us, b->t, devs, n, b->sm, NULL, NULL, 0) != 0)
+		abort();
+	if (cmp < 0 || us < b->sbest) {
+		b->sfound = true;
+		b->sbest = us;
+		memcpy(b->sv, v, sizeof b->sv);
+		memcpy(b->ss, s, sizeof b->ss);
 	}
 }
 
@@ -1349,6 +1391,8 @@ static void brute_eval(struct brute *b)
 	}
 	if (b->mix)
 		mix_offer(b, v, s);
+	if (b->sm)
+		step_offer(b, v, s, p.node, p.idx, p.n);
 	bool better = !b->found || vec_less(v16, b16, k->L) ||
 	              (!vec_less(b16, v16, k->L) && s_greater(s, b->s, k->L - 1));
 	if (better) {
@@ -1440,21 +1484,50 @@ unsigned long or_mix_loss(const struct or_case *k, const struct or_mix *m, const
 	return mix_loss_counts(k, m, cnt);
 }
 
-bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
+/* Run the brute force over every count vector of b->k (set up with what it should keep). */
+static void brute_all(struct brute *b)
 {
-	if (!or_brute_supported(k))
-		return false;
-	struct brute *b = calloc(1, sizeof *b);
-	if (!b)
-		abort();
-	b->k = k;
-	b->mix = m;
+	const struct or_case *k = b->k;
 	compute_avail(k, 0, b->avail);
 	for (unsigned node = k->nnodes; node-- > 0;)
 		b->suffix[node] = b->suffix[node + 1] + b->avail[node];
 	brute_rec(b, 0, k->req.count);
+}
+
+/* A brute force over k, to set up with what it should keep before brute_all. */
+static struct brute *brute_new(const struct or_case *k)
+{
+	struct brute *b = calloc(1, sizeof *b);
+	if (!b)
+		abort();
+	b->k = k;
+	return b;
+}
+
+bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss)
+{
+	if (!or_brute_supported(k))
+		return false;
+	struct brute *b = brute_new(k);
+	b->mix = m;
+	brute_all(b);
 	bool found = b->mfound;
 	*loss = b->mloss;
+	free(b);
+	return found;
+}
+
+bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_model *m,
+                  double *us)
+{
+	if (!or_brute_supported(k))
+		return false;
+	struct brute *b = brute_new(k);
+	b->t = t;
+	b->sm = m;
+	brute_all(b);
+	bool found = b->sfound;
+	*us = b->sbest;
 	free(b);
 	return found;
 }

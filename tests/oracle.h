@@ -84,6 +84,8 @@ struct or_case {
 	unsigned nnodes;
 	unsigned ndom[OR_MAXL];             /* domains per level (nnodes at the node level) */
 	uint8_t dom[OR_MAXN][OR_MAXL];      /* a node's domain at every level */
+	double top_gbps[OR_MAXD];           /* a top-level domain's own fabric (x_domain_fabric),
+	                                       when above the node and > 0; or_generate sets none */
 	uint8_t dparent[OR_MAXL][OR_MAXD];  /* parent of a domain (level >= 1) */
 	uint8_t dsib[OR_MAXL][OR_MAXD];     /* index among siblings, for names */
 	unsigned gpus[OR_MAXN];
@@ -149,6 +151,12 @@ unsigned long or_mix_loss(const struct or_case *k, const struct or_mix *m, const
 /* By brute force (tiny cases): the least mix loss among the placements optimal under rule 1
  * (and rule 2 with balanced). False when nothing can be placed or the case is not tiny. */
 bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long *loss);
+
+/* By brute force (tiny cases): the least modelled step time of m (tp_cost_step_us on t, the
+ * case's topology; m must not depend on the rank order) among the placements optimal under
+ * rule 1 (and rule 2 with balanced). False when nothing can be placed or the case is not tiny. */
+bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_model *m,
+                  double *us);
 
 /* Names as given to the library. */
 const char *or_level_name(const struct or_case *k, int level);

@@ -714,6 +714,15 @@ static bool has_fd_rule(const struct or_case *k)
 	return fd;
 }
 
+/* Whether the brute force can check the case against rule 1 (tiny, placed under rule 1, no
+ * failure-domain rule). */
+static bool tiny_rule1(const struct or_case *k)
+{
+	const struct or_req *r = &k->req;
+	bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
+	return k->kind == OR_TINY && rule1 && !has_fd_rule(k);
+}
+
 /* On tiny cases placed under rule 1, the solver's placement loses the least mix capacity
  * among the placements optimal under rules 1 and 2 (brute force). */
 Test(place_oracle, mix_loss_is_least_among_rule12_optima)
@@ -725,9 +734,7 @@ Test(place_oracle, mix_loss_is_least_among_rule12_optima)
 		struct or_case *k = malloc(sizeof *k);
 		cr_assert(k);
 		or_generate(k, seed);
-		const struct or_req *r = &k->req;
-		bool rule1 = r->required >= 0 || r->preferred >= 0 || r->nslices > 0;
-		if (k->kind != OR_TINY || !rule1 || has_fd_rule(k)) {
+		if (!tiny_rule1(k)) {
 			free(k);
 			continue;
 		}
@@ -835,4 +842,82 @@ Test(place_oracle, comm_keeps_rules_1_to_3)
 	cr_assert_eq(tp_test_alloc_state.live, 0);
 	cr_assert_gt(compared, 200, "only %u cases compared", compared);
 	cr_assert_eq(bad, 0, "%u of %u cases differ", bad, compared);
+}
+
+/* ---- rule 4 refined: the step time against the brute force -------------------------------- */
+
+/* On tiny cases placed under rule 1, with a step model that does not depend on the rank order
+ * (one expert all-to-all over every device) and a fabric of its own on every top-level domain,
+ * half of them on an empty cluster: the solver's modelled step time against the least among
+ * the placements optimal under rules 1 and 2 (brute force). The solver compares step times
+ * only among candidates that also tie on rule 3 (the mix, then best fit) and hold the whole
+ * job in one domain, so it is not always the least: this asserts that no answer beats the
+ * brute force's least (every answer is optimal under rules 1 and 2, and the oracle's search
+ * is complete), and prints how often the answer is the least (563 of 587 cases at the
+ * default count; 560 with the step rule switched off). */
+Test(place_oracle, step_time_against_the_least_among_rule12_optima)
+{
+	tp_test_alloc_reset();
+	unsigned long cases = env_number("TP_ORACLE_CASES", DEFAULT_CASES, NULL);
+	unsigned compared = 0, least = 0, slower = 0, bad = 0;
+	for (uint64_t seed = 1; seed <= cases; seed++) {
+		struct or_case *k = malloc(sizeof *k);
+		cr_assert(k);
+		or_generate(k, seed);
+		const struct or_req *r = &k->req;
+		if (!tiny_rule1(k) || r->count < 2) {
+			free(k);
+			continue;
+		}
+		/* every top-level domain its own fabric, so that step times differ between them, and
+		 * every other case an empty cluster (domains of one shape then tie on rules 1 to 3) */
+		uint64_t fs = seed;
+		if (seed % 2 && r->coloc_job < 0) {
+			k->njobs = 0;
+			memset(k->held, -1, sizeof k->held);
+			memset(k->down, 0, sizeof k->down);
+			memset(k->cord, 0, sizeof k->cord);
+		}
+		for (unsigned d = 0; d < k->ndom[0]; d++)
+			k->top_gbps[d] = 25.0 * (1 + tp_test_below(&fs, 16));
+		tp_topology *t = NULL;
+		tp_cluster *c = NULL;
+		char why[512];
+		cr_assert_eq(or_build(k, &tp_test_allocator, &t, &c, why, sizeof why), 0, "%s", why);
+		tp_step_model sm = TP_STEP_MODEL_INIT;
+		sm.dp = r->count;
+		sm.ep = r->count;
+		sm.ep_bytes = 256.0 * 1024 * 1024;
+		sm.ep_msgs = 4;
+		tp_request req;
+		struct or_req_store store;
+		or_request(k, &req, &store);
+		req.comm = &sm;
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &req, &p);
+		double best;
+		if (rc == 0 && or_step_best(k, t, &sm, &best)) {
+			size_t n;
+			const uint32_t *devs = tp_placement_devices(p, &n);
+			double got;
+			cr_assert_eq(tp_cost_step_us(&got, t, devs, n, &sm, NULL, NULL, 0), 0);
+			compared++;
+			if (got < best * (1 - 1e-9) && bad++ < 5)
+				fprintf(stderr, "seed %" PRIu64 ": step %.3f us below the least %.3f\n",
+				        seed, got, best);
+			if (got <= best * (1 + 1e-9))
+				least++;
+			else
+				slower++;
+		}
+		tp_placement_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+		free(k);
+	}
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+	fprintf(stderr, "step time: %u of %u cases the least among the rule-1/2 optima, %u slower\n",
+	        least, compared, slower);
+	cr_assert_gt(compared, 200, "only %u cases compared", compared);
+	cr_assert_eq(bad, 0, "%u of %u cases beat the brute force's least", bad, compared);
 }

@@ -907,7 +907,7 @@ Test(scenario, refuses_bad_state_request_policy_and_replace)
 		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'prefered': 'rack'}",
 		 "request.prefered: unknown key (did you mean 'preferred'?) (allowed: id, class, "
 		 "priority, tenant, count, group, required, preferred, slices, balanced, "
-		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service)"},
+		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service, x_comm)"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'max_moves': -1}",
 		 "policy.max_moves: -1 is below 0"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 2147483648}",
@@ -995,6 +995,66 @@ Test(scenario, refuses_misuse_and_a_topology_over_the_budget)
 	o.max_devices = 16;
 	cr_assert_eq(tp_scenario_from_json(&sc, big, strlen(big), &o, err, sizeof err), 0);
 	tp_scenario_destroy(sc);
+}
+
+/* request.x_comm (extension): the step model of tp_request.comm, dp from the count by default,
+ * and its allocation fails cleanly. */
+Test(scenario, reads_the_x_comm_extension)
+{
+	tp_test_alloc_reset();
+	tp_scenario *sc = import_ok("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 8, "
+	                            "'x_comm': {'tp': 4, 'tp_bytes': 1e6, 'tp_msgs': 3, "
+	                            "'dp_overlap': 0.5, 'ep': 2}}}",
+	                            TP_SCENARIO_PLACE, 0);
+	const tp_request *r = tp_scenario_request(sc);
+	cr_assert_not_null(r->comm);
+	cr_assert_eq(r->comm->version, TP_STEP_MODEL_VERSION);
+	cr_assert(r->comm->tp == 4 && r->comm->pp == 1 && r->comm->dp == 2 && r->comm->ep == 2);
+	cr_assert(r->comm->tp_bytes == 1e6 && r->comm->tp_msgs == 3 && r->comm->dp_overlap == 0.5);
+	tp_placement *p;
+	cr_assert_eq(tp_place(tp_scenario_cluster(sc), r, &p), 0, "%s", tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	tp_scenario_destroy(sc);
+	sc = import_ok("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 4}}",
+	               TP_SCENARIO_PLACE, 0);
+	cr_assert_null(tp_scenario_request(sc)->comm);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
+	char *doc = dq("{'version': 1, " BASE_TOPOLOGY ", 'request': {'count': 4, 'x_comm': {}}}");
+	char err[512];
+	for (long n = 0;; n++) {
+		tp_test_alloc_reset();
+		tp_test_alloc_fail_at(n);
+		sc = NULL;
+		int rc = import(doc, TP_SCENARIO_PLACE, 0, &sc, err, sizeof err);
+		if (rc == 0) {
+			cr_assert_eq(tp_scenario_request(sc)->comm->dp, 4);
+			tp_scenario_destroy(sc);
+			break;
+		}
+		cr_assert_eq(rc, TP_ENOMEM, "allocation %ld: %s (%s)", n, tp_err_name(rc), err);
+		TP_ASSERT_NO_LEAKS();
+	}
+	TP_ASSERT_NO_LEAKS();
+	tp_test_alloc_reset();
+	free(doc);
+	/* refusals name the field (the command-line table of docs/errors.md lists each one) */
+	static const struct {
+		const char *comm, *message;
+	} bad[] = {
+		{"{'tp': 3}", "request.x_comm.tp: 3 does not divide the request's count 4"},
+		{"{'tp': 2, 'pp': 3}", "request.x_comm.pp: tp 2 x pp 3 does not divide the request's count 4"},
+		{"{'tp': 2, 'dp': 3}", "request.x_comm.dp: tp 2 x pp 1 x dp 3 is not the request's count 4"},
+		{"{'ep': 3}", "request.x_comm.ep: 3 does not divide dp 4"},
+		{"{'dp_overlap': 2}", "request.x_comm.dp_overlap: 2 is above 1 (the share of the "
+		                      "all-reduce hidden behind compute)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char text[2048];
+		snprintf(text, sizeof text, "{'version': 1, %s, 'request': {'count': 4, 'x_comm': %s}}",
+		         BASE_TOPOLOGY, bad[i].comm);
+		assert_refused_for(text, TP_SCENARIO_PLACE, bad[i].message, false);
+	}
 }
 
 Test(scenario, allocation_failures_leave_nothing_behind)

@@ -260,3 +260,41 @@ def test_a_build_without_the_importer_says_so(tp, monkeypatch, tmp_path):
     assert cli.main(["frag", str(p)], stdout=out) == 3
     answer = json.loads(out.getvalue())
     assert answer["status"] == "unsupported" and "scenario importer" in answer["message"]
+
+
+def _two_racks(rack_fabric):
+    """Two racks of two 4-GPU nodes; rack r1 with a fabric of its own (x_domain_fabric)."""
+    return {"version": 1,
+            "topology": {"levels": ["rack", "node"],
+                         "fabric": {"rack": {"kind": "ethernet", "gbps": 25, "latency_us": 10}},
+                         "x_domain_fabric": {"rack": {"r1": rack_fabric}},
+                         "nodes": [{"name": "x%d" % i, "path": ["r%d" % (i // 2)], "gpus": 4}
+                                   for i in range(4)]},
+            "request": {"count": 8, "required": "rack"}}
+
+
+def test_score_says_which_rule_decided(tp, tmp_path):
+    needs("tp_placement_decided_by")
+    fast = {"kind": "nvlink", "gbps": 400, "latency_us": 1}
+    d = _two_racks(fast)
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0, out
+    # both racks empty: a tie on every rule, the lowest index (r0) wins
+    assert out["score"]["decided_by"] == "tie" and "x_step_us" not in out["score"]
+    assert out["placement"]["domains"]["rack"] == {"r0": 8}
+    # with x_comm the modelled step time decides: r1's own fabric is faster
+    d["request"]["x_comm"] = {"tp": 8, "tp_bytes": 64 << 20, "tp_msgs": 16}
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0, out
+    assert out["score"]["decided_by"] == "step"
+    assert out["placement"]["domains"]["rack"] == {"r1": 8}
+    assert out["score"]["x_step_us"] > 0
+    # the same fabric on both racks: the step times tie too
+    d = _two_racks({"kind": "ethernet", "gbps": 25, "latency_us": 10})
+    d["request"]["x_comm"] = {"tp": 8, "tp_bytes": 64 << 20, "tp_msgs": 16}
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and out["score"]["decided_by"] == "tie", out
+    # one GPU held in r0: it cannot hold 8 any more, only r1 can, and nothing was compared
+    d["state"] = {"jobs": [{"id": "a", "devices": {"x0": 1}}]}
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and out["score"]["decided_by"] == "none", out

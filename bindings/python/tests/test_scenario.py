@@ -250,6 +250,11 @@ INVALID = [
     (doc(state__x_partitions={"level": "rack", "channels": 0}), "place",
      "state.x_partitions.channels"),
     (doc(state__x_partitions={"level": "rack"}), "place", "state.x_partitions"),
+    (doc(request__x_comm={"tp": 3}), "place", "request.x_comm.tp"),
+    (doc(request__x_comm={"tp": 2, "pp": 3}), "place", "request.x_comm.pp"),
+    (doc(request__x_comm={"tp": 2, "dp": 3}), "place", "request.x_comm.dp"),
+    (doc(request__x_comm={"ep": 3}), "place", "request.x_comm.ep"),
+    (doc(request__x_comm={"dp_overlap": 2}), "place", "request.x_comm.dp_overlap"),
 ]
 
 

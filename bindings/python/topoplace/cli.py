@@ -376,9 +376,18 @@ def placement_json(topo, pl):
     return out
 
 
-def score_json(topo, pl):
-    return {"step_comm_us": pl.step_comm_us,
-            "levels_spanned": {lv: len(pl.domains.get(lv, {})) for lv in topo.levels}}
+def score_json(topo, pl, comm=None):
+    """The ``score`` object: the modelled ring all-reduce, the domains spanned per level, which
+    rule of the objective decided (``decided_by``: the spec lets ``score`` carry more keys) and,
+    for a request with
+    ``x_comm``, the modelled step time of that model on the placement (``x_step_us``)."""
+    out = {"step_comm_us": pl.step_comm_us,
+           "levels_spanned": {lv: len(pl.domains.get(lv, {})) for lv in topo.levels},
+           "decided_by": pl.decided_by}
+    if comm is not None:
+        from . import cost
+        out["x_step_us"] = cost.step_us(topo, pl.device_ids, cost.StepModel(**comm))
+    return out
 
 
 def not_placed_json(pl):
@@ -399,7 +408,7 @@ def _place(sc, topo, cluster):
         return _Answer(EXIT_NOT_PLACED, not_placed_json(pl), topo=topo, cluster=cluster,
                        placement=pl, command="place")
     doc = {"status": "ok", "job": pl.job, "placement": placement_json(topo, pl),
-           "score": score_json(topo, pl)}
+           "score": score_json(topo, pl, req.comm)}
     return _Answer(EXIT_OK, doc, topo=topo, cluster=cluster, placement=pl, command="place",
                    request=req)
 

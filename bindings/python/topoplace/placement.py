@@ -22,6 +22,10 @@ class Fit:
     best: int
 
 
+#: ``tp_rule`` by value: the names :attr:`Placement.decided_by` takes.
+DECIDED_BY = ("none", "locality", "balance", "fit", "step", "tie")
+
+
 @dataclass
 class Partition:
     """An NVLink partition a placement needs (``tp_placement_partition``): the NVLink domain
@@ -43,7 +47,10 @@ class Placement:
     (:meth:`Cluster.set_partitions`), ``partitions`` lists the :class:`Partition` s it needs,
     in domain order. For a request with ``gpu_nic_pairs``, ``nics`` holds
     the name of the NIC paired with each rank (``tp_placement_nic``; None for a device of a
-    replaced job that has none). Pass it to :meth:`Cluster.commit` to apply it.
+    replaced job that has none). ``decided_by`` names the rule of the objective that decided
+    the outermost choice among candidate domains (``tp_placement_decided_by``): one of
+    :data:`DECIDED_BY` ("none", "locality", "balance", "fit", "step", "tie"). Pass it to
+    :meth:`Cluster.commit` to apply it.
     """
     status: str
     code: int
@@ -57,6 +64,7 @@ class Placement:
     replaced: Dict[str, str] = field(default_factory=dict)
     nics: List[Optional[str]] = field(default_factory=list)
     partitions: List[Partition] = field(default_factory=list)
+    decided_by: str = "none"
     _handle: object = field(default=None, repr=False, compare=False)
     _node_level: str = field(default="", repr=False, compare=False)
 
@@ -154,6 +162,8 @@ def _read_placement(cluster, ptr, borrowed_from=None):
                 m[t.domain_path(lv, dom[0])] = cnt[0]
             pl.domains[name] = m
         pl.step_comm_us = lib.tp_placement_step_comm_us(p)
+        rule = lib.tp_placement_decided_by(p)
+        pl.decided_by = DECIDED_BY[rule] if 0 <= rule < len(DECIDED_BY) else str(rule)
         nic = [lib.tp_placement_nic(p, i) for i in range(len(pl.device_ids))]
         if any(x >= 0 for x in nic):  # a request with gpu_nic_pairs
             pl.nics = [_nic_name(t, d, x) for d, x in zip(pl.device_ids, nic)]
