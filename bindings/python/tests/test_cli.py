@@ -274,7 +274,6 @@ def _two_racks(rack_fabric):
 
 
 def test_score_says_which_rule_decided(tp, tmp_path):
-    needs("tp_placement_decided_by")
     fast = {"kind": "nvlink", "gbps": 400, "latency_us": 1}
     d = _two_racks(fast)
     rc, out = run_json(tmp_path, "place", d)
