@@ -38,6 +38,8 @@ size_t tp_request_size(unsigned version)
 		return offsetof(tp_request, gpu_nic_pairs);
 	case 2:
 		return offsetof(tp_request, comm);
+	case 3:
+		return offsetof(tp_request, box_level);
 	case TP_REQUEST_VERSION:
 		return sizeof(tp_request);
 	default:
@@ -85,6 +87,7 @@ static void pack_request(struct packer *p, const tp_request *orig, tp_request *d
 	r.colocate_level = pack_str(p, src->colocate_level);
 	r.exclusive = pack_str(p, src->exclusive);
 	r.select_model = pack_str(p, src->select_model);
+	r.box_level = pack_str(p, src->box_level);
 	for (size_t i = 0; i < src->nslices; i++) {
 		const char *lv = pack_str(p, src->slices[i].level);
 		if (slices)
