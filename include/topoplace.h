@@ -619,7 +619,7 @@ TP_API int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned lev
 /** @brief The most axes a grid level has (::tp_topology_builder_set_grid()). */
 #define TP_GRID_MAX_DIMS 3
 /** @brief The most cells one domain of a grid level holds (the product of its extents). */
-#define TP_GRID_MAX_CELLS (1u << 24)
+#define TP_GRID_MAX_CELLS (1u << 20)
 
 /**
  * @brief Declare that every domain of @p level holds its children (the domains of

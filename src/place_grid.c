@@ -6,9 +6,11 @@
  * of wholly free children; then the tightest domain; then the lowest domain, anchor cell and
  * order of extents.
  *
- * Per domain with enough free devices: mark usable and wholly free cells, prefix sums of the
- * unusable cells (doubled along wrapping axes), so that a box is usable in O(1); then for each
- * usable box, cheapest test first and only while it can still win:
+ * Per domain with enough free devices: mark usable and wholly free cells (the per-child free
+ * counts the cluster keeps; a walk of the nodes only under a filter) and the run of usable
+ * cells along x from each cell, so that a box is usable when each of its rows starts a long
+ * enough run (stopping at the first that does not); then for each usable box, cheapest test
+ * first and only while it can still win:
  *   - no wholly free cell next to the box: the box is a whole fragment, it removes one (-1);
  *   - the free neighbours of the box meet each other in the shell one cell around it: every
  *     path through the box can go around it, nothing splits (0);
@@ -49,13 +51,12 @@ struct gsearch {
 	unsigned level, cl;       /* grid level, child level */
 	unsigned nrot;
 	unsigned rot[6][3];       /* distinct orders of the extents, lexicographic */
-	unsigned char *blocked;   /* [ncell] child not wholly usable by the request */
+	unsigned char *usable;    /* [ncell] child wholly usable by the request */
 	unsigned char *freec;     /* [ncell] child wholly free */
-	uint32_t *sum_s;          /* prefix sums of unusable cells */
-	struct tp_grid_sum sum;
+	uint32_t *runx;           /* [ncell] usable cells in a row from here along x */
 	uint32_t *seen;           /* [ncell] stamp of the last search that reached the cell */
-	uint32_t *comp;           /* [ncell] piece of the cell in the current split count */
-	uint32_t stamp;
+	uint32_t *tgt;            /* [ncell] tstamp of the free neighbours of the current box */
+	uint32_t stamp, tstamp;
 	uint32_t *queue;          /* [ncell] */
 	uint32_t *nb;             /* [ncell] free neighbours of the box */
 	bool have;
@@ -79,48 +80,84 @@ static void set_rotations(struct gsearch *s)
 	}
 }
 
-/* Whether child ch of the child level is wholly usable, and wholly free. */
-static void child_marks(struct gsearch *s, uint32_t ch, unsigned char *use, unsigned char *fr)
+/* Whether child ch of the child level is wholly usable (a walk of its nodes when a filter,
+ * the ideal or a hot spare may change what its free count says). */
+static bool child_usable(struct gsearch *s, uint32_t ch, bool fr)
 {
 	struct pctx *p = s->p;
+	if (!p->filtered && !p->ideal)
+		return fr;
 	uint32_t f, n;
 	tp_dom_nodes(p->t, s->cl, ch, &f, &n);
-	*fr = p->c->free[s->cl][ch] == s->g->child_dev;
 	bool ok = true;
 	for (uint32_t x = f; x < f + n && ok; x++)
 		ok = tp_pl_node_usable(p, x, NULL) == tp_node_ndev(p->t, x);
-	*use = ok;
+	return ok;
+}
+
+/* runx along each row of usable cells, around the seam when the box may wrap along x. */
+static void fill_runs(struct gsearch *s)
+{
+	const struct tp_grid_impl *g = s->g;
+	unsigned dx = g->dim[0];
+	bool w = s->p->q->box_wrap && (g->wrap & 1u);
+	for (uint32_t row = 0; row < g->ncell; row += dx) {
+		uint32_t *r = s->runx + row;
+		const unsigned char *u = s->usable + row;
+		uint32_t next = 0;
+		for (unsigned x = dx; x-- > 0;)
+			r[x] = next = u[x] ? next + 1 : 0;
+		if (!w || r[0] == 0)
+			continue;
+		for (unsigned x = dx; x-- > 0 && u[x] && x + r[x] == dx;)
+			r[x] = r[x] + r[0] > dx ? dx : r[x] + r[0];
+	}
 }
 
 /* Mark domain d's cells; the count of wholly free children. */
 static uint32_t mark_domain(struct gsearch *s, uint32_t d)
 {
 	const struct tp_grid_impl *g = s->g;
+	const uint32_t *cells = g->cell + (size_t)d * g->ncell, *fr = s->p->c->free[s->cl];
 	uint32_t nfree = 0;
 	for (uint32_t i = 0; i < g->ncell; i++) {
-		uint32_t ch = g->cell[(size_t)d * g->ncell + i];
-		unsigned char use = 0, fr = 0;
-		if (ch != TP_NONE)
-			child_marks(s, ch, &use, &fr);
-		s->blocked[i] = !use;
-		s->freec[i] = fr;
-		nfree += fr;
+		uint32_t ch = cells[i];
+		bool f = ch != TP_NONE && fr[ch] == g->child_dev;
+		s->usable[i] = ch != TP_NONE && child_usable(s, ch, f);
+		s->freec[i] = f;
+		nfree += f;
 	}
-	tp_grid_sum_fill(&s->sum, g, s->blocked, s->sum_s);
+	fill_runs(s);
 	return nfree;
 }
 
-/* Whether cell x (coordinates) lies in box bx grown by `grow` cells on each side. */
-static bool in_box(const struct tp_grid_impl *g, const struct tp_grid_box *bx, const unsigned *x,
+/* Whether every cell of box bx is usable: each of its rows along x starts a long enough run. */
+static bool box_usable(const struct gsearch *s, const struct tp_grid_box *bx)
+{
+	const struct tp_grid_impl *g = s->g;
+	for (unsigned z = 0; z < bx->ext[2]; z++) {
+		unsigned cz = (bx->at[2] + z) % g->dim[2];
+		for (unsigned y = 0; y < bx->ext[1]; y++) {
+			unsigned x[3] = {bx->at[0], (bx->at[1] + y) % g->dim[1], cz};
+			if (s->runx[tp_grid_cell(g, x)] < bx->ext[0])
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Whether cell c lies in box bx grown by `grow` cells on each side. */
+static bool in_box(const struct tp_grid_impl *g, const struct tp_grid_box *bx, uint32_t c,
                    unsigned grow)
 {
+	const uint32_t *x = &g->xyz[(size_t)c * 3];
 	for (unsigned i = 0; i < g->nd; i++) {
 		long o = (long)x[i] - (long)bx->at[i] + (long)grow;
 		unsigned span = bx->ext[i] + 2 * grow;
 		if (g->wrap >> i & 1u) {
 			if (span >= g->dim[i])
 				continue;
-			o = ((o % (long)g->dim[i]) + (long)g->dim[i]) % (long)g->dim[i];
+			o += o < 0 ? (long)g->dim[i] : o >= (long)g->dim[i] ? -(long)g->dim[i] : 0;
 		}
 		if (o < 0 || o >= (long)span)
 			return false;
@@ -131,21 +168,11 @@ static bool in_box(const struct tp_grid_impl *g, const struct tp_grid_box *bx, c
 /* The neighbours of cell c along the axes into out[6]; how many. */
 static unsigned neighbours(const struct tp_grid_impl *g, uint32_t c, uint32_t *out)
 {
-	unsigned x[3], n = 0;
-	tp_grid_coords(g, c, x);
-	for (unsigned i = 0; i < g->nd; i++) {
-		unsigned d = g->dim[i], v = x[i];
-		bool w = g->wrap >> i & 1u;
-		if (v > 0 || w) {
-			x[i] = v > 0 ? v - 1 : d - 1;
-			out[n++] = tp_grid_cell(g, x);
-		}
-		if (v + 1 < d || w) {
-			x[i] = v + 1 < d ? v + 1 : 0;
-			out[n++] = tp_grid_cell(g, x);
-		}
-		x[i] = v;
-	}
+	const uint32_t *nb = &g->nbr[(size_t)c * 6];
+	unsigned n = 0;
+	for (unsigned i = 0; i < 2 * g->nd; i++)
+		if (nb[i] != TP_NONE)
+			out[n++] = nb[i];
 	return n;
 }
 
@@ -161,9 +188,7 @@ static uint32_t box_cell(const struct tp_grid_impl *g, const struct tp_grid_box 
 
 static bool cell_in_box(const struct tp_grid_impl *g, const struct tp_grid_box *bx, uint32_t c)
 {
-	unsigned x[3];
-	tp_grid_coords(g, c, x);
-	return in_box(g, bx, x, 0);
+	return in_box(g, bx, c, 0);
 }
 
 /* The wholly free neighbours of box bx into s->nb (each once); how many. With stop_at_one, at
@@ -191,50 +216,54 @@ static uint32_t box_neighbours(struct gsearch *s, const struct tp_grid_box *bx, 
 	return n;
 }
 
-/* Flood the free cells outside bx from `from` (within the grown box when `local`), giving
- * them piece `piece`; a fresh stamp marks what it reached. */
+/* Flood the free cells outside bx from `from` (within the grown box when `local`) under the
+ * current stamp, counting the box's free neighbours (tgt == tstamp) it reaches into *reached;
+ * it stops once all n are reached. */
 static void flood(struct gsearch *s, const struct tp_grid_box *bx, uint32_t from, bool local,
-                  uint32_t piece)
+                  uint32_t n, uint32_t *reached)
 {
 	const struct tp_grid_impl *g = s->g;
 	uint32_t head = 0, tail = 0, nbr[6];
 	s->seen[from] = s->stamp;
-	s->comp[from] = piece;
 	s->queue[tail++] = from;
+	if (++*reached == n)
+		return;
 	while (head < tail) {
 		unsigned k = neighbours(g, s->queue[head++], nbr);
 		for (unsigned j = 0; j < k; j++) {
 			uint32_t c = nbr[j];
 			if (!s->freec[c] || s->seen[c] == s->stamp || cell_in_box(g, bx, c))
 				continue;
-			if (local) {
-				unsigned x[3];
-				tp_grid_coords(g, c, x);
-				if (!in_box(g, bx, x, 1))
-					continue;
-			}
+			if (local && !in_box(g, bx, c, 1))
+				continue;
 			s->seen[c] = s->stamp;
-			s->comp[c] = piece;
 			s->queue[tail++] = c;
+			if (s->tgt[c] == s->tstamp && ++*reached == n)
+				return;
 		}
 	}
 }
 
-/* The change box bx makes to the fragment count, given its n >= 1 free neighbours in s->nb. */
+/* The change box bx makes to the fragment count, given its n >= 1 free neighbours in s->nb:
+ * 0 when they meet in the shell around the box, else the pieces they fall into, less one. */
 static int split_delta(struct gsearch *s, const struct tp_grid_box *bx, uint32_t n)
 {
-	s->stamp++;
-	flood(s, bx, s->nb[0], true, 0);
-	uint32_t st = s->stamp, left = 0;
+	s->tstamp++;
 	for (uint32_t i = 0; i < n; i++)
-		left += s->seen[s->nb[i]] != st;
-	if (left == 0)
+		s->tgt[s->nb[i]] = s->tstamp;
+	uint32_t reached = 0;
+	s->stamp++;
+	flood(s, bx, s->nb[0], true, n, &reached);
+	if (reached == n)
 		return 0;
 	s->stamp++;
+	reached = 0;
 	int pieces = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (s->seen[s->nb[i]] != s->stamp)
-			flood(s, bx, s->nb[i], false, (uint32_t)pieces++);
+	for (uint32_t i = 0; i < n && reached < n; i++)
+		if (s->seen[s->nb[i]] != s->stamp) {
+			pieces++;
+			flood(s, bx, s->nb[i], false, n, &reached);
+		}
 	return pieces - 1;
 }
 
@@ -279,7 +308,7 @@ static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool fi
 		for (bx.at[2] = 0; bx.at[2] < na[2]; bx.at[2]++)
 			for (bx.at[1] = 0; bx.at[1] < na[1]; bx.at[1]++)
 				for (bx.at[0] = 0; bx.at[0] < na[0]; bx.at[0]++) {
-					if (tp_grid_sum_box(&s->sum, &bx) != 0)
+					if (!box_usable(s, &bx))
 						continue;
 					struct gkey k = {0, tight, d, tp_grid_cell(g, bx.at), r};
 					if (first_only) {
@@ -301,16 +330,17 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	s->cl = s->level + 1;
 	s->g = p->t->grid[s->level];
 	uint32_t nc = s->g->ncell;
-	s->blocked = tp_pl_ar_alloc(p, nc);
+	s->usable = tp_pl_ar_alloc(p, nc);
 	s->freec = tp_pl_ar_alloc(p, nc);
-	s->sum_s = tp_pl_ar_alloc(p, tp_grid_sum_len(s->g) * sizeof *s->sum_s);
+	s->runx = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->runx);
 	s->seen = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->seen);
-	s->comp = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->comp);
+	s->tgt = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->tgt);
 	s->queue = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->queue);
 	s->nb = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->nb);
 	if (p->err)
 		return p->err;
 	memset(s->seen, 0, (size_t)nc * sizeof *s->seen);
+	memset(s->tgt, 0, (size_t)nc * sizeof *s->tgt);
 	set_rotations(s);
 	return 0;
 }
@@ -365,7 +395,7 @@ static uint32_t usable_children(struct gsearch *s)
 			continue;
 		mark_domain(s, d);
 		for (uint32_t i = 0; i < g->ncell; i++)
-			n += !s->blocked[i];
+			n += s->usable[i];
 	}
 	return n;
 }

@@ -104,6 +104,8 @@ void tp_grids_free(tp_topology *t)
 			continue;
 		tp_free(&t->alloc, g->cell);
 		tp_free(&t->alloc, g->pos);
+		tp_free(&t->alloc, g->nbr);
+		tp_free(&t->alloc, g->xyz);
 		tp_free(&t->alloc, g);
 		t->grid[l] = NULL;
 	}
@@ -141,6 +143,38 @@ static int grid_put(tp_topology_builder *b, tp_topology *t, unsigned cl, uint32_
 	return 0;
 }
 
+/* Each cell's coordinates and neighbours, so that searches need no division. */
+static int grid_tables(const tp_allocator *a, struct tp_grid_impl *g)
+{
+	g->nbr = tp_mallocn(a, (size_t)g->ncell * 6, sizeof *g->nbr);
+	g->xyz = tp_mallocn(a, (size_t)g->ncell * 3, sizeof *g->xyz);
+	if (!g->nbr || !g->xyz)
+		return TP_ENOMEM;
+	for (uint32_t c = 0; c < g->ncell; c++) {
+		unsigned x[3];
+		tp_grid_coords(g, c, x);
+		memcpy(&g->xyz[(size_t)c * 3], x, sizeof x);
+		for (unsigned i = 0; i < 3; i++) {
+			unsigned v = x[i], d = g->dim[i];
+			bool w = g->wrap >> i & 1u;
+			uint32_t *out = &g->nbr[(size_t)c * 6 + 2 * i];
+			out[0] = out[1] = TP_NONE;
+			if (i >= g->nd || d == 1)
+				continue;
+			if (v > 0 || w) {
+				x[i] = v > 0 ? v - 1 : d - 1;
+				out[0] = tp_grid_cell(g, x);
+			}
+			if (v + 1 < d || w) {
+				x[i] = v + 1 < d ? v + 1 : 0;
+				out[1] = tp_grid_cell(g, x);
+			}
+			x[i] = v;
+		}
+	}
+	return 0;
+}
+
 static int build_grid(tp_topology_builder *b, tp_topology *t, unsigned l,
                       const struct build_grid_in *in)
 {
@@ -159,6 +193,8 @@ static int build_grid(tp_topology_builder *b, tp_topology *t, unsigned l,
 	if (!g->cell || !g->pos)
 		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory building the topology");
 	memset(g->cell, 0xff, (size_t)t->lv[l].ndom * g->ncell * sizeof *g->cell);
+	if (grid_tables(&t->alloc, g))
+		return tp_seterr(b->errmsg, TP_ENOMEM, "out of memory building the topology");
 	int rc = 0;
 	if (cl == tp_node_level(t)) {
 		for (uint32_t i = 0; i < t->nnodes && !rc; i++)

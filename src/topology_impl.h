@@ -111,6 +111,9 @@ struct tp_grid_impl {
 	uint32_t child_dev;             /* devices in every child */
 	uint32_t *cell;                 /* [ndom * ncell] child at each cell, or TP_NONE */
 	uint32_t *pos;                  /* [children] each child's cell in its parent */
+	uint32_t *nbr;                  /* [ncell * 6] neighbours (-x, +x, -y, +y, -z, +z) across
+	                                   wrapping seams, TP_NONE past an edge or an axis */
+	uint32_t *xyz;                  /* [ncell * 3] each cell's coordinates */
 };
 
 struct tp_topology {
