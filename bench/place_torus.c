@@ -184,6 +184,15 @@ int bench_place_torus(const unsigned *dims, uint64_t seed, long requests, double
 	}
 	double q[4] = {bench_quantile(all, (size_t)n, 0.5), bench_quantile(all, (size_t)n, 0.99),
 	               bench_quantile(call, (size_t)n, 0.5), bench_quantile(call, (size_t)n, 0.99)};
+	uint64_t f0 = bench_now_ns();
+	tp_frag *f = NULL;
+	BENCH_CHECK(tp_frag_report(c, NULL, 0, &f), "frag report");
+	unsigned ext[3];
+	uint32_t box = tp_frag_largest_box(f, 0, ext);
+	printf("tp_frag_report: %.2f ms; largest free box %ux%ux%u (%u chips), %u free fragments\n",
+	       (double)(bench_now_ns() - f0) / 1e6, ext[0], ext[1], ext[2], box,
+	       tp_frag_grid_fragments(f, 0));
+	tp_frag_destroy(f);
 	torus_report(dims, occ, st, q, n, json);
 	free(all);
 	free(call);

@@ -1647,6 +1647,24 @@ TP_API uint32_t tp_frag_fully_free(const tp_frag *f, unsigned level);
 /** @brief The most free devices in one domain of a level.
  *  @param f The report. @param level Level. @return The count. @since 0.1.0 */
 TP_API uint32_t tp_frag_largest_free(const tp_frag *f, unsigned level);
+/**
+ * @brief The largest box of wholly free children in one domain of a grid level
+ * (tp_topology_builder_set_grid()): the biggest box request that fits now, wrapping where the
+ * grid wraps.
+ * @param f The report. @param level A grid level.
+ * @param[out] ext ::TP_GRID_MAX_DIMS extents of that box (0 when none), or NULL.
+ * @return The box's children (0 when the level is no grid or nothing is wholly free).
+ * @since 0.4.0
+ */
+TP_API uint32_t tp_frag_largest_box(const tp_frag *f, unsigned level, unsigned *ext);
+/**
+ * @brief The fragments of a grid level's free space: connected sets of wholly free children
+ * (neighbours along the axes, across the seam where the grid wraps), summed over its domains.
+ * The count box requests keep low (::tp_request).
+ * @param f The report. @param level A grid level.
+ * @return The count (0 when the level is no grid). @since 0.4.0
+ */
+TP_API uint32_t tp_frag_grid_fragments(const tp_frag *f, unsigned level);
 /** @brief Share of free devices not in fully free domains of a level, in [0, 1].
  *  @param f The report. @param level Level. @return The share (0 when nothing is free).
  *  @since 0.1.0 */

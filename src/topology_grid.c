@@ -392,3 +392,36 @@ int tp_grid_largest_box(const tp_allocator *a, const struct tp_grid_impl *g,
 		memcpy(ext, be, sizeof be);
 	return 0;
 }
+
+int tp_grid_fragments(const tp_allocator *a, const struct tp_grid_impl *g,
+                      const unsigned char *mark, uint32_t *count)
+{
+	uint32_t *stack = tp_mallocn(a, g->ncell, sizeof *stack);
+	unsigned char *seen = tp_calloc(a, g->ncell ? g->ncell : 1, 1);
+	if (!stack || !seen) {
+		tp_free(a, stack);
+		tp_free(a, seen);
+		return TP_ENOMEM;
+	}
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < g->ncell; s++) {
+		if (!mark[s] || seen[s])
+			continue;
+		n++;
+		uint32_t top = 0;
+		stack[top++] = s;
+		seen[s] = 1;
+		while (top) {
+			const uint32_t *nb = &g->nbr[(size_t)stack[--top] * 6];
+			for (unsigned i = 0; i < 6; i++)
+				if (nb[i] != TP_NONE && mark[nb[i]] && !seen[nb[i]]) {
+					seen[nb[i]] = 1;
+					stack[top++] = nb[i];
+				}
+		}
+	}
+	tp_free(a, stack);
+	tp_free(a, seen);
+	*count = n;
+	return 0;
+}

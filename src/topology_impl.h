@@ -275,6 +275,11 @@ static inline void tp_grid_coords(const struct tp_grid_impl *g, uint32_t i, unsi
 int tp_grid_largest_box(const tp_allocator *a, const struct tp_grid_impl *g,
                         const unsigned char *mark, uint32_t *vol, unsigned *ext);
 
+/* Connected sets of cells with mark set (neighbours along the axes, across wrapping seams)
+ * into *count. 0 or TP_ENOMEM. */
+int tp_grid_fragments(const tp_allocator *a, const struct tp_grid_impl *g,
+                      const unsigned char *mark, uint32_t *count);
+
 /* Resolve a level name: the level index, or -1. */
 int tp_topology_level_index(const struct tp_topology *t, const char *name);
 

@@ -6,7 +6,8 @@
  * rotation, the oracle enumerates every domain, anchor and order of extents, counts the free
  * fragments before and after by a full search, and ranks as topoplace.h documents. tp_place
  * must return the oracle's best box (the same children, in snake order) or, when none exists,
- * the status the oracle derives (infeasible with every job gone, busy, fragmented).
+ * the status the oracle derives (infeasible with every job gone, busy, fragmented). The
+ * fragmentation report's largest free box and fragment count are checked the same way.
  * GO_CASES sets the number of random cases (the slow suite runs many more); GO_SEED one case.
  */
 #include <stdio.h>
@@ -338,6 +339,43 @@ static void check_shape(const struct world *w, const unsigned *ext, bool wrap, b
 	tp_placement_destroy(pl);
 }
 
+/* tp_frag_report's grid figures against a brute force: the largest box of wholly free chips
+ * over every shape and anchor (wrapping where the grid does), and the free fragments. */
+static void check_frag(const struct world *w, uint64_t seed)
+{
+	uint32_t best = 0, pieces = 0;
+	for (uint32_t pod = 0; pod < w->pods; pod++) {
+		struct pod o;
+		read_pod(w, pod, false, &o);
+		memcpy(o.usable, o.freec, sizeof o.usable);
+		pieces += (uint32_t)components(w, o.freec);
+		unsigned e[3], at[3], na[3];
+		for (e[2] = 1; e[2] <= w->dim[2]; e[2]++)
+			for (e[1] = 1; e[1] <= w->dim[1]; e[1]++)
+				for (e[0] = 1; e[0] <= w->dim[0]; e[0]++) {
+					uint32_t vol = e[0] * e[1] * e[2], cells[64];
+					for (unsigned a = 0; a < 3; a++)
+						na[a] = anchors(w, a, e[a], true);
+					for (at[2] = 0; at[2] < na[2] && vol > best; at[2]++)
+						for (at[1] = 0; at[1] < na[1] && vol > best; at[1]++)
+							for (at[0] = 0; at[0] < na[0] && vol > best; at[0]++)
+								if (box_cells(w, &o, at, e, cells))
+									best = vol;
+				}
+	}
+	tp_frag *f = NULL;
+	cr_assert_eq(tp_frag_report(w->c, NULL, 0, &f), 0);
+	unsigned ext[3];
+	uint32_t got = tp_frag_largest_box(f, 0, ext);
+	cr_assert_eq(got, best, "seed %llu: largest free box %u, brute force %u",
+	             (unsigned long long)seed, got, best);
+	cr_assert_eq(ext[0] * ext[1] * ext[2], got);
+	cr_assert_eq(tp_frag_grid_fragments(f, 0), pieces, "seed %llu: fragments",
+	             (unsigned long long)seed);
+	cr_assert_eq(tp_frag_largest_box(f, 1, NULL), 0);
+	tp_frag_destroy(f);
+}
+
 static void run_case(uint64_t seed, struct stats *st)
 {
 	rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -349,6 +387,7 @@ static void run_case(uint64_t seed, struct stats *st)
 			for (ext[0] = 1; ext[0] <= w.dim[0]; ext[0]++)
 				for (unsigned f = 0; f < 4; f++)
 					check_shape(&w, ext, f & 1, f >> 1, seed, st);
+	check_frag(&w, seed);
 	tp_cluster_destroy(w.c);
 	tp_topology_destroy(w.t);
 }
