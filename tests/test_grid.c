@@ -401,3 +401,46 @@ Test(grid, allocation_failures_leave_nothing_behind)
 		cr_assert_lt(k, 100000);
 	}
 }
+
+/* Item 3 of #18: a box request that is fragmented gets a plan that frees a box. A 4x4 mesh
+ * holds four migratable one-chip jobs on its diagonal, so no 2x2 box is free although 12 chips
+ * are; the plan moves jobs so that one is, and carrying it out places the box. */
+Test(grid, defrag_frees_a_box)
+{
+	tp_topology *t = torus(4, 4, 1, 0, 1);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.migratable = 1;
+	tp_request one = box_request(1, 1, 1, 1);
+	o.shape = &one;
+	char id[8];
+	for (unsigned i = 0; i < 4; i++) {
+		uint32_t d = chip(t, i, i, 0);
+		snprintf(id, sizeof id, "d%u", i);
+		cr_assert_eq(tp_cluster_assign(c, id, &d, 1, &o), 0, "%s", tp_cluster_errmsg(c));
+	}
+	uint32_t d = chip(t, 3, 0, 0), e = chip(t, 0, 3, 0);
+	hold(c, "corner1", &d, 1);
+	hold(c, "corner2", &e, 1);
+	tp_request r = box_request(2, 2, 1, 1);
+	r.id = "box";
+	tp_placement *pl = NULL;
+	TP_ASSERT_ERR(tp_place(c, &r, &pl), TP_EFRAGMENTED, tp_placement_errmsg(pl),
+	              "fragmented: 10 usable free chip");
+	tp_placement_destroy(pl);
+	tp_plan *plan = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, NULL, &plan), 0, "%s", tp_plan_errmsg(plan));
+	cr_assert_eq(tp_plan_moved_jobs(plan), 1, "moving one diagonal job frees a box");
+	for (size_t i = 0; i < tp_plan_step_count(plan); i++)
+		cr_assert_eq(tp_plan_apply_step(c, plan, i, NULL), 0, "%s", tp_cluster_errmsg(c));
+	const char *owner = NULL;
+	size_t held = 0;
+	for (uint32_t x = 0; x < 16; x++)
+		if (tp_cluster_device_state(c, x, &owner) == TP_DEVICE_HELD && !strcmp(owner, "box"))
+			held++;
+	cr_assert_eq(held, 4, "the plan placed the box on %zu chips", held);
+	tp_plan_destroy(plan);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

@@ -31,6 +31,11 @@ class LevelFrag:
     fully_free: int
     largest_free: int
     fragmentation: float
+    #: grid levels: the largest box of wholly free children in one domain (its extents, or
+    #: None on other levels) and the free fragments (``tp_frag_largest_box``,
+    #: ``tp_frag_grid_fragments``)
+    largest_box: Optional[tuple] = None
+    grid_fragments: int = 0
 
 
 @dataclass
@@ -76,9 +81,15 @@ def _frag_report(cluster, mix):
             lib.tp_frag_destroy(out[0])
         check(rc, None, msg or "frag report: %s" % strerror(rc))
     f = ffi.gc(out[0], lib.tp_frag_destroy)
+    ext = ffi.new("unsigned[3]")
+
+    def box(lv):
+        return tuple(ext) if lib.tp_frag_largest_box(f, lv, ext) else None
+
     levels = {name: LevelFrag(lib.tp_frag_domains(f, lv), lib.tp_frag_free_count(f, lv),
                               lib.tp_frag_fully_free(f, lv), lib.tp_frag_largest_free(f, lv),
-                              lib.tp_frag_fragmentation(f, lv))
+                              lib.tp_frag_fragmentation(f, lv), box(lv),
+                              lib.tp_frag_grid_fragments(f, lv))
               for lv, name in enumerate(cluster._topo.levels)}
     rep = FragReport(levels, lib.tp_frag_free_count(f, 0), lib.tp_frag_down(f),
                      lib.tp_frag_cordoned(f), lib.tp_frag_workload(f))
