@@ -3,6 +3,10 @@
 requests (wrap, rotation, failures naming request.box), a box job's recorded shape, the
 fragmentation report's largest free box, and a Slurm RingName file."""
 
+import copy
+import json
+import os
+
 import pytest
 
 
@@ -62,3 +66,35 @@ def test_slurm_ring_file(tp):
     assert warnings == []
     assert t.levels == ("ring", "node") and t.grid("ring") == ((8,), (0,))
     assert t.coords("node", t.node("node12")) == (3,)
+
+
+SCENARIO = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "data",
+                        "scenarios", "ring-arc.json")
+
+
+def test_scenario_extensions(tp, tmp_path):
+    """topology.x_grid and request.x_box (CLI extensions of scenario-v1): the arc n5 n0
+    across the seam of a six-node ring whose middle is taken; each malformed value is named."""
+    from test_cli import run_json
+    with open(SCENARIO) as f:
+        d = json.load(f)
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0, out
+    assert out["placement"]["devices"] == ["n5/0", "n5/1", "n0/0", "n0/1"]
+    bad = [(("request", "x_box", "wrap"), 3, "request.x_box.wrap: must be true or false"),
+           (("request", "x_box", "shape"), [1, 1, 1, 1], "request.x_box.shape: has 4 values"),
+           (("request", "x_box", "level"), 7, "request.x_box.level: must be a level name"),
+           (("topology", "x_grid", "ring", "dims"), [6, 0],
+            "topology.x_grid.ring.dims[1]: must be at least 1"),
+           (("topology", "x_grid", "ring", "wrap"), [1],
+            "topology.x_grid.ring.wrap[0]: 1 is above the limit 0"),
+           (("topology", "x_grid", "ring", "coords", "n9"), [1],
+            "topology.x_grid.ring.coords.n9: coords: no node n9")]
+    for path, value, message in bad:
+        e = copy.deepcopy(d)
+        obj = e
+        for k in path[:-1]:
+            obj = obj[k]
+        obj[path[-1]] = value
+        rc, out = run_json(tmp_path, "place", e)
+        assert rc == 2 and out["message"].startswith(message), (path, out)
