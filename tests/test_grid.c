@@ -6,6 +6,9 @@
 #include <stdio.h>
 
 #include "testutil.h"
+#ifdef TP_TEST_SCENARIO
+#include "topoplace-scenario.h"
+#endif
 
 static void setup(void) { tp_test_alloc_reset(); }
 TestSuite(grid, .init = setup);
@@ -132,6 +135,8 @@ Test(grid, builder_checks_name_the_problem)
 	              tp_topology_builder_errmsg(b), "coords[0] 9");
 	TP_ASSERT_ERR(tp_topology_builder_set_coords(b, 1, "zz", x), TP_ENOTFOUND,
 	              tp_topology_builder_errmsg(b), "no node zz");
+	TP_ASSERT_ERR(tp_topology_builder_set_coords(b, 1, NULL, x), TP_EINVAL,
+	              tp_topology_builder_errmsg(b), "coords: path or coords is NULL");
 	cr_assert_eq(tp_topology_builder_set_coords(b, 1, "a", x), 0);
 	tp_topology *t = NULL;
 	TP_ASSERT_ERR(tp_topology_build(b, &t), TP_EINVAL, tp_topology_builder_errmsg(b),
@@ -193,7 +198,11 @@ Test(grid, box_request_checks_name_the_field)
 	r.box[0] = 2;
 	r.box[1] = 2;
 	TP_ASSERT_ERR(tp_place(c, &r, &pl), TP_EINVAL, tp_placement_errmsg(pl),
-	              "without request.box_level");
+	              "request.box 2x2x0 is set without request.box_level");
+	tp_placement_destroy(pl);
+	r = box_request(64, 1, 1, 1); /* longer than the grid: more devices than the cluster */
+	TP_ASSERT_ERR(tp_place(c, &r, &pl), TP_EINFEASIBLE, tp_placement_errmsg(pl),
+	              "infeasible: request.box needs 64 devices, the cluster has 16");
 	tp_placement_destroy(pl);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -444,3 +453,52 @@ Test(grid, defrag_frees_a_box)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+#ifdef TP_TEST_SCENARIO
+/* The scenario extensions topology.x_grid and request.x_box: each malformed value named. */
+Test(grid, scenario_extensions_name_the_field)
+{
+	static const struct {
+		const char *grid, *box, *msg;
+	} cases[] = {
+		{"\"x_grid\": {\"ring\": {\"dims\": [2], \"color\": 1}}", "",
+		 "topology.x_grid.ring.color: unknown key (allowed: dims, wrap, coords)"},
+		{"\"x_grid\": {\"node\": {\"dims\": [2]}}", "", "topology.x_grid.node: unknown key"},
+		{"\"x_grid\": {\"ring\": {}}", "", "topology.x_grid.ring: needs dims"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2, 2, 2, 2]}}", "",
+		 "topology.x_grid.ring.dims: has 4 values, at most 3 (x, y, z)"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2048, 2048]}}", "",
+		 "topology.x_grid.ring: grid of ring: more than 1048576 cells"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2], \"coords\": [1]}}", "",
+		 "topology.x_grid.ring.coords: must be an object (child path -> coordinates), not a "
+		 "list"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2], \"coords\": {\"x\": [5]}}}", "",
+		 "topology.x_grid.ring.coords.x: coords of x: coords[0] 5 is not below the grid's "
+		 "extent 2"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2], \"coords\": {\"x\": [0], \"y\": [1]}}}",
+		 ", \"request\": {\"count\": 4, \"x_box\": {\"shape\": [1]}}",
+		 "request.x_box.level: must be a level name"},
+		{"\"x_grid\": {\"ring\": {\"dims\": [2], \"coords\": {\"x\": [0], \"y\": [1]}}}",
+		 ", \"request\": {\"count\": 4, \"x_box\": {\"level\": \"ring\"}}",
+		 "request.x_box: needs shape (the box's extents)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		char text[1024], err[512] = "";
+		snprintf(text, sizeof text,
+		         "{\"version\": 1, \"topology\": {\"levels\": [\"ring\", \"node\"], "
+		         "\"nodes\": [{\"name\": \"x\", \"path\": [\"r0\"], \"gpus\": 4}, "
+		         "{\"name\": \"y\", \"path\": [\"r0\"], \"gpus\": 4}], %s}%s}",
+		         cases[i].grid, cases[i].box);
+		tp_scenario_options o;
+		cr_assert_eq(tp_scenario_options_init(&o, TP_SCENARIO_OPTIONS_VERSION), 0);
+		o.command = cases[i].box[0] ? TP_SCENARIO_PLACE : TP_SCENARIO_TOPOLOGY;
+		o.alloc = &tp_test_allocator;
+		tp_scenario *sc = NULL;
+		int rc = tp_scenario_from_json(&sc, text, strlen(text), &o, err, sizeof err);
+		TP_ASSERT_ERR(rc, TP_EPARSE, err, cases[i].msg);
+		cr_assert_null(sc);
+		TP_ASSERT_NO_LEAKS();
+	}
+}
+#endif
