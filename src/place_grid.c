@@ -297,9 +297,7 @@ static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool fi
 		unsigned na[3];
 		bool fits = true;
 		for (unsigned i = 0; i < 3; i++) {
-			bool w = s->p->q->box_wrap && (g->wrap >> i & 1u);
-			na[i] = e[i] > g->dim[i] ? 0 : e[i] == g->dim[i] ? 1 : w ? g->dim[i]
-			                                                          : g->dim[i] - e[i] + 1;
+			na[i] = tp_grid_anchors(g, i, e[i], s->p->q->box_wrap);
 			fits = fits && na[i] > 0;
 		}
 		if (!fits)

@@ -312,9 +312,7 @@ uint32_t tp_grid_sum_box(const struct tp_grid_sum *sum, const struct tp_grid_box
 	return (uint32_t)v;
 }
 
-/* The anchors of an extent along axis i: every cell where the axis wraps (one when the
- * extent is the whole axis), else those where the box ends inside. */
-static unsigned anchors(const struct tp_grid_impl *g, unsigned i, unsigned ext, bool wrap)
+unsigned tp_grid_anchors(const struct tp_grid_impl *g, unsigned i, unsigned ext, bool wrap)
 {
 	if (ext > g->dim[i])
 		return 0;
@@ -329,7 +327,7 @@ static bool box_exists(const struct tp_grid_sum *sum, const unsigned *ext)
 	const struct tp_grid_impl *g = sum->g;
 	unsigned n[3];
 	for (unsigned i = 0; i < 3; i++)
-		n[i] = anchors(g, i, ext[i], true);
+		n[i] = tp_grid_anchors(g, i, ext[i], true);
 	struct tp_grid_box bx = {{0, 0, 0}, {ext[0], ext[1], ext[2]}};
 	for (bx.at[2] = 0; bx.at[2] < n[2]; bx.at[2]++)
 		for (bx.at[1] = 0; bx.at[1] < n[1]; bx.at[1]++)

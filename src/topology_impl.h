@@ -252,6 +252,10 @@ struct tp_grid_sum {
 	uint32_t *s;                  /* [(e0+1)(e1+1)(e2+1)] prefix sums */
 };
 
+/* The anchors of a box of extent ext along axis i: every cell where the axis wraps and wrap
+ * allows crossing it (one when the extent is the whole axis), else those where the box ends
+ * inside; 0 when the extent is longer than the axis. */
+unsigned tp_grid_anchors(const struct tp_grid_impl *g, unsigned i, unsigned ext, bool wrap);
 /* Fill sum from mark[ncell] (non-zero: counted); s must hold tp_grid_sum_len(g) entries. */
 size_t tp_grid_sum_len(const struct tp_grid_impl *g);
 void tp_grid_sum_fill(struct tp_grid_sum *sum, const struct tp_grid_impl *g,
