@@ -1442,7 +1442,9 @@ TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out
  * @param c The cluster. @param job The running job's id.
  * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
  * @param[out] out The result.
- * @return 0, ::TP_EINVAL (a failed device the job does not hold), ::TP_ENOTFOUND (no such job),
+ * @return 0, ::TP_EINVAL (a failed device the job does not hold; a job whose shape is a box
+ *         (::tp_request `box_level`), which a replacement would break: release it and place
+ *         its shape again), ::TP_ENOTFOUND (no such job),
  *         ::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_ENOMEM.
  * @since 0.1.0
  */

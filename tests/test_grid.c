@@ -502,3 +502,26 @@ Test(grid, scenario_extensions_name_the_field)
 	}
 }
 #endif
+
+/* A replacement chip would break a box: tp_replace refuses a box job and says what to do. */
+Test(grid, replace_refuses_a_box_job)
+{
+	tp_topology *t = torus(4, 4, 1, 0x3, 1);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_request r = box_request(2, 2, 1, 1);
+	r.id = "b";
+	tp_placement *pl = NULL;
+	cr_assert_eq(tp_place(c, &r, &pl), 0, "%s", tp_placement_errmsg(pl));
+	cr_assert_eq(tp_commit(c, pl, NULL), 0);
+	size_t n = 0;
+	uint32_t f = tp_placement_devices(pl, &n)[0];
+	tp_placement_destroy(pl);
+	cr_assert_eq(tp_cluster_set_down(c, &f, 1, 1), 0);
+	TP_ASSERT_ERR(tp_replace(c, "b", &f, 1, &pl), TP_EINVAL, tp_placement_errmsg(pl),
+	              "replace.job: 'b' is a box of pod (request.box_level): release it and place "
+	              "its shape again");
+	tp_placement_destroy(pl);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
