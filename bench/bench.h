@@ -162,6 +162,9 @@ void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 
 int bench_model_main(int argc, char **argv);
 int bench_place_main(int argc, char **argv);
+/* tp-bench place --torus X,Y,Z (place_torus.c): box requests on one torus of X x Y x Z chips. */
+int bench_place_torus(const unsigned *dims, uint64_t seed, long requests, double occupancy,
+                      const char *json);
 int bench_sim_main(int argc, char **argv);
 int bench_defrag_main(int argc, char **argv);
 int bench_replace_main(int argc, char **argv);

@@ -50,6 +50,7 @@ struct place_opts {
 	double occupancy;
 	const char *json;
 	bool mix_on; /* --mix on: tp_cluster_set_place_mix(c, NULL, 0), the frag report's mix */
+	unsigned torus[3]; /* --torus X,Y,Z (0: the NVL72 fleets) */
 };
 
 /* Per template: timings and outcomes of both sides. */
@@ -78,11 +79,13 @@ static void place_usage(FILE *f)
 	fprintf(f,
 	        "usage: tp-bench place [--sizes 10000,100000,1000000] [--seed N] [--requests N]\n"
 	        "                      [--baseline-requests N] [--occupancy 0.7] [--json FILE]\n"
-	        "                      [--mix on|off]\n"
+	        "                      [--mix on|off] [--torus X,Y,Z]\n"
 	        "  p50/p99 of tp_place over a request mix on NVL72 fleets at ~70%% occupancy, and\n"
 	        "  of a Kueue-like baseline that recounts every node per request. --mix on: the\n"
 	        "  cluster protects tp_frag_report's default job mix (tp_cluster_set_place_mix\n"
-	        "  with NULL); off (default): no mix, best fit alone, as a new cluster has.\n");
+	        "  with NULL); off (default): no mix, best fit alone, as a new cluster has.\n"
+	        "  --torus X,Y,Z: instead, box requests (1x1x1 to 8x8x8 chips) on one torus of\n"
+	        "  X x Y x Z chips filled to the occupancy with box jobs (tp_topology_generate_torus).\n");
 }
 
 /* The tp_request of a template. `slice` must outlive the request. */
@@ -461,6 +464,7 @@ int bench_place_main(int argc, char **argv)
 		{"occupancy", required_argument, NULL, 'o'},
 		{"json", required_argument, NULL, 'j'},
 		{"mix", required_argument, NULL, 'm'},
+		{"torus", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int ch;
@@ -481,6 +485,11 @@ int bench_place_main(int argc, char **argv)
 				bench_die("--mix: expected on or off, not '%s'", optarg);
 			o.mix_on = !strcmp(optarg, "on");
 			break;
+		case 't':
+			if (sscanf(optarg, "%u,%u,%u", &o.torus[0], &o.torus[1], &o.torus[2]) != 3 ||
+			    !o.torus[0] || !o.torus[1] || !o.torus[2])
+				bench_die("--torus: expected X,Y,Z (each >= 1), not '%s'", optarg);
+			break;
 		case 'h': place_usage(stdout); return 0;
 		default: place_usage(stderr); return 2;
 		}
@@ -489,6 +498,8 @@ int bench_place_main(int argc, char **argv)
 	    o.occupancy > 0.95)
 		bench_die("--requests must be >= %zu, --baseline-requests >= 0, --occupancy in "
 		          "[0, 0.95]", PLACE_NMIX);
+	if (o.torus[0])
+		return bench_place_torus(o.torus, o.seed, o.requests, o.occupancy, o.json);
 	struct place_result *res = calloc(PLACE_MAX_SIZES, sizeof *res);
 	if (!res)
 		bench_die("out of memory");

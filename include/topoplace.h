@@ -682,6 +682,43 @@ TP_API int tp_topology_builder_add_failure_domain(tp_topology_builder *b, const 
 TP_API int tp_topology_builder_add_nvswitch(tp_topology_builder *b, unsigned level,
                                             const char *const *path, const char *name);
 
+/** @brief The most axes a grid level has (::tp_topology_builder_set_grid()). */
+#define TP_GRID_MAX_DIMS 3
+/** @brief The most cells one domain of a grid level holds (the product of its extents). */
+#define TP_GRID_MAX_CELLS (1u << 20)
+
+/**
+ * @brief Declare that every domain of @p level holds its children (the domains of
+ * `level + 1`, or the nodes) at coordinates of a ring, a 2-D or 3-D torus, or a mesh: a grid
+ * of @p ndims axes with extents @p dims, wrapping around along each axis whose bit is set in
+ * @p wrap (a ring is one wrapping axis; a torus wraps on every axis; a mesh on none). Give each
+ * child its coordinates with tp_topology_builder_set_coords(); a cell may stay empty (a chip
+ * that is missing), and every child of a grid domain must hold the same number of devices
+ * (tp_topology_build() checks both). A request with `box_level` takes a box of children
+ * (docs/concepts.md, "Rings and tori"). Setting it again replaces it.
+ * @param b The builder. @param level A level above the node.
+ * @param dims @p ndims extents, each >= 1; their product at most ::TP_GRID_MAX_CELLS.
+ * @param ndims 1 to ::TP_GRID_MAX_DIMS. @param wrap Bit i: axis i wraps around.
+ * @return 0, ::TP_EINVAL (not a level above the node, bad extents or wrap bits); the message
+ *         is on @p b. @since 0.4.0
+ */
+TP_API int tp_topology_builder_set_grid(tp_topology_builder *b, unsigned level,
+                                        const unsigned *dims, unsigned ndims, unsigned wrap);
+
+/**
+ * @brief Give a child of a grid domain its coordinates (tp_topology_builder_set_grid() on
+ * `level - 1`). Setting them again replaces them.
+ * @param b The builder. @param level The child's level (>= 1), whose parent level is a grid.
+ * @param path The child's path ("pod0/cube3", as tp_topology_domain_path() gives it), or the
+ *        node's name at the node level; it must have been added.
+ * @param coords One coordinate per axis of the grid, each below its extent.
+ * @return 0, ::TP_EINVAL (the parent level is no grid, a coordinate out of range),
+ *         ::TP_ENOTFOUND (no such domain or node yet), ::TP_ENOMEM; the message is on @p b.
+ * @since 0.4.0
+ */
+TP_API int tp_topology_builder_set_coords(tp_topology_builder *b, unsigned level,
+                                          const char *path, const unsigned *coords);
+
 /**
  * @brief Build the topology. The builder is unchanged and may build again or be destroyed.
  * @param b The builder.
@@ -719,6 +756,35 @@ TP_API int tp_topology_generate_nvl72(tp_topology **out, unsigned blocks,
  */
 TP_API int tp_topology_generate_hgx(tp_topology **out, unsigned units, unsigned nodes_per_unit,
                                     const tp_allocator *alloc);
+
+/**
+ * @brief Generate TPU-pod-like tori: levels `pod`, `chip`; @p pods pods, each a grid of
+ * @p ndims axes with extents @p dims (wrapping on the axes whose bit is set in @p wrap: all of
+ * them for a torus), one chip (a node of one device, model "TPU") per cell. Chips are named
+ * `pod<p>-chip<i>` with i the cell index x + dims[0] * (y + dims[1] * z). Fabric: 45 GB/s,
+ * 2 us inside a pod (tp_link_kind NVLink stands for the chip-to-chip links), InfiniBand
+ * 25 GB/s between pods.
+ * @param[out] out The topology, owned by the caller.
+ * @param pods Number of pods (>= 1). @param dims Extents (each >= 1).
+ * @param ndims 1 to ::TP_GRID_MAX_DIMS. @param wrap Bit i: axis i wraps around.
+ * @param alloc Allocator, or NULL.
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.4.0
+ */
+TP_API int tp_topology_generate_torus(tp_topology **out, unsigned pods, const unsigned *dims,
+                                      unsigned ndims, unsigned wrap, const tp_allocator *alloc);
+
+/**
+ * @brief Generate rings of nodes, as Slurm's topology/ring: levels `ring`, `node`; @p rings
+ * rings of @p nodes_per_ring nodes of @p gpus_per_node devices, node i of a ring at ring
+ * position i, named `ring<r>-node<i>`. InfiniBand 50 GB/s inside a ring, 25 GB/s between.
+ * @param[out] out The topology, owned by the caller.
+ * @param rings Rings (>= 1). @param nodes_per_ring Nodes per ring (>= 1).
+ * @param gpus_per_node Devices per node (1 to ::TP_MAX_NODE_DEVICES).
+ * @param alloc Allocator, or NULL.
+ * @return 0, ::TP_EINVAL, ::TP_ELIMIT, ::TP_ENOMEM. @since 0.4.0
+ */
+TP_API int tp_topology_generate_ring(tp_topology **out, unsigned rings, unsigned nodes_per_ring,
+                                     unsigned gpus_per_node, const tp_allocator *alloc);
 
 /** @brief Destroy a topology. Every cluster made from it must be destroyed first.
  *  @param t The topology, or NULL. @since 0.1.0 */
@@ -836,6 +902,38 @@ TP_API uint32_t tp_topology_node_domain(const tp_topology *t, uint32_t node, uns
 TP_API unsigned tp_topology_domain_nvswitch_count(const tp_topology *t, unsigned level,
                                                   uint32_t dom);
 
+/**
+ * @brief The grid of a level (tp_topology_builder_set_grid()).
+ * @param t The topology. @param level A level.
+ * @param[out] dims ::TP_GRID_MAX_DIMS extents (1 past the grid's axes), or NULL.
+ * @param[out] ndims The grid's axes, or NULL. @param[out] wrap Its wrap bits, or NULL.
+ * @return 0, ::TP_EINVAL (no such level), ::TP_ENOTFOUND (the level is no grid).
+ * @since 0.4.0
+ */
+TP_API int tp_topology_grid(const tp_topology *t, unsigned level, unsigned *dims,
+                            unsigned *ndims, unsigned *wrap);
+
+/**
+ * @brief The coordinates of a child of a grid domain.
+ * @param t The topology. @param level The child's level (its parent level is a grid).
+ * @param dom The child. @param[out] coords ::TP_GRID_MAX_DIMS coordinates (0 past the axes).
+ * @return 0, ::TP_EINVAL (no such domain, NULL), ::TP_ENOTFOUND (the parent level is no grid).
+ * @since 0.4.0
+ */
+TP_API int tp_topology_domain_coords(const tp_topology *t, unsigned level, uint32_t dom,
+                                     unsigned *coords);
+
+/**
+ * @brief The child of a grid domain at given coordinates.
+ * @param t The topology. @param level A grid level. @param dom A domain of @p level.
+ * @param coords One coordinate per axis. @param[out] child The child (a domain of
+ *        `level + 1`).
+ * @return 0, ::TP_EINVAL (no such domain, coordinates out of range, NULL), ::TP_ENOTFOUND (the
+ *         level is no grid, or the cell is empty). @since 0.4.0
+ */
+TP_API int tp_topology_grid_child(const tp_topology *t, unsigned level, uint32_t dom,
+                                  const unsigned *coords, uint32_t *child);
+
 /** @brief Number of nodes. @param t The topology. @return The count. @since 0.1.0 */
 TP_API uint32_t tp_topology_node_count(const tp_topology *t);
 /** @brief Number of devices. @param t The topology. @return The count. @since 0.1.0 */
@@ -933,11 +1031,12 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes: 4 since 0.4.0 (`service`), 3 since
- *  0.4.0 (`comm`), 2 since 0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 to 3
- *  (the fields that version has; the missing fields take their defaults), so callers built
- *  against an older header keep working. */
-#define TP_REQUEST_VERSION 4
+/** @brief Version of ::tp_request this header describes: 5 since 0.4.0 (`box_level`, `box`,
+ *  `box_wrap`, `box_rotate`), 4 since 0.4.0 (`service`), 3 since 0.4.0 (`comm`), 2 since 0.2.0
+ *  (`gpu_nic_pairs`). The library also reads versions 1 to 4 (the fields that version has; the
+ *  missing fields take their defaults), so callers built against an older header keep
+ *  working. */
+#define TP_REQUEST_VERSION 5
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
@@ -951,6 +1050,23 @@ typedef struct tp_domain_cap {
  * (tp_cluster_set_service_caps()) are reached, counted over the service's running replicas
  * (the running jobs whose shape names the service), and a job committed or assigned with this
  * request as its shape counts as one of them. NULL (the default): no service.
+ *
+ * **A box of a grid** (`box_level`, version 5): the job takes whole children of one domain of
+ * the grid level `box_level` (tp_topology_builder_set_grid()): every child at the cells of a
+ * box of extents `box[0]` x `box[1]` x `box[2]` (an unused axis 0 or 1; on a ring, an arc of
+ * `box[0]` children). `count` must be the box's devices (its cells times the devices of one
+ * child). With `box_wrap` the box may cross the seam of an axis that wraps around; with
+ * `box_rotate` any order of the extents is allowed. Every child of the box must be wholly
+ * usable under the same hard rules as other requests: health, cordons, hot spares, tenant
+ * exclusivity and `select_*`. Among the boxes that qualify, the objective is: the fewest
+ * fragments of the free space left (connected sets of wholly free children of the grid domain,
+ * neighbours along the axes, across the seam where the grid wraps), counted as the change the
+ * box makes to its domain's count; then the tightest domain (fewest wholly free children);
+ * then the lowest domain, the lowest anchor cell (x + dims[0] * (y + dims[1] * z)), and the
+ * first order of the extents (x, y, z order before its permutations, in lexicographic order).
+ * Ranks follow the box in snake order, so consecutive ranks are neighbours. Combining a box
+ * with `group_size` > 1, `group_level`, `required`, `preferred`, slices, `balanced`, caps,
+ * `spread`, `colocate`, `gpu_nic_pairs` or `comm` is ::TP_EINVAL.
  *
  * **How the job communicates** (`comm`, version 3): a ::tp_step_model whose degrees multiply
  * to `count` (tp_cost_step_us() checks the same). Spec rule 4, refined: among candidate domains
@@ -1017,12 +1133,20 @@ typedef struct tp_request {
 	                                       @since 0.4.0 (version 3) */
 	const char *service;         /**< the service this job is a replica of (see above), or
 	                                  NULL. @since 0.4.0 (version 4) */
+	const char *box_level;       /**< a grid level: take a box of its children (see above),
+	                                  or NULL. @since 0.4.0 (version 5) */
+	uint32_t box[TP_GRID_MAX_DIMS]; /**< the box's extents (0 or 1 past the grid's axes).
+	                                     @since 0.4.0 (version 5) */
+	int box_wrap;                /**< 1: the box may cross a wrapping axis's seam.
+	                                  @since 0.4.0 (version 5) */
+	int box_rotate;              /**< 1: any order of the extents. @since 0.4.0 (version 5) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
-	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL, NULL}
+	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL, NULL, NULL, {0, 0, 0}, \
+	 0, 0}
 
 /**
  * @brief Set a ::tp_request to ::TP_REQUEST_INIT, for callers that cannot use the macro (bindings),
@@ -1634,11 +1758,12 @@ TP_API int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out
  * @param c The cluster. @param job The running job's id.
  * @param failed Failed device ids, each held by the job. @param nfailed Their number (>= 1).
  * @param[out] out The result.
- * @return 0, ::TP_EINVAL (a failed device the job does not hold), ::TP_ENOTFOUND (no such job),
- *         ::TP_EINFEASIBLE, ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_ENOMEM. The message is on the
- *         result: for every code but ::TP_ENOMEM and a NULL argument, @p *out is a placement whose
- *         tp_placement_errmsg() says why ("" when placed); otherwise @p *out is NULL. @p c is not
- *         written.
+ * @return 0, ::TP_EINVAL (a failed device the job does not hold; a job whose shape is a box
+ *         (::tp_request `box_level`), which a replacement would break: release it and place its
+ *         shape again), ::TP_ENOTFOUND (no such job), ::TP_EINFEASIBLE, ::TP_EBUSY,
+ *         ::TP_EFRAGMENTED, ::TP_ENOMEM. The message is on the result: for every code but
+ *         ::TP_ENOMEM and a NULL argument, @p *out is a placement whose tp_placement_errmsg()
+ *         says why ("" when placed); otherwise @p *out is NULL. @p c is not written.
  * @since 0.1.0
  */
 TP_API int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed,
@@ -1987,6 +2112,24 @@ TP_API uint32_t tp_frag_fully_free_count(const tp_frag *f, unsigned level);
  *  @param f The report. @param level Level. @return The count.
  *  @since 0.1.0 (named tp_frag_largest_free until 0.4.0) */
 TP_API uint32_t tp_frag_largest_free_count(const tp_frag *f, unsigned level);
+/**
+ * @brief The largest box of wholly free children in one domain of a grid level
+ * (tp_topology_builder_set_grid()): the biggest box request that fits now, wrapping where the
+ * grid wraps.
+ * @param f The report. @param level A grid level.
+ * @param[out] ext ::TP_GRID_MAX_DIMS extents of that box (0 when none), or NULL.
+ * @return The box's children (0 when the level is no grid or nothing is wholly free).
+ * @since 0.4.0
+ */
+TP_API uint32_t tp_frag_largest_box(const tp_frag *f, unsigned level, unsigned *ext);
+/**
+ * @brief The fragments of a grid level's free space: connected sets of wholly free children
+ * (neighbours along the axes, across the seam where the grid wraps), summed over its domains.
+ * The count box requests keep low (::tp_request).
+ * @param f The report. @param level A grid level.
+ * @return The count (0 when the level is no grid). @since 0.4.0
+ */
+TP_API uint32_t tp_frag_grid_fragment_count(const tp_frag *f, unsigned level);
 /** @brief Share of free devices not in fully free domains of a level, in [0, 1].
  *  @param f The report. @param level Level. @return The share (0 when nothing is free).
  *  @since 0.1.0 */

@@ -213,6 +213,27 @@ static int take_if_local(struct planner *P, tp_placement *pl, const uint32_t *ol
 	return 0;
 }
 
+/* A home for a box-shaped migrant: its own box request (a box lies in one domain of its grid
+ * level whatever `required` says, and takes the same children), kept when as local as now. */
+static int box_home(struct planner *P, const tp_request *mr, const uint32_t *old,
+                    tp_placement **out, bool *less_local)
+{
+	tp_placement *pl = NULL;
+	int rc = tp_place(P->c, mr, &pl);
+	if (rc) {
+		tp_placement_destroy(pl);
+		return rc == TP_ENOMEM ? rc : 0;
+	}
+	bool ok;
+	if ((rc = take_if_local(P, pl, old, out, &ok)))
+		return rc;
+	if (!ok) {
+		tp_placement_destroy(pl);
+		*less_local = true;
+	}
+	return 0;
+}
+
 /* A home for a migrant, or *out NULL. With the locality rule, the job is placed with its own
  * request (without a shape: one of its size) required inside one domain of the deepest level
  * it sits in now, then, while the answer is less local than now, inside one domain of each
@@ -247,6 +268,8 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	if ((rc = dev_spans(P, j->devs, j->ndev, old)))
 		return rc;
 	memcpy(P->nohome_span, old, sizeof old);
+	if (mr.box_level)
+		return box_home(P, &mr, old, out, less_local);
 	unsigned nl = tp_node_level(t);
 	int deep = -1; /* the deepest level whose one domain holds the whole job */
 	for (unsigned l = 0; l <= nl; l++)

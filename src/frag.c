@@ -12,6 +12,10 @@
 struct frag_level {
 	uint32_t domains, fully_free, largest_free;
 	double fragmentation;
+	/* grid levels: the largest box of wholly free children in one domain, and the connected
+	 * sets of wholly free children summed over the domains */
+	uint32_t box_cells, grid_fragments;
+	unsigned box[3];
 };
 
 struct tp_frag {
@@ -41,6 +45,34 @@ static void level_figures(const struct tp_cluster *c, unsigned l, struct frag_le
 	out->fully_free = fully;
 	out->largest_free = largest;
 	out->fragmentation = c->nfree ? (double)(c->nfree - in_fully) / c->nfree : 0.0;
+}
+
+/* The box figures of grid level l: every domain's wholly free children marked, its largest
+ * free box and its fragments. */
+static int grid_figures(const struct tp_cluster *c, unsigned l, struct frag_level *out)
+{
+	const struct tp_grid_impl *g = c->t->grid[l];
+	unsigned char *mark = tp_malloc(&c->alloc, g->ncell ? g->ncell : 1);
+	if (!mark)
+		return TP_ENOMEM;
+	int rc = 0;
+	for (uint32_t d = 0; d < c->t->lv[l].ndom && !rc; d++) {
+		const uint32_t *cells = g->cell + (size_t)d * g->ncell;
+		for (uint32_t i = 0; i < g->ncell; i++)
+			mark[i] = cells[i] != TP_NONE && c->free[l + 1][cells[i]] == g->child_dev;
+		uint32_t vol = 0, pieces = 0;
+		unsigned ext[3];
+		rc = tp_grid_largest_box(&c->alloc, g, mark, &vol, ext);
+		if (!rc)
+			rc = tp_grid_fragments(&c->alloc, g, mark, &pieces);
+		out->grid_fragments += pieces;
+		if (!rc && vol > out->box_cells) {
+			out->box_cells = vol;
+			memcpy(out->box, ext, sizeof ext);
+		}
+	}
+	tp_free(&c->alloc, mark);
+	return rc;
 }
 
 /* Free devices of level `l` usable by jobs of `k` devices that each fit in one domain. */
@@ -153,8 +185,15 @@ int tp_frag_report(const tp_cluster *c, const tp_job_shape *mix, size_t nmix, tp
 	f->free = c->nfree;
 	f->down = c->ndown;
 	f->cordoned = c->ncordoned;
-	for (unsigned l = 0; l < t->nlevels; l++)
+	for (unsigned l = 0; l < t->nlevels; l++) {
 		level_figures(c, l, &f->lv[l]);
+		if (t->grid[l] && grid_figures(c, l, &f->lv[l])) {
+			if (shapes != dflt)
+				tp_free(&c->alloc, shapes);
+			tp_free(&c->alloc, f);
+			return TP_ENOMEM;
+		}
+	}
 	f->workload = workload_figure(c, shapes, n);
 	if (shapes != dflt)
 		tp_free(&c->alloc, shapes);
@@ -205,6 +244,21 @@ double tp_frag_fragmentation(const tp_frag *f, unsigned level)
 }
 
 double tp_frag_workload(const tp_frag *f) { return f ? f->workload : 0.0; }
+
+uint32_t tp_frag_largest_box(const tp_frag *f, unsigned level, unsigned *ext)
+{
+	const struct frag_level *x = lvl(f, level);
+	if (ext)
+		for (unsigned i = 0; i < 3; i++)
+			ext[i] = x ? x->box[i] : 0;
+	return x ? x->box_cells : 0;
+}
+
+uint32_t tp_frag_grid_fragment_count(const tp_frag *f, unsigned level)
+{
+	const struct frag_level *x = lvl(f, level);
+	return x ? x->grid_fragments : 0;
+}
 const char *tp_frag_errmsg(const tp_frag *f) { return f ? f->errmsg : ""; }
 uint32_t tp_frag_down_count(const tp_frag *f) { return f ? f->down : 0; }
 uint32_t tp_frag_cordoned_count(const tp_frag *f) { return f ? f->cordoned : 0; }

@@ -558,7 +558,16 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 	bool unmeetable = !rc && spread_unmeetable(&p, why);
 	if (!rc && !too_big && !unmeetable)
 		rc = tp_pl_out_alloc(&p, q->count);
-	if (!rc) {
+	if (!rc && q->box_level >= 0) {
+		int r = too_big ? 0 : tp_pl_grid_solve(&p, why);
+		if (r == 1)
+			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);
+		else if (r == 0)
+			rc = tp_seterr(pl->errmsg, TP_EINFEASIBLE, "infeasible: request.box needs %u "
+			               "devices, the cluster has %u", q->count, c->t->ndevices);
+		else if ((rc = r) == TP_EINFEASIBLE || rc == TP_EBUSY || rc == TP_EFRAGMENTED)
+			snprintf(pl->errmsg, TP_ERRMSG_LEN, "%s", why);
+	} else if (!rc) {
 		int r = too_big || unmeetable ? 0 : solve(&p, q->count);
 		if (r == 1) {
 			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);

@@ -451,6 +451,10 @@ int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size
 uint32_t tp_pl_matching_free(struct pctx *p);
 void tp_pl_go_ideal(struct pctx *p);
 
+/* place_grid.c: a box request on a grid level. 1 with p->out filled; TP_EINFEASIBLE,
+ * TP_EBUSY or TP_EFRAGMENTED with the reason in msg (TP_ERRMSG_LEN bytes); or an error. */
+int tp_pl_grid_solve(struct pctx *p, char *msg);
+
 /* place_explain.c: why a request does not fit (status, fit figures, message) */
 
 int tp_pl_explain_failure(tp_placement *pl, struct pctx *p, uint32_t k, uint32_t needed,

@@ -806,6 +806,11 @@ int tp_replace_ext(const tp_cluster *c, const char *job, const uint32_t *failed,
 		rc = tp_seterr(pl->errmsg, TP_ENOTFOUND, "replace.job: no running job '%s'", job);
 	else if (nfailed == 0)
 		rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.failed: at least one device is needed");
+	else if (job_at(c, slot)->shape && job_at(c, slot)->shape->box_level)
+		/* a replacement chip would break the box; a box job is placed again whole */
+		rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.job: '%s' is a box of %s "
+		               "(request.box_level): release it and place its shape again", job,
+		               job_at(c, slot)->shape->box_level);
 	for (size_t i = 0; i < nfailed && !rc; i++) {
 		if (failed[i] >= c->t->ndevices)
 			rc = tp_seterr(pl->errmsg, TP_EINVAL, "replace.failed[%zu]: no device %u", i,

@@ -375,6 +375,8 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 		rc = resolve_pairs(r, q, err);
 	if (!rc)
 		rc = resolve_comm(r, q, err);
+	if (!rc)
+		rc = tp_request_resolve_box(t, r, q, err);
 	if (rc)
 		tp_rq_release(a, q);
 	return rc;

@@ -58,6 +58,10 @@ struct tp_rq {
 	size_t nnodes;
 	bool pairs;                  /* gpu_nic_pairs: each GPU with a distinct nearest NIC */
 	const tp_step_model *comm;   /* how the job communicates (rule 4), borrowed; NULL: none */
+	int box_level;               /* a grid level: the job is a box of its children; -1: none */
+	unsigned box[TP_GRID_MAX_DIMS]; /* extents, 1 past the grid's axes */
+	bool box_wrap;               /* the box may cross a wrapping axis's seam */
+	bool box_rotate;             /* any order of the extents */
 };
 
 #define TP_NO_JOB_SLOT UINT32_MAX
@@ -77,6 +81,10 @@ struct tp_rq {
 int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
                        const tp_request *r, unsigned flags, const tp_allocator *a,
                        struct tp_rq *out, char *err);
+
+/* The box fields of r (request_box.c): checked against t and the rest of the request. */
+int tp_request_resolve_box(const struct tp_topology *t, const tp_request *r, struct tp_rq *q,
+                           char *err);
 
 /* One nested unit of a resolved request: each aligned run of `size` ranks (ranks
  * [i * size, (i + 1) * size)) lies inside one domain of `level`. */

@@ -40,6 +40,8 @@ size_t tp_request_size(unsigned version)
 		return offsetof(tp_request, comm);
 	case 3:
 		return offsetof(tp_request, service);
+	case 4:
+		return offsetof(tp_request, box_level);
 	case TP_REQUEST_VERSION:
 		return sizeof(tp_request);
 	default:
@@ -88,6 +90,7 @@ static void pack_request(struct packer *p, const tp_request *orig, tp_request *d
 	r.exclusive = pack_str(p, src->exclusive);
 	r.select_model = pack_str(p, src->select_model);
 	r.service = pack_str(p, src->service);
+	r.box_level = pack_str(p, src->box_level);
 	for (size_t i = 0; i < src->nslices; i++) {
 		const char *lv = pack_str(p, src->slices[i].level);
 		if (slices)

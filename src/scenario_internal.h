@@ -139,6 +139,11 @@ int sc_ref(struct scen *s, const json_t *v, const char *path, const char *what, 
 /* ---- scenario_topology.c ---- */
 bool sc_read_topology(struct scen *s, const json_t *topo);
 
+/* ---- scenario_grid.c ---- */
+/* topology.x_grid (grid levels and their children's coordinates) and a request's x_box. */
+bool sc_read_grids(struct scen *s, const json_t *v);
+bool sc_read_box(struct scen *s, const json_t *v, const char *p, tp_request *r);
+
 /* ---- scenario_state.c ---- */
 bool sc_read_state(struct scen *s, const json_t *state);
 bool sc_build_state(struct scen *s);

@@ -15,7 +15,7 @@
 static const char *const request_keys[] = {
 	"id", "class", "priority", "tenant", "count", "group", "required", "preferred", "slices",
 	"balanced", "max_per_domain", "spread", "colocate", "exclusive", "select",
-	"x_gpu_nic_pairs", "x_service", "x_comm"};
+	"x_gpu_nic_pairs", "x_service", "x_comm", "x_box"};
 static const char *const group_keys[] = {"size", "level"};
 static const char *const slice_keys[] = {"level", "size"};
 static const char *const cap_keys[] = {"level", "devices", "groups"};
@@ -489,6 +489,8 @@ bool sc_read_request(struct scen *s, const json_t *req, const char *p, const str
 	if ((v = json_object_get(req, "select")) && !read_select(s, v, p, o))
 		return false;
 	if ((v = json_object_get(req, "x_comm")) && !read_comm(s, v, p, o))
+		return false;
+	if ((v = json_object_get(req, "x_box")) && !sc_read_box(s, v, p, &o->r))
 		return false;
 	return true;
 }

@@ -14,7 +14,7 @@
 #include "topoplace-hwloc.h"
 
 static const char *const topology_keys[] = {"levels", "fabric", "nodes", "generate",
-                                            "failure_domains", "x_domain_fabric"};
+                                            "failure_domains", "x_domain_fabric", "x_grid"};
 static const char *const fabric_keys[] = {"kind", "gbps", "latency_us"};
 static const char *const node_keys[] = {"name", "path", "gpus", "model", "memory_gb", "perf",
                                         "hwloc", "x_fabric"};
@@ -694,6 +694,8 @@ bool sc_read_topology(struct scen *s, const json_t *topo)
 	if ((v = json_object_get(topo, "failure_domains")) && !read_failure_domains(s, v))
 		return false;
 	if ((v = json_object_get(topo, "x_domain_fabric")) && !read_domain_fabrics(s, v))
+		return false;
+	if ((v = json_object_get(topo, "x_grid")) && !sc_read_grids(s, v))
 		return false;
 	int rc = tp_topology_build(s->b, &s->t);
 	if (rc == TP_ENOMEM)

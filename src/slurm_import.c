@@ -89,8 +89,9 @@ static int set_kind(struct conf *c, unsigned line, enum kind k, const char *key)
 	if (c->kind == k)
 		return 0;
 	return tp_sl_fail(c, TP_EPARSE, "line %u: %s line in a %s topology (line %u); a topology.conf "
-	            "describes the tree plugin or the block plugin, not both", line, key,
-	            c->kind == KIND_TREE ? "tree (SwitchName)" : "block (BlockName)", c->kind_line);
+	            "describes one plugin: tree, block or ring", line, key,
+	            c->kind == KIND_TREE ? "tree (SwitchName)"
+	            : c->kind == KIND_BLOCK ? "block (BlockName)" : "ring (RingName)", c->kind_line);
 }
 
 /* Check that a name is one the builder takes. */
@@ -106,7 +107,7 @@ static int check_name(struct conf *c, unsigned line, const char *what, const cha
 static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsigned n,
                        enum kind k)
 {
-	const char *what = k == KIND_TREE ? "switch" : "block";
+	const char *what = k == KIND_TREE ? "switch" : k == KIND_BLOCK ? "block" : "ring";
 	struct rec r = {.nodes = SIZE_MAX, .kids = SIZE_MAX, .line = line, .parent = NONE};
 	int rc = tp_sl_pool_put(c, &c->text, kv[0].val, kv[0].vlen, &r.name);
 	if (rc)
@@ -122,7 +123,8 @@ static int read_record(struct conf *c, unsigned line, const struct kv *kv, unsig
 			continue; /* Level= is what scontrol show topology prints; levels are computed */
 		if (!slot)
 			return tp_sl_fail(c, TP_EPARSE, "line %u: unknown key '%.*s' on a %s line", line,
-			            (int)kv[i].klen, kv[i].key, k == KIND_TREE ? "SwitchName" : "BlockName");
+			            (int)kv[i].klen, kv[i].key,
+			            k == KIND_TREE ? "SwitchName" : k == KIND_BLOCK ? "BlockName" : "RingName");
 		if (*slot != SIZE_MAX)
 			return tp_sl_fail(c, TP_EPARSE, "line %u: %.*s given twice", line, (int)kv[i].klen,
 			            kv[i].key);
@@ -264,14 +266,16 @@ static int read_line(struct conf *c, unsigned line, char *s)
 	    key_is(&kv[0], "AllowGaps"))
 		return read_block_key(c, line, kv, n, key_is(&kv[0], "BlockSizes") ? "BlockSizes"
 		                      : key_is(&kv[0], "AllowGaps") ? "AllowGaps" : "BlockLevels");
-	if (key_is(&kv[0], "RingName"))
-		return tp_sl_fail(c, TP_EPARSE, "line %u: RingName (Slurm's topology/ring) is recognised but "
-		            "not yet supported; this importer reads the tree and block plugins", line);
+	if (key_is(&kv[0], "RingName")) {
+		rc = set_kind(c, line, KIND_RING, "RingName");
+		return rc ? rc : read_record(c, line, kv, n, KIND_RING);
+	}
 	if (key_is(&kv[0], "Include"))
 		return tp_sl_fail(c, TP_EPARSE, "line %u: Include is not supported (the library reads no "
 		            "files; pass the included text in the buffer)", line);
 	return tp_sl_fail(c, TP_EPARSE, "line %u: unknown key '%.*s' (expected SwitchName, BlockName, "
-	            "BlockSizes, BlockLevels or AllowGaps)", line, (int)kv[0].klen, kv[0].key);
+	            "BlockSizes, BlockLevels, AllowGaps or RingName)", line, (int)kv[0].klen,
+	            kv[0].key);
 }
 
 /* Append physical line [p, q) to the logical line, without its comment; a trailing '\\' is
@@ -387,8 +391,9 @@ static int node_seen(struct conf *c, uint32_t r, uint32_t old, const char *name)
 		           rec_name(c, r), rec_name(c, old));
 		return 0;
 	}
-	return tp_sl_fail(c, TP_EPARSE, "line %u: node '%s' is in two blocks: '%s' (line %u) and "
-	                  "'%s'", line, name, rec_name(c, old), c->rec[old].line, rec_name(c, r));
+	return tp_sl_fail(c, TP_EPARSE, "line %u: node '%s' is in two %s: '%s' (line %u) and "
+	                  "'%s'", line, name, c->kind == KIND_RING ? "rings" : "blocks",
+	                  rec_name(c, old), c->rec[old].line, rec_name(c, r));
 }
 
 /* A node of record r: checked, listed once, stored. */
@@ -551,13 +556,6 @@ static int tree_levels(struct conf *c, uint32_t *order, int *top)
 
 /* ---- building ------------------------------------------------------------------------------ */
 
-struct build {
-	tp_topology_builder *b;
-	unsigned gpus;
-	unsigned nlevels;
-	char level_names[TP_MAX_LEVELS][32];
-};
-
 static int add_nodes(struct conf *c, struct build *bd, uint32_t r, const char *const *path)
 {
 	const struct rec *x = &c->rec[r];
@@ -571,7 +569,7 @@ static int add_nodes(struct conf *c, struct build *bd, uint32_t r, const char *c
 	return 0;
 }
 
-static int create_builder(struct conf *c, struct build *bd)
+int tp_sl_create_builder(struct conf *c, struct build *bd)
 {
 	const char *names[TP_MAX_LEVELS];
 	for (unsigned l = 0; l < bd->nlevels; l++)
@@ -615,7 +613,7 @@ static int build_tree(struct conf *c, struct build *bd)
 		for (int k = top; k >= 0; k--)
 			snprintf(bd->level_names[top - k], sizeof bd->level_names[0], "switch%d", k);
 		snprintf(bd->level_names[top + 1], sizeof bd->level_names[0], "node");
-		rc = create_builder(c, bd);
+		rc = tp_sl_create_builder(c, bd);
 	}
 	/* Depth-first from the roots in file order, children in listed order: `order` is
 	 * reused as the stack. */
@@ -810,7 +808,7 @@ static int build_blocks(struct conf *c, struct build *bd)
 			         mult[j] * base);
 		snprintf(bd->level_names[nmult - 1], sizeof bd->level_names[0], "block");
 		snprintf(bd->level_names[nmult], sizeof bd->level_names[0], "node");
-		rc = create_builder(c, bd);
+		rc = tp_sl_create_builder(c, bd);
 	}
 	for (uint32_t r = 0; !rc && r < c->nrec; r++) {
 		const char *path[TP_MAX_LEVELS];
@@ -844,14 +842,16 @@ static int resolve_and_build(struct conf *c, struct build *bd)
 	if (c->kind == KIND_NONE || c->nrec == 0)
 		return tp_sl_fail(c, TP_EPARSE, c->kind == KIND_BLOCK
 		                              ? "BlockSizes without any BlockName line"
-		                              : "no SwitchName or BlockName line");
+		                              : "no SwitchName, BlockName or RingName line");
 	int rc = expand_records(c);
 	if (rc)
 		return rc;
 	if (c->kind == KIND_TREE && c->nnode == 0)
 		return tp_sl_fail(c, TP_EPARSE, "no SwitchName or BlockName line with nodes (every "
 		                  "switch is empty)");
-	return c->kind == KIND_TREE ? build_tree(c, bd) : build_blocks(c, bd);
+	return c->kind == KIND_TREE   ? build_tree(c, bd)
+	       : c->kind == KIND_BLOCK ? build_blocks(c, bd)
+	                               : tp_sl_build_rings(c, bd);
 }
 
 int tp_topology_builder_from_slurm(tp_topology_builder **out, const char *conf, size_t len,

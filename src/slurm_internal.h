@@ -22,7 +22,10 @@
 #define MAX_KEYS 8               /* Key=Value pairs on one line */
 #define MAX_BLOCK_LEVELS 16      /* as Slurm: aggregation up to 2^15 base blocks */
 
-enum kind { KIND_NONE = 0, KIND_TREE, KIND_BLOCK };
+enum kind { KIND_NONE = 0, KIND_TREE, KIND_BLOCK, KIND_RING };
+
+/* Slurm's most nodes in one ring (topology.conf(5), topology/ring). */
+#define RING_MAX_NODES 16
 
 /* A growable byte pool of NUL-terminated strings, referred to by offset (stable over growth). */
 struct pool {
@@ -91,5 +94,19 @@ int tp_sl_map_put(struct conf *c, Pvoid_t *map, const char *key, uintptr_t v, ui
 int tp_sl_read_number(const char **p, const char *end, unsigned long *v, int *width);
 /* Call fn for every name of a hostlist expression, in order. */
 int tp_sl_hostlist_each(struct conf *c, unsigned line, const char *expr, name_fn fn, void *ctx);
+
+/* What a build makes: the builder, its levels and the devices per node. */
+struct build {
+	tp_topology_builder *b;
+	unsigned gpus;
+	unsigned nlevels;
+	char level_names[TP_MAX_LEVELS][32];
+};
+
+/* The builder of a topology.conf's levels (slurm_import.c). */
+int tp_sl_create_builder(struct conf *c, struct build *bd);
+/* RingName lines (slurm_ring.c): one `ring` domain per line, its nodes at ring positions 0,
+ * 1, ... in listed order, the level a wrapping one-axis grid. */
+int tp_sl_build_rings(struct conf *c, struct build *bd);
 
 #endif /* TP_SLURM_INTERNAL_H */

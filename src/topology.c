@@ -95,6 +95,7 @@ void tp_topology_builder_destroy(tp_topology_builder *b)
 	tp_free(&a, b->fd);
 	tp_free(&a, b->nvs);
 	tp_free(&a, b->dfab);
+	tp_builder_grids_free(b);
 	JudySLFreeArray(&b->nvs_names, err);
 	tp_free(&a, b);
 }

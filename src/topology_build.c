@@ -371,6 +371,7 @@ int tp_topology_build(tp_topology_builder *b, tp_topology **out)
 	t->ndevices = (uint32_t)b->ndevices;
 	struct build_ctx x = {b, t, NULL, {NULL}};
 	int rc = TP_ENOMEM;
+	bool said = false; /* the grid check wrote its own message */
 	x.order = tp_mallocn(&t->alloc, b->nnodes, sizeof(uint32_t));
 	if (!x.order)
 		goto out;
@@ -391,13 +392,18 @@ int tp_topology_build(tp_topology_builder *b, tp_topology **out)
 		rc = build_fd(&x);
 	if (!rc)
 		rc = tp_build_domain_fabrics(b, t, x.pid_to_dom);
+	if (!rc) {
+		struct build_grid_in gin = {x.order, x.pid_to_dom};
+		rc = tp_build_grids(b, t, &gin);
+		said = rc != 0;
+	}
 out:
 	tp_free(&t->alloc, x.order);
 	for (unsigned l = 0; l < TP_MAX_LEVELS; l++)
 		tp_free(&t->alloc, x.pid_to_dom[l]);
 	if (rc) {
 		tp_topology_destroy(t);
-		return tp_seterr(b->errmsg, rc, "out of memory building the topology");
+		return said ? rc : tp_seterr(b->errmsg, rc, "out of memory building the topology");
 	}
 	*out = t;
 	return 0;
@@ -445,6 +451,7 @@ void tp_topology_destroy(tp_topology *t)
 		tp_free(&a, fk->dev_fd);
 	}
 	tp_free(&a, t->fd);
+	tp_grids_free(t);
 	tp_free(&a, t->names);
 	tp_free(&a, t);
 }

@@ -66,6 +66,14 @@ struct bdfab {
 	struct tp_fabric_impl f;
 };
 
+/* A grid declared on a level (tp_topology_builder_set_grid). */
+struct bgrid {
+	bool on;
+	unsigned nd;
+	unsigned dim[3];
+	unsigned wrap;
+};
+
 struct tp_topology_builder {
 	tp_allocator alloc;
 	char errmsg[TP_ERRMSG_LEN];
@@ -102,6 +110,10 @@ struct tp_topology_builder {
 
 	struct bdfab *dfab;
 	size_t ndfab, cap_dfab;
+
+	struct bgrid grid[TP_MAX_LEVELS];  /* [level] the grid its domains hold their children in */
+	Pvoid_t coords[TP_MAX_LEVELS];     /* [child level] JudyL: prefix id (node: node index) ->
+	                                      packed coordinates + 1 */
 };
 
 /* The path of prefix `pid` of level `l`, joined with '/', into buf (PATH_BUF bytes). */
@@ -110,5 +122,14 @@ void tp_builder_prefix_path(const tp_topology_builder *b, unsigned l, uint32_t p
 /* Give every level with a domain fabric its per-domain table (topology_fabric.c). */
 int tp_build_domain_fabrics(const tp_topology_builder *b, tp_topology *t,
                             uint32_t *const *pid_to_dom);
+
+/* Give every grid level its cell tables (topology_grid.c); a message goes to b on failure. */
+struct build_grid_in {
+	const uint32_t *order;               /* [nnodes] builder node index in tree order */
+	uint32_t *const *pid_to_dom;         /* [level][pid] */
+};
+int tp_build_grids(tp_topology_builder *b, tp_topology *t, const struct build_grid_in *in);
+void tp_grids_free(tp_topology *t);
+void tp_builder_grids_free(tp_topology_builder *b);
 
 #endif

@@ -122,3 +122,90 @@ int tp_topology_generate_hgx(tp_topology **out, unsigned units, unsigned nodes_p
 	tp_topology_builder_destroy(b);
 	return rc;
 }
+
+/* Grid generators: one grid domain per pod or ring, one node per cell, named by its index. */
+struct grid_gen {
+	const char *levels[2];
+	unsigned ndom, nd, wrap, gpus;
+	const unsigned *dims;
+	const char *model;
+	struct tp_fabric_impl inner, outer;
+};
+
+static int grid_nodes(tp_topology_builder *b, const struct grid_gen *gg, uint32_t ncell)
+{
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.model = gg->model;
+	unsigned counts[2] = {gg->ndom, ncell};
+	int rc = tp_topology_builder_generate(b, counts, gg->gpus, &o);
+	char name[64];
+	for (unsigned p = 0; !rc && p < gg->ndom; p++)
+		for (uint32_t i = 0; !rc && i < ncell; i++) {
+			unsigned x[TP_GRID_MAX_DIMS] = {i % gg->dims[0], 0, 0};
+			if (gg->nd > 1)
+				x[1] = i / gg->dims[0] % gg->dims[1];
+			if (gg->nd > 2)
+				x[2] = i / gg->dims[0] / gg->dims[1];
+			snprintf(name, sizeof name, "%s%u-%s%u", gg->levels[0], p, gg->levels[1], i);
+			rc = tp_topology_builder_set_coords(b, 1, name, x);
+		}
+	return rc;
+}
+
+static int generate_grid(tp_topology **out, const struct grid_gen *gg, const tp_allocator *alloc)
+{
+	if (!out)
+		return TP_EINVAL;
+	*out = NULL;
+	if (gg->ndom < 1 || !gg->dims || gg->nd < 1 || gg->nd > TP_GRID_MAX_DIMS || gg->wrap >> gg->nd)
+		return TP_EINVAL;
+	uint64_t ncell = 1;
+	for (unsigned i = 0; i < gg->nd; i++) {
+		if (gg->dims[i] < 1)
+			return TP_EINVAL;
+		ncell *= gg->dims[i];
+		if (ncell > TP_GRID_MAX_CELLS)
+			return TP_ELIMIT;
+	}
+	if (ncell * gg->ndom * gg->gpus > INT32_MAX)
+		return TP_ELIMIT;
+	tp_topology_builder *b = NULL;
+	int rc = tp_topology_builder_create(&b, gg->levels, 2, alloc);
+	if (rc)
+		return rc;
+	rc = tp_topology_builder_set_fabric(b, 1, gg->inner.kind, gg->inner.gbps,
+	                                    gg->inner.latency_us);
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, 0, gg->inner.kind, gg->inner.gbps,
+		                                    gg->inner.latency_us);
+	if (!rc)
+		rc = tp_topology_builder_set_fabric(b, TP_LEVEL_CLUSTER, gg->outer.kind, gg->outer.gbps,
+		                                    gg->outer.latency_us);
+	if (!rc)
+		rc = tp_topology_builder_set_grid(b, 0, gg->dims, gg->nd, gg->wrap);
+	if (!rc)
+		rc = grid_nodes(b, gg, (uint32_t)ncell);
+	if (!rc)
+		rc = tp_topology_build(b, out);
+	tp_topology_builder_destroy(b);
+	return rc;
+}
+
+int tp_topology_generate_torus(tp_topology **out, unsigned pods, const unsigned *dims,
+                               unsigned ndims, unsigned wrap, const tp_allocator *alloc)
+{
+	struct grid_gen gg = {{"pod", "chip"}, pods, ndims, wrap, 1, dims, "TPU",
+	                      {TP_LINK_NVLINK, 45, 2}, {TP_LINK_IB, 25, 20}};
+	return generate_grid(out, &gg, alloc);
+}
+
+int tp_topology_generate_ring(tp_topology **out, unsigned rings, unsigned nodes_per_ring,
+                              unsigned gpus_per_node, const tp_allocator *alloc)
+{
+	if (gpus_per_node < 1 || gpus_per_node > TP_MAX_NODE_DEVICES)
+		return out ? (*out = NULL, TP_EINVAL) : TP_EINVAL;
+	unsigned dims[1] = {nodes_per_ring};
+	struct grid_gen gg = {{"ring", "node"}, rings, 1, 1, gpus_per_node, dims, NULL,
+	                      {TP_LINK_IB, 50, 14}, {TP_LINK_IB, 25, 20}};
+	return generate_grid(out, &gg, alloc);
+}

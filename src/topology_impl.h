@@ -101,6 +101,21 @@ struct tp_fd_kind {
 	uint32_t *dev_fd;    /* [ndevices] */
 };
 
+/* A grid level (topology_grid.c): every domain of the level holds its children (domains of
+ * level + 1) at coordinates of one shape. Cell index = x + dim[0] * (y + dim[1] * z). */
+struct tp_grid_impl {
+	unsigned nd;                    /* axes, 1 to TP_GRID_MAX_DIMS */
+	unsigned dim[TP_GRID_MAX_DIMS]; /* extent of each axis (1 past nd) */
+	unsigned wrap;                  /* bit i: axis i wraps around (a ring, a torus) */
+	uint32_t ncell;                 /* product of the extents */
+	uint32_t child_dev;             /* devices in every child */
+	uint32_t *cell;                 /* [ndom * ncell] child at each cell, or TP_NONE */
+	uint32_t *pos;                  /* [children] each child's cell in its parent */
+	uint32_t *nbr;                  /* [ncell * 6] neighbours (-x, +x, -y, +y, -z, +z) across
+	                                   wrapping seams, TP_NONE past an edge or an axis */
+	uint32_t *xyz;                  /* [ncell * 3] each cell's coordinates */
+};
+
 struct tp_topology {
 	tp_allocator alloc;
 	uint64_t id;      /* tp_identity_next() at build time */
@@ -132,6 +147,8 @@ struct tp_topology {
 	unsigned nfd;            /* kinds built */
 	unsigned nfd_alloc;      /* kinds allocated (a failed build may leave one half built) */
 	struct tp_fd_kind *fd;
+
+	struct tp_grid_impl *grid[TP_MAX_LEVELS]; /* [level] the level's grid, or NULL */
 
 	char *names; /* one pool holding every domain and node name */
 	size_t names_len;
@@ -219,6 +236,53 @@ bool tp_nt_equal(const struct tp_nodetype *x, const struct tp_nodetype *y);
 
 /* The identity of a topology: results compare it instead of the address. */
 static inline uint64_t tp_topology_identity(const struct tp_topology *t) { return t->id; }
+
+/* Grid geometry shared by placement and fragmentation (topology_grid.c). A box is an anchor
+ * cell plus an extent per axis; along an axis that wraps it may cross the seam. */
+struct tp_grid_box {
+	unsigned at[TP_GRID_MAX_DIMS];  /* anchor coordinates */
+	unsigned ext[TP_GRID_MAX_DIMS]; /* extents (1 past nd) */
+};
+
+/* Counts of marked cells over a grid, doubled along wrapping axes so that any box, wrapping
+ * or not, is a sum of eight corners. */
+struct tp_grid_sum {
+	const struct tp_grid_impl *g;
+	unsigned e[TP_GRID_MAX_DIMS]; /* extents of the doubled grid */
+	uint32_t *s;                  /* [(e0+1)(e1+1)(e2+1)] prefix sums */
+};
+
+/* The anchors of a box of extent ext along axis i: every cell where the axis wraps and wrap
+ * allows crossing it (one when the extent is the whole axis), else those where the box ends
+ * inside; 0 when the extent is longer than the axis. */
+unsigned tp_grid_anchors(const struct tp_grid_impl *g, unsigned i, unsigned ext, bool wrap);
+/* Fill sum from mark[ncell] (non-zero: counted); s must hold tp_grid_sum_len(g) entries. */
+size_t tp_grid_sum_len(const struct tp_grid_impl *g);
+void tp_grid_sum_fill(struct tp_grid_sum *sum, const struct tp_grid_impl *g,
+                      const unsigned char *mark, uint32_t *s);
+/* Marked cells inside box bx (extents at most the grid's; wrapping only on wrapping axes). */
+uint32_t tp_grid_sum_box(const struct tp_grid_sum *sum, const struct tp_grid_box *bx);
+/* The cell of coordinates x (each below its extent). */
+static inline uint32_t tp_grid_cell(const struct tp_grid_impl *g, const unsigned *x)
+{
+	return x[0] + g->dim[0] * (x[1] + g->dim[1] * x[2]);
+}
+/* The coordinates of cell i into x[TP_GRID_MAX_DIMS]. */
+static inline void tp_grid_coords(const struct tp_grid_impl *g, uint32_t i, unsigned *x)
+{
+	x[0] = i % g->dim[0];
+	x[1] = i / g->dim[0] % g->dim[1];
+	x[2] = i / g->dim[0] / g->dim[1];
+}
+/* The largest box of cells with mark set in one domain (wrapping where the grid does): its
+ * volume into *vol and its extents into ext (when not NULL). 0 or TP_ENOMEM. */
+int tp_grid_largest_box(const tp_allocator *a, const struct tp_grid_impl *g,
+                        const unsigned char *mark, uint32_t *vol, unsigned *ext);
+
+/* Connected sets of cells with mark set (neighbours along the axes, across wrapping seams)
+ * into *count. 0 or TP_ENOMEM. */
+int tp_grid_fragments(const tp_allocator *a, const struct tp_grid_impl *g,
+                      const unsigned char *mark, uint32_t *count);
 
 /* Resolve a level name: the level index, or -1. */
 int tp_topology_level_index(const struct tp_topology *t, const char *name);

@@ -393,7 +393,8 @@ Test(errors, slurm_tree)
 		{"SwitchName=top Switches=s9\n", "line 1: switch 'top' lists unknown switch 's9'"},
 		{"SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n",
 		 "line 2: switch 's1' is defined twice (first at line 1)"},
-		{"RingName=r0 Nodes=n[1-8]\n", "line 1: RingName (Slurm's topology/ring) is recognised"},
+		{"RingName=r0 Nodes=n[01-17]\n",
+		 "line 1: ring 'r0' has 17 nodes, more than Slurm's 16 a ring (topology.conf(5))"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char err[256];

@@ -93,6 +93,7 @@ Test(options, an_older_version_gets_only_its_own_fields)
 	          offsetof(tp_request, gpu_nic_pairs));
 	CHECK_OLD(tp_request, tp_request_init, TP_REQUEST_INIT, 2, offsetof(tp_request, comm));
 	CHECK_OLD(tp_request, tp_request_init, TP_REQUEST_INIT, 3, offsetof(tp_request, service));
+	CHECK_OLD(tp_request, tp_request_init, TP_REQUEST_INIT, 4, offsetof(tp_request, box_level));
 	CHECK_OLD(tp_pd_request, tp_pd_request_init, TP_PD_REQUEST_INIT, 1,
 	          offsetof(tp_pd_request, kv_token_bytes));
 	CHECK_OLD(tp_defrag_policy, tp_defrag_policy_init, TP_DEFRAG_POLICY_INIT, 1,

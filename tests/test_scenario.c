@@ -367,10 +367,10 @@ Test(scenario, refuses_bad_top_level_fields)
 		{"{'version': 1, 'topology': []}", "topology: must be an object, not a list"},
 		{TOPO("{" RACKS ", 'level': 1}"),
 		 "topology.level: unknown key (did you mean 'levels'?) (allowed: levels, fabric, nodes, "
-		 "generate, failure_domains, x_domain_fabric)"},
+		 "generate, failure_domains, x_domain_fabric, x_grid)"},
 		{TOPO("{" RACKS ", 'nodes': [{'name': 'x', 'path': ['r'], 'gpus': 1}], 'state': {}}"),
 		 "topology.state: unknown key (allowed: levels, fabric, nodes, generate, "
-		 "failure_domains, x_domain_fabric)"},
+		 "failure_domains, x_domain_fabric, x_grid)"},
 	};
 	assert_all_refused(cases, sizeof cases / sizeof *cases);
 	assert_refused("{'version': 1, 'version': 1}",
@@ -907,7 +907,7 @@ Test(scenario, refuses_bad_state_request_policy_and_replace)
 		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'prefered': 'rack'}",
 		 "request.prefered: unknown key (did you mean 'preferred'?) (allowed: id, class, "
 		 "priority, tenant, count, group, required, preferred, slices, balanced, "
-		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service, x_comm)"},
+		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service, x_comm, x_box)"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'max_moves': -1}",
 		 "policy.max_moves: -1 is below 0"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 2147483648}",

@@ -223,8 +223,6 @@ Test(slurm, tree_errors_name_the_line_and_problem)
 		{"SwitchName=a Switches=a\n", "line 1: switch 'a' lists itself"},
 		{"SwitchName=a Nodes=n1\n\nSwitchName=a Nodes=n2\n",
 		 "line 3: switch 'a' is defined twice (first at line 1)"},
-		{"RingName=ring0 Nodes=n[01-08]\n", "line 1: RingName (Slurm's topology/ring) is "
-		 "recognised but not yet supported"},
 		{"---\n- topology: t\n", "looks like a topology.yaml (YAML)"},
 		{"SwitchName=a\n", "no SwitchName or BlockName line with nodes"},
 		{"SwitchName=a Nodes=n1 Color=red\n", "line 1: unknown key 'Color'"},
@@ -237,8 +235,8 @@ Test(slurm, tree_errors_name_the_line_and_problem)
 		{"SwitchName=a/b Nodes=n1\n", "line 1: switch 'a/b' contains '/'"},
 		{"SwitchName=a Nodes=n1\nBlockName=b1 Nodes=n2\n",
 		 "line 2: BlockName line in a tree (SwitchName) topology (line 1)"},
-		{"", "no SwitchName or BlockName line"},
-		{"# only a comment\n\n   \n", "no SwitchName or BlockName line"},
+		{"", "no SwitchName, BlockName or RingName line"},
+		{"# only a comment\n\n   \n", "no SwitchName, BlockName or RingName line"},
 		{"SwitchName=a Nodes=n1\n\0SwitchName=b Nodes=n2\n", "line 2: a NUL byte"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -498,6 +496,84 @@ Test(slurm, allocation_failures_tree)
 	                        "SwitchName=mid Switches=s[0-1]\n"
 	                        "SwitchName=top \\\n Switches=mid,s2\n",
 	                        45);
+}
+
+/* ---- ring plugin ---------------------------------------------------------------------------- */
+
+/* topology.conf(5)'s example: rings of 8 nodes in listed order, wrapping arcs placed on them. */
+Test(slurm, rings_import_as_wrapping_grids)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = build("RingName=ring0 Nodes=node[01-08]\n"
+	                       "RingName=ring1 Nodes=node[13-16],node[09-12]\n");
+	static const char *const L[] = {"ring", "node"};
+	assert_levels(t, L, 2);
+	cr_assert_str_eq(paths(t, 0), "ring0 ring1");
+	unsigned dims[3], nd, wrap;
+	cr_assert_eq(tp_topology_grid(t, 0, dims, &nd, &wrap), 0);
+	cr_assert(nd == 1 && dims[0] == 8 && wrap == 1);
+	uint32_t node = TP_NONE;
+	unsigned x[3];
+	cr_assert_eq(tp_topology_node_by_name(t, "node14", &node), 0);
+	cr_assert_eq(tp_topology_domain_coords(t, 1, node, x), 0);
+	cr_assert_eq(x[0], 1, "node14 is second in ring1: %u", x[0]);
+	/* node02..node06 taken: the arc node07 node08 node01 across ring0's seam fills its free
+	 * space exactly, so it wins over ring1 (which it would leave in one piece) */
+	tp_cluster *c = tp_test_cluster(t);
+	uint32_t held[20];
+	for (uint32_t i = 0; i < 20; i++)
+		held[i] = 4 + i;
+	cr_assert_eq(tp_cluster_assign(c, "j", held, 20, NULL), 0);
+	tp_request r = TP_REQUEST_INIT;
+	r.box_level = "ring";
+	r.box[0] = 3;
+	r.box_wrap = 1;
+	r.count = 12;
+	tp_placement *pl = NULL;
+	cr_assert_eq(tp_place(c, &r, &pl), 0, "%s", tp_placement_errmsg(pl));
+	size_t n = 0;
+	const uint32_t *d = tp_placement_devices(pl, &n);
+	cr_assert_str_eq(tp_topology_node_name(t, tp_topology_device_node(t, d[0])), "node07");
+	cr_assert_str_eq(tp_topology_node_name(t, tp_topology_device_node(t, d[4])), "node08");
+	cr_assert_str_eq(tp_topology_node_name(t, tp_topology_device_node(t, d[8])), "node01");
+	tp_placement_destroy(pl);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(slurm, ring_errors)
+{
+	static const struct {
+		const char *conf, *fragment;
+	} cases[] = {
+		{"RingName=r0 Nodes=n[1-4]\nRingName=r1 Nodes=n[4-7]\n",
+		 "line 2: node 'n4' is in two rings: 'r0' (line 1) and 'r1'"},
+		{"RingName=r0 Nodes=n[1-4]\nRingName=r1 Nodes=m[1-3]\n",
+		 "line 2: ring 'r1' has 3 nodes, ring 'r0' 4"},
+		{"RingName=r0 Nodes=n[01-17]\n", "ring 'r0' has 17 nodes, more than Slurm's 16"},
+		{"RingName=r0\n", "line 1: ring 'r0' has no Nodes"},
+		{"RingName=r0 Nodes=n1 Switches=s1\n", "line 1: unknown key 'Switches' on a RingName line"},
+		{"RingName=r0 Nodes=n1\nRingName=r0 Nodes=n2\n",
+		 "line 2: ring 'r0' is defined twice (first at line 1)"},
+		{"RingName=r0 Nodes=n1\nSwitchName=s Nodes=n2\n",
+		 "line 2: SwitchName line in a ring (RingName) topology (line 1)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tp_test_alloc_reset();
+		tp_topology_builder *b = NULL;
+		char err[256];
+		TP_ASSERT_ERR(import(cases[i].conf, &b, err), TP_EPARSE, err, cases[i].fragment);
+		cr_assert_null(b);
+		TP_ASSERT_NO_LEAKS();
+	}
+}
+
+Test(slurm, allocation_failures_ring)
+{
+	allocation_failure_loop("RingName=ring0 Nodes=node[01-08]\n"
+	                        "RingName=ring1 Nodes=node[09-16]\n",
+	                        16);
 }
 
 Test(slurm, allocation_failures_block)

@@ -128,8 +128,8 @@ def test_from_slurm(tp):
      "line 1: 4 nodes of 4 GPUs are 16 devices, more than the budget "
      "tp_slurm_options.max_devices 12"),
     ("Foo=bar\n", {}, "ParseError",
-     "line 1: unknown key 'Foo' (expected SwitchName, BlockName, BlockSizes, BlockLevels or "
-     "AllowGaps)"),
+     "line 1: unknown key 'Foo' (expected SwitchName, BlockName, BlockSizes, BlockLevels, "
+     "AllowGaps or RingName)"),
     (TREE, {"max_nodes": -1}, "InvalidArgument",
      "max_nodes -1 is not a positive integer of at most 32 bits"),
 ])

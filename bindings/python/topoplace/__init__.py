@@ -28,7 +28,7 @@ __all__ = [
     # objects
     "Topology", "TopologyBuilder", "NodeType", "Fabric", "Cluster", "Savepoint", "JobInfo",
     # requests and answers
-    "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Placement", "Fit",
+    "Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Box", "Placement", "Fit",
     "Partition", "FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
     "DefragStats", "StepModel", "step_us", "efficiency", "NIC_KINDS", "place", "commit", "replace",
     # serving
@@ -53,7 +53,7 @@ for _mod, _names in (
         ("cost", ("StepModel", "step_us", "efficiency")),
         ("topology", ("Topology", "TopologyBuilder", "NodeType", "Fabric")),
         ("cluster", ("Cluster", "Savepoint", "JobInfo", "place", "commit", "replace")),
-        ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select")),
+        ("request", ("Request", "Slice", "DomainCap", "Spread", "Colocate", "Select", "Box")),
         ("placement", ("Placement", "Fit", "Partition")),
         ("defrag", ("FragReport", "LevelFrag", "JobShape", "DefragPolicy", "Plan", "PlanStep",
                     "DefragStats")),

@@ -16,11 +16,12 @@ from ._core import NONE  # noqa: F401  (topoplace.api.NONE was importable)
 from .cluster import Cluster, JobInfo, Savepoint, commit, place, replace
 from .defrag import DefragPolicy, FragReport, JobShape, LevelFrag, Plan, PlanStep
 from .placement import Fit, Partition, Placement
-from .request import Colocate, DomainCap, Request, Select, Slice, Spread
+from .request import Box, Colocate, DomainCap, Request, Select, Slice, Spread
 from .topology import Fabric, NodeType, Topology, TopologyBuilder
 
 __all__ = ["version", "version_string", "strerror", "NodeType", "TopologyBuilder", "Topology",
            "Fabric", "Cluster", "Savepoint", "JobInfo", "Slice", "DomainCap", "Spread",
-           "Colocate", "Select", "Request", "Fit", "Placement", "Partition", "LevelFrag", "FragReport",
+           "Colocate", "Select", "Box", "Request", "Fit", "Placement", "Partition", "LevelFrag",
+           "FragReport",
            "JobShape", "DefragPolicy", "Plan", "PlanStep", "place", "commit", "replace",
            "JOB_CLASSES", "LINK_KINDS"]

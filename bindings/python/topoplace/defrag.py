@@ -31,6 +31,11 @@ class LevelFrag:
     fully_free_count: int
     largest_free_count: int
     fragmentation: float
+    #: grid levels: the largest box of wholly free children in one domain (its extents, or
+    #: None on other levels) and the free fragments (``tp_frag_largest_box``,
+    #: ``tp_frag_grid_fragment_count``)
+    largest_box: Optional[tuple] = None
+    grid_fragments: int = 0
 
 
 @dataclass
@@ -76,10 +81,16 @@ def _frag_report(cluster, mix):
             lib.tp_frag_destroy(out[0])
         check(rc, None, msg or "frag report: %s" % strerror(rc))
     f = ffi.gc(out[0], lib.tp_frag_destroy)
+    ext = ffi.new("unsigned[3]")
+
+    def box(lv):
+        return tuple(ext) if lib.tp_frag_largest_box(f, lv, ext) else None
+
     levels = {name: LevelFrag(lib.tp_frag_domain_count(f, lv), lib.tp_frag_free_count(f, lv),
                               lib.tp_frag_fully_free_count(f, lv),
                               lib.tp_frag_largest_free_count(f, lv),
-                              lib.tp_frag_fragmentation(f, lv))
+                              lib.tp_frag_fragmentation(f, lv), box(lv),
+                              lib.tp_frag_grid_fragment_count(f, lv))
               for lv, name in enumerate(cluster._topo.levels)}
     rep = FragReport(levels, lib.tp_frag_free_count(f, 0), lib.tp_frag_down_count(f),
                      lib.tp_frag_cordoned_count(f), lib.tp_frag_workload(f))

@@ -12,7 +12,7 @@ from . import _defaults
 from ._core import _CLASS_CODE, _CLASS_NAME, JOB_CLASSES, _b, _coerce, _keep, _s, _strv, ffi
 from .errors import InvalidArgument
 
-__all__ = ["Slice", "DomainCap", "Spread", "Colocate", "Select", "Request"]
+__all__ = ["Slice", "DomainCap", "Spread", "Colocate", "Select", "Box", "Request"]
 
 _REQ = _defaults.REQUEST
 _COMM_FIELDS = ("tp", "pp", "dp", "ep", "compute_us", "tp_bytes", "tp_msgs", "dp_bytes",
@@ -60,6 +60,18 @@ class Select:
 
 
 @dataclass
+class Box:
+    """A box of children of one domain of the grid level ``level`` (a ring's arc, a torus's
+    block): ``shape`` one extent per axis (``(4,)`` on a ring, ``(2, 2, 4)`` on a 3-D torus);
+    ``wrap``: it may cross the seam of a wrapping axis; ``rotate``: any order of the extents.
+    The request's ``count`` must be its cells times the devices of one child."""
+    level: str
+    shape: tuple
+    wrap: bool = False
+    rotate: bool = False
+
+
+@dataclass
 class Request:
     """What a job asks for (``tp_request``); the semantics of the scenario format's
     ``request``. Nested parts may be given as dataclasses, dicts or tuples
@@ -90,6 +102,9 @@ class Request:
     #: the service this job is a replica of (``service``): placement keeps it to the service's
     #: spread caps (:meth:`Cluster.set_service_caps`), and once committed it counts as one
     service: Optional[str] = None
+    #: a box of a grid level's children (``box_level``, ``box``, ``box_wrap``,
+    #: ``box_rotate``), or None
+    box: Optional[Box] = None
 
     def __post_init__(self):
         self.slices = [_coerce(Slice, s) for s in self.slices]
@@ -97,6 +112,7 @@ class Request:
         self.spread = _coerce(Spread, self.spread)
         self.colocate = _coerce(Colocate, self.colocate)
         self.select = _coerce(Select, self.select)
+        self.box = _coerce(Box, self.box)
         if self.job_class not in _CLASS_CODE:
             raise InvalidArgument("request.class: unknown class %r (one of %s)"
                                   % (self.job_class, ", ".join(JOB_CLASSES)))
@@ -164,6 +180,16 @@ class Request:
                     setattr(m, k, self.comm[k])
             r.comm = m
         r.service = s(self.service, "request.service")
+        if self.box is not None:
+            shape = tuple(self.box.shape)
+            if not 1 <= len(shape) <= 3 or not all(isinstance(e, int) and e >= 0 for e in shape):
+                raise InvalidArgument("request.box.shape: 1 to 3 extents >= 0, not %r"
+                                      % (self.box.shape,))
+            r.box_level = s(self.box.level, "request.box.level")
+            for i, e in enumerate(shape):
+                r.box[i] = e
+            r.box_wrap = 1 if self.box.wrap else 0
+            r.box_rotate = 1 if self.box.rotate else 0
         return r
 
     @classmethod
@@ -191,4 +217,6 @@ class Request:
             if r.colocate_job != ffi.NULL else None,
             exclusive=_s(r.exclusive), select=sel, gpu_nic_pairs=bool(r.gpu_nic_pairs),
             comm={k: getattr(r.comm, k) for k in _COMM_FIELDS} if r.comm != ffi.NULL else None,
-            service=_s(r.service))
+            service=_s(r.service),
+            box=Box(_s(r.box_level), tuple(r.box[i] for i in range(3)), bool(r.box_wrap),
+                    bool(r.box_rotate)) if r.box_level != ffi.NULL else None)

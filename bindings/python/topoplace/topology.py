@@ -436,6 +436,30 @@ class TopologyBuilder(_Owned):
               self)
         return self
 
+    def set_grid(self, level, dims, wrap=None):
+        """Arrange every domain of ``level``'s children on a grid of extents ``dims`` (one to
+        three), wrapping along the axes listed in ``wrap`` (default: every axis, a ring or a
+        torus; ``()`` for a mesh) (``tp_topology_builder_set_grid``)."""
+        dims = list(dims)
+        axes = range(len(dims)) if wrap is None else wrap
+        bits = 0
+        for a in axes:
+            bits |= 1 << a
+        check(lib.tp_topology_builder_set_grid(self._p, self._level(level),
+                                               ffi.new("unsigned[]", dims or [0]), len(dims),
+                                               bits), self)
+        return self
+
+    def set_coords(self, level, path, coords):
+        """Put a child of a grid domain (``path``, or the node's name at the node level) at
+        ``coords`` (``tp_topology_builder_set_coords``)."""
+        if not isinstance(path, str):
+            path = "/".join(path)
+        c = list(coords) + [0] * (3 - len(coords))
+        check(lib.tp_topology_builder_set_coords(self._p, self._level(level), _b(path),
+                                                 ffi.new("unsigned[3]", c[:3])), self)
+        return self
+
     def build(self):
         """Build the topology (the builder stays usable)."""
         out = ffi.new("tp_topology **")
@@ -490,6 +514,50 @@ class Topology(_Owned):
         check(lib.tp_topology_generate_nvl72(out, blocks, racks_per_block, ffi.NULL), None,
               "nvl72(%r, %r): %s" % (blocks, racks_per_block, "invalid or too large a fleet"))
         return cls._wrap(_own(out[0], lib.tp_topology_destroy))
+
+    @classmethod
+    def torus(cls, pods, dims, wrap=None):
+        """TPU-pod-like tori: levels pod, chip; ``pods`` grids of extents ``dims``, wrapping
+        on the axes in ``wrap`` (default every one), a one-device chip per cell
+        (``tp_topology_generate_torus``)."""
+        dims = list(dims)
+        axes = range(len(dims)) if wrap is None else wrap
+        bits = sum(1 << a for a in set(axes))
+        out = ffi.new("tp_topology **")
+        check(lib.tp_topology_generate_torus(out, pods, ffi.new("unsigned[]", dims or [0]),
+                                             len(dims), bits, ffi.NULL), None,
+              "torus(%r, %r): %s" % (pods, dims, "invalid or too large a grid"))
+        return cls._wrap(_own(out[0], lib.tp_topology_destroy))
+
+    @classmethod
+    def ring(cls, rings, nodes_per_ring, gpus_per_node):
+        """Rings of nodes, as Slurm's topology/ring: levels ring, node
+        (``tp_topology_generate_ring``)."""
+        out = ffi.new("tp_topology **")
+        check(lib.tp_topology_generate_ring(out, rings, nodes_per_ring, gpus_per_node,
+                                            ffi.NULL), None,
+              "ring(%r, %r, %r): %s" % (rings, nodes_per_ring, gpus_per_node,
+                                        "invalid or too large a fleet"))
+        return cls._wrap(_own(out[0], lib.tp_topology_destroy))
+
+    def grid(self, level):
+        """The grid of a level as ``(dims, wrap_axes)``, or None when it is no grid."""
+        dims, nd, wrap = ffi.new("unsigned[3]"), ffi.new("unsigned *"), ffi.new("unsigned *")
+        rc = lib.tp_topology_grid(self._p, self.level(level), dims, nd, wrap)
+        if rc == lib.TP_ENOTFOUND:
+            return None
+        check(rc, None, "grid(%r): no such level" % (level,))
+        return (tuple(dims[i] for i in range(nd[0])),
+                tuple(i for i in range(nd[0]) if wrap[0] >> i & 1))
+
+    def coords(self, level, dom):
+        """The coordinates of a child of a grid domain (a domain of ``level``)."""
+        out = ffi.new("unsigned[3]")
+        lv = self.level(level)
+        check(lib.tp_topology_domain_coords(self._p, lv, dom, out), None,
+              "coords(%r, %r): no such domain, or its parent level is no grid" % (level, dom))
+        nd = len(self.grid(lv - 1)[0])
+        return tuple(out[i] for i in range(nd))
 
     @classmethod
     def hgx(cls, units, nodes_per_unit):
