@@ -89,7 +89,7 @@
  *     needed), so its size does not grow with the cluster. Without filters it reads each
  *     top-level domain's children from the histograms in one pass (place_dual.c: no per-child
  *     call, counting sorts, the top count found from the largest free counts down), the same
- *     numbers the general path computes, checked against it in tests/test_dual.c.
+ *     numbers the general path computes, checked against it in tests/place/test_dual.c.
  *   - Capacities above the node come from the cluster's per-domain histograms of node free
  *     counts when no filter (select, exclusivity, colocate, allow-list) applies; with filters
  *     nodes are walked (and memoised per call). The root's decision is kept between the

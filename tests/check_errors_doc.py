@@ -28,6 +28,22 @@ MIN_LITERAL = 6        # a literal wholly inside the message is at least this lo
 MIN_COMMON = 14        # or it shares this many consecutive characters with the message
 
 
+
+_PATHS = {}
+
+
+def test_paths(tests_dir):
+    """Every test source under tests/ (a folder per large module), by file name."""
+    if tests_dir not in _PATHS:
+        found = {}
+        for root, dirs, names in os.walk(tests_dir):
+            dirs[:] = sorted(d for d in dirs if d not in ("data", "fuzz"))
+            for n in names:
+                if n.startswith("test_") and n.endswith(".c"):
+                    found.setdefault(n, os.path.join(root, n))
+        _PATHS[tests_dir] = found
+    return _PATHS[tests_dir]
+
 def table_rows(lines, header):
     """(line number, cells) of each row of every table with this header."""
     rows, inside = [], False
@@ -156,12 +172,12 @@ def check_c_rows(rows, tests_dir, problems):
             problems.append("%s: 'checked by' is not `file.c` suite::name: %r" % (where, checked))
             continue
         fname, test, table = m.groups()
-        path = os.path.join(tests_dir, fname)
+        path = test_paths(tests_dir).get(fname, os.path.join(tests_dir, fname))
         if fname not in files:
             files[fname] = CFile(path) if os.path.exists(path) else None
         cf = files[fname]
         if cf is None:
-            problems.append("%s: no file tests/%s" % (where, fname))
+            problems.append("%s: no file %s under tests/" % (where, fname))
             continue
         if test not in cf.tests:
             problems.append("%s: no test %s in tests/%s" % (where, test, fname))
