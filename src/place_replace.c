@@ -772,10 +772,9 @@ int tp_placement_repair_shrink(const tp_placement *p, uint32_t *ranks, uint32_t 
 
 int tp_replace_options_init(tp_replace_options *o, unsigned version)
 {
-	if (!o || version != TP_REPLACE_OPTIONS_VERSION)
-		return TP_EINVAL;
-	*o = (tp_replace_options)TP_REPLACE_OPTIONS_INIT;
-	return 0;
+	static const tp_replace_options init = TP_REPLACE_OPTIONS_INIT;
+	return tp_options_init(o, version == TP_REPLACE_OPTIONS_VERSION ? sizeof init : 0, &init,
+	                       version);
 }
 
 int tp_replace(const tp_cluster *c, const char *job, const uint32_t *failed, size_t nfailed,

@@ -69,6 +69,8 @@ Test(options, every_init_gives_its_macro_and_refuses_what_it_does_not_know)
 	CHECK_INIT(tp_pd_request, tp_pd_request_init, TP_PD_REQUEST_INIT, TP_PD_REQUEST_VERSION);
 	CHECK_INIT(tp_service_caps, tp_service_caps_init, TP_SERVICE_CAPS_INIT,
 	           TP_SERVICE_CAPS_VERSION);
+	CHECK_INIT(tp_replace_options, tp_replace_options_init, TP_REPLACE_OPTIONS_INIT,
+	           TP_REPLACE_OPTIONS_VERSION);
 	TP_ASSERT_NO_LEAKS();
 }
 
