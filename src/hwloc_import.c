@@ -727,6 +727,9 @@ static const char *looks_like(const char *buf)
 	if (!strncmp(p, "<system", 7) && (p[7] == ' ' || p[7] == '>'))
 		return "it looks like NCCL's topology XML (a <system> root, as NCCL_TOPO_DUMP_FILE "
 		       "writes), not hwloc XML (a <topology> root, as lstopo writes)";
+	if (!strncmp(p, "<topology version=\"3.", 21))
+		return "hwloc 3.x XML (<topology version=\"3.x\">, as hwloc 3's lstopo writes), which "
+		       "hwloc 2.9 does not read either: export it with an hwloc 2.x lstopo";
 	if (!strncmp(p, "<topology version=\"", 19))
 		return "a <topology version=...> other than hwloc writes (1.x writes <topology>, 2.x "
 		       "<topology version=\"2.0\">; hwloc 2.9 reads no later version)";

@@ -595,7 +595,7 @@ Test(hwloc, other_formats_are_named)
 		{"SwitchName=s0 Nodes=n[1-4]\n", "Slurm topology.conf"},
 		{"<root>\n</root>\n", "hwloc 0.9 XML"},
 		{"<?xml version=\"1.0\"?>\n<svg width=\"1\"/>\n", "root element is not <topology>"},
-		{"<topology version=\"3.0\">\n</topology>\n", "other than hwloc writes"},
+		{"<topology version=\"3.0\">\n</topology>\n", "hwloc 3.x XML (<topology version=\"3.x\">"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		tp_nodetype *nt = (tp_nodetype *)1;
