@@ -1601,8 +1601,10 @@ TP_API int tp_service_caps_init(tp_service_caps *caps, unsigned version);
 
 /**
  * @brief Set (or replace) the spread caps of a service; its replicas placed from now on keep to
- * them (running replicas are not moved). The caps are part of the state: a rollback to a
- * savepoint opened before the call puts the old ones back.
+ * them (running replicas are not moved), and so do their repairs (tp_replace(): a replica may
+ * take replacements in the domains it already holds a device of, and elsewhere only where the
+ * caps leave room). The caps are part of the state: a rollback to a savepoint opened before the
+ * call puts the old ones back.
  * @param c The cluster (written). @param service The service's name (copied; not empty).
  * @param caps The caps, or NULL to lift them.
  * @return 0, ::TP_EINVAL (NULL cluster or service, a bad name, version not 1, an unknown

@@ -12,16 +12,30 @@
 #include "place_internal.h"
 
 /* The most replicas one domain may hold once the new one runs: max_per_domain, and
- * max(1, floor(max_percent x (R + 1) / 100)) of the R running ones plus the new one. */
-static uint32_t service_cap(const struct tp_service *s)
+ * max(1, floor(max_percent x (R + 1) / 100)) of the R running ones plus the new one (a repair
+ * adds no replica: R). */
+static uint32_t service_cap(const struct tp_service *s, bool repair)
 {
 	uint32_t cap = s->max_per_domain ? s->max_per_domain : UINT32_MAX;
 	if (s->max_percent > 0.0) {
-		double share = floor(s->max_percent * ((double)s->replicas + 1.0) / 100.0 + 1e-9);
+		double r = (double)s->replicas + (repair ? 0.0 : 1.0);
+		double share = floor(s->max_percent * r / 100.0 + 1e-9);
 		uint32_t n = share < 1.0 ? 1u : share >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)share;
 		cap = n < cap ? n : cap;
 	}
 	return cap;
+}
+
+/* Whether the job holds a device in domain dom of level (a repair's own domains; the repair
+ * path only, once per domain at the cap). */
+static bool job_in_domain(const struct tp_cluster *c, const struct tp_job_impl *job,
+                          unsigned level, uint32_t dom)
+{
+	const struct tp_topology *t = c->t;
+	for (uint32_t i = 0; i < job->ndev; i++)
+		if (tp_node_ancestor(t, t->dev_node[job->devs[i]], level) == dom)
+			return true;
+	return false;
 }
 
 void tp_pl_build_sbad(struct pctx *p, bool on)
@@ -33,17 +47,20 @@ void tp_pl_build_sbad(struct pctx *p, bool on)
 	p->svc_blocked = 0;
 	const struct tp_cluster *c = p->c;
 	uint32_t sid = p->q->service ? tp_cl_service_find(c, p->q->service) : TP_NO_SERVICE;
-	if (sid == TP_NO_SERVICE || c->svc[sid].level == TP_NONE || p->self_slot != TP_NO_JOB)
-		return; /* a repair keeps its replica's place: caps are for new replicas */
+	if (sid == TP_NO_SERVICE || c->svc[sid].level == TP_NONE)
+		return;
 	const struct tp_service *s = &c->svc[sid];
 	p->svc_level = (int)s->level;
-	p->svc_cap = service_cap(s);
+	p->svc_cap = service_cap(s, p->self_slot != TP_NO_JOB);
+	/* A repair (tp_replace) is already counted in the domains it holds a device of: it may
+	 * take more there, and goes elsewhere only where the caps leave room for one more. */
+	const struct tp_job_impl *self = p->self_slot != TP_NO_JOB ? c->jobs[p->self_slot] : NULL;
 	Word_t key = tp_cl_service_key(sid, s->level, 0);
 	Word_t last = tp_cl_service_key(sid, s->level, UINT32_MAX);
 	JError_t err;
 	for (PPvoid_t v = JudyLFirst(c->svc_count, &key, &err); v && v != PPJERR && key <= last;
 	     v = JudyLNext(c->svc_count, &key, &err))
-		if ((Word_t)*v >= p->svc_cap) {
+		if ((Word_t)*v >= p->svc_cap && !(self && job_in_domain(c, self, s->level, (uint32_t)key))) {
 			j1_set(p, &p->sbad, (uint32_t)key);
 			p->svc_blocked++;
 		}

@@ -301,3 +301,66 @@ Test(service, allocation_failures)
 	tp_test_alloc_reset();
 	tp_topology_destroy(t);
 }
+
+/* A repair keeps to the caps too: a replica whose failed device must move out of its full rack
+ * goes to a rack where the service has room, not to the tighter rack another replica holds. It
+ * may still use the racks it holds, where it is already counted. */
+static void assign_replica(tp_cluster *c, const char *id, uint32_t first)
+{
+	static tp_request shape;
+	shape = (tp_request)TP_REQUEST_INIT;
+	shape.count = 8;
+	shape.job_class = TP_CLASS_INFERENCE;
+	shape.service = "web";
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	o.job_class = TP_CLASS_INFERENCE;
+	o.shape = &shape;
+	uint32_t devs[8];
+	for (uint32_t i = 0; i < 8; i++)
+		devs[i] = first + i;
+	cr_assert_eq(tp_cluster_assign(c, id, devs, 8, &o), 0, "%s", tp_cluster_errmsg(c));
+}
+
+Test(service, a_repair_keeps_to_the_caps)
+{
+	tp_topology *t = nvl72(3);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_service_caps caps = TP_SERVICE_CAPS_INIT;
+	caps.level = "rack";
+	caps.max_per_domain = 1;
+	cr_assert_eq(tp_cluster_set_service_caps(c, "web", &caps), 0);
+	assign_replica(c, "web-0", 0);  /* rack 0 */
+	assign_replica(c, "web-1", 72); /* rack 1 */
+	uint32_t fill[64];
+	for (uint32_t i = 0; i < 64; i++)
+		fill[i] = 8 + i; /* the rest of rack 0 */
+	cr_assert_eq(tp_cluster_assign(c, "fill", fill, 64, NULL), 0, "%s", tp_cluster_errmsg(c));
+	uint32_t failed = 0;
+	cr_assert_eq(tp_cluster_set_down(c, &failed, 1, 1), 0);
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_replace(c, "web-0", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n = 0;
+	const uint32_t *devs = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 8);
+	cr_assert(devs[0] >= 144, "the replacement of rank 0 lands in rack 2, not on device %u "
+	          "(rack 1 holds web-1 and is at the cap)", devs[0]);
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_placement_destroy(p);
+	for (uint32_t r = 0; r < 3; r++)
+		cr_assert_leq(in_rack(c, "web", r), 1, "rack %u", r);
+	char buf[256];
+	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "%s", buf);
+	/* room in its own rack again: the repair may use either rack it holds (0 or 2), never
+	 * web-1's */
+	cr_assert_eq(tp_cluster_release(c, "fill"), 0);
+	failed = 1; /* web-0's rank 1 is still on device 1 of rack 0 */
+	cr_assert_eq(tp_cluster_set_down(c, &failed, 1, 1), 0);
+	cr_assert_eq(tp_replace(c, "web-0", &failed, 1, &p), 0, "%s", tp_placement_errmsg(p));
+	devs = tp_placement_devices(p, &n);
+	cr_assert(devs[1] < 72 || devs[1] >= 144, "rank 1's replacement in rack 1 (device %u)",
+	          devs[1]);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
