@@ -231,8 +231,7 @@ func TestServiceCapsKeepReplicasSpread(t *testing.T) {
 
 // twoTight is twoRacks with x2 and x4 full, x1 holding 2 free devices and x3 3: best fit takes
 // x1 (the tightest) for one device required in a node, a mix of 2-device jobs per node x3
-// (x1 would lose
-// its one pair, x3 none).
+// (x1 would lose its one pair, x3 none).
 func twoTight(t *testing.T) (*Topology, *Cluster) {
 	topo, c := twoRacks(t)
 	for job, names := range map[string][]string{"x1": {"x1/0", "x1/1"}, "x2": {"x2/0", "x2/1", "x2/2", "x2/3"},
