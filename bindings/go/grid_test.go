@@ -3,7 +3,10 @@
 package topoplace
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -144,5 +147,44 @@ func TestBoxRotationErrorsAndLargestBox(t *testing.T) {
 	if r.Levels[0].GridFragmentCount != 2 || !reflect.DeepEqual(r.Levels[0].LargestBox, []uint32{2, 4}) {
 		t.Fatalf("after the column: %d fragments, largest %v", r.Levels[0].GridFragmentCount,
 			r.Levels[0].LargestBox)
+	}
+}
+
+// The scenario importer reads the extension keys: topology.x_grid and request.x_box (the
+// arc across the seam), state.x_service_caps and request.x_service.
+func TestScenarioExtensions(t *testing.T) {
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{"..", "..", "tests", "data"}, parts...)...))
+		must(t, err)
+		return string(b)
+	}
+	s, err := ReadScenario(read("scenarios", "ring-arc.json"), ScenarioPlace, nil)
+	must(t, err)
+	defer s.Close()
+	if s.Request == nil || !reflect.DeepEqual(s.Request.Box, &Box{"ring", [3]uint32{2, 0, 0}, true, false}) {
+		t.Fatalf("the document's request %+v", s.Request)
+	}
+	p, err := s.Cluster().Place(*s.Request)
+	must(t, err)
+	defer p.Close()
+	if got := p.DeviceNames(); !reflect.DeepEqual(got, []string{"n5/0", "n5/1", "n0/0", "n0/1"}) {
+		t.Fatalf("the arc %v", got)
+	}
+
+	svc, err := ReadScenario(read("serving", "chat-scenario.json"), ScenarioPlace, nil)
+	must(t, err)
+	defer svc.Close()
+	c := svc.Cluster()
+	if caps, _ := c.ServiceCaps("web"); caps == nil || *caps != (ServiceCaps{"rack", 1, 0}) {
+		t.Fatalf("the document's caps %+v", caps)
+	}
+	if svc.Request.Service != "web" {
+		t.Fatalf("the document's request %+v", svc.Request)
+	}
+	q, err := c.Place(*svc.Request)
+	must(t, err)
+	defer q.Close()
+	if got := nodesOf(c, q.Devices); !strings.HasPrefix(got[0], "block0-rack2-") {
+		t.Fatalf("web-2 on %v, not the rack web-0 and web-1 leave", got)
 	}
 }
