@@ -128,7 +128,7 @@ func wrapPlacement(c *Cluster, p *C.tp_placement, rc C.int) (*Placement, error) 
 	pl := &Placement{p: p, c: c, Job: C.GoString(C.tp_placement_job(p))}
 	runtime.SetFinalizer(pl, (*Placement).Close)
 	if rc != 0 {
-		err := fail(rc, C.GoString(C.tp_placement_errmsg(p)))
+		err := c.placementErr(p, rc)
 		pl.Close()
 		return nil, err
 	}
