@@ -342,4 +342,3 @@ func NodeTypeFromNvidiaSmiWith(text string, linkGbps float64) (*NodeType, error)
 		return C.tp_nodetype_from_nvsmi_topo(out, tx, n, &o, nil, e, el)
 	})
 }
-

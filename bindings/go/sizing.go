@@ -233,18 +233,18 @@ const PDLocalityAuto = C.TP_PD_LOCALITY_AUTO
 // groups spread over the domains of SpreadLevel with at most MaxPerDomain in one. Start from
 // DefaultPDRequest: every field is passed as it is.
 type PDRequest struct {
-	Service        string // the service's id, its jobs' prefix
-	Tenant         string // "": "default"
-	Groups         uint32 // groups the service should have in all
-	Prefill        uint32 // prefill instances per group
-	PrefillDevices uint32 // devices per prefill instance (its tensor degree)
-	Decode         uint32 // decode instances per group
-	DecodeDevices  uint32 // devices per decode instance
-	InstanceLevel  string // level one instance lies in ("": the node level)
-	Locality       string // level whose one domain holds a group, "" (none) or PDLocalityAuto
-	SpreadLevel    string // level whose domains the groups spread over ("": none)
-	MaxPerDomain   uint32 // most groups in one domain of SpreadLevel (0: no cap)
-	SelectModel    string // only devices of this model ("": any)
+	Service        string  // the service's id, its jobs' prefix
+	Tenant         string  // "": "default"
+	Groups         uint32  // groups the service should have in all
+	Prefill        uint32  // prefill instances per group
+	PrefillDevices uint32  // devices per prefill instance (its tensor degree)
+	Decode         uint32  // decode instances per group
+	DecodeDevices  uint32  // devices per decode instance
+	InstanceLevel  string  // level one instance lies in ("": the node level)
+	Locality       string  // level whose one domain holds a group, "" (none) or PDLocalityAuto
+	SpreadLevel    string  // level whose domains the groups spread over ("": none)
+	MaxPerDomain   uint32  // most groups in one domain of SpreadLevel (0: no cap)
+	SelectModel    string  // only devices of this model ("": any)
 	KVTokenBytes   float64 // KV-cache bytes of one token, whole model ("auto" needs it)
 	PromptTokens   uint32  // tokens a request hands over ("auto" needs it)
 	HandoffSlack   float64 // "auto": how much slower a looser locality may be and win
