@@ -212,6 +212,24 @@ func TestFabrics(t *testing.T) {
 	if p, _ := topo.DomainPath("node", 3); p != "x4" {
 		t.Fatalf("node 3's path %q", p)
 	}
+	if n, _ := topo.DomainNVSwitchCount("rack", r2); n != 1 {
+		t.Fatalf("r2 has %d NVSwitches", n)
+	}
+
+	// GenerateWith gives every node the options; SetLimits caps the builder.
+	g, _ := NewTopologyBuilder("rack", "node")
+	defer g.Close()
+	must(t, g.SetLimits(16, 4))
+	must(t, g.GenerateWith([]uint{2, 2}, 4, &NodeOptions{Model: "B200", MemoryGB: 180, Perf: 2}))
+	wantErr(t, g.AddNode("extra", []string{"rack0"}, 4), ErrLimit, "more than max_nodes 4")
+	gt, err := g.Build()
+	must(t, err)
+	defer gt.Close()
+	if gt.NodeModel(3) != "B200" || gt.NodeMemoryGB(3) != 180 || gt.DevicePerf(15) != 2 ||
+		gt.NodeName(3) != "rack1-node1" {
+		t.Fatalf("generated node 3: %q %v %v %q", gt.NodeModel(3), gt.NodeMemoryGB(3),
+			gt.DevicePerf(15), gt.NodeName(3))
+	}
 	hgx, err := GenerateHGX(1, 2)
 	must(t, err)
 	defer hgx.Close()

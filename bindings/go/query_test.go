@@ -140,3 +140,23 @@ func TestWriterGuardOption(t *testing.T) {
 		t.Fatal("the guarded cluster lost the job")
 	}
 }
+
+func TestDeviceStates(t *testing.T) {
+	topo, c := twoRacks(t)
+	d, _ := topo.Devices("x1/0", "x1/1", "x1/2")
+	must(t, c.Assign("a", d[:1]))
+	must(t, c.SetDown(d[1:2], true))
+	must(t, c.SetCordoned(d[2:3], true))
+	for i, want := range []DeviceState{DeviceHeld, DeviceDown, DeviceCordoned} {
+		s, job, err := c.DeviceState(d[i])
+		must(t, err)
+		if s != want || (job == "a") != (i == 0) {
+			t.Fatalf("device %d: %v %q, want %v", d[i], s, job, want)
+		}
+	}
+	if s, _, _ := c.DeviceState(15); s != DeviceFree || s.String() != "free" {
+		t.Fatalf("x4/3 is %v", s)
+	}
+	_, _, err := c.DeviceState(16)
+	wantErr(t, err, ErrInvalid, "device 16 is not in the topology (16 devices)")
+}
