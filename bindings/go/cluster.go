@@ -110,6 +110,15 @@ type Placement struct {
 	Job string
 	// Devices are the device ids in rank order (nil when not placed).
 	Devices []uint32
+	// DecidedBy is the rule that decided the outermost choice among candidate domains.
+	DecidedBy Rule
+	// StepCommUs is the modelled time of one ring all-reduce of 1 GiB over the devices, µs.
+	StepCommUs float64
+	// Partitions are the NVLink partitions the placement needs (Cluster.SetPartitions), in
+	// domain order; nil with partitions off or on one node.
+	Partitions []Partition
+	// Replaced pairs each failed device of a replacement with its replacement (Replace).
+	Replaced []Replacement
 }
 
 func wrapPlacement(c *Cluster, p *C.tp_placement, rc C.int) (*Placement, error) {
@@ -119,13 +128,14 @@ func wrapPlacement(c *Cluster, p *C.tp_placement, rc C.int) (*Placement, error) 
 	pl := &Placement{p: p, c: c, Job: C.GoString(C.tp_placement_job(p))}
 	runtime.SetFinalizer(pl, (*Placement).Close)
 	if rc != 0 {
-		err := fail(rc, C.GoString(C.tp_placement_errmsg(p)))
+		err := c.placementErr(p, rc)
 		pl.Close()
 		return nil, err
 	}
 	var n C.size_t
 	d := C.tp_placement_devices(p, &n)
 	pl.Devices = append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(d)), int(n))...)
+	pl.readExtras()
 	return pl, nil
 }
 
@@ -207,7 +217,50 @@ type Plan struct {
 	MovedJobCount    uint32
 	MovedDeviceCount uint32
 	CostS            float64
-	p                *C.tp_plan // the library's plan, for ApplyStep; freed by Close
+	// LowerBoundS is a lower bound on the cost of every plan for the request under the policy
+	// (tp_plan_lower_bound_s()): CostS itself when the search was exact.
+	LowerBoundS float64
+	// TargetLevel and Targets are the domains the plan drains (tp_plan_targets()): pass them
+	// back as Policy.PreferLevel and PreferTargets to keep them on a later call. Empty for a
+	// request without a required level, and for a compaction plan.
+	TargetLevel string
+	Targets     []uint32
+	// Stats is the work the planning call did.
+	Stats DefragStats
+	p     *C.tp_plan // the library's plan, for ApplyStep; freed by Close
+}
+
+// DefragBudget is the part of the planner's work budget that stopped a search early.
+type DefragBudget int
+
+// The budgets.
+const (
+	BudgetNone        DefragBudget = C.TP_BUDGET_NONE        // the search ran to its end
+	BudgetCandidates  DefragBudget = C.TP_BUDGET_CANDIDATES  // Policy.MaxCandidates
+	BudgetSimulations DefragBudget = C.TP_BUDGET_SIMULATIONS // Policy.MaxSimulations
+	BudgetTime        DefragBudget = C.TP_BUDGET_TIME        // Policy.MaxTimeUs
+)
+
+func (b DefragBudget) String() string {
+	switch b {
+	case BudgetNone:
+		return "none"
+	case BudgetCandidates:
+		return "candidates"
+	case BudgetSimulations:
+		return "simulations"
+	case BudgetTime:
+		return "time"
+	}
+	return fmt.Sprintf("DefragBudget(%d)", int(b))
+}
+
+// DefragStats is the work one planning call did (tp_plan_stats()).
+type DefragStats struct {
+	Scanned   uint64       // reads of a candidate domain's devices
+	Evaluated uint64       // candidate domains searched
+	Simulated uint64       // job sets simulated
+	Budget    DefragBudget // what stopped the search early (BudgetNone: nothing)
 }
 
 // Close frees the library's copy of the plan (the Go fields stay readable). Safe to call
@@ -260,12 +313,22 @@ type Policy struct {
 	AllowInteractive bool
 	// AllowLessLocal lets a migrated job land less local than it sits.
 	AllowLessLocal bool
+	// The work budget: candidate domains searched and job sets simulated per call (0: the
+	// library's defaults, 4096 and 512; math.MaxUint32: no limit) and a wall-clock limit in
+	// microseconds (0: none; answers then depend on the machine). When it runs out the best
+	// plan found is returned (Plan.Stats.Budget says so), or ErrNoPlan naming the field.
+	MaxCandidates  uint32
+	MaxSimulations uint32
+	MaxTimeUs      uint64
+	// PreferLevel and PreferTargets are stable targets: the domains an earlier plan drained
+	// (Plan.TargetLevel, Plan.Targets). A plan landing there is kept while one exists.
+	PreferLevel   string
+	PreferTargets []uint32
 }
 
-// DefragPlan plans the moves that make the request placeable (tp_defrag_plan(): the cluster
-// is the same afterwards); apply the steps with the scheduler's own actions.
-func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
-	defer runtime.KeepAlive(c)
+// withC calls fn with the policy as a C tp_defrag_policy (its targets in C memory until fn
+// returns); an unknown PreferLevel is refused.
+func (pol *Policy) withC(t *Topology, fn func(*C.tp_defrag_policy) C.int) (C.int, error) {
 	var cp C.tp_defrag_policy
 	C.tp_defrag_policy_init(&cp, C.TP_DEFRAG_POLICY_VERSION)
 	cp.migrate = cbool(!pol.NoMigrate)
@@ -276,14 +339,62 @@ func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
 	if pol.MaxCostS > 0 {
 		cp.max_cost_s = C.double(pol.MaxCostS)
 	}
-	if pol.AllowInteractive {
-		cp.allow_interactive = 1
+	cp.allow_interactive = cbool(pol.AllowInteractive)
+	cp.allow_less_local = cbool(pol.AllowLessLocal)
+	if pol.MaxCandidates > 0 {
+		cp.max_candidates = C.uint32_t(pol.MaxCandidates)
 	}
-	if pol.AllowLessLocal {
-		cp.allow_less_local = 1
+	if pol.MaxSimulations > 0 {
+		cp.max_simulations = C.uint32_t(pol.MaxSimulations)
 	}
+	cp.max_time_us = C.uint64_t(pol.MaxTimeUs)
+	var m cmem
+	defer m.free()
+	if len(pol.PreferTargets) > 0 {
+		l, err := t.level(pol.PreferLevel, false)
+		if err != nil {
+			return 0, fail(C.TP_ENOTFOUND, fmt.Sprintf("policy.prefer_level: no level named %q",
+				pol.PreferLevel))
+		}
+		cp.prefer_level = C.unsigned(l)
+		v := unsafe.Slice((*C.uint32_t)(m.alloc(uintptr(len(pol.PreferTargets)), 4)),
+			len(pol.PreferTargets))
+		for i, d := range pol.PreferTargets {
+			v[i] = C.uint32_t(d)
+		}
+		cp.prefer_targets, cp.nprefer_targets = &v[0], C.size_t(len(v))
+	}
+	return fn(&cp), nil
+}
+
+// DefragPlan plans the moves that make the request placeable (tp_defrag_plan(): the cluster
+// is the same afterwards); apply the steps with the scheduler's own actions.
+func (c *Cluster) DefragPlan(r Request, pol Policy) (*Plan, error) {
+	defer runtime.KeepAlive(c)
 	var p *C.tp_plan
-	rc := r.withC(func(req *C.tp_request) C.int { return C.tp_defrag_plan(c.p, req, &cp, &p) })
+	rc, err := pol.withC(c.topo, func(cp *C.tp_defrag_policy) C.int {
+		return r.withC(func(req *C.tp_request) C.int { return C.tp_defrag_plan(c.p, req, cp, &p) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.wrapPlan(p, rc)
+}
+
+// DefragCompact plans the moves that leave ndomains domains of level fully free (compaction,
+// tp_defrag_compact()): racks ready before a big job arrives. The cluster is the same
+// afterwards; the plan has no place step (priorities are compared with 0).
+func (c *Cluster) DefragCompact(level string, ndomains uint32, pol Policy) (*Plan, error) {
+	defer runtime.KeepAlive(c)
+	cs := C.CString(level)
+	defer C.free(unsafe.Pointer(cs))
+	var p *C.tp_plan
+	rc, err := pol.withC(c.topo, func(cp *C.tp_defrag_policy) C.int {
+		return C.tp_defrag_compact(c.p, cs, C.uint32_t(ndomains), cp, &p)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return c.wrapPlan(p, rc)
 }
 
@@ -298,7 +409,20 @@ func (c *Cluster) wrapPlan(p *C.tp_plan, rc C.int) (*Plan, error) {
 	}
 	plan := &Plan{MovedJobCount: uint32(C.tp_plan_moved_job_count(p)),
 		MovedDeviceCount: uint32(C.tp_plan_moved_device_count(p)), CostS: float64(C.tp_plan_cost_s(p)),
-		p: p}
+		LowerBoundS: float64(C.tp_plan_lower_bound_s(p)), p: p}
+	var level C.unsigned
+	var doms *C.uint32_t
+	var n C.size_t
+	if C.tp_plan_targets(p, &level, &doms, &n) == 0 && n > 0 {
+		plan.TargetLevel = C.GoString(C.tp_topology_level_name(c.topo.p, level))
+		plan.Targets = append([]uint32(nil), unsafe.Slice((*uint32)(unsafe.Pointer(doms)), int(n))...)
+	}
+	var st C.tp_defrag_stats
+	C.tp_defrag_stats_init(&st, C.TP_DEFRAG_STATS_VERSION)
+	if C.tp_plan_stats(p, &st) == 0 {
+		plan.Stats = DefragStats{uint64(st.scanned), uint64(st.evaluated), uint64(st.simulated),
+			DefragBudget(st.budget)}
+	}
 	runtime.SetFinalizer(plan, (*Plan).Close)
 	for i := C.size_t(0); i < C.tp_plan_step_count(p); i++ {
 		var act C.tp_step_action

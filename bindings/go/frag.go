@@ -10,7 +10,6 @@ import "C"
 
 import (
 	"runtime"
-	"unsafe"
 )
 
 // LevelFrag is the fragmentation report of one level.
@@ -21,6 +20,13 @@ type LevelFrag struct {
 	FullyFreeCount   uint32  // domains whose every device is free, healthy and uncordoned
 	LargestFreeCount uint32  // the most free devices in one domain
 	Fragmentation    float64 // the share of free devices not in fully free domains, 0 to 1
+	// LargestBox are the extents of the largest box of wholly free children in one domain of
+	// a grid level (one per axis of the grid), the biggest box request that fits now; nil
+	// when the level is no grid or nothing is wholly free.
+	LargestBox []uint32
+	// GridFragmentCount is the number of connected sets of wholly free children of a grid
+	// level, summed over its domains (0 when it is no grid): what box requests keep low.
+	GridFragmentCount uint32
 }
 
 // JobShape is one entry of a job mix (tp_job_shape): jobs of Devices devices that should fit
@@ -56,19 +62,8 @@ func (c *Cluster) FragReport(mix []JobShape) (*FragReport, error) {
 	defer runtime.KeepAlive(c)
 	var m cmem
 	defer m.free()
-	var cmix *C.tp_job_shape
-	if len(mix) > 0 {
-		v := unsafe.Slice((*C.tp_job_shape)(m.alloc(uintptr(len(mix)),
-			unsafe.Sizeof(C.tp_job_shape{}))), len(mix))
-		for i, s := range mix {
-			v[i].devices = C.uint32_t(s.Devices)
-			v[i].level = m.str(s.Level)
-			v[i].weight = C.double(s.Weight)
-		}
-		cmix = &v[0]
-	}
 	var f *C.tp_frag
-	if rc := C.tp_frag_report(c.p, cmix, C.size_t(len(mix)), &f); rc != 0 {
+	if rc := C.tp_frag_report(c.p, cmix(mix, &m, false), C.size_t(len(mix)), &f); rc != 0 {
 		msg := "cannot build the fragmentation report"
 		if f != nil {
 			msg = C.GoString(C.tp_frag_errmsg(f))
@@ -85,7 +80,15 @@ func (c *Cluster) FragReport(mix []JobShape) (*FragReport, error) {
 		l := C.unsigned(i)
 		r.Levels[i] = LevelFrag{name, uint32(C.tp_frag_domain_count(f, l)),
 			uint32(C.tp_frag_free_count(f, l)), uint32(C.tp_frag_fully_free_count(f, l)),
-			uint32(C.tp_frag_largest_free_count(f, l)), float64(C.tp_frag_fragmentation(f, l))}
+			uint32(C.tp_frag_largest_free_count(f, l)), float64(C.tp_frag_fragmentation(f, l)),
+			nil, uint32(C.tp_frag_grid_fragment_count(f, l))}
+		var ext [C.TP_GRID_MAX_DIMS]C.unsigned
+		if C.tp_frag_largest_box(f, l, &ext[0]) > 0 {
+			g, _, _ := c.topo.Grid(name)
+			for a := range g.Dims {
+				r.Levels[i].LargestBox = append(r.Levels[i].LargestBox, uint32(ext[a]))
+			}
+		}
 	}
 	return r, nil
 }

@@ -110,6 +110,10 @@ type Request struct {
 	// GPUNICPairs: every device a GPU paired with its own nearest NIC.
 	GPUNICPairs bool
 	Comm        *StepModel // how the job communicates; nil: not said
+	// Service names the service the job is a replica of (Cluster.SetServiceCaps); "": none.
+	Service string
+	// Box asks for a box of a grid level's children (rings and tori); nil: no box.
+	Box *Box
 }
 
 // cmem collects C allocations made for one call and frees them together.
@@ -196,6 +200,15 @@ func (r *Request) fill(req *C.tp_request, m *cmem) {
 		r.Comm.fill(cm)
 		req.comm = cm
 	}
+	req.service = m.str(r.Service)
+	if r.Box != nil {
+		req.box_level = m.str(r.Box.Level)
+		for i, e := range r.Box.Extents {
+			req.box[i] = C.uint32_t(e)
+		}
+		req.box_wrap = cbool(r.Box.Wrap)
+		req.box_rotate = cbool(r.Box.Rotate)
+	}
 }
 
 func degree(d uint32) C.unsigned {
@@ -239,7 +252,14 @@ func requestFromC(q *C.tp_request) Request {
 		Tenant: gostr(q.tenant), Count: uint32(q.count), GroupSize: uint32(q.group_size),
 		GroupLevel: gostr(q.group_level), Required: gostr(q.required),
 		Preferred: gostr(q.preferred), Balanced: q.balanced != 0,
-		Exclusive: gostr(q.exclusive), GPUNICPairs: q.gpu_nic_pairs != 0}
+		Exclusive: gostr(q.exclusive), GPUNICPairs: q.gpu_nic_pairs != 0,
+		Service: gostr(q.service)}
+	if q.box_level != nil {
+		r.Box = &Box{Level: gostr(q.box_level), Wrap: q.box_wrap != 0, Rotate: q.box_rotate != 0}
+		for i := range r.Box.Extents {
+			r.Box.Extents[i] = uint32(q.box[i])
+		}
+	}
 	if q.nslices > 0 {
 		for _, s := range unsafe.Slice(q.slices, int(q.nslices)) {
 			r.Slices = append(r.Slices, Slice{gostr(s.level), uint32(s.size)})

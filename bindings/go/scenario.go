@@ -108,6 +108,14 @@ func (s *Scenario) copyQuestion() {
 		if pol.max_cost_s >= 0 {
 			s.Policy.MaxCostS = float64(pol.max_cost_s)
 		}
+		s.Policy.MaxCandidates = uint32(pol.max_candidates)
+		s.Policy.MaxSimulations = uint32(pol.max_simulations)
+		s.Policy.MaxTimeUs = uint64(pol.max_time_us)
+		if pol.nprefer_targets > 0 {
+			s.Policy.PreferLevel = C.GoString(C.tp_topology_level_name(s.topo.p, pol.prefer_level))
+			s.Policy.PreferTargets = append([]uint32(nil), unsafe.Slice(
+				(*uint32)(unsafe.Pointer(pol.prefer_targets)), int(pol.nprefer_targets))...)
+		}
 	}
 	if j := C.tp_scenario_replace_job(s.p); j != nil {
 		s.ReplaceJob = C.GoString(j)

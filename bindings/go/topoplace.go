@@ -33,6 +33,12 @@ type Error struct {
 	Code    int
 	Name    string
 	Message string
+	// Fit are the figures of a request Place or Replace could not place (ErrInfeasible,
+	// ErrBusy, ErrFragmented), nil otherwise.
+	Fit *Fit
+	// Shrink is, for a Replace that could not repair the job, its cheapest shrink; nil
+	// otherwise.
+	Shrink *Shrink
 }
 
 func (e *Error) Error() string {
