@@ -254,6 +254,7 @@ struct torus_state {
 	uint32_t *rank;   /* [cells] the cells in Hilbert order (slurm-torus-like) */
 	uint32_t *runs;   /* [2 cells] free runs: start (rank position), length */
 	uint32_t *dq;     /* [6 cells] the sliding window's monotonic queues */
+	uint8_t *busy;    /* [cells] the chips not wholly free, as of the last build_prefix */
 };
 
 /* John Skilling's transform ("Programming the Hilbert curve", AIP Conf. Proc. 707, 2004) of
@@ -310,8 +311,9 @@ void *sim_torus_create(struct sim_ctx *ctx)
 	s->rank = malloc(s->cells * sizeof *s->rank);
 	s->runs = malloc(2 * (size_t)s->cells * sizeof *s->runs);
 	s->dq = malloc(6 * (size_t)s->cells * sizeof *s->dq);
+	s->busy = malloc(s->cells);
 	uint64_t *key = malloc(s->cells * sizeof *key);
-	if (!s->prefix || !s->rank || !s->runs || !s->dq || !key)
+	if (!s->prefix || !s->rank || !s->runs || !s->dq || !s->busy || !key)
 		bench_die("out of memory");
 	unsigned bits = 1;
 	while ((1u << bits) < d[0] || (1u << bits) < d[1] || (1u << bits) < d[2])
@@ -337,6 +339,7 @@ void sim_torus_destroy(void *st)
 	free(s->rank);
 	free(s->runs);
 	free(s->dq);
+	free(s->busy);
 	free(s);
 }
 
@@ -376,7 +379,8 @@ static void build_prefix(struct torus_state *s, const struct sim_ctx *ctx)
 					continue;
 				}
 				uint32_t c = (x - 1) + d[0] * ((y - 1) + d[1] * (z - 1));
-				PFX(s, d, x, y, z) = !cell_free(ctx, c) + PFX(s, d, x - 1, y, z) +
+				s->busy[c] = !cell_free(ctx, c);
+				PFX(s, d, x, y, z) = s->busy[c] + PFX(s, d, x - 1, y, z) +
 				                     PFX(s, d, x, y - 1, z) + PFX(s, d, x, y, z - 1) -
 				                     PFX(s, d, x - 1, y - 1, z) - PFX(s, d, x - 1, y, z - 1) -
 				                     PFX(s, d, x, y - 1, z - 1) + PFX(s, d, x - 1, y - 1, z - 1);
@@ -438,6 +442,8 @@ int sim_first_fit_box_place(void *st, struct sim_ctx *ctx, const struct sim_job 
 		return TP_EBUSY;
 	build_prefix(s, ctx);
 	for (uint32_t c = 0; c < s->cells; c++) {
+		if (s->busy[c]) /* every box anchored there holds it */
+			continue;
 		unsigned a[3] = {c % d[0], c / d[0] % d[1], c / d[0] / d[1]};
 		for (unsigned k = 0; k < no; k++) {
 			const uint32_t *e = o[k];
