@@ -257,6 +257,11 @@ struct torus_state {
 	uint8_t *busy;    /* [cells] the chips not wholly free, as of the last build_prefix */
 };
 
+static unsigned coord(uint32_t c, int a, const unsigned *d)
+{
+	return a == 0 ? c % d[0] : a == 1 ? c / d[0] % d[1] : c / d[0] / d[1];
+}
+
 /* John Skilling's transform ("Programming the Hilbert curve", AIP Conf. Proc. 707, 2004) of
  * coordinates x[0..3) of `bits` bits into the transposed Hilbert index, whose bits interleaved
  * (x[0] highest) give the position along the curve, as Slurm's nodes_to_hilbert_curve does. */
@@ -327,6 +332,17 @@ void *sim_torus_create(struct sim_ctx *ctx)
 	qsort(s->rank, s->cells, sizeof *s->rank, cmp_hilbert);
 	hilbert_keys = NULL;
 	free(key);
+	if (d[0] == d[1] && d[1] == d[2] && d[0] == 1u << bits) /* a whole curve: a path */
+		for (uint32_t i = 1; i < s->cells; i++) {
+			unsigned dist = 0;
+			for (int a = 0; a < 3; a++) {
+				unsigned p = coord(s->rank[i - 1], a, d), q = coord(s->rank[i], a, d);
+				dist += p > q ? p - q : q - p;
+			}
+			if (dist != 1)
+				bench_die("slurm-torus-like: ranks %u and %u are not neighbours on the "
+				          "Hilbert curve", i - 1, i);
+		}
 	return s;
 }
 
@@ -469,11 +485,6 @@ static int cmp_run(const void *a, const void *b)
 	if (x[1] != y[1])
 		return (x[1] > y[1]) - (x[1] < y[1]);
 	return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-static unsigned coord(uint32_t c, int a, const unsigned *d)
-{
-	return a == 0 ? c % d[0] : a == 1 ? c / d[0] % d[1] : c / d[0] / d[1];
 }
 
 /* The first window of n ranks inside run [start, start + len) whose chips form one of the
