@@ -26,8 +26,10 @@
 #define CMP_MAX 32
 #define CMP_MAX_SEEDS 16
 
-/* The peers whose best is the baseline of "gain". */
-static const char *const cmp_peers[] = {"kueue-like", "slurm-block-like", "slurm-tree-like"};
+/* The peers whose best is the baseline of "gain" (on torus fleets the last two: the others
+ * do not run there). */
+static const char *const cmp_peers[] = {"kueue-like", "slurm-block-like", "slurm-tree-like",
+                                        "first-fit-box", "slurm-torus-like"};
 
 static const double cmp_load_ladder[] = {1.15, 1.3, 1.5, 2.0, 3.0};
 static const double cmp_compress_ladder[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
@@ -123,8 +125,10 @@ static void cmp_add_workload(struct cmp_opts *o, const char *name, const char *s
 	              {"openb", "alibaba_openb2023.csv"},
 	              {"dlrm", "alibaba_dlrm2025_gpu.csv"}};
 	snprintf(w->name, sizeof w->name, "%s", name);
-	if (!strcmp(name, "philly-like") || !strcmp(name, "openb-like") || !strcmp(name, "llm")) {
-		w->mix = name[0] == 'p' ? SIM_MIX_PHILLY : name[0] == 'o' ? SIM_MIX_OPENB : SIM_MIX_LLM;
+	if (!strcmp(name, "philly-like") || !strcmp(name, "openb-like") || !strcmp(name, "llm") ||
+	    !strcmp(name, "tpu")) {
+		w->mix = name[0] == 'p' ? SIM_MIX_PHILLY : name[0] == 'o' ? SIM_MIX_OPENB
+		         : name[0] == 't' ? SIM_MIX_TPU : SIM_MIX_LLM;
 		w->jobs = gen_jobs;
 		o->nwl++;
 		return;
@@ -644,9 +648,14 @@ static void cmp_usage(FILE *f)
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
 	        "  occupancy, waits, gain over the best peer (kueue-like, slurm-block-like,\n"
 	        "  slurm-tree-like; 'gain' or 'loss' only where it exceeds the spreads), gap to ideal.\n"
-	        "  Workloads: philly-like, openb-like, llm (generated), philly, openb, dlrm (the\n"
+	        "  Workloads: philly-like, openb-like, llm, tpu (generated), philly, openb, dlrm (the\n"
 	        "  traces of SHARED/traces; SHARED defaults to the directory beside the repository),\n"
-	        "  trace:FILE. Fleets: nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS, scenario:FILE.\n"
+	        "  trace:FILE. Fleets: nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS, scenario:FILE,\n"
+	        "  torus:X,Y,Z (give it with --fleet, or as torus:XxYxZ in --fleets). A torus fleet\n"
+	        "  runs in a grid of torus fleets only, with the tpu workload (its default there)\n"
+	        "  and its own policies: topoplace, topoplace-defrag, first-fit-box,\n"
+	        "  slurm-torus-like, ideal (the others cannot place boxes and are left out, named);\n"
+	        "  there the gain is over the better of first-fit-box and slurm-torus-like.\n"
 	        "  --quick: philly (or philly-like without SHARED), openb-like, llm on nvl72:864,\n"
 	        "  hgx:512, l4:576, queues besteffort and easy, seeds 1-3. Without --quick: those\n"
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
@@ -756,8 +765,13 @@ int bench_compare_main(int argc, char **argv)
 		cmp_add_workload(&o, name, shared, gen_jobs, trace_rows);
 	}
 	/* fleets */
+	bool only_torus = nxf > 0; /* --fleet torus:... alone: no default fleets beside it */
+	for (int i = 0; i < nxf; i++)
+		only_torus &= !strncmp(extra_fleets[i], "torus:", 6);
 	if (fleets) {
 		o.nfl = cmp_split("--fleets", fleets, o.fleet, CMP_MAX);
+	} else if (only_torus) {
+		o.nfl = 0;
 	} else if (o.quick) {
 		o.fleet[o.nfl++] = "nvl72:864";
 		o.fleet[o.nfl++] = "hgx:512";
@@ -778,6 +792,17 @@ int bench_compare_main(int argc, char **argv)
 		if (o.nfl == CMP_MAX)
 			bench_die("--fleet: more than %d fleets", CMP_MAX);
 		o.fleet[o.nfl++] = extra_fleets[i];
+	}
+	/* a torus fleet has its own workload and policies: not in a grid with tree fleets */
+	int ntorus = 0;
+	for (int i = 0; i < o.nfl; i++)
+		ntorus += !strncmp(o.fleet[i], "torus:", 6);
+	if (ntorus && ntorus != o.nfl)
+		bench_die("--fleet: run torus fleets in a compare of their own (their workload and "
+		          "policies differ from the other fleets')");
+	if (ntorus && !workloads) { /* the default workloads have no box shapes */
+		o.nwl = 0;
+		cmp_add_workload(&o, "tpu", shared, jobs ? jobs : o.quick ? 600 : 2000, trace_rows);
 	}
 	/* queues */
 	if (queues) {
@@ -819,9 +844,20 @@ int bench_compare_main(int argc, char **argv)
 		}
 	}
 	size_t pols[16], npol = 0;
-	for (size_t i = 0; i < sim_npolicies; i++)
-		if (bench_list_has(o.policies, sim_policies[i].name))
+	struct sim_fleet f0;
+	sim_fleet_build(&f0, o.fleet[0]); /* every fleet of the grid is of its kind */
+	for (size_t i = 0; i < sim_npolicies; i++) {
+		const char *why;
+		if (!bench_list_has(o.policies, sim_policies[i].name))
+			continue;
+		if (sim_policy_runs_on(&sim_policies[i], &f0, &why))
 			pols[npol++] = i;
+		else if (o.policies || ntorus) /* not silently */
+			printf("policy %s left out on %s: %s\n", sim_policies[i].name,
+			       ntorus ? "torus fleets" : "these fleets", why);
+	}
+	tp_topology_destroy(f0.t);
+	sim_torus_fleet_free(&f0);
 	if (npol == 0)
 		bench_die("--policies: '%s' selects no policy", o.policies);
 
@@ -864,6 +900,7 @@ int bench_compare_main(int argc, char **argv)
 			}
 		}
 		tp_topology_destroy(f.t);
+		sim_torus_fleet_free(&f);
 	}
 
 	/* tables */
@@ -883,6 +920,7 @@ int bench_compare_main(int argc, char **argv)
 		sim_print_mix(stdout, &w);
 		sim_workload_free(&w);
 		tp_topology_destroy(f.t);
+		sim_torus_fleet_free(&f);
 	}
 	int gi = 0;
 	for (int wl = 0; wl < o.nwl; wl++)
@@ -900,9 +938,10 @@ int bench_compare_main(int argc, char **argv)
 	printf("\n%d of %d cells flagged (a policy's queue emptied inside the window) and left out "
 	       "of every figure above.\neff_GPU_h: effective GPU-hours in the window, mean over the "
 	       "unflagged seeds; spread: their standard\ndeviation; gain: over the best of kueue-like, "
-	       "slurm-block-like, slurm-tree-like (by mean), seed by seed,\nmean and spread; 'gain' "
-	       "or 'loss' only where it exceeds its spread, '~' otherwise; gap: to ideal;\ncalls, "
-	       "p99_ms: planner calls (all seeds) and the\n"
+	       "slurm-block-like, slurm-tree-like (by mean; on torus fleets\nfirst-fit-box, "
+	       "slurm-torus-like), seed by seed, mean and spread; 'gain' or 'loss' only where it\n"
+	       "exceeds its spread, '~' otherwise; gap: to ideal; calls, p99_ms: planner calls (all "
+	       "seeds) and the\n"
 	       "largest per-seed p99 of their wall time; load / compression: the intensity picked so "
 	       "that the ideal\nbound's queue never empties in the window.\n", flagged, ncells);
 	if (o.json)

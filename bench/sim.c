@@ -182,6 +182,11 @@ static int sim_fleet_l4(struct sim_fleet *f, uint64_t gpus)
 void sim_fleet_build(struct sim_fleet *f, const char *spec)
 {
 	memset(f, 0, sizeof *f);
+	if (!strncmp(spec, "torus:", 6)) { /* sim_torus.c */
+		sim_torus_fleet(f, spec + 6, spec);
+		sim_fleet_derive(f, spec);
+		return;
+	}
 	if (!strncmp(spec, "scenario:", 9)) {
 		char err[512];
 		f->kind = FLEET_SCENARIO;
@@ -194,8 +199,8 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec)
 	}
 	const char *colon = strchr(spec, ':');
 	if (!colon)
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS or "
-		          "scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS, "
+		          "torus:X,Y,Z or scenario:FILE", spec);
 	uint64_t want[1];
 	if (bench_parse_sizes(colon + 1, want, 1) != 1)
 		bench_die("--fleet %s: bad GPU count", spec);
@@ -216,8 +221,8 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec)
 		rc = bench_mixed_fleet(&f->t, want[0], &f->top);
 		f->per_top = 8;
 	} else {
-		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS or "
-		          "scenario:FILE", spec);
+		bench_die("--fleet %s: expected nvl72:GPUS, hgx:GPUS, l4:GPUS, mixed:GPUS, "
+		          "torus:X,Y,Z or scenario:FILE", spec);
 	}
 	if (rc < 0)
 		bench_die("--fleet %s: %s", spec, tp_err_name(rc));
@@ -312,6 +317,9 @@ static void sim_take_sample(struct sim_run *r, double t)
 	s->eff_busy = r->eff_busy;
 	s->frag_nv = r->pol->uses_cluster ? sim_frag(r, r->f->nv_level) : 0;
 	s->frag_node = r->pol->uses_cluster ? sim_frag(r, r->f->node_level) : 0;
+	s->box_free = s->fragments = 0;
+	if (r->pol->uses_cluster && r->f->kind == FLEET_TORUS)
+		sim_torus_frag(r->f, r->ctx.c, &s->box_free, &s->fragments);
 }
 
 /* Move the clock to t: integrate the figures and take the samples due on the way. */
@@ -385,6 +393,13 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		if (rc < 0)
 			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
 			          r->pol->name, jid, tp_err_name(rc), tp_cluster_errmsg(r->ctx.c));
+		if (r->f->kind == FLEET_TORUS) { /* every placement on a torus is the job's box */
+			if (!sim_torus_is_box(r->f, j, r->devs))
+				bench_die("policy %s gave job %u (a %ux%ux%u box) chips that are no such box",
+				          r->pol->name, jid, j->shape.box[0], j->shape.box[1],
+				          j->shape.box[2]);
+			r->res->box_checked++;
+		}
 		eff = sim_efficiency(r->f, j, r->devs, r->o->use_cost);
 	} else {
 		r->pool_free -= j->gpus;
@@ -787,17 +802,27 @@ static void sim_summarise(struct sim_run *r)
 		res->defrag_us_mean /= (double)res->defrag_calls;
 	res->defrag_p50_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.50);
 	res->defrag_p99_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.99);
-	double fn = 0, fd = 0;
-	size_t ns = 0;
+	double fn = 0, fd = 0, bx = 0, fg = 0, bs = 0;
+	size_t ns = 0, nbs = 0;
 	for (size_t i = 0; i < res->nsamples; i++) {
-		if (res->samples[i].t < r->w0 || res->samples[i].t > r->w1)
+		const struct sim_sample *s = &res->samples[i];
+		if (s->t < r->w0 || s->t > r->w1)
 			continue;
-		fn += res->samples[i].frag_nv;
-		fd += res->samples[i].frag_node;
+		fn += s->frag_nv;
+		fd += s->frag_node;
+		bx += s->box_free;
+		fg += s->fragments;
+		if (s->busy < r->f->gpus) { /* the largest free box as a share of the free chips */
+			bs += (double)s->box_free / (double)(r->f->gpus - s->busy);
+			nbs++;
+		}
 		ns++;
 	}
 	res->frag_nv_mean = ns ? fn / (double)ns : 0;
 	res->frag_node_mean = ns ? fd / (double)ns : 0;
+	res->box_free_mean = ns ? bx / (double)ns : 0;
+	res->fragments_mean = ns ? fg / (double)ns : 0;
+	res->box_free_share_mean = nbs ? bs / (double)nbs : 0;
 }
 
 void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
@@ -961,7 +986,7 @@ void sim_result_free(struct sim_result *res)
 static void sim_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096|scenario:FILE]\n"
+	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096|torus:16,16,16|scenario:FILE]\n"
 	        "                    [--trace FILE [--limit N]] [--compress X]\n"
 	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
@@ -974,13 +999,21 @@ static void sim_usage(FILE *f)
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
 	        "  kueue-like, slurm-block-like, slurm-tree-like, topoplace, topoplace-defrag,\n"
-	        "  ideal, all under one queue discipline: besteffort (Kueue BestEffortFIFO, the\n"
-	        "  default), strict (Kueue StrictFIFO) or easy (Slurm: priority order and EASY\n"
-	        "  backfill). --starve-h H > 0: nothing passes a job that has waited H hours (off).\n"
-	        "  --mix llm|philly|openb picks the generator's job mix (llm).\n"
+	        "  ideal (first-fit-box and slurm-torus-like on torus fleets), all under one queue\n"
+	        "  discipline: besteffort (Kueue BestEffortFIFO, the default), strict (Kueue\n"
+	        "  StrictFIFO) or easy (Slurm: priority order and EASY backfill). --starve-h H > 0:\n"
+	        "  nothing passes a job that has waited H hours (off).\n"
+	        "  --mix llm|philly|openb|tpu picks the generator's job mix (llm; tpu on a torus).\n"
 	        "  --fleet l4:GPUS is a 4-level NVL72 fleet (pod, block, rack, node).\n"
 	        "  --fleet mixed:GPUS mixes NVL72, HGX and PCIe-only racks, each priced by its\n"
 	        "  own fabric (blocks of 576 GPUs; docs/benchmarks.md).\n"
+	        "  --fleet torus:X,Y,Z (or XxYxZ) is one TPU-pod-like torus of X x Y x Z chips\n"
+	        "  (every axis wrapping) with box-shaped jobs (the tpu mix, its only mix); there the\n"
+	        "  policies are topoplace and topoplace-defrag (box requests), first-fit-box (the\n"
+	        "  first free box in x, y, z order), slurm-torus-like (Slurm's topology/3d_torus\n"
+	        "  Hilbert ranking with best fit) and ideal; the others place groups in the nodes of\n"
+	        "  a tree and are left out (each named with its reason). Per policy also the mean\n"
+	        "  largest free box and free fragments (bench/sim_torus.c, docs/benchmarks.md).\n"
 	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
 	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
@@ -1028,6 +1061,7 @@ int bench_sim_main(int argc, char **argv)
 		{"inference", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0}};
 	int ch;
+	bool mix_given = false;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': o.fleet = optarg; break;
@@ -1061,7 +1095,8 @@ int bench_sim_main(int argc, char **argv)
 			break;
 		case 'X':
 			if (!sim_mix_parse(optarg, &o.mix))
-				bench_die("--mix: 'llm', 'philly' or 'openb', not '%s'", optarg);
+				bench_die("--mix: 'llm', 'philly', 'openb' or 'tpu', not '%s'", optarg);
+			mix_given = true;
 			break;
 		case 'e':
 			if (!strcmp(optarg, "standin"))
@@ -1086,9 +1121,14 @@ int bench_sim_main(int argc, char **argv)
 
 	struct sim_fleet f;
 	sim_fleet_build(&f, o.fleet);
+	if (f.kind == FLEET_TORUS && !mix_given)
+		o.mix = SIM_MIX_TPU; /* box-shaped slices: the torus fleet's only mix */
+	if (o.inference && f.kind == FLEET_TORUS)
+		bench_die("--inference: the inference class has no box shapes; not on a torus fleet");
 	if (o.inference) { /* the inference class instead of the training workload */
 		sim_serving_run(&o, &f);
 		tp_topology_destroy(f.t);
+		sim_torus_fleet_free(&f);
 		return 0;
 	}
 	struct sim_workload w;
@@ -1117,6 +1157,12 @@ int bench_sim_main(int argc, char **argv)
 	for (size_t i = 0; i < sim_npolicies; i++) {
 		if (!bench_list_has(o.policies, sim_policies[i].name))
 			continue;
+		const char *why;
+		if (!sim_policy_runs_on(&sim_policies[i], &f, &why)) {
+			if (o.policies || f.kind == FLEET_TORUS) /* not silently */
+				printf("policy %s left out on %s: %s\n", sim_policies[i].name, o.fleet, why);
+			continue;
+		}
 		res[n].pol = &sim_policies[i];
 		sim_run_policy(&o, &f, &w, w0, w1, &res[n]);
 		n++;
@@ -1135,5 +1181,6 @@ int bench_sim_main(int argc, char **argv)
 	free(res);
 	sim_workload_free(&w);
 	tp_topology_destroy(f.t);
+	sim_torus_fleet_free(&f);
 	return 0;
 }

@@ -15,7 +15,7 @@
 
 /* ---- fleet ------------------------------------------------------------------------------ */
 
-enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_L4, FLEET_SCENARIO, FLEET_MIXED };
+enum sim_fleet_kind { FLEET_NVL72, FLEET_HGX, FLEET_L4, FLEET_SCENARIO, FLEET_MIXED, FLEET_TORUS };
 
 struct sim_fleet {
 	enum sim_fleet_kind kind;
@@ -30,6 +30,10 @@ struct sim_fleet {
 	uint32_t nv_gpus;     /* GPUs of one NVLink domain: 72 or 8 */
 	uint32_t top_gpus;    /* GPUs of one top-level domain */
 	const char *level_name[TP_MAX_LEVELS];
+	/* torus:X,Y,Z (sim_torus.c): one pod of X x Y x Z chips, every axis wrapping; the cell
+	 * x + X * (y + Y * z) holds chip node cell_node[cell] and device cell_dev[cell]. */
+	unsigned dims[3];
+	uint32_t *cell_node, *cell_dev, *node_cell; /* [chips]; NULL on the other fleets */
 };
 
 /* ---- jobs ------------------------------------------------------------------------------- */
@@ -44,6 +48,10 @@ struct sim_shape {
 	uint32_t slice_size;
 	int spread_level;
 	uint32_t spread_min;
+	/* torus fleets: a box of the pod's chips, extents box[0..3) (all 0 on other fleets),
+	 * any order of the extents with box_rotate, across the seam with box_wrap */
+	uint32_t box[3];
+	bool box_rotate, box_wrap;
 };
 
 struct sim_job {
@@ -65,8 +73,8 @@ struct sim_workload {
 };
 
 /* The generator's job mixes (documented in sim_workload.c and docs/benchmarks.md). */
-enum sim_mix { SIM_MIX_LLM, SIM_MIX_PHILLY, SIM_MIX_OPENB };
-extern const char *const sim_mix_names[3];
+enum sim_mix { SIM_MIX_LLM, SIM_MIX_PHILLY, SIM_MIX_OPENB, SIM_MIX_TPU };
+extern const char *const sim_mix_names[4];
 bool sim_mix_parse(const char *name, enum sim_mix *m);
 /* The bundled generator: njobs jobs of one mix, Poisson arrivals offering `load` times the
  * fleet's GPU-hours. */
@@ -141,6 +149,8 @@ struct sim_sample {
 	uint32_t busy, queued, running;
 	double eff_busy;
 	double frag_nv, frag_node;
+	uint32_t box_free;  /* torus fleets: chips of the largest free box (tp_frag_largest_box) */
+	uint32_t fragments; /* and the free space's fragments (tp_frag_grid_fragment_count) */
 };
 
 struct sim_result {
@@ -155,6 +165,8 @@ struct sim_result {
 	double queue_empty_s;
 	double last_empty_s; /* the last time inside the window with an empty queue (or -inf) */
 	double frag_nv_mean, frag_node_mean;
+	double box_free_mean, fragments_mean; /* torus fleets: the samples' means in the window */
+	double box_free_share_mean; /* largest free box over free chips, mean over those samples */
 	double mean_eff;
 	long place_calls;
 	double place_us_mean;
@@ -177,6 +189,7 @@ struct sim_result {
 	size_t nsamples;
 	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by
 	 * tp_replace and requeued; GPU-hours of work lost (redone) and of restarts, in the window */
+	long box_checked; /* torus fleets: placements checked to be the job's box (all started) */
 	long fail_nodes, fail_jobs, fail_replaced, fail_replaced_anew, fail_requeued, fail_on_spare;
 	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
@@ -222,7 +235,15 @@ struct sim_policy {
 	void (*destroy)(void *st);
 	/* When place fails with TP_EFRAGMENTED: a plan of moves, or NULL (see sim_policy.c). */
 	bool defrag;
+	/* The fleets it runs on: SIM_ON_TREE (every fleet but torus, the default 0), SIM_ON_TORUS
+	 * (torus fleets only), SIM_ON_BOTH. */
+	unsigned char on;
 };
+#define SIM_ON_TREE 0
+#define SIM_ON_TORUS 1
+#define SIM_ON_BOTH 2
+/* Whether policy p runs on fleet f; if not, why into why (sim_torus.c). */
+bool sim_policy_runs_on(const struct sim_policy *p, const struct sim_fleet *f, const char **why);
 
 extern const struct sim_policy sim_policies[];
 
@@ -321,6 +342,26 @@ void sim_compact_destroy(struct sim_compact *k);
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
                     const struct sim_mover *mv, struct sim_result *res);
+
+/* ---- torus fleets (sim_torus.c) ---------------------------------------------------------- */
+
+/* Build torus:X,Y,Z (also XxYxZ) from the text after "torus:"; dies naming the spec. */
+void sim_torus_fleet(struct sim_fleet *f, const char *dims, const char *spec);
+void sim_torus_fleet_free(struct sim_fleet *f);
+/* The tpu mix (documented in sim_torus.c and docs/benchmarks.md): job j's size and box. */
+void sim_torus_gen_job(struct bench_rng *r, const struct sim_fleet *f, struct sim_job *j);
+/* Whether devs[0..n) are exactly the chips of one box of j's shape (any order of the extents
+ * if j may rotate, across the seam if it may wrap). */
+bool sim_torus_is_box(const struct sim_fleet *f, const struct sim_job *j, const uint32_t *devs);
+/* Largest free box (chips) and fragments of the free space now. */
+void sim_torus_frag(const struct sim_fleet *f, tp_cluster *c, uint32_t *box, uint32_t *frags);
+/* The torus baselines. */
+void *sim_torus_create(struct sim_ctx *ctx);
+void sim_torus_destroy(void *st);
+int sim_first_fit_box_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                            uint32_t *devs);
+int sim_slurm_torus_place(void *st, struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
+                          uint32_t *devs);
 
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 

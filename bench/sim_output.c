@@ -16,7 +16,8 @@
 static const char *sim_fleet_kind_name(const struct sim_fleet *f)
 {
 	return f->kind == FLEET_NVL72 ? "nvl72" : f->kind == FLEET_HGX ? "hgx"
-	       : f->kind == FLEET_L4 ? "l4" : f->kind == FLEET_MIXED ? "mixed" : "scenario";
+	       : f->kind == FLEET_L4 ? "l4" : f->kind == FLEET_MIXED ? "mixed"
+	       : f->kind == FLEET_TORUS ? "torus" : "scenario";
 }
 
 void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_workload *w,
@@ -47,6 +48,27 @@ void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct
 			       "checkpoints\n", res[i].pol->name, res[i].defrag_calls,
 			       res[i].defrag_us_mean / 1000, res[i].defrag_refused, res[i].defrag_moves,
 			       res[i].defrag_cost_s);
+	if (f->kind == FLEET_TORUS) {
+		printf("\ntorus %ux%ux%u (%u chips; GPUs above are chips): mean over the window's samples\n",
+		       f->dims[0], f->dims[1], f->dims[2], f->gpus);
+		printf("%-17s %10s %10s %10s %12s\n", "policy", "box_chips", "box/free", "fragments",
+		       "boxes_ok");
+		for (size_t i = 0; i < n; i++) {
+			const struct sim_result *r = &res[i];
+			if (!r->pol->uses_cluster) {
+				printf("%-17s %10s %10s %10s %12s\n", r->pol->name, "-", "-", "-",
+				       "(no chips)");
+				continue;
+			}
+			printf("%-17s %10.1f %9.1f%% %10.1f %5ld of %-5zu\n", r->pol->name,
+			       r->box_free_mean, r->box_free_share_mean * 100, r->fragments_mean,
+			       r->box_checked, r->started);
+		}
+		printf("box_chips = chips of the largest wholly free box (tp_frag_largest_box); box/free "
+		       "= that as a share of the\nfree chips; fragments = connected sets of free chips "
+		       "(tp_frag_grid_fragment_count); boxes_ok = placements\nchecked to be the job's "
+		       "box, of the jobs started.\n");
+	}
 	printf("\noccup = busy GPU share in the window; eff_GPU_h = effective GPU-hours in the window"
 	       "; effic = eff_GPU_h / busy GPU-hours;\nfull%% / fullG%% = jobs / GPU-hours at full "
 	       "locality; wait = queueing delay (mean, p95) in minutes; fragNV = mean share\nof free "
@@ -73,6 +95,12 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 	bench_json_int(&j, "gpus", f->gpus);
 	bench_json_int(&j, "top_domains", f->top);
 	bench_json_int(&j, "per_top", f->per_top);
+	if (f->kind == FLEET_TORUS) {
+		bench_json_arr(&j, "torus_dims");
+		for (int a = 0; a < 3; a++)
+			bench_json_int(&j, NULL, f->dims[a]);
+		bench_json_end_arr(&j);
+	}
 	bench_json_end_obj(&j);
 	bench_json_obj(&j, "workload");
 	bench_json_str(&j, "source", w->source);
@@ -109,6 +137,12 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_num(&j, "makespan_s", r->makespan_s);
 		bench_json_num(&j, "frag_nvlink_mean", r->frag_nv_mean);
 		bench_json_num(&j, "frag_node_mean", r->frag_node_mean);
+		if (f->kind == FLEET_TORUS) {
+			bench_json_num(&j, "largest_free_box_mean", r->box_free_mean);
+			bench_json_num(&j, "largest_free_box_share_mean", r->box_free_share_mean);
+			bench_json_num(&j, "free_fragments_mean", r->fragments_mean);
+			bench_json_int(&j, "placements_checked_boxes", r->box_checked);
+		}
 		bench_json_num(&j, "queue_empty_s_in_window", r->queue_empty_s);
 		bench_json_int(&j, "jobs_started", (long long)r->started);
 		bench_json_int(&j, "jobs_rejected", (long long)r->rejected);
@@ -140,14 +174,18 @@ void sim_csv(const struct sim_opts *o, const struct sim_fleet *f, const struct s
 	FILE *out = fopen(o->csv, "w");
 	if (!out)
 		bench_die("cannot write %s", o->csv);
+	bool torus = f->kind == FLEET_TORUS;
 	fprintf(out, "policy,t_h,busy_gpus,occupancy,effective_gpus,queued,running,frag_nvlink,"
-	             "frag_node\n");
+	             "frag_node%s\n", torus ? ",largest_free_box,free_fragments" : "");
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < res[i].nsamples; k++) {
 			const struct sim_sample *s = &res[i].samples[k];
-			fprintf(out, "%s,%.4f,%u,%.5f,%.2f,%u,%u,%.5f,%.5f\n", res[i].pol->name, s->t / 3600,
+			fprintf(out, "%s,%.4f,%u,%.5f,%.2f,%u,%u,%.5f,%.5f", res[i].pol->name, s->t / 3600,
 			        s->busy, (double)s->busy / f->gpus, s->eff_busy, s->queued, s->running,
 			        s->frag_nv, s->frag_node);
+			if (torus)
+				fprintf(out, ",%u,%u", s->box_free, s->fragments);
+			fputc('\n', out);
 		}
 	}
 	if (fclose(out) != 0)

@@ -60,6 +60,16 @@ set yrange [0:1.05]
 plot for [p in policies] csv using 2:(strcol(1) eq p ? column(c_fragnv) : NaN) every ::1 \
 	with lines lw 1.5 title p
 
+# torus fleets (tp-bench sim --fleet torus:X,Y,Z): the largest wholly free box over time
+if (system(sprintf("head -1 '%s' | grep -c largest_free_box", csv)) + 0 > 0) {
+	set output sprintf("%s-torus-box.%s", out, ext)
+	set title "Torus: chips of the largest wholly free box"
+	set ylabel "chips"
+	set yrange [0:*]
+	plot for [p in policies] csv using 2:(strcol(1) eq p ? column(10) : NaN) every ::1 \
+		with lines lw 1.5 title p
+}
+
 if (exists("waits")) {
 	set output sprintf("%s-delays.%s", out, ext)
 	set title "Queueing delay distribution (share of started jobs that waited at most x)"

@@ -16,9 +16,11 @@
  *                     fits, segments one by one, Slurm's one-node rule;
  *   slurm-tree-like   Slurm's topology/tree (sim_slurm.c): the lowest switch that holds the
  *                     job, best fit over its leaf switches, best effort;
- *   topoplace         tp_place with the job's shape (sim_job_shape);
+ *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
+ *   first-fit-box,
+ *   slurm-torus-like  the torus fleet's baselines (sim_torus.c);
  *   ideal             no topology at all: a job starts when enough GPUs are free and runs at
  *                     full locality (an upper bound; handled in sim.c).
  */
@@ -311,6 +313,12 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
 		r.spread_min_domains = s->spread_min;
 	}
 	r.service = j->service; /* NULL but for the inference class's replicas */
+	if (s->box[0]) { /* a torus fleet's slice: a box of the pod's chips (sim_torus.c) */
+		r.box_level = f->level_name[0];
+		memcpy(r.box, s->box, sizeof r.box);
+		r.box_rotate = s->box_rotate;
+		r.box_wrap = s->box_wrap;
+	}
 	return r;
 }
 
@@ -498,20 +506,24 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 }
 
 const struct sim_policy sim_policies[] = {
-	{"random", "random free devices", true, no_state, random_place, no_destroy, false},
+	{"random", "random free devices", true, no_state, random_place, no_destroy, false, SIM_ON_TREE},
 	{"first-fit", "lowest-numbered free devices", true, no_state, first_fit_place, no_destroy,
-	 false},
+	 false, SIM_ON_TREE},
 	{"kueue-like", "Kueue TAS: required/preferred rack, slices, BestFit", true, kueue_create,
-	 kueue_place, kueue_destroy, false},
+	 kueue_place, kueue_destroy, false, SIM_ON_TREE},
 	{"slurm-block-like", "Slurm topology/block: block level by size, waits, segments", true,
-	 sim_slurm_create, sim_slurm_block_place, sim_slurm_destroy, false},
+	 sim_slurm_create, sim_slurm_block_place, sim_slurm_destroy, false, SIM_ON_TREE},
 	{"slurm-tree-like", "Slurm topology/tree: lowest switch, best fit, best effort", true,
-	 sim_slurm_create, sim_slurm_tree_place, sim_slurm_destroy, false},
+	 sim_slurm_create, sim_slurm_tree_place, sim_slurm_destroy, false, SIM_ON_TREE},
+	{"first-fit-box", "first free box in x, y, z order (torus fleets)", true, sim_torus_create,
+	 sim_first_fit_box_place, sim_torus_destroy, false, SIM_ON_TORUS},
+	{"slurm-torus-like", "Slurm topology/3d_torus: Hilbert ranking, best fit (torus fleets)",
+	 true, sim_torus_create, sim_slurm_torus_place, sim_torus_destroy, false, SIM_ON_TORUS},
 	{"topoplace", "tp_place with the job's shape", true, topoplace_create, topoplace_place,
-	 topoplace_destroy, false},
+	 topoplace_destroy, false, SIM_ON_BOTH},
 	{"topoplace-defrag", "tp_place + defrag planner", true, topoplace_create, topoplace_place,
-	 topoplace_destroy, true},
+	 topoplace_destroy, true, SIM_ON_BOTH},
 	{"ideal", "full locality, perfect packing (upper bound)", false, no_state, NULL, no_destroy,
-	 false},
+	 false, SIM_ON_BOTH},
 };
 const size_t sim_npolicies = sizeof sim_policies / sizeof sim_policies[0];

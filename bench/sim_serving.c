@@ -290,8 +290,14 @@ void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f)
 	       "feed-safe", "eff GPU-hours", "refusals");
 	for (size_t p = 0; p < sim_npolicies; p++) {
 		const struct sim_policy *pol = &sim_policies[p];
+		const char *why;
 		if (!pol->uses_cluster || !bench_list_has(o->policies, pol->name))
 			continue;
+		if (!sim_policy_runs_on(pol, f, &why)) { /* the torus baselines: not on this fleet */
+			if (o->policies)
+				printf("policy %s left out on %s: %s\n", pol->name, o->fleet, why);
+			continue;
+		}
 		struct srun r = base;
 		r.pol = pol;
 		r.s = calloc(base.ns, sizeof *r.s);

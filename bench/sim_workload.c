@@ -27,6 +27,7 @@
  *                8 (15%) replicas; median 4 h, sigma 0.8;
  *   interactive: GPUs 1 (40%), 2 (20%), 4 (30%), 8 (10%); median 30 min, sigma 0.7;
  *   sizes above the fleet are capped to the largest power of two that fits;
+ * tpu: box-shaped TPU slices, on torus fleets only (sim_torus.c);
  * Every mix: sizes above the fleet are capped to the largest power of two that fits; arrivals
  * are Poisson, at a rate that offers `load` (default 1.15) times the fleet's GPU hours: rate =
  * load x GPUs / mean(GPUs x running time) of the generated jobs, so the queue stays non-empty
@@ -122,11 +123,11 @@ double sim_checkpoint_s(uint32_t gpus, tp_job_class cls)
 	return 60 + 0.32 * gpus;
 }
 
-const char *const sim_mix_names[3] = {"llm", "philly", "openb"};
+const char *const sim_mix_names[4] = {"llm", "philly", "openb", "tpu"};
 
 bool sim_mix_parse(const char *name, enum sim_mix *m)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (!strcmp(name, sim_mix_names[i])) {
 			*m = (enum sim_mix)i;
 			return true;
@@ -214,6 +215,10 @@ static void gen_openb(struct bench_rng *r, struct sim_job *j)
 static void gen_job(struct bench_rng *r, const struct sim_fleet *f, enum sim_mix mix,
                     struct sim_job *j)
 {
+	if (mix == SIM_MIX_TPU) { /* box-shaped slices (sim_torus.c) */
+		sim_torus_gen_job(r, f, j);
+		return;
+	}
 	if (mix == SIM_MIX_PHILLY)
 		gen_philly(r, j);
 	else if (mix == SIM_MIX_OPENB)
@@ -229,6 +234,10 @@ int sim_workload_generate(struct sim_workload *w, const struct sim_fleet *f, enu
                           size_t njobs, double load, uint64_t seed)
 {
 	memset(w, 0, sizeof *w);
+	if ((f->kind == FLEET_TORUS) != (mix == SIM_MIX_TPU))
+		bench_die("the %s mix %s", sim_mix_names[mix], mix == SIM_MIX_TPU
+		          ? "asks for boxes of chips: it runs on torus:X,Y,Z fleets only"
+		          : "has no box shapes: a torus fleet takes the tpu mix (--mix tpu)");
 	w->jobs = calloc(njobs ? njobs : 1, sizeof *w->jobs);
 	if (!w->jobs)
 		return TP_ENOMEM;
@@ -296,6 +305,9 @@ int sim_workload_read_csv(struct sim_workload *w, const struct sim_fleet *f, con
                           size_t limit)
 {
 	memset(w, 0, sizeof *w);
+	if (f->kind == FLEET_TORUS)
+		bench_die("--trace %s: a trace has no box shapes; a torus fleet takes the generator's "
+		          "tpu mix", path);
 	FILE *in = fopen(path, "r");
 	if (!in)
 		bench_die("--trace %s: %s", path, strerror(errno));
