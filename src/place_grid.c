@@ -6,10 +6,15 @@
  * of wholly free children; then the tightest domain; then the lowest domain, anchor cell and
  * order of extents.
  *
- * Per domain with enough free devices: mark usable and wholly free cells (the per-child free
- * counts the cluster keeps; a walk of the nodes only under a filter) and the run of usable
- * cells along x from each cell, so that a box is usable when each of its rows starts a long
- * enough run (stopping at the first that does not); then for each usable box, cheapest test
+ * Per domain with enough free devices: the wholly free cells are the cluster's free-cell index
+ * (cluster_grid.c: one bit per cell in rows along x, counts per plane), read row by row as
+ * words; only under a filter or the ideal are the usable cells marked by a walk of the
+ * domain. For extents (a, b, c) the anchors of a usable run of a cells along x are computed
+ * once per row that a candidate needs (shifts and ANDs of its words, around the seam when the
+ * box may wrap), and the usable boxes at (y, z) are the AND of the b * c rows' anchors; planes
+ * with fewer than a * b free cells are skipped on their counts. Boxes come in the order of
+ * their anchor cell, so the search of a rotation (and of a domain) stops as soon as even a
+ * whole fragment there would rank after the best. Then for each usable box, cheapest test
  * first and only while it can still win:
  *   - no wholly free cell next to the box: the box is a whole fragment, it removes one (-1);
  *   - the free neighbours of the box meet each other in the shell one cell around it: every
@@ -48,12 +53,21 @@ static int key_cmp(const struct gkey *a, const struct gkey *b)
 struct gsearch {
 	struct pctx *p;
 	const struct tp_grid_impl *g;
+	const struct tp_cl_grid *ix; /* the cluster's free-cell index of the level */
 	unsigned level, cl;       /* grid level, child level */
+	uint32_t words;           /* words per row of cells */
+	bool plain;               /* usable == wholly free: the index answers, nothing is scanned */
 	unsigned nrot;
 	unsigned rot[6][3];       /* distinct orders of the extents, lexicographic */
-	unsigned char *usable;    /* [ncell] child wholly usable by the request */
-	unsigned char *freec;     /* [ncell] child wholly free */
-	uint32_t *runx;           /* [ncell] usable cells in a row from here along x */
+	const uint64_t *fbits;    /* the current domain's rows of wholly free cells (index) */
+	const uint64_t *ubits;    /* its rows of wholly usable cells: fbits, or ubuf */
+	uint64_t *ubuf;           /* [rows * words] usable cells when not plain */
+	uint64_t *starts;         /* [rows * words] anchors along x of a usable run of s_ext */
+	uint32_t *sstamp;         /* [rows] sgen when the row's starts were computed */
+	uint32_t sgen;
+	unsigned s_ext;           /* extent along x the starts are for */
+	uint64_t *rowbuf;         /* [2 * words + 2] one row, doubled across the x seam */
+	uint64_t *acc;            /* [words] anchors of the current y, z */
 	uint32_t *seen;           /* [ncell] stamp of the last search that reached the cell */
 	uint32_t *tgt;            /* [ncell] tstamp of the free neighbours of the current box */
 	uint32_t stamp, tstamp;
@@ -85,7 +99,7 @@ static void set_rotations(struct gsearch *s)
 static bool child_usable(struct gsearch *s, uint32_t ch, bool fr)
 {
 	struct pctx *p = s->p;
-	if (!p->filtered && !p->ideal)
+	if (s->plain)
 		return fr;
 	uint32_t f, n;
 	tp_dom_nodes(p->t, s->cl, ch, &f, &n);
@@ -95,51 +109,128 @@ static bool child_usable(struct gsearch *s, uint32_t ch, bool fr)
 	return ok;
 }
 
-/* runx along each row of usable cells, around the seam when the box may wrap along x. */
-static void fill_runs(struct gsearch *s)
+/* Whether cell c of the current domain is wholly free (one bit of the index). */
+static bool cell_free(struct gsearch *s, uint32_t c)
 {
-	const struct tp_grid_impl *g = s->g;
-	unsigned dx = g->dim[0];
-	bool w = s->p->q->box_wrap && (g->wrap & 1u);
-	for (uint32_t row = 0; row < g->ncell; row += dx) {
-		uint32_t *r = s->runx + row;
-		const unsigned char *u = s->usable + row;
-		uint32_t next = 0;
-		for (unsigned x = dx; x-- > 0;)
-			r[x] = next = u[x] ? next + 1 : 0;
-		if (!w || r[0] == 0)
-			continue;
-		for (unsigned x = dx; x-- > 0 && u[x] && x + r[x] == dx;)
-			r[x] = r[x] + r[0] > dx ? dx : r[x] + r[0];
-	}
+	const uint32_t *x = &s->g->xyz[(size_t)c * 3];
+	size_t r = x[1] + (size_t)s->g->dim[1] * x[2];
+	s->p->grid_probes++;
+	return s->fbits[r * s->words + x[0] / 64] >> (x[0] % 64) & 1u;
 }
 
-/* Mark domain d's cells; the count of wholly free children. */
-static uint32_t mark_domain(struct gsearch *s, uint32_t d)
+/* Point the search at domain d: its free rows from the index, and its usable rows (the same
+ * unless a filter or the ideal decides: then a walk of its cells). */
+static void set_domain(struct gsearch *s, uint32_t d)
 {
 	const struct tp_grid_impl *g = s->g;
+	size_t len = (size_t)s->ix->rows * s->words;
+	s->fbits = s->ix->bits + (size_t)d * len;
+	s->ubits = s->fbits;
+	s->sgen++;
+	s->plain = !s->p->filtered && !s->p->ideal; /* explain() switches to the ideal */
+	if (s->plain)
+		return;
 	const uint32_t *cells = g->cell + (size_t)d * g->ncell, *fr = s->p->c->free[s->cl];
-	uint32_t nfree = 0;
+	memset(s->ubuf, 0, len * sizeof *s->ubuf);
 	for (uint32_t i = 0; i < g->ncell; i++) {
 		uint32_t ch = cells[i];
-		bool f = ch != TP_NONE && fr[ch] == g->child_dev;
-		s->usable[i] = ch != TP_NONE && child_usable(s, ch, f);
-		s->freec[i] = f;
-		nfree += f;
+		const uint32_t *x = &g->xyz[(size_t)i * 3];
+		if (ch != TP_NONE && child_usable(s, ch, fr[ch] == g->child_dev))
+			s->ubuf[(x[1] + (size_t)g->dim[1] * x[2]) * s->words + x[0] / 64] |=
+				(uint64_t)1 << (x[0] % 64);
 	}
-	fill_runs(s);
-	return nfree;
+	s->p->grid_probes += g->ncell;
+	s->ubits = s->ubuf;
 }
 
-/* Whether every cell of box bx is usable: each of its rows along x starts a long enough run. */
-static bool box_usable(const struct gsearch *s, const struct tp_grid_box *bx)
+/* b[i] &= bit i + sh of b, over nw words (bits past the end read as clear). */
+static void and_shifted(uint64_t *b, uint32_t nw, unsigned sh)
+{
+	uint32_t q = sh / 64;
+	unsigned r = sh % 64;
+	for (uint32_t i = 0; i < nw; i++) {
+		uint64_t lo = i + q < nw ? b[i + q] : 0, hi = i + q + 1 < nw ? b[i + q + 1] : 0;
+		b[i] &= r ? lo >> r | hi << (64 - r) : lo;
+	}
+}
+
+/* The anchors x of row r where a run of s_ext usable cells starts (around the seam when the
+ * box may wrap along x), computed once per domain and extent. */
+static const uint64_t *row_starts(struct gsearch *s, uint32_t r)
 {
 	const struct tp_grid_impl *g = s->g;
-	for (unsigned z = 0; z < bx->ext[2]; z++) {
-		unsigned cz = (bx->at[2] + z) % g->dim[2];
-		for (unsigned y = 0; y < bx->ext[1]; y++) {
-			unsigned x[3] = {bx->at[0], (bx->at[1] + y) % g->dim[1], cz};
-			if (s->runx[tp_grid_cell(g, x)] < bx->ext[0])
+	uint32_t w = s->words;
+	uint64_t *out = s->starts + (size_t)r * w;
+	if (s->sstamp[r] == s->sgen)
+		return out;
+	s->sstamp[r] = s->sgen;
+	s->p->grid_words += w;
+	const uint64_t *u = s->ubits + (size_t)r * w;
+	unsigned dx = g->dim[0], a = s->s_ext;
+	uint32_t ones = 0;
+	for (uint32_t k = 0; k < w; k++)
+		ones += (uint32_t)__builtin_popcountll(u[k]);
+	memset(out, 0, w * sizeof *out);
+	if (ones < a)
+		return out;
+	bool dbl = s->p->q->box_wrap && (g->wrap & 1u) && a < dx;
+	uint32_t nw = dbl ? (2 * dx + 63) / 64 : w;
+	uint64_t *b = s->rowbuf;
+	memset(b, 0, ((size_t)2 * w + 2) * sizeof *b);
+	memcpy(b, u, w * sizeof *b);
+	if (dbl)
+		for (uint32_t k = 0; k < w; k++) {
+			unsigned at = dx + 64 * k;
+			b[at / 64] |= u[k] << (at % 64);
+			if (at % 64)
+				b[at / 64 + 1] |= u[k] >> (64 - at % 64);
+		}
+	for (unsigned have = 1; have < a;) {
+		unsigned sh = have < a - have ? have : a - have;
+		and_shifted(b, nw, sh);
+		have += sh;
+	}
+	unsigned na = tp_grid_anchors(g, 0, a, s->p->q->box_wrap);
+	for (uint32_t k = 0; k < w; k++) {
+		unsigned lo = 64 * k;
+		uint64_t keep = na >= lo + 64 ? ~(uint64_t)0
+		              : na > lo ? ((uint64_t)1 << (na - lo)) - 1 : 0;
+		out[k] = b[k] & keep;
+	}
+	return out;
+}
+
+/* Whether planes z0 .. z0 + ext - 1 of domain d each hold at least `need` free cells (the
+ * index's plane counts; only when usable == free). */
+static bool planes_hold(const struct gsearch *s, uint32_t d, unsigned z0, unsigned ext,
+                        uint32_t need)
+{
+	if (!s->plain)
+		return true;
+	const uint32_t *pl = s->ix->plane + (size_t)d * s->g->dim[2];
+	for (unsigned z = 0; z < ext; z++)
+		if (pl[(z0 + z) % s->g->dim[2]] < need)
+			return false;
+	return true;
+}
+
+/* The anchors along x of usable boxes e at (y0, z0) into s->acc: the AND of the starts of its
+ * rows, stopping at the first empty one. Whether any. */
+static bool box_anchors(struct gsearch *s, const unsigned *e, unsigned y0, unsigned z0)
+{
+	const struct tp_grid_impl *g = s->g;
+	uint32_t w = s->words;
+	uint64_t any = 0;
+	for (unsigned z = 0; z < e[2]; z++) {
+		uint32_t base = g->dim[1] * ((z0 + z) % g->dim[2]);
+		for (unsigned y = 0; y < e[1]; y++) {
+			const uint64_t *m = row_starts(s, base + (y0 + y) % g->dim[1]);
+			any = 0;
+			for (uint32_t k = 0; k < w; k++) {
+				s->acc[k] = z || y ? s->acc[k] & m[k] : m[k];
+				any |= s->acc[k];
+			}
+			if (!any)
 				return false;
 		}
 	}
@@ -205,7 +296,7 @@ static uint32_t box_neighbours(struct gsearch *s, const struct tp_grid_box *bx, 
 				unsigned k = neighbours(g, box_cell(g, bx, o), nbr);
 				for (unsigned j = 0; j < k; j++) {
 					uint32_t c = nbr[j];
-					if (!s->freec[c] || s->seen[c] == s->stamp || cell_in_box(g, bx, c))
+					if (!cell_free(s, c) || s->seen[c] == s->stamp || cell_in_box(g, bx, c))
 						continue;
 					s->seen[c] = s->stamp;
 					s->nb[n++] = c;
@@ -232,7 +323,7 @@ static void flood(struct gsearch *s, const struct tp_grid_box *bx, uint32_t from
 		unsigned k = neighbours(g, s->queue[head++], nbr);
 		for (unsigned j = 0; j < k; j++) {
 			uint32_t c = nbr[j];
-			if (!s->freec[c] || s->seen[c] == s->stamp || cell_in_box(g, bx, c))
+			if (!cell_free(s, c) || s->seen[c] == s->stamp || cell_in_box(g, bx, c))
 				continue;
 			if (local && !in_box(g, bx, c, 1))
 				continue;
@@ -288,35 +379,55 @@ static void try_box(struct gsearch *s, const struct tp_grid_box *bx, struct gkey
 	s->best_box = *bx;
 }
 
-/* Every usable box of domain d. With first_only, stop at the first (the ideal check). */
-static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool first_only)
+/* Whether no box of rotation r anchored at `cell` or later in domain d can win any more:
+ * even a whole fragment (-1) there ranks after the best. */
+static bool beaten(const struct gsearch *s, uint32_t tight, uint32_t d, uint32_t cell,
+                   unsigned r)
+{
+	struct gkey k = {-1, tight, d, cell, r};
+	return s->have && key_cmp(&k, &s->best) >= 0;
+}
+
+/* Every usable box of rotation r in domain d, in the order of anchor cells, while one can
+ * still win. With first_only, stop at the first (the ideal check). */
+static void search_rotation(struct gsearch *s, uint32_t d, uint32_t tight, unsigned r,
+                            bool first_only)
 {
 	const struct tp_grid_impl *g = s->g;
-	for (unsigned r = 0; r < s->nrot; r++) {
-		const unsigned *e = s->rot[r];
-		unsigned na[3];
-		bool fits = true;
-		for (unsigned i = 0; i < 3; i++) {
-			na[i] = tp_grid_anchors(g, i, e[i], s->p->q->box_wrap);
-			fits = fits && na[i] > 0;
-		}
-		if (!fits)
+	const unsigned *e = s->rot[r];
+	unsigned na[3];
+	for (unsigned i = 0; i < 3; i++)
+		if (!(na[i] = tp_grid_anchors(g, i, e[i], s->p->q->box_wrap)))
+			return;
+	if (s->s_ext != e[0]) {
+		s->s_ext = e[0];
+		s->sgen++;
+	}
+	struct tp_grid_box bx = {{0, 0, 0}, {e[0], e[1], e[2]}};
+	for (bx.at[2] = 0; bx.at[2] < na[2]; bx.at[2]++) {
+		if (!planes_hold(s, d, bx.at[2], e[2], e[0] * e[1]))
 			continue;
-		struct tp_grid_box bx = {{0, 0, 0}, {e[0], e[1], e[2]}};
-		for (bx.at[2] = 0; bx.at[2] < na[2]; bx.at[2]++)
-			for (bx.at[1] = 0; bx.at[1] < na[1]; bx.at[1]++)
-				for (bx.at[0] = 0; bx.at[0] < na[0]; bx.at[0]++) {
-					if (!box_usable(s, &bx))
-						continue;
-					struct gkey k = {0, tight, d, tp_grid_cell(g, bx.at), r};
+		for (bx.at[1] = 0; bx.at[1] < na[1]; bx.at[1]++) {
+			uint32_t row = g->dim[0] * (bx.at[1] + g->dim[1] * bx.at[2]);
+			if (!first_only && beaten(s, tight, d, row, r))
+				return;
+			if (!box_anchors(s, e, bx.at[1], bx.at[2]))
+				continue;
+			for (uint32_t k = 0; k < s->words; k++)
+				for (uint64_t m = s->acc[k]; m; m &= m - 1) {
+					bx.at[0] = 64 * k + (unsigned)__builtin_ctzll(m);
+					struct gkey key = {0, tight, d, row + bx.at[0], r};
 					if (first_only) {
 						s->have = true;
-						s->best = k;
+						s->best = key;
 						s->best_box = bx;
 						return;
 					}
-					try_box(s, &bx, k);
+					if (beaten(s, tight, d, key.cell, r))
+						return;
+					try_box(s, &bx, key);
 				}
+		}
 	}
 }
 
@@ -327,33 +438,43 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	s->level = (unsigned)p->q->box_level;
 	s->cl = s->level + 1;
 	s->g = p->t->grid[s->level];
-	uint32_t nc = s->g->ncell;
-	s->usable = tp_pl_ar_alloc(p, nc);
-	s->freec = tp_pl_ar_alloc(p, nc);
-	s->runx = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->runx);
+	s->ix = p->c->grid[s->level];
+	s->words = s->ix->words;
+	s->plain = !p->filtered && !p->ideal;
+	uint32_t nc = s->g->ncell, rows = s->ix->rows;
+	size_t len = (size_t)rows * s->words;
+	s->ubuf = tp_pl_ar_alloc(p, len * sizeof *s->ubuf);
+	s->starts = tp_pl_ar_alloc(p, len * sizeof *s->starts);
+	s->sstamp = tp_pl_ar_alloc(p, (size_t)rows * sizeof *s->sstamp);
+	s->rowbuf = tp_pl_ar_alloc(p, ((size_t)2 * s->words + 2) * sizeof *s->rowbuf);
+	s->acc = tp_pl_ar_alloc(p, s->words * sizeof *s->acc);
 	s->seen = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->seen);
 	s->tgt = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->tgt);
 	s->queue = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->queue);
 	s->nb = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->nb);
 	if (p->err)
 		return p->err;
+	memset(s->sstamp, 0, (size_t)rows * sizeof *s->sstamp);
 	memset(s->seen, 0, (size_t)nc * sizeof *s->seen);
 	memset(s->tgt, 0, (size_t)nc * sizeof *s->tgt);
 	set_rotations(s);
 	return 0;
 }
 
-/* Search every grid domain that could hold the box; first_only: any box at all. */
+/* Search every grid domain that could hold the box; first_only: any box at all. A domain
+ * whose whole fragments (-1) would rank after the best is skipped unread. */
 static void search_all(struct gsearch *s, bool first_only)
 {
 	const struct tp_topology *t = s->p->t;
 	uint32_t need = s->p->q->count;
 	for (uint32_t d = 0; d < t->lv[s->level].ndom; d++) {
 		uint32_t room = s->p->ideal ? tp_dom_ndev(t, s->level, d) : s->p->c->free[s->level][d];
-		if (room < need)
+		uint32_t tight = s->ix->nfree[d];
+		if (room < need || (!first_only && beaten(s, tight, d, 0, 0)))
 			continue;
-		uint32_t tight = mark_domain(s, d);
-		search_domain(s, d, tight, first_only);
+		set_domain(s, d);
+		for (unsigned r = 0; r < s->nrot && !(first_only && s->have); r++)
+			search_rotation(s, d, tight, r, first_only);
 		if (first_only && s->have)
 			return;
 	}
@@ -388,12 +509,13 @@ static uint32_t usable_children(struct gsearch *s)
 {
 	uint32_t n = 0;
 	const struct tp_grid_impl *g = s->g;
+	size_t len = (size_t)s->ix->rows * s->words;
 	for (uint32_t d = 0; d < s->p->t->lv[s->level].ndom; d++) {
 		if (s->p->c->free[s->level][d] < g->child_dev)
 			continue;
-		mark_domain(s, d);
-		for (uint32_t i = 0; i < g->ncell; i++)
-			n += s->usable[i];
+		set_domain(s, d);
+		for (size_t k = 0; k < len; k++)
+			n += (uint32_t)__builtin_popcountll(s->ubits[k]);
 	}
 	return n;
 }
