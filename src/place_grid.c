@@ -143,15 +143,53 @@ static void set_domain(struct gsearch *s, uint32_t d)
 	s->ubits = s->ubuf;
 }
 
-/* b[i] &= bit i + sh of b, over nw words (bits past the end read as clear). */
-static void and_shifted(uint64_t *b, uint32_t nw, unsigned sh)
+/* b[i] &= (or |=) bit i + sh of b, over nw words (bits past the end read as clear). */
+static void fold_shifted(uint64_t *b, uint32_t nw, unsigned sh, bool any)
 {
 	uint32_t q = sh / 64;
 	unsigned r = sh % 64;
 	for (uint32_t i = 0; i < nw; i++) {
 		uint64_t lo = i + q < nw ? b[i + q] : 0, hi = i + q + 1 < nw ? b[i + q + 1] : 0;
-		b[i] &= r ? lo >> r | hi << (64 - r) : lo;
+		uint64_t v = r ? lo >> r | hi << (64 - r) : lo;
+		b[i] = any ? b[i] | v : b[i] & v;
 	}
+}
+
+/* Fold runs of a bits: bit x of b becomes the AND (any: the OR) of bits x .. x + a - 1. */
+static void fold_runs(uint64_t *b, uint32_t nw, unsigned a, bool any)
+{
+	for (unsigned have = 1; have < a;) {
+		unsigned sh = have < a - have ? have : a - have;
+		fold_shifted(b, nw, sh, any);
+		have += sh;
+	}
+}
+
+/* Row u (s->words words of dx bits) into s->rowbuf, doubled (bits dx .. 2dx - 1 repeat it)
+ * when dbl; the words that hold it. */
+static uint32_t row_load(struct gsearch *s, const uint64_t *u, bool dbl)
+{
+	uint32_t w = s->words;
+	unsigned dx = s->g->dim[0];
+	uint64_t *b = s->rowbuf;
+	s->p->grid_words += w;
+	memset(b, 0, ((size_t)2 * w + 2) * sizeof *b);
+	memcpy(b, u, w * sizeof *b);
+	if (!dbl)
+		return w;
+	for (uint32_t k = 0; k < w; k++) {
+		unsigned at = dx + 64 * k;
+		b[at / 64] |= u[k] << (at % 64);
+		if (at % 64)
+			b[at / 64 + 1] |= u[k] >> (64 - at % 64);
+	}
+	return (2 * dx + 63) / 64;
+}
+
+/* Whether a box of extent a along x may cross the x seam: its cells need the row doubled. */
+static bool box_dbl(const struct gsearch *s, unsigned a)
+{
+	return s->p->q->box_wrap && (s->g->wrap & 1u) && a < s->g->dim[0];
 }
 
 /* The anchors x of row r where a run of s_ext usable cells starts (around the seam when the
@@ -164,40 +202,98 @@ static const uint64_t *row_starts(struct gsearch *s, uint32_t r)
 	if (s->sstamp[r] == s->sgen)
 		return out;
 	s->sstamp[r] = s->sgen;
-	s->p->grid_words += w;
 	const uint64_t *u = s->ubits + (size_t)r * w;
-	unsigned dx = g->dim[0], a = s->s_ext;
+	unsigned a = s->s_ext;
 	uint32_t ones = 0;
 	for (uint32_t k = 0; k < w; k++)
 		ones += (uint32_t)__builtin_popcountll(u[k]);
+	s->p->grid_words += w;
 	memset(out, 0, w * sizeof *out);
 	if (ones < a)
 		return out;
-	bool dbl = s->p->q->box_wrap && (g->wrap & 1u) && a < dx;
-	uint32_t nw = dbl ? (2 * dx + 63) / 64 : w;
-	uint64_t *b = s->rowbuf;
-	memset(b, 0, ((size_t)2 * w + 2) * sizeof *b);
-	memcpy(b, u, w * sizeof *b);
-	if (dbl)
-		for (uint32_t k = 0; k < w; k++) {
-			unsigned at = dx + 64 * k;
-			b[at / 64] |= u[k] << (at % 64);
-			if (at % 64)
-				b[at / 64 + 1] |= u[k] >> (64 - at % 64);
-		}
-	for (unsigned have = 1; have < a;) {
-		unsigned sh = have < a - have ? have : a - have;
-		and_shifted(b, nw, sh);
-		have += sh;
-	}
+	uint32_t nw = row_load(s, u, box_dbl(s, a));
+	fold_runs(s->rowbuf, nw, a, false);
 	unsigned na = tp_grid_anchors(g, 0, a, s->p->q->box_wrap);
 	for (uint32_t k = 0; k < w; k++) {
 		unsigned lo = 64 * k;
 		uint64_t keep = na >= lo + 64 ? ~(uint64_t)0
 		              : na > lo ? ((uint64_t)1 << (na - lo)) - 1 : 0;
-		out[k] = b[k] & keep;
+		out[k] = s->rowbuf[k] & keep;
 	}
 	return out;
+}
+
+/* s->acc &= ~(bits x of row r, free cells, moved down by sh: bit x of the result is cell x + sh
+ * of the row, doubled when dbl; or moved up by one when up). */
+static void acc_clear_free(struct gsearch *s, uint32_t r, bool dbl, unsigned sh, bool up)
+{
+	uint32_t w = s->words, nw = row_load(s, s->fbits + (size_t)r * w, dbl);
+	uint64_t *b = s->rowbuf;
+	for (uint32_t k = 0; k < w; k++) {
+		uint64_t v;
+		if (up)
+			v = b[k] << 1 | (k ? b[k - 1] >> 63 : 0);
+		else {
+			uint32_t q = sh / 64;
+			unsigned rr = sh % 64;
+			uint64_t lo = k + q < nw ? b[k + q] : 0, hi = k + q + 1 < nw ? b[k + q + 1] : 0;
+			v = rr ? lo >> rr | hi << (64 - rr) : lo;
+		}
+		s->acc[k] &= ~v;
+	}
+}
+
+/* s->acc &= ~(anchors x whose cells x .. x + a - 1 of row r hold a free cell). */
+static void acc_clear_face(struct gsearch *s, uint32_t r, unsigned a)
+{
+	uint32_t nw = row_load(s, s->fbits + (size_t)r * s->words, box_dbl(s, a));
+	fold_runs(s->rowbuf, nw, a, true);
+	for (uint32_t k = 0; k < s->words; k++)
+		s->acc[k] &= ~s->rowbuf[k];
+}
+
+/* The row beside the box along axis i (1 or 2) from anchor v of extent e: below (hi false)
+ * or past it; false when there is none (an edge of a mesh, an axis the box fills). */
+static bool face_at(const struct tp_grid_impl *g, unsigned i, unsigned v, unsigned e, bool hi,
+                    unsigned *out)
+{
+	unsigned d = g->dim[i];
+	bool w = g->wrap >> i & 1u;
+	if (d == 1 || e >= d)
+		return false;
+	if (!hi) {
+		if (v == 0 && !w)
+			return false;
+		*out = v ? v - 1 : d - 1;
+		return true;
+	}
+	if (v + e >= d && !w)
+		return false;
+	*out = (v + e) % d;
+	return true;
+}
+
+/* Keep in s->acc only the anchors at (y0, z0) whose box e has no wholly free cell next to it
+ * (it would be a whole fragment: -1), from the rows of the index along and beside the box. */
+static void whole_fragments(struct gsearch *s, const unsigned *e, unsigned y0, unsigned z0)
+{
+	const struct tp_grid_impl *g = s->g;
+	unsigned dx = g->dim[0], dy = g->dim[1], dz = g->dim[2], f;
+	bool xw = g->wrap & 1u;
+	for (unsigned z = 0; z < e[2] && e[0] < dx; z++)
+		for (unsigned y = 0; y < e[1]; y++) {
+			uint32_t r = (y0 + y) % dy + dy * ((z0 + z) % dz);
+			acc_clear_free(s, r, xw, e[0], false);              /* cell x + a */
+			acc_clear_free(s, r, xw, xw ? dx - 1 : 0, !xw);    /* cell x - 1 */
+		}
+	for (unsigned hi = 0; hi < 2; hi++) {
+		if (face_at(g, 1, y0, e[1], hi, &f))
+			for (unsigned z = 0; z < e[2]; z++)
+				acc_clear_face(s, f + dy * ((z0 + z) % dz), e[0]);
+		if (face_at(g, 2, z0, e[2], hi, &f))
+			for (unsigned y = 0; y < e[1]; y++)
+				acc_clear_face(s, (y0 + y) % dy + dy * f, e[0]);
+	}
 }
 
 /* Whether planes z0 .. z0 + ext - 1 of domain d each hold at least `need` free cells (the
@@ -413,6 +509,9 @@ static void search_rotation(struct gsearch *s, uint32_t d, uint32_t tight, unsig
 				return;
 			if (!box_anchors(s, e, bx.at[1], bx.at[2]))
 				continue;
+			struct gkey k0 = {0, tight, d, row, r};
+			if (!first_only && s->have && key_cmp(&k0, &s->best) >= 0)
+				whole_fragments(s, e, bx.at[1], bx.at[2]); /* only a -1 can still win */
 			for (uint32_t k = 0; k < s->words; k++)
 				for (uint64_t m = s->acc[k]; m; m &= m - 1) {
 					bx.at[0] = 64 * k + (unsigned)__builtin_ctzll(m);
