@@ -62,17 +62,22 @@ struct gsearch {
 	const uint64_t *fbits;    /* the current domain's rows of wholly free cells (index) */
 	const uint64_t *ubits;    /* its rows of wholly usable cells: fbits, or ubuf */
 	uint64_t *ubuf;           /* [rows * words] usable cells when not plain */
-	uint64_t *starts;         /* [rows * words] anchors along x of a usable run of s_ext */
-	uint32_t *sstamp;         /* [rows] sgen when the row's starts were computed */
-	uint32_t sgen;
-	unsigned s_ext;           /* extent along x the starts are for */
+	uint64_t *starts_all;     /* [nrot * rows * words] per rotation: anchors along x of a
+	                             usable run of its extent along x, per row */
+	uint32_t *sstamp_all;     /* [nrot * rows] sgen when the row's starts were computed */
+	uint64_t *acc_all;        /* [nrot * words] per rotation: anchors of the current y, z */
+	uint64_t *starts, *acc;   /* the current rotation's (use_rot) */
+	uint32_t *sstamp;
+	unsigned s_ext;           /* the current rotation's extent along x */
+	uint32_t sgen;            /* a new domain: every row's starts are stale */
 	uint64_t *rowbuf;         /* [2 * words + 2] one row, doubled across the x seam */
-	uint64_t *acc;            /* [words] anchors of the current y, z */
 	uint32_t *seen;           /* [ncell] stamp of the last search that reached the cell */
 	uint32_t *tgt;            /* [ncell] tstamp of the free neighbours of the current box */
 	uint32_t stamp, tstamp;
 	uint32_t *queue;          /* [ncell] */
 	uint32_t *nb;             /* [ncell] free neighbours of the box */
+	uint32_t *lab, *up, *pend; /* [ncell] count_pieces: each cell's label; per label its
+	                              union-find parent and cells still queued */
 	bool have;
 	struct gkey best;
 	struct tp_grid_box best_box;
@@ -431,6 +436,60 @@ static void flood(struct gsearch *s, const struct tp_grid_box *bx, uint32_t from
 	}
 }
 
+static uint32_t uf_find(uint32_t *up, uint32_t i)
+{
+	while (up[i] != i)
+		i = up[i] = up[up[i]];
+	return i;
+}
+
+/* The pieces the n free neighbours of box bx fall into outside it: one search from all of
+ * them at once, level by level, each cell labelled with the neighbour it came from; labels
+ * that meet are joined. It stops when one group is left (0 more pieces) or when every group
+ * but at most one has run out of cells: those are whole pieces, so the search reads the
+ * smaller pieces of a split and the paths between neighbours that meet, never the largest
+ * piece. */
+static uint32_t count_pieces(struct gsearch *s, const struct tp_grid_box *bx, uint32_t n)
+{
+	const struct tp_grid_impl *g = s->g;
+	uint32_t head = 0, tail = 0, groups = n, live = n, nbr[6];
+	s->stamp++;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = s->nb[i];
+		s->up[i] = i;
+		s->pend[i] = 1;
+		s->seen[c] = s->stamp;
+		s->lab[c] = i;
+		s->queue[tail++] = c;
+	}
+	while (head < tail && groups > 1 && live > 1) {
+		uint32_t c = s->queue[head++], gr = uf_find(s->up, s->lab[c]);
+		unsigned k = neighbours(g, c, nbr);
+		for (unsigned j = 0; j < k; j++) {
+			uint32_t x = nbr[j];
+			if (!cell_free(s, x) || cell_in_box(g, bx, x))
+				continue;
+			if (s->seen[x] != s->stamp) {
+				s->seen[x] = s->stamp;
+				s->lab[x] = gr;
+				s->queue[tail++] = x;
+				s->pend[gr]++;
+				continue;
+			}
+			uint32_t o = uf_find(s->up, s->lab[x]);
+			if (o == gr)
+				continue;
+			s->up[o] = gr; /* o's pending cells are gr's now */
+			live -= s->pend[o] > 0 && s->pend[gr] > 0;
+			s->pend[gr] += s->pend[o];
+			groups--;
+		}
+		if (--s->pend[gr] == 0)
+			live--;
+	}
+	return groups;
+}
+
 /* The change box bx makes to the fragment count, given its n >= 1 free neighbours in s->nb:
  * 0 when they meet in the shell around the box, else the pieces they fall into, less one. */
 static int split_delta(struct gsearch *s, const struct tp_grid_box *bx, uint32_t n)
@@ -443,15 +502,7 @@ static int split_delta(struct gsearch *s, const struct tp_grid_box *bx, uint32_t
 	flood(s, bx, s->nb[0], true, n, &reached);
 	if (reached == n)
 		return 0;
-	s->stamp++;
-	reached = 0;
-	int pieces = 0;
-	for (uint32_t i = 0; i < n && reached < n; i++)
-		if (s->seen[s->nb[i]] != s->stamp) {
-			pieces++;
-			flood(s, bx, s->nb[i], false, n, &reached);
-		}
-	return pieces - 1;
+	return (int)count_pieces(s, bx, n) - 1;
 }
 
 /* Rank box bx of domain d against the best so far. */
@@ -484,50 +535,87 @@ static bool beaten(const struct gsearch *s, uint32_t tight, uint32_t d, uint32_t
 	return s->have && key_cmp(&k, &s->best) >= 0;
 }
 
-/* Every usable box of rotation r in domain d, in the order of anchor cells, while one can
- * still win. With first_only, stop at the first (the ideal check). */
-static void search_rotation(struct gsearch *s, uint32_t d, uint32_t tight, unsigned r,
-                            bool first_only)
+/* Make rotation r the current one (its starts, its anchors). */
+static void use_rot(struct gsearch *s, unsigned r)
+{
+	s->starts = s->starts_all + (size_t)r * s->ix->rows * s->words;
+	s->sstamp = s->sstamp_all + (size_t)r * s->ix->rows;
+	s->acc = s->acc_all + (size_t)r * s->words;
+	s->s_ext = s->rot[r][0];
+}
+
+/* The anchors at (y0, z0) of usable boxes of rotation r into its acc, only those of whole
+ * fragments once nothing else can win; whether any. */
+static bool row_anchors(struct gsearch *s, uint32_t d, uint32_t tight, unsigned r,
+                        const unsigned *na, unsigned y0, unsigned z0, bool first_only)
+{
+	const unsigned *e = s->rot[r];
+	use_rot(s, r);
+	if (!na[0] || y0 >= na[1] || z0 >= na[2] || !planes_hold(s, d, z0, e[2], e[0] * e[1]) ||
+	    !box_anchors(s, e, y0, z0))
+		return false;
+	struct gkey k0 = {0, tight, d, s->g->dim[0] * (y0 + s->g->dim[1] * z0), r};
+	if (first_only || !s->have || key_cmp(&k0, &s->best) < 0)
+		return true;
+	whole_fragments(s, e, y0, z0); /* only a -1 can still win */
+	uint64_t any = 0;
+	for (uint32_t k = 0; k < s->words; k++)
+		any |= s->acc[k];
+	return any != 0;
+}
+
+/* Every usable box of domain d in the order of the keys (anchor cell, then rotation), while
+ * one can still win: so the first box that leaves the fragments as they were (0) ends the
+ * tests that may search a fragment, and a whole fragment (-1) ends the search. With
+ * first_only, stop at the first box (the ideal check). */
+static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool first_only)
 {
 	const struct tp_grid_impl *g = s->g;
-	const unsigned *e = s->rot[r];
-	unsigned na[3];
-	for (unsigned i = 0; i < 3; i++)
-		if (!(na[i] = tp_grid_anchors(g, i, e[i], s->p->q->box_wrap)))
-			return;
-	if (s->s_ext != e[0]) {
-		s->s_ext = e[0];
-		s->sgen++;
-	}
-	struct tp_grid_box bx = {{0, 0, 0}, {e[0], e[1], e[2]}};
-	for (bx.at[2] = 0; bx.at[2] < na[2]; bx.at[2]++) {
-		if (!planes_hold(s, d, bx.at[2], e[2], e[0] * e[1]))
-			continue;
-		for (bx.at[1] = 0; bx.at[1] < na[1]; bx.at[1]++) {
-			uint32_t row = g->dim[0] * (bx.at[1] + g->dim[1] * bx.at[2]);
-			if (!first_only && beaten(s, tight, d, row, r))
-				return;
-			if (!box_anchors(s, e, bx.at[1], bx.at[2]))
-				continue;
-			struct gkey k0 = {0, tight, d, row, r};
-			if (!first_only && s->have && key_cmp(&k0, &s->best) >= 0)
-				whole_fragments(s, e, bx.at[1], bx.at[2]); /* only a -1 can still win */
-			for (uint32_t k = 0; k < s->words; k++)
-				for (uint64_t m = s->acc[k]; m; m &= m - 1) {
-					bx.at[0] = 64 * k + (unsigned)__builtin_ctzll(m);
-					struct gkey key = {0, tight, d, row + bx.at[0], r};
-					if (first_only) {
-						s->have = true;
-						s->best = key;
-						s->best_box = bx;
-						return;
-					}
-					if (beaten(s, tight, d, key.cell, r))
-						return;
-					try_box(s, &bx, key);
-				}
+	unsigned na[6][3], my = 0, mz = 0;
+	for (unsigned r = 0; r < s->nrot; r++) {
+		for (unsigned i = 0; i < 3; i++)
+			na[r][i] = tp_grid_anchors(g, i, s->rot[r][i], s->p->q->box_wrap);
+		if (na[r][0] && na[r][1] && na[r][2]) {
+			my = na[r][1] > my ? na[r][1] : my;
+			mz = na[r][2] > mz ? na[r][2] : mz;
+		} else {
+			na[r][0] = 0;
 		}
 	}
+	struct tp_grid_box bx;
+	for (unsigned z0 = 0; z0 < mz; z0++)
+		for (unsigned y0 = 0; y0 < my; y0++) {
+			uint32_t row = g->dim[0] * (y0 + g->dim[1] * z0);
+			if (!first_only && beaten(s, tight, d, row, 0))
+				return;
+			bool live[6], any = false;
+			for (unsigned r = 0; r < s->nrot; r++)
+				any |= live[r] = row_anchors(s, d, tight, r, na[r], y0, z0, first_only);
+			for (uint32_t k = 0; any && k < s->words; k++) {
+				uint64_t u = 0;
+				for (unsigned r = 0; r < s->nrot; r++)
+					u |= live[r] ? s->acc_all[(size_t)r * s->words + k] : 0;
+				for (; u; u &= u - 1) {
+					unsigned x = 64 * k + (unsigned)__builtin_ctzll(u);
+					for (unsigned r = 0; r < s->nrot; r++) {
+						if (!live[r] || !(s->acc_all[(size_t)r * s->words + k] >> (x % 64) & 1u))
+							continue;
+						struct gkey key = {0, tight, d, row + x, r};
+						bx = (struct tp_grid_box){{x, y0, z0},
+						                          {s->rot[r][0], s->rot[r][1], s->rot[r][2]}};
+						if (first_only) {
+							s->have = true;
+							s->best = key;
+							s->best_box = bx;
+							return;
+						}
+						if (beaten(s, tight, d, key.cell, r))
+							return;
+						try_box(s, &bx, key);
+					}
+				}
+			}
+		}
 }
 
 static int search_init(struct gsearch *s, struct pctx *p)
@@ -542,21 +630,24 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	s->plain = !p->filtered && !p->ideal;
 	uint32_t nc = s->g->ncell, rows = s->ix->rows;
 	size_t len = (size_t)rows * s->words;
+	set_rotations(s);
 	s->ubuf = tp_pl_ar_alloc(p, len * sizeof *s->ubuf);
-	s->starts = tp_pl_ar_alloc(p, len * sizeof *s->starts);
-	s->sstamp = tp_pl_ar_alloc(p, (size_t)rows * sizeof *s->sstamp);
+	s->starts_all = tp_pl_ar_alloc(p, s->nrot * len * sizeof *s->starts_all);
+	s->sstamp_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->sstamp_all);
 	s->rowbuf = tp_pl_ar_alloc(p, ((size_t)2 * s->words + 2) * sizeof *s->rowbuf);
-	s->acc = tp_pl_ar_alloc(p, s->words * sizeof *s->acc);
+	s->acc_all = tp_pl_ar_alloc(p, (size_t)s->nrot * s->words * sizeof *s->acc_all);
 	s->seen = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->seen);
 	s->tgt = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->tgt);
 	s->queue = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->queue);
 	s->nb = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->nb);
+	s->lab = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->lab);
+	s->up = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->up);
+	s->pend = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->pend);
 	if (p->err)
 		return p->err;
-	memset(s->sstamp, 0, (size_t)rows * sizeof *s->sstamp);
+	memset(s->sstamp_all, 0, (size_t)s->nrot * rows * sizeof *s->sstamp_all);
 	memset(s->seen, 0, (size_t)nc * sizeof *s->seen);
 	memset(s->tgt, 0, (size_t)nc * sizeof *s->tgt);
-	set_rotations(s);
 	return 0;
 }
 
@@ -572,8 +663,7 @@ static void search_all(struct gsearch *s, bool first_only)
 		if (room < need || (!first_only && beaten(s, tight, d, 0, 0)))
 			continue;
 		set_domain(s, d);
-		for (unsigned r = 0; r < s->nrot && !(first_only && s->have); r++)
-			search_rotation(s, d, tight, r, first_only);
+		search_domain(s, d, tight, first_only);
 		if (first_only && s->have)
 			return;
 	}
