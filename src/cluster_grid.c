@@ -21,13 +21,21 @@ static size_t grid_words(const struct tp_cl_grid *x, uint32_t ndom)
 	return (size_t)ndom * x->rows * x->words;
 }
 
+/* The word of cell `cell` of domain dom in a bit table of the index's layout, and its bit. */
+static uint64_t *grid_word(const struct tp_cl_grid *x, const struct tp_grid_impl *g,
+                           uint64_t *table, uint32_t dom, uint32_t cell, uint64_t *m)
+{
+	const uint32_t *xyz = &g->xyz[(size_t)cell * 3];
+	size_t row = (size_t)dom * x->rows + xyz[1] + (size_t)g->dim[1] * xyz[2];
+	*m = (uint64_t)1 << (xyz[0] % 64);
+	return &table[row * x->words + xyz[0] / 64];
+}
+
 static void grid_set(struct tp_cl_grid *x, const struct tp_grid_impl *g, uint32_t dom,
                      uint32_t cell, bool on)
 {
 	const uint32_t *xyz = &g->xyz[(size_t)cell * 3];
-	size_t row = (size_t)dom * x->rows + xyz[1] + (size_t)g->dim[1] * xyz[2];
-	uint64_t *w = &x->bits[row * x->words + xyz[0] / 64];
-	uint64_t m = (uint64_t)1 << (xyz[0] % 64);
+	uint64_t m, *w = grid_word(x, g, x->bits, dom, cell, &m);
 	int k = on ? 1 : -1;
 	*w = on ? *w | m : *w & ~m;
 	x->nfree[dom] = (uint32_t)((int64_t)x->nfree[dom] + k);
@@ -42,12 +50,16 @@ static void grid_fill(const struct tp_cluster *c, unsigned l, struct tp_cl_grid 
 	const struct tp_grid_impl *g = t->grid[l];
 	uint32_t ndom = t->lv[l].ndom;
 	memset(x->bits, 0, grid_words(x, ndom) * sizeof *x->bits);
+	memset(x->present, 0, grid_words(x, ndom) * sizeof *x->present);
 	memset(x->nfree, 0, ndom * sizeof *x->nfree);
 	memset(x->plane, 0, (size_t)ndom * g->dim[2] * sizeof *x->plane);
 	const uint32_t *fr = c->free[l + 1];
 	for (uint32_t d = 0; d < ndom; d++)
 		for (uint32_t i = 0; i < g->ncell; i++) {
 			uint32_t ch = g->cell[(size_t)d * g->ncell + i];
+			uint64_t m;
+			if (ch != TP_NONE)
+				*grid_word(x, g, x->present, d, i, &m) |= m;
 			if (ch != TP_NONE && fr[ch] == g->child_dev)
 				grid_set(x, g, d, i, true);
 		}
@@ -68,9 +80,10 @@ int tp_cl_grid_create(struct tp_cluster *c)
 		x->words = (g->dim[0] + 63) / 64;
 		x->rows = g->dim[1] * g->dim[2];
 		x->bits = tp_mallocn(&c->alloc, grid_words(x, ndom), sizeof *x->bits);
+		x->present = tp_mallocn(&c->alloc, grid_words(x, ndom), sizeof *x->present);
 		x->nfree = tp_mallocn(&c->alloc, ndom, sizeof *x->nfree);
 		x->plane = tp_mallocn(&c->alloc, (size_t)ndom * g->dim[2], sizeof *x->plane);
-		if (!x->bits || !x->nfree || !x->plane)
+		if (!x->bits || !x->present || !x->nfree || !x->plane)
 			return TP_ENOMEM;
 		grid_fill(c, l, x);
 	}
@@ -84,6 +97,7 @@ void tp_cl_grid_free(struct tp_cluster *c)
 		if (!x)
 			continue;
 		tp_free(&c->alloc, x->bits);
+		tp_free(&c->alloc, x->present);
 		tp_free(&c->alloc, x->nfree);
 		tp_free(&c->alloc, x->plane);
 		tp_free(&c->alloc, x);
@@ -101,6 +115,7 @@ void tp_cl_grid_copy(struct tp_cluster *d, const struct tp_cluster *c)
 			continue;
 		uint32_t ndom = t->lv[l].ndom;
 		memcpy(y->bits, x->bits, grid_words(x, ndom) * sizeof *x->bits);
+		memcpy(y->present, x->present, grid_words(x, ndom) * sizeof *x->present);
 		memcpy(y->nfree, x->nfree, ndom * sizeof *x->nfree);
 		memcpy(y->plane, x->plane, (size_t)ndom * t->grid[l]->dim[2] * sizeof *x->plane);
 	}
@@ -130,6 +145,12 @@ static int grid_check_dom(const struct tp_cluster *c, unsigned l, uint32_t d, ch
 			uint32_t cell = r * g->dim[0] + b;
 			uint32_t ch = b < g->dim[0] ? g->cell[(size_t)d * g->ncell + cell] : TP_NONE;
 			bool want = ch != TP_NONE && fr[ch] == g->child_dev;
+			bool here = x->present[((size_t)d * x->rows + r) * x->words + b / 64] >> (b % 64) &
+			            1u;
+			if (here != (ch != TP_NONE))
+				CHECK_FAIL("grid level %u domain %u: bit %u of row %u %s a child in the "
+				           "free-cell index, the topology says %s", l, d, b, r,
+				           here ? "has" : "has no", ch != TP_NONE ? "it has" : "it has none");
 			if (on != want)
 				CHECK_FAIL("grid level %u domain %u: cell %u %s in the free-cell index, "
 				           "recounted %s", l, d, b < g->dim[0] ? cell : TP_NONE,

@@ -142,7 +142,8 @@ struct tp_savepoint {
 
 /* The free-cell index of one grid level (cluster_grid.c): bit x of row (y, z) of domain d,
  * bits[(d * rows + y + dim[1] * z) * words + x / 64], is set while the child at that cell is
- * wholly free (free count == child_dev); bits past dim[0] stay clear. nfree[d] counts the
+ * wholly free (free count == child_dev); bits past dim[0] stay clear; present has the same
+ * layout for the cells that hold a child (the ideal's usable cells). nfree[d] counts the
  * domain's set bits, plane[d * dim[2] + z] those of its plane z. Kept by every change through
  * tp_cl_grid_changed (so rollbacks restore it), copied by tp_cluster_copy, recounted by
  * tp_cluster_check. */
@@ -150,6 +151,7 @@ struct tp_cl_grid {
 	uint32_t words; /* per row: (dim[0] + 63) / 64 */
 	uint32_t rows;  /* per domain: dim[1] * dim[2] */
 	uint64_t *bits;
+	uint64_t *present; /* [ndom * rows * words] cells that hold a child (the topology's, fixed) */
 	uint32_t *nfree;
 	uint32_t *plane;
 };

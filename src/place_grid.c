@@ -66,8 +66,12 @@ struct gsearch {
 	                             usable run of its extent along x, per row */
 	uint32_t *sstamp_all;     /* [nrot * rows] sgen when the row's starts were computed */
 	uint64_t *acc_all;        /* [nrot * words] per rotation: anchors of the current y, z */
-	uint64_t *starts, *acc;   /* the current rotation's (use_rot) */
-	uint32_t *sstamp;
+	uint64_t *side_all, *face_all; /* [nrot * rows * words] per rotation and row: anchors with
+	                             a free cell beside the box along x, and anchors whose x range
+	                             holds a free cell (side_mask, face_mask) */
+	uint32_t *side_st_all, *face_st_all; /* [nrot * rows] their sgen */
+	uint64_t *starts, *acc, *side, *face; /* the current rotation's (use_rot) */
+	uint32_t *sstamp, *side_st, *face_st;
 	unsigned s_ext;           /* the current rotation's extent along x */
 	uint32_t sgen;            /* a new domain: every row's starts are stale */
 	uint64_t *rowbuf;         /* [2 * words + 2] one row, doubled across the x seam */
@@ -135,6 +139,10 @@ static void set_domain(struct gsearch *s, uint32_t d)
 	s->plain = !s->p->filtered && !s->p->ideal; /* explain() switches to the ideal */
 	if (s->plain)
 		return;
+	if (s->p->ideal && s->p->ideal_plain) { /* every child usable with the jobs gone */
+		s->ubits = s->ix->present + (size_t)d * len;
+		return;
+	}
 	const uint32_t *cells = g->cell + (size_t)d * g->ncell, *fr = s->p->c->free[s->cl];
 	memset(s->ubuf, 0, len * sizeof *s->ubuf);
 	for (uint32_t i = 0; i < g->ncell; i++) {
@@ -228,33 +236,60 @@ static const uint64_t *row_starts(struct gsearch *s, uint32_t r)
 	return out;
 }
 
-/* s->acc &= ~(bits x of row r, free cells, moved down by sh: bit x of the result is cell x + sh
- * of the row, doubled when dbl; or moved up by one when up). */
-static void acc_clear_free(struct gsearch *s, uint32_t r, bool dbl, unsigned sh, bool up)
+/* Bit x: cell x + sh of the row in s->rowbuf (nw words), or with `up` cell x - 1. */
+static uint64_t moved_word(const struct gsearch *s, uint32_t k, uint32_t nw, unsigned sh, bool up)
 {
-	uint32_t w = s->words, nw = row_load(s, s->fbits + (size_t)r * w, dbl);
-	uint64_t *b = s->rowbuf;
-	for (uint32_t k = 0; k < w; k++) {
-		uint64_t v;
-		if (up)
-			v = b[k] << 1 | (k ? b[k - 1] >> 63 : 0);
-		else {
-			uint32_t q = sh / 64;
-			unsigned rr = sh % 64;
-			uint64_t lo = k + q < nw ? b[k + q] : 0, hi = k + q + 1 < nw ? b[k + q + 1] : 0;
-			v = rr ? lo >> rr | hi << (64 - rr) : lo;
-		}
-		s->acc[k] &= ~v;
-	}
+	const uint64_t *b = s->rowbuf;
+	if (up)
+		return b[k] << 1 | (k ? b[k - 1] >> 63 : 0);
+	uint32_t q = sh / 64;
+	unsigned rr = sh % 64;
+	uint64_t lo = k + q < nw ? b[k + q] : 0, hi = k + q + 1 < nw ? b[k + q + 1] : 0;
+	return rr ? lo >> rr | hi << (64 - rr) : lo;
 }
 
-/* s->acc &= ~(anchors x whose cells x .. x + a - 1 of row r hold a free cell). */
-static void acc_clear_face(struct gsearch *s, uint32_t r, unsigned a)
+/* The anchors x of row r whose box of the current rotation has a wholly free cell beside it
+ * along x in this row (cell x - 1 or x + a, across the seam where the grid wraps), once per
+ * domain and rotation. */
+static const uint64_t *side_mask(struct gsearch *s, uint32_t r)
 {
-	uint32_t nw = row_load(s, s->fbits + (size_t)r * s->words, box_dbl(s, a));
-	fold_runs(s->rowbuf, nw, a, true);
+	const struct tp_grid_impl *g = s->g;
+	uint32_t w = s->words;
+	uint64_t *out = s->side + (size_t)r * w;
+	if (s->side_st[r] == s->sgen)
+		return out;
+	s->side_st[r] = s->sgen;
+	unsigned dx = g->dim[0], a = s->s_ext;
+	bool xw = g->wrap & 1u;
+	memset(out, 0, w * sizeof *out);
+	if (a >= dx)
+		return out; /* nothing beside the box along x: it fills the axis */
+	uint32_t nw = row_load(s, s->fbits + (size_t)r * w, xw);
+	for (uint32_t k = 0; k < w; k++)
+		out[k] = moved_word(s, k, nw, a, false) |
+		         moved_word(s, k, nw, xw ? dx - 1 : 0, !xw);
+	return out;
+}
+
+/* The anchors x of row r where cells x .. x + a - 1 (the current rotation's a, across the seam
+ * when the box may wrap) hold a wholly free cell, once per domain and rotation. */
+static const uint64_t *face_mask(struct gsearch *s, uint32_t r)
+{
+	uint32_t w = s->words;
+	uint64_t *out = s->face + (size_t)r * w;
+	if (s->face_st[r] == s->sgen)
+		return out;
+	s->face_st[r] = s->sgen;
+	uint32_t nw = row_load(s, s->fbits + (size_t)r * w, box_dbl(s, s->s_ext));
+	fold_runs(s->rowbuf, nw, s->s_ext, true);
+	memcpy(out, s->rowbuf, w * sizeof *out);
+	return out;
+}
+
+static void acc_clear(struct gsearch *s, const uint64_t *m)
+{
 	for (uint32_t k = 0; k < s->words; k++)
-		s->acc[k] &= ~s->rowbuf[k];
+		s->acc[k] &= ~m[k];
 }
 
 /* The row beside the box along axis i (1 or 2) from anchor v of extent e: below (hi false)
@@ -284,20 +319,16 @@ static void whole_fragments(struct gsearch *s, const unsigned *e, unsigned y0, u
 {
 	const struct tp_grid_impl *g = s->g;
 	unsigned dx = g->dim[0], dy = g->dim[1], dz = g->dim[2], f;
-	bool xw = g->wrap & 1u;
 	for (unsigned z = 0; z < e[2] && e[0] < dx; z++)
-		for (unsigned y = 0; y < e[1]; y++) {
-			uint32_t r = (y0 + y) % dy + dy * ((z0 + z) % dz);
-			acc_clear_free(s, r, xw, e[0], false);              /* cell x + a */
-			acc_clear_free(s, r, xw, xw ? dx - 1 : 0, !xw);    /* cell x - 1 */
-		}
+		for (unsigned y = 0; y < e[1]; y++)
+			acc_clear(s, side_mask(s, (y0 + y) % dy + dy * ((z0 + z) % dz)));
 	for (unsigned hi = 0; hi < 2; hi++) {
 		if (face_at(g, 1, y0, e[1], hi, &f))
 			for (unsigned z = 0; z < e[2]; z++)
-				acc_clear_face(s, f + dy * ((z0 + z) % dz), e[0]);
+				acc_clear(s, face_mask(s, f + dy * ((z0 + z) % dz)));
 		if (face_at(g, 2, z0, e[2], hi, &f))
 			for (unsigned y = 0; y < e[1]; y++)
-				acc_clear_face(s, (y0 + y) % dy + dy * f, e[0]);
+				acc_clear(s, face_mask(s, (y0 + y) % dy + dy * f));
 	}
 }
 
@@ -541,6 +572,10 @@ static void use_rot(struct gsearch *s, unsigned r)
 	s->starts = s->starts_all + (size_t)r * s->ix->rows * s->words;
 	s->sstamp = s->sstamp_all + (size_t)r * s->ix->rows;
 	s->acc = s->acc_all + (size_t)r * s->words;
+	s->side = s->side_all + (size_t)r * s->ix->rows * s->words;
+	s->face = s->face_all + (size_t)r * s->ix->rows * s->words;
+	s->side_st = s->side_st_all + (size_t)r * s->ix->rows;
+	s->face_st = s->face_st_all + (size_t)r * s->ix->rows;
 	s->s_ext = s->rot[r][0];
 }
 
@@ -634,6 +669,10 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	s->ubuf = tp_pl_ar_alloc(p, len * sizeof *s->ubuf);
 	s->starts_all = tp_pl_ar_alloc(p, s->nrot * len * sizeof *s->starts_all);
 	s->sstamp_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->sstamp_all);
+	s->side_all = tp_pl_ar_alloc(p, s->nrot * len * sizeof *s->side_all);
+	s->face_all = tp_pl_ar_alloc(p, s->nrot * len * sizeof *s->face_all);
+	s->side_st_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->side_st_all);
+	s->face_st_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->face_st_all);
 	s->rowbuf = tp_pl_ar_alloc(p, ((size_t)2 * s->words + 2) * sizeof *s->rowbuf);
 	s->acc_all = tp_pl_ar_alloc(p, (size_t)s->nrot * s->words * sizeof *s->acc_all);
 	s->seen = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->seen);
@@ -646,6 +685,8 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	if (p->err)
 		return p->err;
 	memset(s->sstamp_all, 0, (size_t)s->nrot * rows * sizeof *s->sstamp_all);
+	memset(s->side_st_all, 0, (size_t)s->nrot * rows * sizeof *s->side_st_all);
+	memset(s->face_st_all, 0, (size_t)s->nrot * rows * sizeof *s->face_st_all);
 	memset(s->seen, 0, (size_t)nc * sizeof *s->seen);
 	memset(s->tgt, 0, (size_t)nc * sizeof *s->tgt);
 	return 0;
