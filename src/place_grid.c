@@ -70,8 +70,11 @@ struct gsearch {
 	                             a free cell beside the box along x, and anchors whose x range
 	                             holds a free cell (side_mask, face_mask) */
 	uint32_t *side_st_all, *face_st_all; /* [nrot * rows] their sgen */
-	uint64_t *starts, *acc, *side, *face; /* the current rotation's (use_rot) */
-	uint32_t *sstamp, *side_st, *face_st;
+	uint64_t *col_all;        /* [nrot * dim[1] * words] per rotation and y: col_starts */
+	uint32_t *col_st_all;     /* [nrot * dim[1]] their vgen */
+	uint32_t vgen;            /* a new plane z0 (or domain): every column is stale */
+	uint64_t *starts, *acc, *side, *face, *col; /* the current rotation's (use_rot) */
+	uint32_t *sstamp, *side_st, *face_st, *col_st;
 	unsigned s_ext;           /* the current rotation's extent along x */
 	uint32_t sgen;            /* a new domain: every row's starts are stale */
 	uint64_t *rowbuf;         /* [2 * words + 2] one row, doubled across the x seam */
@@ -346,25 +349,43 @@ static bool planes_hold(const struct gsearch *s, uint32_t d, unsigned z0, unsign
 	return true;
 }
 
-/* The anchors along x of usable boxes e at (y0, z0) into s->acc: the AND of the starts of its
- * rows, stopping at the first empty one. Whether any. */
-static bool box_anchors(struct gsearch *s, const unsigned *e, unsigned y0, unsigned z0)
+/* The AND of the current rotation's starts over rows (y, z0) .. (y, z0 + c - 1): the anchors
+ * of one column of rows of the box, once per plane z0. */
+static const uint64_t *col_starts(struct gsearch *s, unsigned y, unsigned z0, unsigned c)
 {
 	const struct tp_grid_impl *g = s->g;
 	uint32_t w = s->words;
-	uint64_t any = 0;
-	for (unsigned z = 0; z < e[2]; z++) {
-		uint32_t base = g->dim[1] * ((z0 + z) % g->dim[2]);
-		for (unsigned y = 0; y < e[1]; y++) {
-			const uint64_t *m = row_starts(s, base + (y0 + y) % g->dim[1]);
-			any = 0;
-			for (uint32_t k = 0; k < w; k++) {
-				s->acc[k] = z || y ? s->acc[k] & m[k] : m[k];
-				any |= s->acc[k];
-			}
-			if (!any)
-				return false;
+	uint64_t *out = s->col + (size_t)y * w;
+	if (s->col_st[y] == s->vgen)
+		return out;
+	s->col_st[y] = s->vgen;
+	for (unsigned z = 0; z < c; z++) {
+		const uint64_t *m = row_starts(s, y + g->dim[1] * ((z0 + z) % g->dim[2]));
+		uint64_t any = 0;
+		for (uint32_t k = 0; k < w; k++) {
+			out[k] = z ? out[k] & m[k] : m[k];
+			any |= out[k];
 		}
+		if (!any)
+			break;
+	}
+	return out;
+}
+
+/* The anchors along x of usable boxes e at (y0, z0) into s->acc: the AND of the starts of its
+ * rows, a column at a time, stopping at the first empty one. Whether any. */
+static bool box_anchors(struct gsearch *s, const unsigned *e, unsigned y0, unsigned z0)
+{
+	uint32_t w = s->words;
+	for (unsigned y = 0; y < e[1]; y++) {
+		const uint64_t *m = col_starts(s, (y0 + y) % s->g->dim[1], z0, e[2]);
+		uint64_t any = 0;
+		for (uint32_t k = 0; k < w; k++) {
+			s->acc[k] = y ? s->acc[k] & m[k] : m[k];
+			any |= s->acc[k];
+		}
+		if (!any)
+			return false;
 	}
 	return true;
 }
@@ -576,6 +597,8 @@ static void use_rot(struct gsearch *s, unsigned r)
 	s->face = s->face_all + (size_t)r * s->ix->rows * s->words;
 	s->side_st = s->side_st_all + (size_t)r * s->ix->rows;
 	s->face_st = s->face_st_all + (size_t)r * s->ix->rows;
+	s->col = s->col_all + (size_t)r * s->g->dim[1] * s->words;
+	s->col_st = s->col_st_all + (size_t)r * s->g->dim[1];
 	s->s_ext = s->rot[r][0];
 }
 
@@ -618,7 +641,8 @@ static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool fi
 		}
 	}
 	struct tp_grid_box bx;
-	for (unsigned z0 = 0; z0 < mz; z0++)
+	for (unsigned z0 = 0; z0 < mz; z0++) {
+		s->vgen++;
 		for (unsigned y0 = 0; y0 < my; y0++) {
 			uint32_t row = g->dim[0] * (y0 + g->dim[1] * z0);
 			if (!first_only && beaten(s, tight, d, row, 0))
@@ -651,6 +675,7 @@ static void search_domain(struct gsearch *s, uint32_t d, uint32_t tight, bool fi
 				}
 			}
 		}
+	}
 }
 
 static int search_init(struct gsearch *s, struct pctx *p)
@@ -673,6 +698,9 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	s->face_all = tp_pl_ar_alloc(p, s->nrot * len * sizeof *s->face_all);
 	s->side_st_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->side_st_all);
 	s->face_st_all = tp_pl_ar_alloc(p, (size_t)s->nrot * rows * sizeof *s->face_st_all);
+	size_t ny = (size_t)s->nrot * s->g->dim[1];
+	s->col_all = tp_pl_ar_alloc(p, ny * s->words * sizeof *s->col_all);
+	s->col_st_all = tp_pl_ar_alloc(p, ny * sizeof *s->col_st_all);
 	s->rowbuf = tp_pl_ar_alloc(p, ((size_t)2 * s->words + 2) * sizeof *s->rowbuf);
 	s->acc_all = tp_pl_ar_alloc(p, (size_t)s->nrot * s->words * sizeof *s->acc_all);
 	s->seen = tp_pl_ar_alloc(p, (size_t)nc * sizeof *s->seen);
@@ -687,6 +715,7 @@ static int search_init(struct gsearch *s, struct pctx *p)
 	memset(s->sstamp_all, 0, (size_t)s->nrot * rows * sizeof *s->sstamp_all);
 	memset(s->side_st_all, 0, (size_t)s->nrot * rows * sizeof *s->side_st_all);
 	memset(s->face_st_all, 0, (size_t)s->nrot * rows * sizeof *s->face_st_all);
+	memset(s->col_st_all, 0, ny * sizeof *s->col_st_all);
 	memset(s->seen, 0, (size_t)nc * sizeof *s->seen);
 	memset(s->tgt, 0, (size_t)nc * sizeof *s->tgt);
 	return 0;
