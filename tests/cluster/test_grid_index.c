@@ -6,7 +6,7 @@
  * tp_cluster_check, and in a copy). Box requests on rows longer than one 64-bit word (a ring of
  * 150, a 70x3 torus) agree with a brute-force ranking. On a 16x16x16 torus filled as
  * `tp-bench place --torus` fills it, ordinary box requests read far fewer cells than the torus
- * has.
+ * has. A failed allocation of the index (tp_cluster_create, tp_cluster_copy) leaks nothing.
  */
 #include <stdio.h>
 
@@ -431,6 +431,48 @@ Test(grid_index, box_requests_on_a_4096_chip_torus_read_a_fraction_of_its_cells,
 	             (unsigned long long)(probes / (uint64_t)requests));
 	cr_assert_lt(words / (uint64_t)requests, 3 * 256 * 3, "%llu index words per request",
 	             (unsigned long long)(words / (uint64_t)requests));
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(grid_index, a_failed_allocation_of_the_index_leaks_nothing)
+{
+	unsigned dim[3] = {70, 3, 2};
+	tp_topology *t = make_grid(dim, 3, 0x5, 2, 1, true);
+	long live = tp_test_alloc_state.live;
+	tp_cluster *c = NULL;
+	int rc = TP_ENOMEM;
+	for (long n = 0; rc == TP_ENOMEM; n++) {
+		cr_assert(n < 10000, "no end to the allocations");
+		tp_test_alloc_fail_at(n);
+		rc = tp_cluster_create(&c, t, &tp_test_allocator);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(c);
+			cr_assert_eq(tp_test_alloc_state.live, live, "failure %ld leaked", n);
+		}
+	}
+	cr_assert_eq(rc, 0);
+	long next = 0;
+	for (int i = 0; i < 30; i++)
+		random_op(c, &next);
+	live = tp_test_alloc_state.live;
+	tp_cluster *d = NULL;
+	rc = TP_ENOMEM;
+	for (long n = 0; rc == TP_ENOMEM; n++) {
+		cr_assert(n < 10000, "no end to the allocations");
+		tp_test_alloc_fail_at(n);
+		rc = tp_cluster_copy(&d, c, &tp_test_allocator);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(d);
+			cr_assert_eq(tp_test_alloc_state.live, live, "failure %ld leaked", n);
+		}
+	}
+	cr_assert_eq(rc, 0);
+	assert_index(d);
+	tp_cluster_destroy(d);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
