@@ -8,20 +8,24 @@
  *
  * Per domain with enough free devices: the wholly free cells are the cluster's free-cell index
  * (cluster_grid.c: one bit per cell in rows along x, counts per plane), read row by row as
- * words; only under a filter or the ideal are the usable cells marked by a walk of the
- * domain. For extents (a, b, c) the anchors of a usable run of a cells along x are computed
- * once per row that a candidate needs (shifts and ANDs of its words, around the seam when the
- * box may wrap), and the usable boxes at (y, z) are the AND of the b * c rows' anchors; planes
- * with fewer than a * b free cells are skipped on their counts. Boxes come in the order of
- * their anchor cell, so the search of a rotation (and of a domain) stops as soon as even a
- * whole fragment there would rank after the best. Then for each usable box, cheapest test
- * first and only while it can still win:
+ * words; only under a filter (or the ideal with down, cordoned or spare chips) are the
+ * usable cells marked by a walk of the domain. For extents (a, b, c) the anchors of a usable
+ * run of a cells along x are computed once per row that a candidate needs (shifts and ANDs of
+ * its words, around the seam when the box may wrap), ANDed over the c planes once per column
+ * and over the b columns per position (y, z); planes with fewer than a * b free cells are
+ * skipped on their counts. Boxes come in the order of their keys (anchor cell, then order of
+ * extents), so the search of a domain stops as soon as even a whole fragment there would rank
+ * after the best, and once a box that leaves the count as it was (0) is found, only whole
+ * fragments can win: the positions left are filtered on masks of the rows along and beside
+ * the box (no free cell next to it). Then for each usable box, cheapest test first and only
+ * while it can still win:
  *   - no wholly free cell next to the box: the box is a whole fragment, it removes one (-1);
  *   - the free neighbours of the box meet each other in the shell one cell around it: every
  *     path through the box can go around it, nothing splits (0);
- *   - else a search of the box's fragment counts the pieces it splits into (pieces - 1).
- * On an empty grid the first box anchored at cell 0 answers 0 by the shell test and later boxes
- * are dismissed by the first test, which stops at the first free neighbour.
+ *   - else a search from all the box's free neighbours at once counts the pieces it splits
+ *     the fragment into (pieces - 1), reading the smaller pieces but never the largest.
+ * On an empty grid the first box anchored at cell 0 answers 0 by the shell test, and every
+ * later position is dismissed on the row masks of the whole-fragment test.
  */
 #include <string.h>
 
