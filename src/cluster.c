@@ -539,6 +539,8 @@ int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t, const tp_alloc
 	if (create_arrays(c))
 		goto nomem;
 	init_aggregates(c);
+	if (tp_cl_grid_create(c))
+		goto nomem;
 	unsigned nl = tp_node_level(t);
 	for (unsigned l = 0; l <= nl; l++) {
 		c->index_kept[l] = l < nl || nl == 0;
@@ -581,6 +583,7 @@ void tp_cluster_destroy(tp_cluster *c)
 	tp_free(&c->alloc, c->dev_job);
 	tp_free(&c->alloc, c->dev_nic);
 	tp_cl_part_free(c);
+	tp_cl_grid_free(c);
 	tp_allocator a = c->alloc;
 	tp_free(&a, c);
 }

@@ -456,7 +456,7 @@ int tp_cluster_check(const tp_cluster *c, char *buf, size_t len)
 	    (rc = check_spares(c, buf, len)) ||
 	    (rc = check_ckhist(c, buf, len)) || (rc = check_indexes(c, buf, len)) ||
 	    (rc = check_jobs(c, buf, len)) || (rc = tp_cl_service_check(c, buf, len)) ||
-	    (rc = tp_cl_part_check(c, buf, len)))
+	    (rc = tp_cl_part_check(c, buf, len)) || (rc = tp_cl_grid_check(c, buf, len)))
 		return rc;
 	return 0;
 }

@@ -138,6 +138,7 @@ int tp_cluster_copy(tp_cluster **out, const tp_cluster *c, const tp_allocator *a
 		return rc;
 	d->origin = c->origin;
 	arrays_copy(d, c);
+	tp_cl_grid_copy(d, c);
 	if (tp_cl_service_copy(d, c) || tp_cl_part_copy(d, c) || jobs_copy(d, c) ||
 	    indexes_rebuild(d)) {
 		tp_cluster_destroy(d);

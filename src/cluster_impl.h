@@ -140,6 +140,22 @@ struct tp_savepoint {
 	uint64_t serial;   /* the handle tp_cluster_savepoint() gave: never reused */
 };
 
+/* The free-cell index of one grid level (cluster_grid.c): bit x of row (y, z) of domain d,
+ * bits[(d * rows + y + dim[1] * z) * words + x / 64], is set while the child at that cell is
+ * wholly free (free count == child_dev); bits past dim[0] stay clear; present has the same
+ * layout for the cells that hold a child (the ideal's usable cells). nfree[d] counts the
+ * domain's set bits, plane[d * dim[2] + z] those of its plane z. Kept by every change through
+ * tp_cl_grid_changed (so rollbacks restore it), copied by tp_cluster_copy, recounted by
+ * tp_cluster_check. */
+struct tp_cl_grid {
+	uint32_t words; /* per row: (dim[0] + 63) / 64 */
+	uint32_t rows;  /* per domain: dim[1] * dim[2] */
+	uint64_t *bits;
+	uint64_t *present; /* [ndom * rows * words] cells that hold a child (the topology's, fixed) */
+	uint32_t *nfree;
+	uint32_t *plane;
+};
+
 /* One shape of the placement mix: jobs of `devices` inside one domain of `level`. */
 struct tp_place_shape {
 	uint32_t devices, weight;
@@ -227,6 +243,8 @@ struct tp_cluster {
 	int pmix_mode;
 	unsigned npmix;
 	struct tp_place_shape pmix[TP_PLACE_MIX_MAX];
+	struct tp_cl_grid *grid[TP_MAX_LEVELS]; /* [level] free-cell index of each grid level
+	                                         * (cluster_grid.c), NULL elsewhere */
 };
 
 /* The mix placement scores with (frag.c): its shapes, weights scaled to integers summing to
@@ -374,6 +392,17 @@ void tp_cl_idx_repair(struct tp_cluster *c);
 /* Apply op to devs, in runs of one node, keeping every aggregate and index current. */
 void tp_cl_apply_devs(struct tp_cluster *c, const uint32_t *devs, size_t n,
                       const struct devop *op);
+
+/* The free-cell index of grid levels (cluster_grid.c): allocate and fill it from the free
+ * counts (0 or TP_ENOMEM, freed by tp_cl_grid_free), copy it between clusters of one
+ * topology, follow child ch of child level cl (whose parent level is a grid) from free count
+ * old to now, and recount it (0 or TP_ECORRUPT with the difference in buf). */
+int tp_cl_grid_create(struct tp_cluster *c);
+void tp_cl_grid_free(struct tp_cluster *c);
+void tp_cl_grid_copy(struct tp_cluster *d, const struct tp_cluster *c);
+void tp_cl_grid_changed(struct tp_cluster *c, unsigned cl, uint32_t ch, uint32_t old,
+                        uint32_t now);
+int tp_cl_grid_check(const struct tp_cluster *c, char *buf, size_t len);
 
 /* The job now sits at slot `to`: its devices say so. */
 void tp_cl_relabel(struct tp_cluster *c, const struct tp_job_impl *job, uint32_t to);

@@ -118,6 +118,8 @@ static void node_changed(struct tp_cluster *c, struct batch *b, uint32_t node, u
 	c->nfree = c->nfree - old + now;
 	if (nl == 0)
 		idx_move(c, 0, node, old, now);
+	else if (c->grid[nl - 1])
+		tp_cl_grid_changed(c, nl, node, old, now);
 	int dfull = (now == full) - (old == full);
 	uint32_t d = node;
 	for (unsigned l = nl; l-- > 0;) {
@@ -127,7 +129,10 @@ static void node_changed(struct tp_cluster *c, struct batch *b, uint32_t node, u
 			b->dom[l] = d;
 			b->old[l] = c->free[l][d];
 		}
-		c->free[l][d] = c->free[l][d] - old + now;
+		uint32_t was = c->free[l][d];
+		c->free[l][d] = was - old + now;
+		if (l > 0 && c->grid[l - 1])
+			tp_cl_grid_changed(c, l, d, was, c->free[l][d]);
 		c->free_nodes[l][d] = (uint32_t)((int64_t)c->free_nodes[l][d] + dfull);
 		uint32_t *h = c->hist[l] + (size_t)d * c->hstride;
 		h[old]--;

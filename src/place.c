@@ -560,6 +560,8 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
 		rc = tp_pl_out_alloc(&p, q->count);
 	if (!rc && q->box_level >= 0) {
 		int r = too_big ? 0 : tp_pl_grid_solve(&p, why);
+		pl->grid_words = p.grid_words;
+		pl->grid_probes = p.grid_probes;
 		if (r == 1)
 			rc = tp_pl_finish_ok(pl, &p, p.out, p.nout);
 		else if (r == 0)

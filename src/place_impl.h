@@ -38,6 +38,8 @@ struct tp_placement {
 	struct tp_job_part *parts;   /* [nparts] NVLink partitions, then their nodes (one block) */
 	uint32_t nparts;
 	uint32_t *part_nodes;        /* [sum of parts[i].nnodes], inside the block of parts */
+	uint64_t grid_words;         /* a box request: index words and single cells its search */
+	uint64_t grid_probes;        /* read (place_grid.c); a test-only figure, no accessor */
 };
 
 #endif

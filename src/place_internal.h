@@ -69,6 +69,8 @@ struct pctx {
 	bool compact;                   /* rule 1 applies */
 	bool ideal;                     /* every job but the colocate target (and self) gone */
 	bool filtered;                  /* node capacities need a walk */
+	uint64_t grid_words, grid_probes; /* box search: rows of the free-cell index read as
+	                                     words, and single cells read (place_grid.c) */
 	bool capgrp_safe;               /* groups caps below the group level: the safe bound */
 
 	/* node filters */
