@@ -117,6 +117,28 @@ def test_scenario_extension_keys_place_size_and_pd(tp, tmp_path):
     assert rc == 0 and out["locality"] == "rack" and len(out["placed"]) == 12, out
 
 
+def test_scenario_caps_over_power_feeds(tp, tmp_path):
+    """state.x_service_caps with fd_kind: the scenario's failure domains (two feeds, each two
+    racks of one node) are what the caps count; the request leaves the feed web-0 holds though
+    rack r1 beside it is free."""
+    nodes = [{"name": "x%d" % r, "path": ["r%d" % r], "gpus": 4} for r in range(4)]
+    d = {"version": 1,
+         "topology": {"levels": ["rack", "node"], "nodes": nodes,
+                      "failure_domains": {"power": {"pdu-a": ["x0", "x1"],
+                                                    "pdu-b": ["x2", "x3"]}}},
+         "state": {"x_service_caps": {"web": {"fd_kind": "power", "fd_max_per_domain": 1}},
+                   "jobs": [{"id": "web-0", "class": "inference", "devices": {"x0": 4},
+                             "request": {"count": 4, "x_service": "web"}}]},
+         "request": {"id": "web-1", "count": 4, "x_service": "web"}}
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and {x.split("/")[0] for x in out["placement"]["devices"]} <= {"x2", "x3"}, out
+    del d["state"]["x_service_caps"]["web"]["fd_kind"]
+    d["state"]["x_service_caps"]["web"]["level"] = "rack"
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 2 and "caps.fd_kind is NULL but caps.fd_max_per_domain is set" \
+        in out["message"], out
+
+
 @pytest.mark.parametrize("key, change, where", [
     ("x_sizing", lambda x: x["model"].pop("layers"), "x_sizing.model.layers: missing"),
     ("x_sizing", lambda x: x.update(extra=1), "x_sizing.extra: unknown key"),
