@@ -375,7 +375,8 @@ TP_API int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned gro
  *
  * @param res The result.
  * @param[out] handoff_us The modelled hand-off of one request at that locality, in
- *        microseconds (with "auto", the largest of the groups placed; 0 without
+ *        microseconds (the largest over the groups placed, each on its locality domain's
+ *        fabric; the level's when the call placed none; 0 without
  *        @c kv_token_bytes and @c prompt_tokens; may be NULL).
  * @return The level's name (owned by the topology), NULL for no locality (also for a failed
  *         call or NULL @p res), or "mixed" (static) when "auto" kept the groups of the call to

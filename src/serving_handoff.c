@@ -50,6 +50,15 @@ double tp_pd_handoff_us(const tp_topology *t, const tp_pd_request *r, int level)
 	return handoff_on(r, gbps, lat);
 }
 
+double tp_pd_handoff_in(const tp_topology *t, const tp_pd_request *r, int level, uint32_t dom)
+{
+	if (level < 0)
+		return tp_pd_handoff_us(t, r, -1);
+	double gbps = 0.0, lat = 0.0;
+	tp_topology_domain_fabric(t, level, dom, NULL, &gbps, &lat);
+	return handoff_on(r, gbps, lat);
+}
+
 static uint64_t group_devices(const tp_pd_request *r)
 {
 	return (uint64_t)r->prefill * r->prefill_devices + (uint64_t)r->decode * r->decode_devices;

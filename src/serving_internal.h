@@ -28,6 +28,10 @@ struct tp_pd_handoff {
  * prompt_tokens. */
 double tp_pd_handoff_us(const tp_topology *t, const tp_pd_request *r, int level);
 
+/* The hand-off of one request of a group kept to domain dom of level (-1: no locality), on
+ * that domain's own fabric (tp_topology_domain_fabric). */
+double tp_pd_handoff_in(const tp_topology *t, const tp_pd_request *r, int level, uint32_t dom);
+
 /* The candidates of "auto" locality in trying order for a group kept to domain dom of level
  * spread (spread -1 or dom TP_NONE: anywhere), each level's from the fabrics of its domains
  * there that hold a whole group (at most TP_PD_MAX_CANDIDATES in out). Walks the scope's nodes

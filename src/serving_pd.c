@@ -567,6 +567,24 @@ static int pd_auto(tp_cluster *c, tp_pd_request *r, tp_pd_result *res)
 	return 0;
 }
 
+/* A fixed locality's hand-off: the largest over the groups placed of their locality domain's
+ * fabric (a mixed fleet's domains differ); the level's when the call placed none. */
+static double placed_handoff(const tp_topology *t, const tp_pd_request *r,
+                             const tp_pd_result *res, int level)
+{
+	double worst = -1.0;
+	for (size_t i = 0; level >= 0 && i < res->n; i++) {
+		const tp_pd_instance *x = &res->inst[i];
+		if (!x->prefill || x->index != 0 || x->ndevices == 0)
+			continue;
+		uint32_t node = tp_topology_device_node(t, x->devices[0]);
+		double us = tp_pd_handoff_in(t, r, level, tp_topology_node_domain(t, node,
+		                                                                  (unsigned)level));
+		worst = us > worst ? us : worst;
+	}
+	return worst >= 0.0 ? worst : tp_pd_handoff_us(t, r, level);
+}
+
 int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
 {
 	if (!out)
@@ -598,7 +616,7 @@ int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
 		return rc;
 	}
 	res->locality = level < 0 ? NULL : tp_topology_level_name(t, (unsigned)level);
-	res->handoff_us = tp_pd_handoff_us(t, &req, level);
+	res->handoff_us = placed_handoff(t, &req, res, level);
 	return 0;
 }
 

@@ -474,3 +474,34 @@ Test(pd_auto, a_level_of_mixed_fabrics_gives_a_candidate_each)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* A fixed locality reports the hand-off of the domains its groups were kept to: "rack" on the
+ * mixed fleet is the NVL72 rack's 900 GB/s for a group there, the HGX rack's InfiniBand for a
+ * group in an HGX rack, and the largest of the two with both. */
+Test(pd_auto, a_fixed_locality_reports_its_domains_handoff)
+{
+	tp_topology *t = mixed_fleet();
+	tp_cluster *c = tp_test_cluster(t);
+	tp_pd_request r = auto_service(1, 4, 1, 4);
+	r.locality = "rack";
+	tp_pd_result *res;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	uint32_t rack;
+	level_of_group(t, res, 0, &rack);
+	double us, ib = 5.0 + 8192 * LLAMA70_KV_TOKEN / (50e3 * 4);
+	double nv = 3.4 + 8192 * LLAMA70_KV_TOKEN / (900e3 * 4);
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "rack");
+	cr_assert_float_eq(us, rack < 2 ? nv : ib, 1e-6, "group in rack %u", rack);
+	tp_pd_result_destroy(res);
+	r.service = "big";
+	r.groups = 4;
+	r.spread_level = "rack";
+	r.max_per_domain = 1;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "rack");
+	cr_assert_float_eq(us, ib, 1e-6, "the HGX racks' InfiniBand is the largest");
+	tp_pd_result_destroy(res);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
