@@ -11,10 +11,12 @@
  * share of service-hours (arrival to departure) during which the service survived the loss of
  * any single rack (the level above the node: rack on NVL72, scalable unit on HGX), and of any
  * single power feed (two adjacent racks share one, a modelling choice: the generated fleets
- * have no power domains), beside effective GPU-hours (GPUs x hours x placement efficiency).
- * The topoplace policies set the service's caps (tp_cluster_set_service_caps) on the rack
- * level at max_percent = 100 (1 - A), so that no rack holds more than the service may lose;
- * the baselines place replicas as the jobs they are. Deterministic for a seed.
+ * have no power domains, so the run rebuilds the fleet's topology with the feeds declared as
+ * failure domains of kind "power", node for node and device for device the same), beside
+ * effective GPU-hours (GPUs x hours x placement efficiency). The topoplace policies set the
+ * service's caps (tp_cluster_set_service_caps) on the rack level and on the power feeds at
+ * max_percent = 100 (1 - A), so that no rack and no feed holds more than the service may
+ * lose; the baselines place replicas as the jobs they are. Deterministic for a seed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -105,17 +107,98 @@ static void gen_services(struct srun *r)
 	}
 }
 
-/* The rack of a device (the base level) and its power feed (two adjacent racks). */
-static uint32_t rack_of(const struct sim_fleet *f, uint32_t dev)
+/* The power feeds' failure-domain kind in the rebuilt topology (with_feeds). */
+#define FEED_KIND "power"
+
+/* The rack of a device (the base level), or its power feed (two adjacent racks). */
+static uint32_t domain_of(const struct sim_fleet *f, uint32_t dev, bool feed)
 {
+	if (feed)
+		return tp_topology_device_fd(f->t, 0, dev);
 	return tp_topology_node_domain(f->t, tp_topology_device_node(f->t, dev), f->base_level);
 }
 
+/* The fleet's topology again, through the builder (levels, fabrics, the domains' own fabrics,
+ * NVSwitches, nodes with their attributes and types, in the same order, so every node and
+ * device keeps its id), with each pair of adjacent racks (base-level domains 2k and 2k + 1) on
+ * one power feed, a failure domain of kind FEED_KIND. */
+static tp_topology *with_feeds(const struct sim_fleet *f)
+{
+	const tp_topology *t = f->t;
+	unsigned nl = f->nlevels;
+	tp_topology_builder *b;
+	BENCH_CHECK(tp_topology_builder_create(&b, f->level_name, nl, NULL), "builder");
+	tp_link_kind kind;
+	double gbps, lat;
+	for (int l = -1; l < (int)nl; l++) {
+		int lv = l < 0 ? TP_LEVEL_CLUSTER : l;
+		BENCH_CHECK(tp_topology_fabric(t, lv, &kind, &gbps, &lat), "fabric");
+		BENCH_CHECK(tp_topology_builder_set_fabric(b, lv, kind, gbps, lat), "set_fabric");
+	}
+	uint32_t nn = tp_topology_node_count(t);
+	double *perf = malloc(TP_MAX_NODE_DEVICES * sizeof *perf);
+	if (!perf)
+		bench_die("out of memory");
+	for (uint32_t node = 0; node < nn; node++) {
+		const char *path[TP_MAX_LEVELS];
+		for (unsigned l = 0; l + 1 < nl; l++)
+			path[l] = tp_topology_domain_name(t, l, tp_topology_node_domain(t, node, l));
+		uint32_t first, n;
+		BENCH_CHECK(tp_topology_domain_devices(t, f->node_level, node, &first, &n), "devices");
+		tp_node_options o = TP_NODE_OPTIONS_INIT;
+		o.model = tp_topology_node_model(t, node);
+		o.memory_gb = tp_topology_node_memory_gb(t, node);
+		for (uint32_t d = 0; d < n; d++)
+			perf[d] = tp_topology_device_perf(t, first + d);
+		o.device_perf = perf;
+		o.type = tp_topology_node_type(t, node);
+		const char *name = tp_topology_node_name(t, node);
+		BENCH_CHECK(tp_topology_builder_add_node(b, name, nl > 1 ? path : NULL, n, &o),
+		            "add_node");
+		char feed[32];
+		snprintf(feed, sizeof feed, "feed%u",
+		         tp_topology_node_domain(t, node, f->base_level) / 2);
+		BENCH_CHECK(tp_topology_builder_add_failure_domain(b, FEED_KIND, feed, name, -1),
+		            "add_failure_domain");
+	}
+	free(perf);
+	for (unsigned l = 0; l + 1 < nl; l++)
+		for (uint32_t d = 0; d < tp_topology_domain_count(t, l); d++) {
+			char path[512];
+			BENCH_CHECK(tp_topology_domain_path(t, l, d, path, sizeof path), "path");
+			if (tp_topology_domain_fabric(t, (int)l, d, &kind, &gbps, &lat) == 1)
+				BENCH_CHECK(tp_topology_builder_set_domain_fabric(b, l, path, kind, gbps, lat),
+				            "set_domain_fabric");
+			unsigned ns = tp_topology_domain_nvswitch_count(t, l, d);
+			const char *names[TP_MAX_LEVELS];
+			uint32_t first, n;
+			BENCH_CHECK(tp_topology_domain_nodes(t, l, d, &first, &n), "nodes");
+			for (unsigned k = 0; k <= l; k++)
+				names[k] = tp_topology_domain_name(t, k, tp_topology_node_domain(t, first, k));
+			for (unsigned s = 0; s < ns; s++) {
+				char sw[32];
+				snprintf(sw, sizeof sw, "nvswitch%u", s);
+				BENCH_CHECK(tp_topology_builder_add_nvswitch(b, l, names, sw), "nvswitch");
+			}
+		}
+	tp_topology *out;
+	BENCH_CHECK(tp_topology_build(b, &out), "build");
+	tp_topology_builder_destroy(b);
+	if (tp_topology_device_count(out) != f->gpus || tp_topology_node_count(out) != nn)
+		bench_die("sim_serving: the fleet rebuilt with feeds differs from the fleet");
+	for (uint32_t node = 0; node < nn; node++)
+		if (strcmp(tp_topology_node_name(out, node), tp_topology_node_name(t, node)) != 0)
+			bench_die("sim_serving: node %u of the rebuilt fleet is %s, not %s", node,
+			          tp_topology_node_name(out, node), tp_topology_node_name(t, node));
+	return out;
+}
+
 /* Whether the service keeps ceil(A x want) replicas when the worst domain goes: per rack
- * (feed = false) or per feed (racks 2k and 2k + 1). */
+ * (feed = false) or per feed (racks 2k and 2k + 1, the failure domains of FEED_KIND). */
 static bool survives(struct srun *r, const struct svc *s, bool feed)
 {
-	uint32_t nr = tp_topology_domain_count(r->f->t, r->f->base_level);
+	uint32_t nr = feed ? tp_topology_fd_count(r->f->t, 0)
+	                   : tp_topology_domain_count(r->f->t, r->f->base_level);
 	uint32_t need = (uint32_t)ceil(s->target * s->want - 1e-9), worst = 0;
 	memset(r->rack_hits, 0, nr * sizeof *r->rack_hits);
 	for (uint32_t k = 0; k < s->nrep; k++) {
@@ -127,10 +210,10 @@ static bool survives(struct srun *r, const struct svc *s, bool feed)
 			bench_die("sim_serving: replica %s is not running", id);
 		uint32_t last = UINT32_MAX;
 		for (size_t d = 0; d < n; d++) { /* count the replica once in each domain it touches */
-			uint32_t dom = rack_of(r->f, devs[d]) / (feed ? 2 : 1);
+			uint32_t dom = domain_of(r->f, devs[d], feed);
 			bool seen = dom == last;
 			for (size_t e = 0; e < d && !seen; e++)
-				seen = rack_of(r->f, devs[e]) / (feed ? 2 : 1) == dom;
+				seen = domain_of(r->f, devs[e], feed) == dom;
 			if (!seen && ++r->rack_hits[dom] > worst)
 				worst = r->rack_hits[dom];
 			last = dom;
@@ -223,6 +306,26 @@ static void depart(struct srun *r, struct svc *s)
 	s->live = false;
 }
 
+/* The service's caps: on the rack level at most 100 (1 - A) percent of its replicas; on the
+ * power feeds at most the replicas it may lose, floor((1 - A) x want), or where the feeds are
+ * too few for that (want > feeds x that), as evenly as they allow, ceil(want / feeds): a share
+ * cap could not let the service grow past one replica per feed there (max(1, floor(x (R + 1) /
+ * 100)) stays 1 while R + 1 < 200 / x), and no placement on so few feeds survives a feed loss
+ * anyway. Set again when the service scales out. */
+static void set_caps(struct srun *r, const struct svc *s)
+{
+	tp_service_caps c = TP_SERVICE_CAPS_INIT;
+	c.level = r->f->level_name[r->f->base_level];
+	c.max_percent = 100.0 * (1.0 - s->target);
+	c.fd_kind = FEED_KIND;
+	uint32_t feeds = tp_topology_fd_count(r->f->t, 0);
+	uint32_t lose = (uint32_t)floor((1.0 - s->target) * s->want + 1e-9);
+	uint32_t even = (s->want + feeds - 1) / feeds;
+	c.fd_max_per_domain = lose > even ? lose : even;
+	c.fd_max_per_domain = c.fd_max_per_domain ? c.fd_max_per_domain : 1;
+	BENCH_CHECK(tp_cluster_set_service_caps(r->ctx.c, s->name, &c), "caps");
+}
+
 static void run_policy(struct srun *r, const struct sev *ev, size_t nev)
 {
 	BENCH_CHECK(tp_cluster_create(&r->ctx.c, r->f->t, NULL), "tp_cluster_create");
@@ -235,14 +338,12 @@ static void run_policy(struct srun *r, const struct sev *ev, size_t nev)
 		struct svc *s = &r->s[ev[i].svc];
 		if (ev[i].kind == EV_ARRIVE) {
 			s->live = true;
-			if (caps) {
-				tp_service_caps c = TP_SERVICE_CAPS_INIT;
-				c.level = r->f->level_name[r->f->base_level];
-				c.max_percent = 100.0 * (1.0 - s->target);
-				BENCH_CHECK(tp_cluster_set_service_caps(r->ctx.c, s->name, &c), "caps");
-			}
+			if (caps)
+				set_caps(r, s);
 		} else if (ev[i].kind == EV_SCALE && s->live) {
 			s->want += s->scale_by;
+			if (caps)
+				set_caps(r, s);
 		} else if (ev[i].kind == EV_DEPART) {
 			depart(r, s);
 		}
@@ -263,8 +364,11 @@ static void run_policy(struct srun *r, const struct sev *ev, size_t nev)
 	r->ctx.c = NULL;
 }
 
-void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f)
+void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *fleet)
 {
+	struct sim_fleet fed = *fleet; /* the same fleet, with its power feeds declared */
+	fed.t = with_feeds(fleet);
+	const struct sim_fleet *f = &fed;
 	struct srun base;
 	memset(&base, 0, sizeof base);
 	base.o = o;
@@ -283,9 +387,10 @@ void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f)
 	}
 	qsort(ev, nev, sizeof *ev, sev_cmp);
 	double bound = 0;
-	printf("inference class: %zu services on %u GPUs (%s), offered load %.2f, seed %llu; "
-	       "replicas of 1-2 nodes, availability target 50%% or 75%%, scale-out at mid-life\n",
-	       base.ns, f->gpus, o->fleet, o->load, (unsigned long long)o->seed);
+	printf("inference class: %zu services on %u GPUs (%s, %u power feeds of two racks), offered "
+	       "load %.2f, seed %llu; replicas of 1-2 nodes, availability target 50%% or 75%%, "
+	       "scale-out at mid-life\n", base.ns, f->gpus, o->fleet, tp_topology_fd_count(f->t, 0),
+	       o->load, (unsigned long long)o->seed);
 	printf("%-18s %10s %8s %10s %10s %14s %10s\n", "policy", "svc-hours", "up", "rack-safe",
 	       "feed-safe", "eff GPU-hours", "refusals");
 	for (size_t p = 0; p < sim_npolicies; p++) {
@@ -327,4 +432,5 @@ void sim_serving_run(const struct sim_opts *o, const struct sim_fleet *f)
 	       "per domain; %.1f%% of the service-hours)\n", bound);
 	free(ev);
 	free(base.s);
+	tp_topology_destroy(fed.t);
 }

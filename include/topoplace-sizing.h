@@ -326,8 +326,8 @@ typedef struct tp_pd_result tp_pd_result;
  * tp_pd_result_locality() says.
  *
  * Costs two or three tp_place() calls per domain tried and one lookup per group index (with
- * "auto", a pass over the domains of the candidate levels and up to one such call per
- * candidate); the service's existing groups are found by their names, never by a scan of the
+ * "auto", per group and spread domain tried a pass over its nodes per candidate level, and
+ * up to one such call per candidate and domain); the service's existing groups are found by their names, never by a scan of the
  * cluster's jobs.
  *
  * @param c The cluster (written: the instances are assigned to it on success).
@@ -359,25 +359,35 @@ TP_API int tp_pd_release_failed(tp_cluster *c, const char *service, unsigned gro
 /**
  * @brief The locality the groups placed by the call were kept to, and its modelled KV hand-off.
  *
- * With ::TP_PD_LOCALITY_AUTO the candidates are every level from @c instance_level up whose
- * largest domain holds a whole group, and none. A candidate's hand-off per request is
- * latency + kv_token_bytes x prompt_tokens / (GB/s x min(prefill_devices, decode_devices)) on
- * the fabric of that level (two devices whose smallest common domain is one of its domains),
- * for none on the fabric above the top level (or of the top level when it has one domain).
- * The candidates within (1 + @c handoff_slack) of the fastest are tried loosest first (packing
- * that gains nothing only costs placeable groups), then the others fastest first; the first
- * that places every missing group is kept. tp_pd_result_decision() lists the figures.
+ * With ::TP_PD_LOCALITY_AUTO each missing group decides for the domains it may use (the
+ * spread domain tried, or the cluster without a spread): the candidates are every level from
+ * @c instance_level up with a domain there that holds a whole group, and none. A candidate's
+ * hand-off per request is latency + kv_token_bytes x prompt_tokens / (GB/s x
+ * min(prefill_devices, decode_devices)) on the fabric of that level's domain
+ * (tp_topology_domain_fabric(): its own, a node type's at the node level, else the level's),
+ * for none on the fabric above the top level (or of the top level when it has one domain); a
+ * level whose domains there have different fabrics gives a candidate per fabric, kept to its
+ * own domains. The candidates within (1 + @c handoff_slack) of the fastest are tried loosest
+ * first (packing that gains nothing only costs placeable groups), then the others fastest
+ * first, each domain's k-th candidate before any domain's (k + 1)-th; the call is still all or
+ * nothing. So on a mixed fleet (NVL72 racks beside HGX racks) groups may keep to different
+ * levels. tp_pd_result_decision() lists each group's figures and tries.
  *
  * @param res The result.
  * @param[out] handoff_us The modelled hand-off of one request at that locality, in
- *        microseconds (0 without @c kv_token_bytes and @c prompt_tokens; may be NULL).
- * @return The level's name (owned by the topology), or NULL for no locality (also for a
- *         failed call or NULL @p res). @since 0.4.0
+ *        microseconds (the largest over the groups placed, each on its locality domain's
+ *        fabric; the level's when the call placed none; 0 without
+ *        @c kv_token_bytes and @c prompt_tokens; may be NULL).
+ * @return The level's name (owned by the topology), NULL for no locality (also for a failed
+ *         call or NULL @p res), or "mixed" (static) when "auto" kept the groups of the call to
+ *         different levels. @since 0.4.0
  */
 TP_API const char *tp_pd_result_locality(const tp_pd_result *res, double *handoff_us);
 /**
- * @brief How "auto" locality decided: each candidate with its modelled hand-off, and the
- * outcome of each tried ("auto: rack 190.1 us, none 6721.9 us; tried rack: placed").
+ * @brief How "auto" locality decided: for each group placed, where (the spread domain), the
+ * candidates there with their modelled hand-off, and the outcome of each try ("auto: g0 in
+ * b0/r0: rack 190.1 us, none 6721.9 us; tried rack in b0/r0: placed | g1 ..."; without a
+ * spread "auto: g0: rack ..."). Long texts are cut at 2,047 bytes.
  * @param res The result. @return The text ("" without "auto"; owned by @p res). @since 0.4.0
  */
 TP_API const char *tp_pd_result_decision(const tp_pd_result *res);

@@ -1571,30 +1571,47 @@ TP_API int tp_cluster_job_options(const tp_cluster *c, const char *job, tp_job_o
  * that a service's caps hold as it scales out, as Kueue's topology spreading does for whole
  * workloads. */
 
-/** @brief Version of ::tp_service_caps this header describes. @since 0.4.0 */
-#define TP_SERVICE_CAPS_VERSION 1
+/** @brief Version of ::tp_service_caps this header describes (2 since 0.4.0: the
+ *  failure-domain caps; version 1, without them, is still read). @since 0.4.0 */
+#define TP_SERVICE_CAPS_VERSION 2
 
-/** @brief How a service's replicas spread over the domains of a level. @since 0.4.0 */
+/** @brief The most failure-domain kinds whose domains a service's replicas are counted in
+ *  (the first ones of the topology, tp_topology_fd_kind_name()). @since 0.4.0 */
+#define TP_SERVICE_FD_KINDS 8
+
+/** @brief How a service's replicas spread over the domains of a level, and over the failure
+ *  domains of one kind (power feeds, switch trays). @since 0.4.0 */
 typedef struct tp_service_caps {
-	unsigned version;        /**< ::TP_SERVICE_CAPS_VERSION */
-	const char *level;       /**< the level whose domains are counted, or NULL: no caps */
+	unsigned version;        /**< ::TP_SERVICE_CAPS_VERSION, or 1 (a struct without the
+	                              `fd_` fields) */
+	const char *level;       /**< the level whose domains are counted, or NULL: no caps
+	                              over the tree */
 	uint32_t max_per_domain; /**< most replicas with a device in one domain (0: no limit) */
 	double max_percent;      /**< most share of the replicas in one domain, in percent, in
 	                              (0, 100] (0: no limit): a new replica may go to a domain
 	                              holding r of the service's R running replicas when r + 1 <=
 	                              max(1, floor(max_percent x (R + 1) / 100)) */
+	/* version 2 */
+	const char *fd_kind;        /**< a failure-domain kind (tp_topology_builder_add_failure_domain(),
+	                                 one of the first ::TP_SERVICE_FD_KINDS) whose domains are
+	                                 counted as well, or NULL: no caps over failure domains */
+	uint32_t fd_max_per_domain; /**< most replicas with a device in one failure domain of
+	                                 `fd_kind` (0: no limit) */
+	double fd_max_percent;      /**< as `max_percent`, for one failure domain of `fd_kind` */
 } tp_service_caps;
 
 /** @brief Initialiser for ::tp_service_caps: no caps. @since 0.4.0 */
-#define TP_SERVICE_CAPS_INIT {TP_SERVICE_CAPS_VERSION, NULL, 0, 0.0}
+#define TP_SERVICE_CAPS_INIT {TP_SERVICE_CAPS_VERSION, NULL, 0, 0.0, NULL, 0, 0.0}
 
 /**
  * @brief Set a ::tp_service_caps to ::TP_SERVICE_CAPS_INIT, for callers that cannot use the
  * macro (bindings), as libgit2's `git_clone_options_init()` does.
  * @param[out] caps The struct to fill; its version field becomes @p version.
- * @param version ::TP_SERVICE_CAPS_VERSION.
- * @return 0, or ::TP_EINVAL when @p caps is NULL or @p version is not ::TP_SERVICE_CAPS_VERSION
- *         (nothing is written; no object carries a message for this call).
+ * @param version ::TP_SERVICE_CAPS_VERSION, or 1 (then only a version-1 struct's fields are
+ *        written).
+ * @return 0, or ::TP_EINVAL when @p caps is NULL or @p version is not 1 or
+ *         ::TP_SERVICE_CAPS_VERSION (nothing is written; no object carries a message for this
+ *         call).
  * @note Thread-safe. @since 0.4.0
  */
 TP_API int tp_service_caps_init(tp_service_caps *caps, unsigned version);
@@ -1604,11 +1621,14 @@ TP_API int tp_service_caps_init(tp_service_caps *caps, unsigned version);
  * them (running replicas are not moved), and so do their repairs (tp_replace(): a replica may
  * take replacements in the domains it already holds a device of, and elsewhere only where the
  * caps leave room). The caps are part of the state: a rollback to a savepoint opened before the
- * call puts the old ones back.
+ * call puts the old ones back. The caps over a level and over a failure-domain kind
+ * (version 2) hold together: a replica goes only where both leave room.
  * @param c The cluster (written). @param service The service's name (copied; not empty).
- * @param caps The caps, or NULL to lift them.
- * @return 0, ::TP_EINVAL (NULL cluster or service, a bad name, version not 1, an unknown
- *         level, max_percent outside [0, 100]; the message names the field), ::TP_ENOMEM.
+ * @param caps The caps, or NULL to lift them (a version-1 struct lifts the failure-domain
+ *        caps).
+ * @return 0, ::TP_EINVAL (NULL cluster or service, a bad name, version not 1 or 2, an unknown
+ *         level or failure-domain kind, a kind past ::TP_SERVICE_FD_KINDS, max_percent or
+ *         fd_max_percent outside [0, 100]; the message names the field), ::TP_ENOMEM.
  *         On failure nothing changes. @since 0.4.0
  */
 TP_API int tp_cluster_set_service_caps(tp_cluster *c, const char *service,
@@ -1617,9 +1637,10 @@ TP_API int tp_cluster_set_service_caps(tp_cluster *c, const char *service,
 /**
  * @brief The caps of a service (tp_cluster_set_service_caps()). *Read-only.*
  * @param c The cluster. @param service The service's name.
- * @param[out] caps Receives them (its @c version must be set; @c level is owned by the
- *        topology, NULL when there are none).
- * @return 0, ::TP_EINVAL (NULL argument, version not 1). @since 0.4.0
+ * @param[out] caps Receives them (its @c version must be set, 1 or 2: a version-1 struct
+ *        gets no `fd_` fields; @c level and @c fd_kind are owned by the topology, NULL when
+ *        there are none).
+ * @return 0, ::TP_EINVAL (NULL argument, version not 1 or 2). @since 0.4.0
  */
 TP_API int tp_cluster_service_caps(const tp_cluster *c, const char *service,
                                    tp_service_caps *caps);
@@ -1635,6 +1656,19 @@ TP_API int tp_cluster_service_caps(const tp_cluster *c, const char *service,
  */
 TP_API int tp_cluster_service_replicas(const tp_cluster *c, const char *service, unsigned level,
                                        uint32_t dom, uint32_t *out);
+
+/**
+ * @brief How many running replicas of a service have a device in one failure domain (a power
+ * feed), counted for the first ::TP_SERVICE_FD_KINDS kinds whether or not caps are set.
+ * *Read-only;* one lookup.
+ * @param c The cluster. @param service The service's name.
+ * @param kind A failure-domain kind index (tp_topology_fd_kind_by_name()), below
+ *        ::TP_SERVICE_FD_KINDS. @param fd A domain of it (tp_topology_device_fd()).
+ * @param[out] out The count (0 for a service nothing has named).
+ * @return 0, ::TP_EINVAL (NULL argument, kind or domain out of range). @since 0.4.0
+ */
+TP_API int tp_cluster_service_fd_replicas(const tp_cluster *c, const char *service,
+                                          unsigned kind, uint32_t fd, uint32_t *out);
 
 /**
  * @brief A fingerprint of the state (occupancy, health, jobs, services' caps): equal states

@@ -118,7 +118,7 @@ static uint64_t caps_digest(const tp_cluster *c)
 	uint64_t sum = 0;
 	for (size_t i = 0; i < c->nsvc; i++) {
 		const struct tp_service *s = &c->svc[i];
-		if (s->level == TP_NONE)
+		if (s->level == TP_NONE && s->fd_kind == TP_NONE)
 			continue;
 		XXH3_state_t st;
 		XXH3_INITSTATE(&st);
@@ -128,6 +128,11 @@ static uint64_t caps_digest(const tp_cluster *c)
 		hb_u64(&h, s->level);
 		hb_u64(&h, s->max_per_domain);
 		hb_f64(&h, s->max_percent);
+		if (s->fd_kind != TP_NONE) { /* states without them keep their fingerprints */
+			hb_u64(&h, s->fd_kind);
+			hb_u64(&h, s->fd_max_per_domain);
+			hb_f64(&h, s->fd_max_percent);
+		}
 		hb_flush(&h);
 		sum += XXH3_64bits_digest(&st);
 	}

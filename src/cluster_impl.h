@@ -104,7 +104,8 @@ enum tp_undo_kind {
 	                     devs_separate */
 	TP_UNDO_SPARES,   /* the spare policy was level `slot`, k `ndev` (undo: put it back) */
 	TP_UNDO_SERVICE   /* service `slot` had caps level `dev` (TP_NONE: none), max_per_domain
-	                     `ndev`, max_percent `x` (undo: put them back) */
+	                     `ndev`, max_percent `x`, and the failure-domain caps `fdk`, `fdn`,
+	                     `fdx` (undo: put them back) */
 };
 
 struct tp_undo {
@@ -120,6 +121,8 @@ struct tp_undo {
 	struct tp_job_part *parts; /* REBIND: the job's partitions before (owned), or NULL */
 	uint32_t nparts;
 	double x;         /* SERVICE: the old max_percent */
+	uint32_t fdk, fdn; /* SERVICE: the old fd_kind (TP_NONE: none) and fd_max_per_domain */
+	double fdx;       /* SERVICE: the old fd_max_percent */
 };
 
 /* A service (cluster_service.c): its name, running replicas and spread caps. Services are
@@ -131,6 +134,9 @@ struct tp_service {
 	uint32_t level;          /* caps level, or TP_NONE: no caps */
 	uint32_t max_per_domain; /* 0: none */
 	double max_percent;      /* 0: none */
+	uint32_t fd_kind;        /* failure-domain kind of the fd caps, or TP_NONE: none */
+	uint32_t fd_max_per_domain; /* 0: none */
+	double fd_max_percent;   /* 0: none */
 };
 
 /* An open savepoint: the undo log's length and the generation when it was opened. */
@@ -461,6 +467,19 @@ int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len);
 static inline Word_t tp_cl_service_key(uint32_t sid, unsigned level, uint32_t dom)
 {
 	return (Word_t)sid << 36 | (Word_t)level << 32 | dom;
+}
+
+/* The counts' slot (the `level` of tp_cl_service_key) of failure-domain kind k, after the
+ * levels': the first TP_SERVICE_FD_KINDS kinds are counted (4 bits hold 8 + 8 slots). */
+static inline unsigned tp_cl_service_fd_slot(unsigned kind)
+{
+	return TP_MAX_LEVELS + kind;
+}
+
+/* The failure-domain kinds a service's replicas are counted in. */
+static inline unsigned tp_cl_service_fd_kinds(const struct tp_topology *t)
+{
+	return t->nfd < TP_SERVICE_FD_KINDS ? t->nfd : TP_SERVICE_FD_KINDS;
 }
 
 /* Free a job and what it owns (NULL is fine). */

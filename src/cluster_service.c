@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Services and their spread caps (tp_cluster_set_service_caps): the model's count, for every
- * service and every domain of every level, of the service's running replicas with a device
- * there. A job is a replica when its shape names the service (tp_request.service). The counts
+ * service and every domain of every level, and every failure domain of the first
+ * TP_SERVICE_FD_KINDS kinds (after the levels' slots: tp_cl_service_fd_slot), of the service's
+ * running replicas with a device there. A job is a replica when its shape names the service (tp_request.service). The counts
  * change with the jobs (assign, release, rebind and their undo call tp_cl_service_apply), and
  * their entries are made before a change (tp_cl_service_prepare) and never removed, so that a
  * rollback, which must not fail, only adds and subtracts. Placement reads them (place.c) to
  * keep a new replica out of the domains at the cap: one lookup per domain the service holds.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "cluster_impl.h"
@@ -38,7 +40,7 @@ static uint32_t service_get(struct tp_cluster *c, const char *name)
 		return TP_NO_SERVICE;
 	}
 	sid = (uint32_t)c->nsvc++;
-	c->svc[sid] = (struct tp_service){.name = copy, .level = TP_NONE};
+	c->svc[sid] = (struct tp_service){.name = copy, .level = TP_NONE, .fd_kind = TP_NONE};
 	*p = (void *)(Word_t)(sid + 1);
 	return sid;
 }
@@ -85,6 +87,19 @@ static bool seen_before(const struct tp_topology *t, const uint32_t *devs, size_
 	return false;
 }
 
+/* Whether devs[i]'s failure domain of kind k is also an earlier device's, as seen_before. */
+static bool fd_seen_before(const struct tp_topology *t, unsigned k, const uint32_t *devs,
+                           size_t i, uint32_t fd)
+{
+	const uint32_t *dev_fd = t->fd[k].dev_fd;
+	if (i > 0 && dev_fd[devs[i - 1]] == fd)
+		return true;
+	for (size_t x = 0; x + 1 < i; x++)
+		if (dev_fd[devs[x]] == fd)
+			return true;
+	return false;
+}
+
 int tp_cl_service_prepare(struct tp_cluster *c, const tp_request *shape, const uint32_t *devs,
                           size_t n, uint32_t *sid)
 {
@@ -104,6 +119,18 @@ int tp_cl_service_prepare(struct tp_cluster *c, const tp_request *shape, const u
 			PPvoid_t p = JudyLIns(&c->svc_count, tp_cl_service_key(s, l, dom), &err);
 			if (!p || p == PPJERR)
 				return TP_ENOMEM; /* entries made so far stay, at 0: harmless */
+		}
+	for (unsigned k = 0; k < tp_cl_service_fd_kinds(t); k++)
+		for (size_t i = 0; i < n; i++) {
+			const uint32_t *dev_fd = t->fd[k].dev_fd;
+			if (i > 0 && dev_fd[devs[i - 1]] == dev_fd[devs[i]])
+				continue;
+			JError_t err;
+			PPvoid_t p = JudyLIns(&c->svc_count,
+			                      tp_cl_service_key(s, tp_cl_service_fd_slot(k), dev_fd[devs[i]]),
+			                      &err);
+			if (!p || p == PPJERR)
+				return TP_ENOMEM;
 		}
 	*sid = s;
 	return 0;
@@ -126,6 +153,18 @@ void tp_cl_service_apply(struct tp_cluster *c, const struct tp_job_impl *job, bo
 			if (p && p != PPJERR) /* always found: tp_cl_service_prepare made it */
 				*p = (void *)((Word_t)*p + (on ? 1 : (Word_t)-1));
 		}
+	for (unsigned k = 0; k < tp_cl_service_fd_kinds(t); k++)
+		for (size_t i = 0; i < job->ndev; i++) {
+			uint32_t fd = t->fd[k].dev_fd[job->devs[i]];
+			if (fd_seen_before(t, k, job->devs, i, fd))
+				continue;
+			JError_t err;
+			PPvoid_t p = JudyLGet(c->svc_count,
+			                      tp_cl_service_key(job->service, tp_cl_service_fd_slot(k), fd),
+			                      &err);
+			if (p && p != PPJERR)
+				*p = (void *)((Word_t)*p + (on ? 1 : (Word_t)-1));
+		}
 }
 
 void tp_cl_service_free(struct tp_cluster *c)
@@ -142,36 +181,70 @@ void tp_cl_service_free(struct tp_cluster *c)
 
 /* ---- the public calls ------------------------------------------------------------------------ */
 
+/* The size of a caps struct of a version (0: one the library does not know): a version-1
+ * struct ends before fd_kind. */
+static size_t caps_size(unsigned version)
+{
+	return version == 1                         ? offsetof(tp_service_caps, fd_kind)
+	       : version == TP_SERVICE_CAPS_VERSION ? sizeof(tp_service_caps)
+	                                            : 0;
+}
+
+/* One cap's figures: max_percent in [0, 100], and no figure without what it counts over. */
+static int figures_check(struct tp_cluster *c, const char *over, const char *prefix,
+                         uint32_t max_per_domain, double max_percent, bool counted)
+{
+	if (!(max_percent >= 0.0 && max_percent <= 100.0))
+		return tp_seterr(c->errmsg, TP_EINVAL, "caps.%smax_percent %g is not in [0, 100]",
+		                 prefix, max_percent);
+	if (!counted && (max_per_domain || max_percent > 0.0))
+		return tp_seterr(c->errmsg, TP_EINVAL, "caps.%s is NULL but caps.%s%s is set: "
+		                 "a cap counts over the domains of a %s", over, prefix,
+		                 max_per_domain ? "max_per_domain" : "max_percent",
+		                 *prefix ? "failure-domain kind" : "level");
+	return 0;
+}
+
+/* The caller's caps checked and read as the current version into *v; *level and *kind their
+ * indexes (-1: none). */
 static int caps_check(struct tp_cluster *c, const char *service, const tp_service_caps *caps,
-                      int *level)
+                      tp_service_caps *v, int *level, int *kind)
 {
 	const char *why = tp_name_problem(service, false);
 	if (why)
 		return tp_seterr(c->errmsg, TP_EINVAL, "service %s", why);
-	*level = -1;
+	*level = *kind = -1;
+	*v = (tp_service_caps)TP_SERVICE_CAPS_INIT;
 	if (!caps)
 		return 0;
-	if (caps->version != TP_SERVICE_CAPS_VERSION)
-		return tp_seterr(c->errmsg, TP_EINVAL, "caps.version %u is not %d", caps->version,
+	if (!caps_size(caps->version))
+		return tp_seterr(c->errmsg, TP_EINVAL, "caps.version %u is not 1 or %d", caps->version,
 		                 TP_SERVICE_CAPS_VERSION);
-	if (!(caps->max_percent >= 0.0 && caps->max_percent <= 100.0))
-		return tp_seterr(c->errmsg, TP_EINVAL, "caps.max_percent %g is not in [0, 100]",
-		                 caps->max_percent);
-	if (caps->level && (*level = tp_topology_level_index(c->t, caps->level)) < 0)
+	memcpy(v, caps, caps_size(caps->version));
+	v->version = TP_SERVICE_CAPS_VERSION;
+	if (v->level && (*level = tp_topology_level_index(c->t, v->level)) < 0)
 		return tp_seterr(c->errmsg, TP_EINVAL, "caps.level '%s' is not a level of the "
-		                 "topology", caps->level);
-	if (!caps->level && (caps->max_per_domain || caps->max_percent > 0.0))
-		return tp_seterr(c->errmsg, TP_EINVAL, "caps.level is NULL but caps.%s is set: "
-		                 "a cap counts over the domains of a level",
-		                 caps->max_per_domain ? "max_per_domain" : "max_percent");
-	return 0;
+		                 "topology", v->level);
+	int rc = figures_check(c, "level", "", v->max_per_domain, v->max_percent, v->level);
+	if (rc)
+		return rc;
+	if (v->fd_kind && (*kind = tp_topology_fd_kind_by_name(c->t, v->fd_kind)) < 0)
+		return tp_seterr(c->errmsg, TP_EINVAL, "caps.fd_kind '%s' is not a failure-domain "
+		                 "kind of the topology", v->fd_kind);
+	if (*kind >= TP_SERVICE_FD_KINDS)
+		return tp_seterr(c->errmsg, TP_EINVAL, "caps.fd_kind '%s' is kind %d of the "
+		                 "topology: a service's replicas are counted in the first %d kinds only",
+		                 v->fd_kind, *kind, TP_SERVICE_FD_KINDS);
+	return figures_check(c, "fd_kind", "fd_", v->fd_max_per_domain, v->fd_max_percent,
+	                     v->fd_kind);
 }
 
 static int set_caps(struct tp_cluster *c, const char *service, const tp_service_caps *caps)
 {
 	if (!service)
 		return tp_seterr(c->errmsg, TP_EINVAL, "tp_cluster_set_service_caps: service is NULL");
-	int level = -1, rc = caps_check(c, service, caps, &level);
+	tp_service_caps v;
+	int level = -1, kind = -1, rc = caps_check(c, service, caps, &v, &level, &kind);
 	if (rc)
 		return rc;
 	uint32_t sid = service_get(c, service);
@@ -182,11 +255,17 @@ static int set_caps(struct tp_cluster *c, const char *service, const tp_service_
 	if (c->nsp)
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_SERVICE, .slot = sid,
 		                                    .dev = s->level, .ndev = s->max_per_domain,
-		                                    .x = s->max_percent});
-	bool any = caps && level >= 0 && (caps->max_per_domain || caps->max_percent > 0.0);
+		                                    .x = s->max_percent, .fdk = s->fd_kind,
+		                                    .fdn = s->fd_max_per_domain,
+		                                    .fdx = s->fd_max_percent});
+	bool any = level >= 0 && (v.max_per_domain || v.max_percent > 0.0);
 	s->level = any ? (uint32_t)level : TP_NONE;
-	s->max_per_domain = any ? caps->max_per_domain : 0;
-	s->max_percent = any ? caps->max_percent : 0.0;
+	s->max_per_domain = any ? v.max_per_domain : 0;
+	s->max_percent = any ? v.max_percent : 0.0;
+	bool fd = kind >= 0 && (v.fd_max_per_domain || v.fd_max_percent > 0.0);
+	s->fd_kind = fd ? (uint32_t)kind : TP_NONE;
+	s->fd_max_per_domain = fd ? v.fd_max_per_domain : 0;
+	s->fd_max_percent = fd ? v.fd_max_percent : 0.0;
 	c->generation = ++c->generations;
 	return 0;
 }
@@ -194,8 +273,7 @@ static int set_caps(struct tp_cluster *c, const char *service, const tp_service_
 int tp_service_caps_init(tp_service_caps *caps, unsigned version)
 {
 	static const tp_service_caps init = TP_SERVICE_CAPS_INIT;
-	return tp_options_init(caps, version == TP_SERVICE_CAPS_VERSION ? sizeof init : 0, &init,
-	                       version);
+	return tp_options_init(caps, caps_size(version), &init, version);
 }
 
 int tp_cluster_set_service_caps(tp_cluster *c, const char *service, const tp_service_caps *caps)
@@ -207,15 +285,34 @@ int tp_cluster_set_service_caps(tp_cluster *c, const char *service, const tp_ser
 
 int tp_cluster_service_caps(const tp_cluster *c, const char *service, tp_service_caps *caps)
 {
-	if (!c || !service || !caps || caps->version != TP_SERVICE_CAPS_VERSION)
+	if (!c || !service || !caps || !caps_size(caps->version))
 		return TP_EINVAL;
-	*caps = (tp_service_caps)TP_SERVICE_CAPS_INIT;
+	tp_service_caps v = TP_SERVICE_CAPS_INIT;
 	uint32_t sid = tp_cl_service_find(c, service);
-	if (sid == TP_NO_SERVICE || c->svc[sid].level == TP_NONE)
-		return 0;
-	caps->level = c->t->lv[c->svc[sid].level].name;
-	caps->max_per_domain = c->svc[sid].max_per_domain;
-	caps->max_percent = c->svc[sid].max_percent;
+	const struct tp_service *s = sid == TP_NO_SERVICE ? NULL : &c->svc[sid];
+	if (s && s->level != TP_NONE) {
+		v.level = c->t->lv[s->level].name;
+		v.max_per_domain = s->max_per_domain;
+		v.max_percent = s->max_percent;
+	}
+	if (s && s->fd_kind != TP_NONE) {
+		v.fd_kind = c->t->fd[s->fd_kind].name;
+		v.fd_max_per_domain = s->fd_max_per_domain;
+		v.fd_max_percent = s->fd_max_percent;
+	}
+	v.version = caps->version;
+	memcpy(caps, &v, caps_size(caps->version));
+	return 0;
+}
+
+int tp_cluster_service_fd_replicas(const tp_cluster *c, const char *service, unsigned kind,
+                                   uint32_t fd, uint32_t *out)
+{
+	if (!c || !service || !out || kind >= tp_cl_service_fd_kinds(c->t) ||
+	    fd >= c->t->fd[kind].ndom)
+		return TP_EINVAL;
+	uint32_t sid = tp_cl_service_find(c, service);
+	*out = sid == TP_NO_SERVICE ? 0 : tp_cl_service_count(c, sid, tp_cl_service_fd_slot(kind), fd);
 	return 0;
 }
 
@@ -255,9 +352,18 @@ int tp_cl_service_check(const struct tp_cluster *c, char *buf, size_t len)
 					touched++;
 					missing |= tp_cl_service_count(c, (uint32_t)s, l, dom) == 0;
 				}
+			for (unsigned k = 0; k < tp_cl_service_fd_kinds(t); k++)
+				for (size_t i = 0; i < job->ndev; i++) {
+					uint32_t fd = t->fd[k].dev_fd[job->devs[i]];
+					if (fd_seen_before(t, k, job->devs, i, fd))
+						continue;
+					touched++;
+					missing |= tp_cl_service_count(c, (uint32_t)s, tp_cl_service_fd_slot(k),
+					                               fd) == 0;
+				}
 		}
 		Word_t key = tp_cl_service_key((uint32_t)s, 0, 0);
-		Word_t last = tp_cl_service_key((uint32_t)s, t->nlevels - 1, UINT32_MAX);
+		Word_t last = tp_cl_service_key((uint32_t)s, 15, UINT32_MAX); /* levels and kinds */
 		JError_t err;
 		for (PPvoid_t v = JudyLFirst(c->svc_count, &key, &err); v && v != PPJERR && key <= last;
 		     v = JudyLNext(c->svc_count, &key, &err))

@@ -212,6 +212,9 @@ static void undo_entry(struct tp_cluster *c, struct tp_undo *e)
 		c->svc[e->slot].level = e->dev;
 		c->svc[e->slot].max_per_domain = e->ndev;
 		c->svc[e->slot].max_percent = e->x;
+		c->svc[e->slot].fd_kind = e->fdk;
+		c->svc[e->slot].fd_max_per_domain = e->fdn;
+		c->svc[e->slot].fd_max_percent = e->fdx;
 		break;
 	}
 }

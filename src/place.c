@@ -280,6 +280,7 @@ void tp_pl_ctx_fini(struct pctx *p)
 		jl_free(&p->used[l]);
 	}
 	j1_free(&p->sbad);
+	j1_free(&p->fbad);
 	j1_free(&p->xknown);
 	j1_free(&p->xdirty);
 	j1_free(&p->extra_down);
@@ -343,7 +344,7 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	p->part_mode = self_slot != TP_NO_JOB && c->part_level >= 0 ? 2 : 0; /* a repair: strict */
 	p->filtered = q->has_model || q->min_perf > 0 || q->min_mem > 0 || q->has_nodes ||
 	              q->exclusive >= 0 || p->have_xbad || p->colevel >= 0 || q->pairs || p->sbad ||
-	              p->part_mode > 0;
+	              p->fbad || p->part_mode > 0;
 	p->out = NULL;
 	return p->err;
 }

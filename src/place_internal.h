@@ -83,6 +83,10 @@ struct pctx {
 	                                 * is at its cap (tp_pl_build_sbad), NULL: none */
 	int svc_level;                  /* the service's caps level, -1: no caps */
 	uint32_t svc_cap, svc_blocked;  /* replicas a domain may hold; domains at it */
+	Pvoid_t fbad;                   /* Judy1: failure domains of kind svc_fd where the service
+	                                 * is at its fd cap (a device filter), NULL: none */
+	int svc_fd;                     /* the service's fd caps kind, -1: none */
+	uint32_t svc_fd_cap, svc_fd_blocked, svc_fd_first; /* as svc_cap; the first blocked */
 	int excl;                       /* the request's exclusive level, -1: none */
 	Pvoid_t xknown, xdirty;         /* Judy1 memo of the exclusive level's domains */
 	uint32_t self_slot;             /* replace: the job being repaired */

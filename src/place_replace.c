@@ -639,11 +639,13 @@ static void replace_explain(tp_placement *pl, struct pctx *p, const struct rstat
 	evict_text(p, rs, al, dom, need, path, evict, sizeof evict);
 	pl->fit.level = al >= 0 ? al : 0;
 	pl->fit.best = fr + sp < need ? fr + sp : need;
+	char svc[256] = ""; /* the service's caps, when they keep the replacements out */
+	tp_pl_say_service(p, svc, sizeof svc);
 	tp_seterr(pl->errmsg, code,
 	          "%s: replace: the %u failed devices of job '%s' must be replaced inside %s (where "
 	          "its shape keeps them), which has %u free devices and %u spares, not enough in "
-	          "the shape they need; the cheapest alternatives: %s%s", code == TP_EBUSY ? "busy" : "fragmented", need,
-	          rs->job->id, path, fr, sp, shrink, evict);
+	          "the shape they need; the cheapest alternatives: %s%s%s", code == TP_EBUSY ? "busy" : "fragmented", need,
+	          rs->job->id, path, fr, sp, shrink, evict, svc);
 }
 
 /* Place each class in turn; the last one's context is kept for the result (*p, which then

@@ -83,6 +83,8 @@ bool tp_pl_dev_ok(const struct pctx *p, uint32_t d)
 		return false;
 	if (p->taken && j1_test(p->taken, d))
 		return false;
+	if (p->fbad && j1_test(p->fbad, p->t->fd[p->svc_fd].dev_fd[d]))
+		return false; /* its failure domain is at the service's cap */
 	if (p->q->min_perf > 0 && !(p->t->dev_perf[d] >= p->q->min_perf))
 		return false;
 	return true;

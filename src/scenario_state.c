@@ -13,7 +13,8 @@
 
 static const char *const state_keys[] = {"jobs", "down", "cordoned", "x_service_caps",
                                          "x_partitions"};
-static const char *const caps_keys[] = {"level", "max_per_domain", "max_percent"};
+static const char *const caps_keys[] = {"level", "max_per_domain", "max_percent", "fd_kind",
+                                        "fd_max_per_domain", "fd_max_percent"};
 static const char *const part_keys[] = {"level", "channels"};
 static const char *const job_keys[] = {"id", "class", "priority", "tenant", "preemptible",
                                        "migratable", "checkpoint_s", "devices", "request"};
@@ -372,7 +373,8 @@ static bool read_jobs(struct scen *s, const json_t *jobs)
 }
 
 /* state.x_service_caps (extension): {"<service>": {"level", "max_per_domain",
- * "max_percent"}}, set on the cluster before the jobs are assigned. */
+ * "max_percent", "fd_kind", "fd_max_per_domain", "fd_max_percent"}} (a level, a failure-domain
+ * kind or both), set on the cluster before the jobs are assigned. */
 static bool read_service_caps(struct scen *s, const json_t *v)
 {
 	if (!json_is_object(v))
@@ -385,19 +387,26 @@ static bool read_service_caps(struct scen *s, const json_t *v)
 		if (!sc_check_key_name(s, name, "state.x_service_caps", "a service") ||
 		    !sc_check_object(s, c, p, caps_keys, SC_COUNT(caps_keys)))
 			return false;
-		const json_t *x = json_object_get(c, "level");
-		if (!x || !json_is_string(x))
-			return sc_fail(s, sc_join(q, p, "level"), "%s: a level name is required",
-			               x ? sc_kind(x) : "missing");
+		const json_t *x = json_object_get(c, "level"), *k = json_object_get(c, "fd_kind");
+		if ((x || !k) && (!x || !json_is_string(x)))
+			return sc_fail(s, sc_join(q, p, "level"), "%s: a level name is required (or "
+			               "fd_kind alone)", x ? sc_kind(x) : "missing");
+		if (k && !json_is_string(k))
+			return sc_fail(s, sc_join(q, p, "fd_kind"), "%s: a failure-domain kind's name "
+			               "is required", sc_kind(k));
 		long long n;
 		double pct;
-		if ((x = json_object_get(c, "max_per_domain")) &&
-		    !sc_check_int(s, x, sc_join(q, p, "max_per_domain"), 0, true, UINT32_MAX, true,
-		                  "an integer from 0 to 2^32 - 1", &n))
-			return false;
-		if ((x = json_object_get(c, "max_percent")) &&
-		    !sc_check_num(s, x, sc_join(q, p, "max_percent"), false, true, &pct))
-			return false;
+		static const char *const counts[] = {"max_per_domain", "fd_max_per_domain"};
+		static const char *const shares[] = {"max_percent", "fd_max_percent"};
+		for (size_t i = 0; i < 2; i++) {
+			if ((x = json_object_get(c, counts[i])) &&
+			    !sc_check_int(s, x, sc_join(q, p, counts[i]), 0, true, UINT32_MAX, true,
+			                  "an integer from 0 to 2^32 - 1", &n))
+				return false;
+			if ((x = json_object_get(c, shares[i])) &&
+			    !sc_check_num(s, x, sc_join(q, p, shares[i]), false, true, &pct))
+				return false;
+		}
 	}
 	s->svc_caps = v;
 	return true;
@@ -415,6 +424,11 @@ static bool build_service_caps(struct scen *s)
 		caps.max_per_domain = x ? (uint32_t)json_integer_value(x) : 0;
 		x = json_object_get(c, "max_percent");
 		caps.max_percent = x ? json_number_value(x) : 0.0;
+		caps.fd_kind = json_string_value(json_object_get(c, "fd_kind"));
+		x = json_object_get(c, "fd_max_per_domain");
+		caps.fd_max_per_domain = x ? (uint32_t)json_integer_value(x) : 0;
+		x = json_object_get(c, "fd_max_percent");
+		caps.fd_max_percent = x ? json_number_value(x) : 0.0;
 		int rc = tp_cluster_set_service_caps(s->c, name, &caps);
 		if (rc == TP_ENOMEM)
 			return sc_nomem(s, "state.x_service_caps");

@@ -10,6 +10,7 @@
  * spread domain (the domain of the first device of p0), then places the missing groups one by
  * one inside a savepoint, so that a failure rolls everything back. Over the public API only.
  */
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,12 @@ struct tp_pd_result {
 	size_t n, cap;
 	const char *locality; /* the level the groups were kept to (owned by the topology) */
 	double handoff_us;
-	char decision[TP_ERRMSG_LEN];
+	char decision[4 * TP_ERRMSG_LEN];
 };
+
+/* What tp_pd_result_locality() says when "auto" kept the groups of one call to different
+ * levels (their domains' fabrics differ). */
+static const char mixed_locality[] = "mixed";
 
 /* What one call works with. */
 struct pd {
@@ -40,6 +45,13 @@ struct pd {
 	uint32_t ndom;        /* domains of the spread level (1 without one) */
 	uint32_t *groups_in;  /* [ndom] groups of the service per domain */
 	uint32_t *order;      /* [ndom] scratch: the domains in trying order */
+	const char *loc;      /* the locality level tried (NULL: none) */
+	bool aut;             /* "auto": loc is chosen per group and domain (place_group_auto) */
+	const struct tp_pd_handoff *cand; /* "auto": the candidate tried, or NULL */
+	int placed_level;     /* "auto": the level of the groups placed (-2: none yet) */
+	bool mixed;           /* "auto": the groups placed were kept to different levels */
+	double worst_us;      /* "auto": the largest hand-off of a group placed */
+	size_t dlen;          /* "auto": the length of res->decision */
 };
 
 static void job_name(char *buf, size_t len, const char *service, unsigned g, char kind,
@@ -202,10 +214,10 @@ static tp_request side_request(const struct pd *q, int prefill, const char **nod
 		r.nselect_nodes = nnodes;
 	}
 	if (prefill) {
-		r.required = q->r->locality;
-	} else if (q->r->locality) {
+		r.required = q->loc;
+	} else if (q->loc) {
 		r.colocate_job = colocate;
-		r.colocate_level = q->r->locality;
+		r.colocate_level = q->loc;
 	}
 	return r;
 }
@@ -221,6 +233,20 @@ static size_t domain_node_names(const struct pd *q, int level, uint32_t dom, con
 	return n;
 }
 
+/* The nodes of domain dom of level (level -1: the cluster) that the "auto" candidate tried
+ * admits (tp_pd_handoff_admits): the domains of the candidate's fabric. */
+static size_t admitted_nodes(const struct pd *q, int level, uint32_t dom, const char **nodes)
+{
+	uint32_t first = 0, n = tp_topology_node_count(q->t);
+	if (level >= 0)
+		tp_topology_domain_nodes(q->t, (unsigned)level, dom, &first, &n);
+	size_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (tp_pd_handoff_admits(q->t, q->r, q->cand, first + i))
+			nodes[k++] = tp_topology_node_name(q->t, first + i);
+	return k;
+}
+
 /* When the locality level lies inside the spread domain (or there is no spread), the prefill
  * side alone could take a locality domain the decode side then does not fit in: first find the
  * tightest locality domain with room for the whole group (one tp_place of its devices), and
@@ -228,13 +254,13 @@ static size_t domain_node_names(const struct pd *q, int level, uint32_t dom, con
 static int narrow_to_locality(struct pd *q, const char **nodes, size_t *nn, char *why,
                               size_t whylen)
 {
-	int loc = q->r->locality ? tp_topology_level_by_name(q->t, q->r->locality) : -1;
+	int loc = q->loc ? tp_topology_level_by_name(q->t, q->loc) : -1;
 	if (loc < 0 || loc <= q->spread)
 		return 0;
 	tp_request r = side_request(q, 1, nodes, *nn, NULL);
 	r.count = q->r->prefill * q->r->prefill_devices + q->r->decode * q->r->decode_devices;
 	r.group_size = r.count;
-	r.group_level = q->r->locality;
+	r.group_level = q->loc;
 	r.required = NULL;
 	tp_placement *p = NULL;
 	int rc = tp_place(q->c, &r, &p);
@@ -244,6 +270,9 @@ static int narrow_to_locality(struct pd *q, const char **nodes, size_t *nn, char
 		uint32_t node = tp_topology_device_node(q->t, devs[0]);
 		*nn = domain_node_names(q, loc, tp_topology_node_domain(q->t, node, (unsigned)loc),
 		                        nodes);
+		if (q->cand && q->cand->narrow)
+			*nn = admitted_nodes(q, loc, tp_topology_node_domain(q->t, node, (unsigned)loc),
+			                     nodes);
 	} else {
 		snprintf(why, whylen, "group: %s", p ? tp_placement_errmsg(p) : "out of memory");
 	}
@@ -255,6 +284,13 @@ static int try_group(struct pd *q, unsigned g, uint32_t dom, const char **nodes,
                      char *why, size_t whylen)
 {
 	size_t nn = dom == TP_NONE ? 0 : domain_node_names(q, q->spread, dom, nodes);
+	if (q->cand && q->cand->narrow) {
+		nn = admitted_nodes(q, dom == TP_NONE ? -1 : q->spread, dom, nodes);
+		if (nn == 0) {
+			snprintf(why, whylen, "no domain of the candidate's fabric there");
+			return TP_EINFEASIBLE;
+		}
+	}
 	int rc = narrow_to_locality(q, nodes, &nn, why, whylen);
 	if (rc)
 		return rc;
@@ -288,6 +324,89 @@ static int try_group(struct pd *q, unsigned g, uint32_t dom, const char **nodes,
 	return 0;
 }
 
+static const char *locality_name(const tp_topology *t, int level)
+{
+	return level < 0 ? "none" : tp_topology_level_name(t, (unsigned)level);
+}
+
+/* Append to the result's decision (bounded: the tail of a long one is cut). */
+static void say(struct pd *q, const char *fmt, ...) TP_PRINTF(2, 3);
+static void say(struct pd *q, const char *fmt, ...)
+{
+	size_t cap = sizeof q->res->decision;
+	if (q->dlen >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(q->res->decision + q->dlen, cap - q->dlen, fmt, ap);
+	va_end(ap);
+	q->dlen = k < 0 ? cap : q->dlen + (size_t)k;
+}
+
+/* A group placed at candidate h: what the result says of the call's locality. */
+static void note_placed(struct pd *q, const struct tp_pd_handoff *h)
+{
+	if (q->placed_level != -2 && q->placed_level != h->level)
+		q->mixed = true;
+	q->placed_level = h->level;
+	if (h->us > q->worst_us)
+		q->worst_us = h->us;
+}
+
+/* "auto": group g, candidate by candidate (each domain's k-th best before any domain's
+ * (k + 1)-th, the domains in spread order), each domain's candidates from the fabrics of its
+ * own domains (tp_pd_handoff_scope); the decision says, for the group, the candidates where it
+ * was placed and each try. */
+static int place_group_auto(struct pd *q, unsigned g, uint32_t n, const char **nodes,
+                            char *why, size_t whylen)
+{
+	struct tp_pd_handoff cand[TP_PD_MAX_CANDIDATES];
+	char tries[TP_ERRMSG_LEN] = "";
+	size_t tl = 0;
+	int last = TP_EINFEASIBLE;
+	for (size_t k = 0; k < TP_PD_MAX_CANDIDATES; k++) {
+		bool any = false;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t dom = q->spread < 0 ? TP_NONE : q->order[i];
+			size_t nc = tp_pd_handoff_scope(q->t, q->r, q->spread, dom, cand);
+			if (k >= nc)
+				continue;
+			any = true;
+			q->cand = &cand[k];
+			q->loc = cand[k].level < 0 ? NULL : tp_topology_level_name(q->t,
+			                                                            (unsigned)cand[k].level);
+			int rc = try_group(q, g, dom, nodes, why, whylen);
+			q->cand = NULL;
+			char path[TP_MAX_NAME + 1] = "";
+			if (dom != TP_NONE)
+				tp_topology_domain_path(q->t, (unsigned)q->spread, dom, path, sizeof path);
+			if (tl < sizeof tries)
+				tl += (size_t)snprintf(tries + tl, sizeof tries - tl, "; tried %s%s%s: %s",
+				                       locality_name(q->t, cand[k].level), *path ? " in " : "",
+				                       path, rc ? tp_err_name(rc) : "placed");
+			if (rc == 0) {
+				q->groups_in[q->spread < 0 ? 0 : dom]++;
+				note_placed(q, &cand[k]);
+				say(q, "%s g%u%s%s:", q->dlen > 5 ? " |" : "", g, *path ? " in " : "", path);
+				for (size_t x = 0; x < nc; x++)
+					say(q, "%s %s %.1f us", x ? "," : "", locality_name(q->t, cand[x].level),
+					    cand[x].us);
+				say(q, "%s", tries);
+				return 0;
+			}
+			if (rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
+				return q->res->errmsg[0] ? rc : tp_seterr(q->res->errmsg, rc, "group %u: %s",
+				                                          g, why);
+			last = rc;
+		}
+		if (!any)
+			break;
+	}
+	return tp_seterr(q->res->errmsg, last, "group %u of service %s: locality auto: no "
+	                 "candidate places the groups (%s); the last: %s", g, q->r->service,
+	                 tries[0] ? tries + 2 : "none", why);
+}
+
 static int place_group(struct pd *q, unsigned g, uint64_t *keys, const char **nodes)
 {
 	uint32_t n = domain_order(q, keys);
@@ -297,6 +416,8 @@ static int place_group(struct pd *q, unsigned g, uint64_t *keys, const char **no
 		return tp_seterr(q->res->errmsg, TP_EBUSY, "group %u: every %s holds %u groups of "
 		                 "service %s (request.max_per_domain)", g, q->r->spread_level,
 		                 q->r->max_per_domain, q->r->service);
+	if (q->aut)
+		return place_group_auto(q, g, n, nodes, why, sizeof why);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t dom = q->spread < 0 ? TP_NONE : q->order[i];
 		int rc = try_group(q, g, dom, nodes, why, sizeof why);
@@ -367,9 +488,11 @@ static int pd_run(struct pd *q)
 	q->groups_in = tp_calloc(a, q->ndom, sizeof *q->groups_in);
 	q->order = tp_mallocn(a, q->ndom, sizeof *q->order);
 	uint64_t *keys = tp_mallocn(a, q->ndom, sizeof *keys);
-	int loc = r->locality ? tp_topology_level_by_name(q->t, r->locality) : -1;
+	q->loc = q->aut ? NULL : r->locality;
+	q->placed_level = -2;
+	int loc = q->loc ? tp_topology_level_by_name(q->t, q->loc) : -1;
 	int widest = q->spread >= 0 ? q->spread : loc; /* the nodes buffer holds its largest */
-	uint32_t most = 0;
+	uint32_t most = q->aut ? tp_topology_node_count(q->t) : 0; /* auto: a fabric's nodes */
 	uint32_t nw = widest < 0 ? 0 : tp_topology_domain_count(q->t, (unsigned)widest);
 	for (uint32_t d = 0; d < nw; d++) {
 		uint32_t first, n;
@@ -417,46 +540,49 @@ static void result_clear(tp_pd_result *res)
 	res->n = 0;
 }
 
-static const char *locality_name(const tp_topology *t, int level)
-{
-	return level < 0 ? "none" : tp_topology_level_name(t, (unsigned)level);
-}
-
-/* "auto" locality: the candidates in the order of tp_pd_handoff_candidates(), each tried for
- * the whole call (all or nothing, rolled back by pd_run on failure); the first that places
- * every missing group is kept. res->decision lists the figures and what each try gave. */
+/* "auto" locality: each missing group keeps to the candidate that its domain's fabrics give
+ * (place_group_auto), all groups or none (pd_run's savepoint). The result's locality is the
+ * groups' level, or "mixed" when they differ; its hand-off the largest of theirs; with no
+ * group to place, the cluster's first candidate. */
 static int pd_auto(tp_cluster *c, tp_pd_request *r, tp_pd_result *res)
 {
 	const tp_topology *t = tp_cluster_topology(c);
-	struct tp_pd_handoff cand[TP_MAX_LEVELS + 1];
-	size_t n = tp_pd_handoff_candidates(t, r, cand);
-	size_t len = (size_t)snprintf(res->decision, sizeof res->decision, "auto:");
-	for (size_t i = 0; i < n && len < sizeof res->decision; i++)
-		len += (size_t)snprintf(res->decision + len, sizeof res->decision - len, "%s %s %.1f us",
-		                        i ? "," : "", locality_name(t, cand[i].level), cand[i].us);
-	int rc = TP_EINFEASIBLE;
-	for (size_t i = 0; i < n; i++) {
-		r->locality = cand[i].level < 0 ? NULL : tp_topology_level_name(t, (unsigned)cand[i].level);
-		struct pd q = {.c = c, .t = t, .r = r, .res = res};
-		res->errmsg[0] = '\0';
-		rc = pd_run(&q);
-		if (len < sizeof res->decision)
-			len += (size_t)snprintf(res->decision + len, sizeof res->decision - len,
-			                        "; tried %s: %s", locality_name(t, cand[i].level),
-			                        rc ? tp_err_name(rc) : "placed");
-		if (rc == 0) {
-			res->locality = r->locality;
-			res->handoff_us = cand[i].us;
-			return 0;
-		}
+	struct pd q = {.c = c, .t = t, .r = r, .res = res, .aut = true};
+	q.dlen = (size_t)snprintf(res->decision, sizeof res->decision, "auto:");
+	int rc = pd_run(&q);
+	if (rc) {
 		result_clear(res);
-		if (rc != TP_EBUSY && rc != TP_EFRAGMENTED && rc != TP_EINFEASIBLE)
-			return rc;
+		return rc;
 	}
-	char last[TP_ERRMSG_LEN];
-	snprintf(last, sizeof last, "%s", res->errmsg);
-	return tp_seterr(res->errmsg, rc, "locality auto: no candidate places the groups (%s); "
-	                 "the last: %s", res->decision, last);
+	if (q.placed_level == -2) {
+		struct tp_pd_handoff cand[TP_PD_MAX_CANDIDATES];
+		tp_pd_handoff_scope(t, r, -1, TP_NONE, cand);
+		q.placed_level = cand[0].level;
+		q.worst_us = cand[0].us;
+	}
+	res->locality = q.mixed ? mixed_locality
+	                : q.placed_level < 0 ? NULL
+	                                     : tp_topology_level_name(t, (unsigned)q.placed_level);
+	res->handoff_us = q.worst_us;
+	return 0;
+}
+
+/* A fixed locality's hand-off: the largest over the groups placed of their locality domain's
+ * fabric (a mixed fleet's domains differ); the level's when the call placed none. */
+static double placed_handoff(const tp_topology *t, const tp_pd_request *r,
+                             const tp_pd_result *res, int level)
+{
+	double worst = -1.0;
+	for (size_t i = 0; level >= 0 && i < res->n; i++) {
+		const tp_pd_instance *x = &res->inst[i];
+		if (!x->prefill || x->index != 0 || x->ndevices == 0)
+			continue;
+		uint32_t node = tp_topology_device_node(t, x->devices[0]);
+		double us = tp_pd_handoff_in(t, r, level, tp_topology_node_domain(t, node,
+		                                                                  (unsigned)level));
+		worst = us > worst ? us : worst;
+	}
+	return worst >= 0.0 ? worst : tp_pd_handoff_us(t, r, level);
 }
 
 int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
@@ -490,7 +616,7 @@ int tp_pd_place(tp_cluster *c, const tp_pd_request *r, tp_pd_result **out)
 		return rc;
 	}
 	res->locality = level < 0 ? NULL : tp_topology_level_name(t, (unsigned)level);
-	res->handoff_us = tp_pd_handoff_us(t, &req, level);
+	res->handoff_us = placed_handoff(t, &req, res, level);
 	return 0;
 }
 

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """tp-bench sim --inference (bench/sim_serving.c) on a small run: deterministic for a seed,
-every policy reports every column with shares in [0, 100], no share above the bound, and
-topoplace (whose caps keep a service's replicas spread over racks) survives a rack loss for a
-larger share of service-hours than the packing baselines.
+every policy reports every column with shares in [0, 100], no share above the bound, feed-safe
+never above rack-safe (a feed holds whole racks), and topoplace (whose caps keep a service's
+replicas spread over racks and over the power feeds, declared as failure domains) survives a
+rack loss for a larger share of service-hours than the packing baselines and a feed loss for
+at least the share random placement does, above the packing baselines, within 1% of the most
+effective GPU-hours of any baseline.
 
 usage: check_sim_serving.py TP_BENCH
 """
@@ -52,9 +55,21 @@ def main(argv):
         if not tp > got[base][2]:
             sys.exit("topoplace rack-safe %.1f%% is not above %s's %.1f%%\n%s"
                      % (tp, base, got[base][2], out))
+    tp_feed, tp_eff = got["topoplace"][3], got["topoplace"][4]
+    for base in ("random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree-like"):
+        if tp_feed < got[base][3] or (base != "random" and not tp_feed > got[base][3]):
+            sys.exit("topoplace feed-safe %.1f%% is below %s's %.1f%%\n%s"
+                     % (tp_feed, base, got[base][3], out))
+    best = max(got[b][4] for b in got if not b.startswith("topoplace"))
+    if tp_eff < 0.99 * best:
+        sys.exit("topoplace's effective GPU-hours %.0f are more than 1%% below %.0f\n%s"
+                 % (tp_eff, best, out))
+    if not re.search(r"\(nvl72:1440, 10 power feeds of two racks\)", out):
+        sys.exit("the header does not say the 20 racks are on 10 power feeds:\n%s" % out)
     if run(tp_bench, "--seed", "2") == out:
         sys.exit("another seed gives the same run")
-    print("1..1\nok 1 - sim --inference: deterministic, in range, topoplace spreads replicas")
+    print("1..1\nok 1 - sim --inference: deterministic, in range, topoplace spreads replicas "
+          "over racks and feeds")
     return 0
 
 

@@ -106,6 +106,8 @@ Test(options, an_older_version_gets_only_its_own_fields)
 	          offsetof(tp_defrag_policy, prefer_level));
 	CHECK_OLD(tp_slurm_options, tp_slurm_options_init, TP_SLURM_OPTIONS_INIT, 1,
 	          offsetof(tp_slurm_options, warnbuf));
+	CHECK_OLD(tp_service_caps, tp_service_caps_init, TP_SERVICE_CAPS_INIT, 1,
+	          offsetof(tp_service_caps, fd_kind));
 	TP_ASSERT_NO_LEAKS();
 }
 

@@ -231,9 +231,9 @@ Test(service, bad_arguments)
 	TP_ASSERT_ERR(tp_cluster_set_service_caps(c, "web", &caps), TP_EINVAL,
 	              tp_cluster_errmsg(c), "caps.max_percent 150 is not in [0, 100]");
 	caps.max_percent = 0;
-	caps.version = 2;
+	caps.version = 0;
 	TP_ASSERT_ERR(tp_cluster_set_service_caps(c, "web", &caps), TP_EINVAL,
-	              tp_cluster_errmsg(c), "caps.version 2 is not 1");
+	              tp_cluster_errmsg(c), "caps.version 0 is not 1 or 2");
 	tp_service_caps got = TP_SERVICE_CAPS_INIT;
 	cr_assert_eq(tp_cluster_service_caps(c, "web", &got), 0);
 	cr_assert_null(got.level, "nothing was set");

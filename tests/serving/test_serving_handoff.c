@@ -91,7 +91,7 @@ Test(pd_auto, nvl72_picks_the_rack)
 	double lat;
 	cr_assert_eq(tp_topology_fabric(t, 1, NULL, NULL, &lat), 0);
 	cr_assert_float_eq(us, lat + 8192 * LLAMA70_KV_TOKEN / (900e3 * 4), 1e-6);
-	cr_assert(strstr(tp_pd_result_decision(res), "auto: rack 749.1 us, none 13435.8 us, block 13435.8 us"),
+	cr_assert(strstr(tp_pd_result_decision(res), "auto: g0: rack 749.1 us, none 13435.8 us, block 13435.8 us"),
 	          "%s", tp_pd_result_decision(res));
 	cr_assert(strstr(tp_pd_result_decision(res), "; tried rack: placed"),
 	          "%s", tp_pd_result_decision(res));
@@ -124,7 +124,7 @@ Test(pd_auto, slower_rack_fabric_picks_none)
 	double us;
 	cr_assert_null(tp_pd_result_locality(res, &us));
 	cr_assert_float_eq(us, 5.0 + 8192 * LLAMA70_KV_TOKEN / (50e3 * 4), 1e-6);
-	cr_assert(strstr(tp_pd_result_decision(res), "auto: none 13426.8 us, rack 16782.2 us; "
+	cr_assert(strstr(tp_pd_result_decision(res), "auto: g0: none 13426.8 us, rack 16782.2 us; "
 	                 "tried none: placed"), "%s", tp_pd_result_decision(res));
 	tp_pd_result_destroy(res);
 	tp_cluster_destroy(c);
@@ -146,7 +146,7 @@ Test(pd_auto, hgx_picks_the_leaf)
 	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
 	cr_assert_str_eq(tp_pd_result_locality(res, NULL), "leaf");
 	cr_assert_eq(group_level(t, res), 1);
-	cr_assert(strstr(tp_pd_result_decision(res), "auto: leaf 13426.8 us, su 26848.5 us, none "
+	cr_assert(strstr(tp_pd_result_decision(res), "auto: g0: leaf 13426.8 us, su 26848.5 us, none "
 	                 "53692.1 us"), "%s", tp_pd_result_decision(res));
 	tp_pd_result_destroy(res);
 	tp_cluster_destroy(c);
@@ -169,7 +169,7 @@ Test(pd_auto, equal_fabrics_pick_the_looser)
 		tp_pd_result *res;
 		cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
 		cr_assert_str_eq(tp_pd_result_locality(res, NULL), "rack");
-		cr_assert(strstr(tp_pd_result_decision(res), "auto: rack 1494.7 us, node 1494.7 us"),
+		cr_assert(strstr(tp_pd_result_decision(res), "auto: g0: rack 1494.7 us, node 1494.7 us"),
 		          "%s", tp_pd_result_decision(res));
 		tp_pd_result_destroy(res);
 	}
@@ -321,4 +321,187 @@ Test(pd_auto, allocation_failures)
 	cr_assert_eq(rc, 0);
 	tp_test_alloc_reset();
 	tp_topology_destroy(t);
+}
+
+/* A mixed fleet, one block: racks r0 and r1 NVL72-like (4 trays of 4 GPUs, the rack's own
+ * NVLink fabric of 900 GB/s), racks r2 and r3 HGX-like (2 nodes of 8 GPUs, NVLink 450 inside
+ * a node from the node type, InfiniBand 50 GB/s between nodes: the rack level's fabric). */
+static tp_topology *mixed_fleet(void)
+{
+	static const char *const levels[] = {"block", "rack", "node"};
+	tp_topology_builder *b;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 3, &tp_test_allocator), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 2, TP_LINK_NVLINK, 900, 3.4), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 1, TP_LINK_IB, 50, 5.0), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50, 5.0), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, TP_LEVEL_CLUSTER, TP_LINK_IB, 25, 10.0), 0);
+	tp_nodetype *hgx;
+	cr_assert_eq(tp_nodetype_create(&hgx, 8, &tp_test_allocator), 0);
+	cr_assert_eq(tp_nodetype_set_fabric(hgx, TP_LINK_NVLINK, 450, 3.0), 0);
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	o.type = hgx;
+	for (unsigned r = 0; r < 4; r++) {
+		char rack[8];
+		snprintf(rack, sizeof rack, "r%u", r);
+		const char *path[2] = {"b0", rack};
+		for (unsigned n = 0; n < (r < 2 ? 4u : 2u); n++) {
+			char node[16];
+			snprintf(node, sizeof node, "r%un%u", r, n);
+			cr_assert_eq(tp_topology_builder_add_node(b, node, path, r < 2 ? 4 : 8,
+			                                          r < 2 ? NULL : &o), 0, "%s",
+			             tp_topology_builder_errmsg(b));
+		}
+		if (r < 2) {
+			char p[16];
+			snprintf(p, sizeof p, "b0/r%u", r);
+			cr_assert_eq(tp_topology_builder_set_domain_fabric(b, 1, p, TP_LINK_NVLINK, 900,
+			                                                   3.4), 0, "%s",
+			             tp_topology_builder_errmsg(b));
+		}
+	}
+	tp_topology *t;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	tp_nodetype_destroy(hgx);
+	return t;
+}
+
+/* The deepest level one of whose domains holds every instance of group g. */
+static int level_of_group(const tp_topology *t, const tp_pd_result *res, unsigned g,
+                          uint32_t *rack)
+{
+	int best = (int)tp_topology_level_count(t) - 1;
+	uint32_t first = TP_NONE;
+	for (size_t i = 0; i < tp_pd_result_count(res); i++) {
+		const tp_pd_instance *x = tp_pd_result_get(res, i);
+		if (x->group != g)
+			continue;
+		for (size_t k = 0; k < x->ndevices; k++) {
+			if (first == TP_NONE)
+				first = x->devices[k];
+			int l;
+			cr_assert_eq(tp_topology_common_level(t, first, x->devices[k], &l), 0);
+			if (l < best)
+				best = l;
+		}
+	}
+	*rack = tp_topology_node_domain(t, tp_topology_device_node(t, first), 1);
+	return best;
+}
+
+/* One group per rack on the mixed fleet: in an NVL72 rack the group (8 GPUs, two trays) is
+ * kept to the rack, whose own NVLink hands the KV cache over at 900 GB/s; in an HGX rack the
+ * rack's fabric is InfiniBand (50 GB/s), so the group is kept to one 8-GPU node (450 GB/s).
+ * Deciding from the levels' fabrics alone would pick the node for all (the node level's is
+ * 900) and could not place the NVL72 racks' groups. */
+Test(pd_auto, a_mixed_fleet_decides_per_domain)
+{
+	tp_topology *t = mixed_fleet();
+	tp_cluster *c = tp_test_cluster(t);
+	tp_pd_request r = auto_service(1, 4, 1, 4);
+	r.groups = 4;
+	r.spread_level = "rack";
+	r.max_per_domain = 1;
+	tp_pd_result *res;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	double us;
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "mixed", "%s",
+	                 tp_pd_result_decision(res));
+	double rack_us = 3.4 + 8192 * LLAMA70_KV_TOKEN / (900e3 * 4);
+	double node_us = 3.0 + 8192 * LLAMA70_KV_TOKEN / (450e3 * 4);
+	cr_assert_float_eq(us, node_us, 1e-6, "the largest of the groups' hand-offs");
+	bool seen[4] = {false};
+	for (unsigned g = 0; g < 4; g++) {
+		uint32_t rack;
+		int l = level_of_group(t, res, g, &rack);
+		cr_assert_lt(rack, 4);
+		seen[rack] = true;
+		cr_assert_eq(l, rack < 2 ? 1 : 2, "group %u in rack %u spans level %d: %s", g, rack, l,
+		             tp_pd_result_decision(res));
+	}
+	for (unsigned k = 0; k < 4; k++)
+		cr_assert(seen[k], "one group per rack: rack %u has none", k);
+	const char *d = tp_pd_result_decision(res);
+	char want[128];
+	snprintf(want, sizeof want, "in b0/r0: rack %.1f us", rack_us);
+	cr_assert(strstr(d, want), "%s lacks %s", d, want);
+	snprintf(want, sizeof want, "in b0/r2: node %.1f us", node_us);
+	cr_assert(strstr(d, want), "%s lacks %s", d, want);
+	char buf[256];
+	cr_assert_eq(tp_cluster_check(c, buf, sizeof buf), 0, "%s", buf);
+	tp_pd_result_destroy(res);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Without a spread, a level whose domains differ gives one candidate per fabric, kept to its
+ * domains: the NVL72 racks' 900 GB/s first; with them busy, the HGX nodes' 450 GB/s, not an
+ * HGX rack's InfiniBand. */
+Test(pd_auto, a_level_of_mixed_fabrics_gives_a_candidate_each)
+{
+	tp_topology *t = mixed_fleet();
+	tp_cluster *c = tp_test_cluster(t);
+	tp_pd_request r = auto_service(1, 4, 1, 4);
+	tp_pd_result *res;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	uint32_t rack;
+	cr_assert_str_eq(tp_pd_result_locality(res, NULL), "rack");
+	cr_assert_eq(level_of_group(t, res, 0, &rack), 1);
+	cr_assert_lt(rack, 2, "an NVL72 rack, not rack %u", rack);
+	tp_pd_result_destroy(res);
+	uint32_t busy[32], n = 0;
+	for (uint32_t dev = 0; dev < 32; dev++) /* the NVL72 racks' 32 GPUs, less chat's */
+	{
+		const char *job = NULL;
+		cr_assert_geq(tp_cluster_device_state(c, dev, &job), 0);
+		if (!job)
+			busy[n++] = dev;
+	}
+	cr_assert_eq(tp_cluster_assign(c, "busy", busy, n, NULL), 0, "%s", tp_cluster_errmsg(c));
+	r.service = "chat2";
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	double us;
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "node", "%s", tp_pd_result_decision(res));
+	cr_assert_float_eq(us, 3.0 + 8192 * LLAMA70_KV_TOKEN / (450e3 * 4), 1e-6);
+	cr_assert_eq(level_of_group(t, res, 0, &rack), 2);
+	cr_assert_geq(rack, 2);
+	cr_assert(strstr(tp_pd_result_decision(res), "; tried rack: EBUSY; tried node: placed") ||
+	          strstr(tp_pd_result_decision(res), "; tried rack: EFRAGMENTED; tried node: placed"),
+	          "%s", tp_pd_result_decision(res));
+	tp_pd_result_destroy(res);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A fixed locality reports the hand-off of the domains its groups were kept to: "rack" on the
+ * mixed fleet is the NVL72 rack's 900 GB/s for a group there, the HGX rack's InfiniBand for a
+ * group in an HGX rack, and the largest of the two with both. */
+Test(pd_auto, a_fixed_locality_reports_its_domains_handoff)
+{
+	tp_topology *t = mixed_fleet();
+	tp_cluster *c = tp_test_cluster(t);
+	tp_pd_request r = auto_service(1, 4, 1, 4);
+	r.locality = "rack";
+	tp_pd_result *res;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	uint32_t rack;
+	level_of_group(t, res, 0, &rack);
+	double us, ib = 5.0 + 8192 * LLAMA70_KV_TOKEN / (50e3 * 4);
+	double nv = 3.4 + 8192 * LLAMA70_KV_TOKEN / (900e3 * 4);
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "rack");
+	cr_assert_float_eq(us, rack < 2 ? nv : ib, 1e-6, "group in rack %u", rack);
+	tp_pd_result_destroy(res);
+	r.service = "big";
+	r.groups = 4;
+	r.spread_level = "rack";
+	r.max_per_domain = 1;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	cr_assert_str_eq(tp_pd_result_locality(res, &us), "rack");
+	cr_assert_float_eq(us, ib, 1e-6, "the HGX racks' InfiniBand is the largest");
+	tp_pd_result_destroy(res);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
 }

@@ -255,6 +255,10 @@ INVALID = [
     (doc(request__x_comm={"tp": 2, "dp": 3}), "place", "request.x_comm.dp"),
     (doc(request__x_comm={"ep": 3}), "place", "request.x_comm.ep"),
     (doc(request__x_comm={"dp_overlap": 2}), "place", "request.x_comm.dp_overlap"),
+    (doc(state__x_service_caps={"web": {"fd_kind": "cooling", "fd_max_per_domain": 1}}), "frag",
+     "state.x_service_caps: web: caps.fd_kind 'cooling' is not a failure-domain kind"),
+    (doc(state__x_service_caps={"web": {"fd_kind": 3}}), "frag",
+     "state.x_service_caps.web.fd_kind"),
 ]
 
 

@@ -236,7 +236,7 @@ def test_place_pd_auto_locality(tp):
     placed = tp.place_pd(c, "chat", 2, **kw)
     assert placed.locality == "rack" and len(placed) == 12
     assert placed.handoff_us == pytest.approx(3.4 + 8192 * LLAMA_KV_TOKEN / (900e3 * 4))
-    assert placed.decision.startswith("auto: rack 749.1 us, none 13435.8 us")
+    assert placed.decision.startswith("auto: g0: rack 749.1 us, none 13435.8 us")
     assert placed.decision.endswith("tried rack: placed")
     b = tp.TopologyBuilder(["rack", "node"])
     for r in range(2):
@@ -248,7 +248,7 @@ def test_place_pd_auto_locality(tp):
     placed = tp.place_pd(slow, "chat", 1, prefill=(1, 4), decode=(1, 4), locality="auto",
                          kv_token_bytes=LLAMA_KV_TOKEN, prompt_tokens=8192)
     assert placed.locality is None
-    assert placed.decision == "auto: none 13426.8 us, rack 16782.2 us; tried none: placed"
+    assert placed.decision == "auto: g0: none 13426.8 us, rack 16782.2 us; tried none: placed"
     with pytest.raises(tp.InvalidArgument, match="request.locality 'auto' needs the "
                                                  "hand-off's size"):
         tp.place_pd(c, "x", 1, prefill=(1, 1), decode=(1, 1), locality="auto")
@@ -263,7 +263,7 @@ def test_cli_pd_auto(tp, tmp_path):
     rc, out = run_json(tmp_path, "pd", d)
     assert rc == 0, out
     assert out["locality"] == "rack" and out["handoff_us"] == 749.1
-    assert out["decision"].startswith("auto: rack 749.1 us")
+    assert out["decision"].startswith("auto: g0 in block0/rack0: rack 749.1 us")
     d["service"]["handoff_slack"] = -1
     rc, out = run_json(tmp_path, "pd", d)
     assert rc == 2 and "service.handoff_slack: -1 is not a number >= 0" in out["message"]

@@ -215,28 +215,41 @@ class Cluster(_Owned):
         return level[0], k[0]
 
     # -- services ---------------------------------------------------------------------------
-    def set_service_caps(self, service, level=None, max_per_domain=0, max_percent=0.0):
+    def set_service_caps(self, service, level=None, max_per_domain=0, max_percent=0.0,
+                         fd_kind=None, fd_max_per_domain=0, fd_max_percent=0.0):
         """Spread caps over a service's replicas (``tp_cluster_set_service_caps``): a new
         replica (a request with ``service``) goes only to a domain of ``level`` holding fewer
         than ``max_per_domain`` of the service's running replicas and, with ``max_percent``,
-        no more than max(1, floor(max_percent x (R + 1) / 100)) once it runs. No level lifts
-        the caps. Undone by a savepoint's rollback like any change."""
+        no more than max(1, floor(max_percent x (R + 1) / 100)) once it runs; and the same over
+        the failure domains of ``fd_kind`` (a name such as ``"power"``) with
+        ``fd_max_per_domain`` and ``fd_max_percent``. No level and no kind lift the caps.
+        Undone by a savepoint's rollback like any change."""
         if not isinstance(service, str):
             raise InvalidArgument("service %r is not a string" % (service,))
         keep = []
         caps = ffi.NULL
-        if level is not None:
+        if level is not None or fd_kind is not None:
             caps = _defaults.c_init("service_caps")
-            name = level if isinstance(level, str) else self._topo.levels[self._topo.level(level)]
-            caps.level = _keep(keep, _b(name, "caps.level"))
-            for name, v in (("max_per_domain", max_per_domain), ("max_percent", max_percent)):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                    raise InvalidArgument("caps.%s %r is not a number >= 0" % (name, v))
-            if not isinstance(max_per_domain, int) or max_per_domain >= 2 ** 32:
-                raise InvalidArgument("caps.max_per_domain %r is not an integer below 2^32"
-                                      % (max_per_domain,))
+            if level is not None:
+                name = level if isinstance(level, str) else \
+                    self._topo.levels[self._topo.level(level)]
+                caps.level = _keep(keep, _b(name, "caps.level"))
+            if fd_kind is not None:
+                kind = fd_kind if isinstance(fd_kind, str) else self._topo.fd_kinds[fd_kind]
+                caps.fd_kind = _keep(keep, _b(kind, "caps.fd_kind"))
+            for prefix, n, pct in (("", max_per_domain, max_percent),
+                                   ("fd_", fd_max_per_domain, fd_max_percent)):
+                for name, v in (("max_per_domain", n), ("max_percent", pct)):
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                        raise InvalidArgument("caps.%s%s %r is not a number >= 0"
+                                              % (prefix, name, v))
+                if not isinstance(n, int) or n >= 2 ** 32:
+                    raise InvalidArgument("caps.%smax_per_domain %r is not an integer below 2^32"
+                                          % (prefix, n))
             caps.max_per_domain = max_per_domain
             caps.max_percent = float(max_percent)
+            caps.fd_max_per_domain = fd_max_per_domain
+            caps.fd_max_percent = float(fd_max_percent)
         check(lib.tp_cluster_set_service_caps(self._p, _b(service, "service"), caps), self)
 
     def service_caps(self, service):
@@ -245,6 +258,23 @@ class Cluster(_Owned):
         check(lib.tp_cluster_service_caps(self._p, _b(service, "service"), caps), self)
         lv = None if caps.level == ffi.NULL else ffi.string(caps.level).decode("utf-8")
         return lv, caps.max_per_domain, caps.max_percent
+
+    def service_fd_caps(self, service):
+        """``(fd_kind, fd_max_per_domain, fd_max_percent)`` of a service's caps over failure
+        domains; fd_kind None: none."""
+        caps = _defaults.c_init("service_caps")
+        check(lib.tp_cluster_service_caps(self._p, _b(service, "service"), caps), self)
+        kind = None if caps.fd_kind == ffi.NULL else ffi.string(caps.fd_kind).decode("utf-8")
+        return kind, caps.fd_max_per_domain, caps.fd_max_percent
+
+    def service_fd_replicas(self, service, kind, fd):
+        """Running replicas of a service with a device in one failure domain (a kind's name or
+        index, and the domain's id: ``Topology.device_fd``)."""
+        n = ffi.new("uint32_t *")
+        k = self._topo._fd_kind(kind)
+        check(lib.tp_cluster_service_fd_replicas(self._p, _b(service, "service"), k, fd, n),
+              None, "failure-domain kind %r or domain %r out of range" % (kind, fd))
+        return n[0]
 
     def service_replicas(self, service, level=None, dom=None):
         """Running replicas of a service in one domain (a level and an id or path), or in all
