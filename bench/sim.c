@@ -425,10 +425,16 @@ static void sim_rebound(struct sim_run *r, uint32_t jid, const uint32_t *devs, u
 	r->eff_busy -= r->contrib[jid];
 	r->contrib[jid] = 0;
 	r->eff[jid] = eff;
+	double old_restart = r->restart_end[jid], old_end = r->end[jid];
 	r->restart_end[jid] = r->now + restart_s + redo / eff; /* neither is useful work */
 	r->end[jid] = r->restart_end[jid] + (work > 0 ? work : 0) / eff;
-	heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
-	heap_push(r, r->end[jid], jid);
+	/* Moved twice at one instant (compaction, then the defrag hook) with the same times: the
+	 * first move's events stand; twins would release the job twice in an EASY projection and
+	 * count its restart twice. */
+	if (r->restart_end[jid] != old_restart)
+		heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
+	if (r->end[jid] != old_end)
+		heap_push(r, r->end[jid], jid);
 }
 
 static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
@@ -734,6 +740,22 @@ static void sim_schedule(struct sim_run *r)
 	r->nmemo = 0;
 }
 
+/* After a pass under EASY in which the oldest waiting job (the top job, queue[0]) was
+ * fragmented: its shadow time (the pass's reservation, or computed afresh when the pass had
+ * no later job that needed it). NAN for the other disciplines or without compaction. */
+static double sim_top_shadow(struct sim_run *r)
+{
+	if (!r->compact || r->o->queue != SIM_QUEUE_EASY || r->qlen == 0)
+		return NAN;
+	uint32_t top = r->queue[0];
+	uint64_t key[4] = {top, r->releases, r->res->started,
+	                   (uint64_t)(r->res->defrag_moves + r->res->compact_moves)};
+	if (!r->resv_valid || memcmp(key, r->resv_key, sizeof key))
+		sim_reservation(r, top);
+	r->resv_on = false;
+	return r->shadow;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -875,13 +897,13 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
 		if (r.releases != released) /* jobs ended: compaction first */
-			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, &cmv,
-			                res);
+			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, NAN,
+			                &cmv, res);
 		released = r.releases;
 		r.head_frag = false;
 		sim_schedule(&r);
 		if (r.head_frag && sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now,
-		                                   r.releases, &cmv, res) > 0)
+		                                   r.releases, sim_top_shadow(&r), &cmv, res) > 0)
 			sim_schedule(&r);
 		if (r.qlen > 0 && r.nheap == 0 && next == w->n && !repairing(&r)) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */

@@ -169,6 +169,7 @@ struct sim_result {
 	size_t ndefrag_cpu, cap_defrag_cpu;
 	double defrag_p50_ms, defrag_p99_ms;
 	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
+	long compact_refused;              /* EASY: plans after which the top job still waits */
 	double compact_cost_s;             /* its checkpoint GPU-seconds */
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
@@ -317,10 +318,12 @@ struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct si
                                        const struct sim_policy *pol, double now);
 void sim_compact_destroy(struct sim_compact *k);
 /* Compaction moves for the queue's head, within the budgets (k may be NULL: nothing);
- * `releases` counts the jobs finished so far. Returns the number of jobs moved. */
+ * `releases` counts the jobs finished so far. Under EASY, `shadow` is the shadow time of the
+ * top job queue[0] after a pass in which it was answered TP_EFRAGMENTED (NAN otherwise: no
+ * compaction). Returns the number of jobs moved. */
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
-                    const struct sim_mover *mv, struct sim_result *res);
+                    double shadow, const struct sim_mover *mv, struct sim_result *res);
 
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 

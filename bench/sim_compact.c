@@ -18,6 +18,7 @@
  * repeated until another job has finished.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ struct sim_compact {
 	uint64_t failed_releases; /* releases when a call last found no plan (UINT64_MAX: none) */
 	uint32_t *dom_gpus;       /* [NVLink domains] devices of each */
 	uint32_t ndom;
+	bool easy;                /* --queue easy: only for the top job (compact_for_top) */
 };
 
 struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
@@ -50,6 +52,7 @@ struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct si
 	k->gpu_s = k->gpu_s_h;
 	k->last = now;
 	k->failed_releases = UINT64_MAX;
+	k->easy = o->queue == SIM_QUEUE_EASY;
 	k->ndom = tp_topology_domain_count(f->t, f->nv_level);
 	k->dom_gpus = malloc((k->ndom ? k->ndom : 1) * sizeof *k->dom_gpus);
 	if (!k->dom_gpus)
@@ -92,9 +95,54 @@ static uint32_t free_domains(const struct sim_compact *k, const tp_cluster *c)
 	return n;
 }
 
+/* Whether job `top` places now (tp_place with its request). */
+static bool top_places(tp_cluster *c, const struct sim_fleet *f, const struct sim_job *top,
+                       uint32_t top_id)
+{
+	char id[24];
+	tp_slice slice;
+	tp_request r = sim_tp_request(f, top, top_id, &slice, id);
+	tp_placement *pl = NULL;
+	int rc = tp_place(c, &r, &pl);
+	tp_placement_destroy(pl);
+	return rc == 0;
+}
+
+/* Whether job `top` places once plan p is carried out: tried on a savepoint of c, rolled
+ * back. */
+static bool top_starts_after(tp_cluster *c, const tp_plan *p, const struct sim_fleet *f,
+                             const struct sim_job *top, uint32_t top_id)
+{
+	size_t sp;
+	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
+	for (size_t i = 0; i < tp_plan_step_count(p); i++)
+		BENCH_CHECK(tp_plan_apply_step(c, p, i, NULL), tp_cluster_errmsg(c));
+	bool ok = top_places(c, f, top, top_id);
+	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
+	return ok;
+}
+
+/* The fully free NVLink domains the EASY top job needs (have: those free now): one per slice
+ * when it is sliced by NVLink domain (less the domains that already hold a slice's GPUs), else
+ * one more. */
+static uint32_t top_domains(const struct sim_compact *k, const tp_cluster *c,
+                            const struct sim_job *top, uint32_t have)
+{
+	const struct sim_shape *s = &top->shape;
+	uint32_t want = have + 1;
+	if (s->slice_level == (int)k->f->nv_level && s->slice_size > 0) {
+		uint32_t slices = top->gpus / s->slice_size, usable = 0;
+		for (uint32_t d = 0; d < k->ndom; d++)
+			usable += tp_cluster_free_count(c, k->f->nv_level, d) >= s->slice_size;
+		if (slices > usable && have + slices - usable > want)
+			want = have + slices - usable;
+	}
+	return want < k->ndom ? want : k->ndom;
+}
+
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
-                    const struct sim_mover *mv, struct sim_result *res)
+                    double shadow, const struct sim_mover *mv, struct sim_result *res)
 {
 	if (!k || releases == k->failed_releases)
 		return 0;
@@ -104,23 +152,47 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	k->gpu_s = fmin(k->gpu_s_h, k->gpu_s + dt * k->gpu_s_h);
 	if (k->moves < 1 || k->gpu_s <= 0)
 		return 0;
-	uint32_t want = wanted_domains(k, w, queue, qlen);
-	uint32_t have = free_domains(k, c);
-	if (have >= want || tp_cluster_free_total_count(c) < (have + 1) * k->f->nv_gpus)
+	if (k->easy && (isnan(shadow) || qlen == 0 || shadow <= now))
+		return 0; /* EASY: only for a top job that is blocked now */
+	uint32_t have = free_domains(k, c), want;
+	double max_cost = k->gpu_s;
+	const struct sim_job *top = qlen ? &w->jobs[queue[0]] : NULL;
+	if (k->easy) {
+		if (top_places(c, k->f, top, queue[0]))
+			return 0; /* the defrag hook made room already */
+		want = top_domains(k, c, top, have);
+		/* the top job's gain: it starts now instead of at the shadow time */
+		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now));
+	} else {
+		want = wanted_domains(k, w, queue, qlen);
+		if (tp_cluster_free_total_count(c) < (have + 1) * k->f->nv_gpus)
+			return 0;
+		want = want > have ? have + 1 : have;
+	}
+	if (have >= want)
 		return 0;
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
 	pol.max_moves = (uint32_t)k->moves;
-	pol.max_cost_s = k->gpu_s;
+	pol.max_cost_s = max_cost;
 	tp_plan *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
-	int rc = tp_defrag_compact(c, k->f->level_name[k->f->nv_level], have + 1, &pol, &p);
+	int rc = tp_defrag_compact(c, k->f->level_name[k->f->nv_level], want, &pol, &p);
+	bool starts = rc == 0 && (!k->easy || top_starts_after(c, p, k->f, top, queue[0]));
 	sim_defrag_cpu_time(res, bench_thread_cpu_ns() - c0);
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_compact: %s: %s", tp_err_name(rc), p ? tp_plan_errmsg(p) : "");
-	int moved = rc < 0 ? -1
+	if (rc == 0 && !starts)
+		res->compact_refused++;
+	int moved = !starts ? -1
 	            : sim_apply_migrations(c, p, tp_plan_step_count(p), mv, "tp_defrag_compact");
+	if (getenv("TP_BENCH_COMPACT_LOG"))
+		fprintf(stderr, "compact t=%.0f head=%u(%u) shadow=%.0f want=%u have=%u free=%llu "
+		        "rc=%d moved=%d cost=%.0f max=%.0f\n", now, qlen ? queue[0] : 0,
+		        top ? top->gpus : 0, shadow, want, have,
+		        (unsigned long long)tp_cluster_free_total_count(c), rc, moved,
+		        rc == 0 ? tp_plan_cost_s(p) : 0, max_cost);
 	if (moved < 0) {
 		k->failed_releases = releases;
 	} else {
