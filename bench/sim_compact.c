@@ -162,7 +162,7 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 			return 0; /* the defrag hook made room already */
 		want = top_domains(k, c, top, have);
 		/* the top job's gain: it starts now instead of at the shadow time */
-		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now));
+		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now) / 2);
 	} else {
 		want = wanted_domains(k, w, queue, qlen);
 		if (tp_cluster_free_total_count(c) < (have + 1) * k->f->nv_gpus)
