@@ -902,9 +902,12 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		released = r.releases;
 		r.head_frag = false;
 		sim_schedule(&r);
+		uint32_t head = r.qlen ? r.queue[0] : 0;
 		if (r.head_frag && sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now,
-		                                   r.releases, sim_top_shadow(&r), &cmv, res) > 0)
+		                                   r.releases, sim_top_shadow(&r), &cmv, res) > 0) {
 			sim_schedule(&r);
+			res->compact_head_started += r.start[head] == r.now;
+		}
 		if (r.qlen > 0 && r.nheap == 0 && next == w->n && !repairing(&r)) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
 			if (getenv("TP_BENCH_DEBUG"))

@@ -170,6 +170,8 @@ struct sim_result {
 	double defrag_p50_ms, defrag_p99_ms;
 	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
 	long compact_refused;              /* EASY: plans after which the top job still waits */
+	long compact_plans;                /* plans carried out, */
+	long compact_head_started;         /* after a pass: those the oldest job started after */
 	double compact_cost_s;             /* its checkpoint GPU-seconds */
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */

@@ -370,6 +370,29 @@ def check_compact(tmp):
           "compact: a budget of 0 moves is not the same as no compaction")
 
 
+def check_compact_easy(tmp):
+    """--compact under EASY: only for the top job, and only a plan after which it starts at
+    once (the freed domains would otherwise be reserved for it and stand idle)."""
+    base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
+            "--seed", "1", "--policies", "topoplace-defrag", "--queue", "easy"]
+    on, _ = run(base + ["--compact"], tmp, "compact-easy.json")
+    again, _ = run(base + ["--compact"], tmp, "compact-easy-again.json")
+    check(strip_wall(on) == strip_wall(again), "compact easy: two runs with one seed differ")
+    m = on["policies"]["topoplace-defrag"]
+    check(m["compact_plans"] > 0 and m["compact_moves"] >= m["compact_plans"],
+          f"compact easy: no plan carried out ({m['compact_calls']} calls)")
+    check(m["compact_head_started"] == m["compact_plans"],
+          f"compact easy: the top job started after {m['compact_head_started']} of "
+          f"{m['compact_plans']} plans")
+    hours = m["makespan_s"] / 3600
+    check(m["compact_cost_s"] <= 0.005 * 864 * 3600 * (hours + 1),
+          f"compact easy: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h")
+    off, _ = run(base, tmp, "compact-easy-off.json")
+    m = off["policies"]["topoplace-defrag"]
+    check(m["compact_calls"] == 0 and m["compact_plans"] == 0,
+          f"compact easy: {m['compact_calls']} calls without --compact")
+
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -406,6 +429,7 @@ if __name__ == "__main__":
         check_node_groups(tmp)
         check_compare(tmp)
         check_compact(tmp)
+        check_compact_easy(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
