@@ -106,51 +106,6 @@ static uint32_t free_domains(const struct sim_compact *k, const tp_cluster *c)
 	return n;
 }
 
-/* Whether job `top` places now (tp_place with its request). */
-static bool top_places(tp_cluster *c, const struct sim_fleet *f, const struct sim_job *top,
-                       uint32_t top_id)
-{
-	char id[24];
-	tp_slice slice;
-	tp_request r = sim_tp_request(f, top, top_id, &slice, id);
-	tp_placement *pl = NULL;
-	int rc = tp_place(c, &r, &pl);
-	tp_placement_destroy(pl);
-	return rc == 0;
-}
-
-/* Whether job `top` places once plan p is carried out: tried on a savepoint of c, rolled
- * back. */
-static bool top_starts_after(tp_cluster *c, const tp_plan *p, const struct sim_fleet *f,
-                             const struct sim_job *top, uint32_t top_id)
-{
-	size_t sp;
-	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
-	for (size_t i = 0; i < tp_plan_step_count(p); i++)
-		BENCH_CHECK(tp_plan_apply_step(c, p, i, NULL), tp_cluster_errmsg(c));
-	bool ok = top_places(c, f, top, top_id);
-	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
-	return ok;
-}
-
-/* The fully free NVLink domains the EASY top job needs (have: those free now): one per slice
- * when it is sliced by NVLink domain (less the domains that already hold a slice's GPUs), else
- * one more. */
-static uint32_t top_domains(const struct sim_compact *k, const tp_cluster *c,
-                            const struct sim_job *top, uint32_t have)
-{
-	const struct sim_shape *s = &top->shape;
-	uint32_t want = have + 1;
-	if (s->slice_level == (int)k->f->nv_level && s->slice_size > 0) {
-		uint32_t slices = top->gpus / s->slice_size, usable = 0;
-		for (uint32_t d = 0; d < k->ndom; d++)
-			usable += tp_cluster_free_count(c, k->f->nv_level, d) >= s->slice_size;
-		if (slices > usable && have + slices - usable > want)
-			want = have + slices - usable;
-	}
-	return want < k->ndom ? want : k->ndom;
-}
-
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
                     double shadow, const struct sim_mover *mv, struct sim_result *res)
@@ -169,9 +124,7 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	double max_cost = k->gpu_s;
 	const struct sim_job *top = qlen ? &w->jobs[queue[0]] : NULL;
 	if (k->easy) {
-		if (top_places(c, k->f, top, queue[0]))
-			return 0; /* the defrag hook made room already */
-		want = top_domains(k, c, top, have);
+		want = have + 1; /* tp_defrag_compact_for counts the top job's */
 		/* the top job's gain: it starts now instead of at the shadow time */
 		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now) / 2);
 	} else {
@@ -188,16 +141,31 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	pol.max_cost_s = max_cost;
 	tp_plan *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
-	int rc = tp_defrag_compact(c, k->f->level_name[k->f->nv_level], want, &pol, &p);
-	bool starts = rc == 0 && (!k->easy || top_starts_after(c, p, k->f, top, queue[0]));
+	const char *lv = k->f->level_name[k->f->nv_level];
+	int rc;
+	size_t nsteps = 0;
+	if (k->easy) {
+		/* the plan frees the domains the top job needs and ends with its place step */
+		char id[24];
+		tp_slice slice;
+		tp_request r = sim_tp_request(k->f, top, queue[0], &slice, id);
+		rc = tp_defrag_compact_for(c, lv, &r, &pol, &p);
+		nsteps = rc == 0 ? tp_plan_step_count(p) - 1 : 0;
+	} else {
+		rc = tp_defrag_compact(c, lv, want, &pol, &p);
+		nsteps = rc == 0 ? tp_plan_step_count(p) : 0;
+	}
 	sim_defrag_cpu_time(res, bench_thread_cpu_ns() - c0);
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_compact: %s: %s", tp_err_name(rc), p ? tp_plan_errmsg(p) : "");
-	if (rc == 0 && !starts)
+	if (rc == 0 && nsteps == 0) { /* EASY: the top job fits already (the defrag hook) */
+		tp_plan_destroy(p);
+		return 0;
+	}
+	if (rc == TP_ENOPLAN && k->easy && strstr(tp_plan_errmsg(p), "still does not fit"))
 		res->compact_refused++;
-	int moved = !starts ? -1
-	            : sim_apply_migrations(c, p, tp_plan_step_count(p), mv, "tp_defrag_compact");
+	int moved = rc < 0 ? -1 : sim_apply_migrations(c, p, nsteps, mv, "tp_defrag_compact");
 	if (getenv("TP_BENCH_COMPACT_LOG"))
 		fprintf(stderr, "compact t=%.0f head=%u(%u) shadow=%.0f want=%u have=%u free=%llu "
 		        "rc=%d moved=%d cost=%.0f max=%.0f\n", now, qlen ? queue[0] : 0,
