@@ -85,7 +85,7 @@ struct sim_run {
 	double next_sample;
 	size_t cap_samples;
 	struct sim_failures *fail; /* NULL: no failures (the default) */
-	struct sim_compact *compact; /* NULL: no compaction (the default) */
+	struct sim_compact *compact; /* NULL: no compaction (--no-compact, or no defrag hook) */
 	bool head_frag;              /* the oldest waiting job was answered TP_EFRAGMENTED */
 	double *remain;            /* [2 jobs] a requeued job's work and redo (s), else -1 */
 };
@@ -994,7 +994,7 @@ static void sim_usage(FILE *f)
 	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
-	        "                    [--compact [--compact-moves-h N] [--compact-budget X]]\n"
+	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1015,9 +1015,10 @@ static void sim_usage(FILE *f)
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
-	        "  --compact: topoplace-defrag also compacts when jobs end (off; bench/sim_compact.c),\n"
-	        "  moving at most --compact-moves-h jobs (default %g) and --compact-budget checkpoint\n"
-	        "  GPU-seconds (a share of the fleet's, default %g) per simulated hour.\n"
+	        "  topoplace-defrag also compacts when jobs end (bench/sim_compact.c; --no-compact:\n"
+	        "  off; --compact: on, the default), moving at most --compact-moves-h jobs (default\n"
+	        "  %g) and --compact-budget checkpoint GPU-seconds (a share of the fleet's, default\n"
+	        "  %g) per simulated hour; under --queue easy only for the top job it starts at once.\n"
 	        "  --inference N: N services with replicas and an availability target instead of\n"
 	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
@@ -1031,7 +1032,8 @@ int bench_sim_main(int argc, char **argv)
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
 	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800,
-	                     .compact_moves_h = SIM_COMPACT_MOVES_H, .compact_budget = SIM_COMPACT_BUDGET};
+	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
+	                     .compact_budget = SIM_COMPACT_BUDGET};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -1048,6 +1050,7 @@ int bench_sim_main(int argc, char **argv)
 		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
 		{"compact", no_argument, NULL, 'k'},
+		{"no-compact", no_argument, NULL, 1001},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
 		{"inference", required_argument, NULL, 'I'},
@@ -1067,6 +1070,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 'A': o.spares = optarg; break;
 		case 'k': o.compact = true; break;
+		case 1001: o.compact = false; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

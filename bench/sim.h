@@ -125,7 +125,7 @@ struct sim_opts {
 	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
-	bool compact;          /* compaction when jobs end (sim_compact.c; off by default) */
+	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many

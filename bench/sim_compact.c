@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compaction when jobs end (tp-bench sim --compact, off by default), for the topoplace-defrag
- * policy: after jobs have finished, and after a pass in which the oldest waiting job was
- * answered TP_EFRAGMENTED, the simulator asks the library for cheap moves that leave whole
- * NVLink domains free (tp_defrag_compact at the fleet's NVLink level), so that the large jobs
- * of the queue find them.
+ * Compaction when jobs end (tp-bench sim and compare; on by default since 0.4.0, --no-compact
+ * turns it off), for the topoplace-defrag policy: after jobs have finished, and after a pass
+ * in which the oldest waiting job was answered TP_EFRAGMENTED, the simulator asks the library
+ * for cheap moves that leave whole NVLink domains free (tp_defrag_compact at the fleet's NVLink
+ * level), so that the large jobs of the queue find them.
  *
  * The expected job mix is the head of the queue: each of its first SIM_COMPACT_HEAD jobs that
  * needs at least half an NVLink domain wants ceil(GPUs / domain size) whole domains. When
@@ -23,8 +23,8 @@
  * are gone from backfill while the freed domain stands idle until the shadow time (that is how
  * the rule above lost 5-18% under EASY). There, compaction runs only after a pass in which the
  * top job was answered TP_EFRAGMENTED, asks for as many free domains as the top job's slices
- * need, and a plan is carried out only if the top job then places at once (tried on a
- * savepoint) and the plan costs at most half of what starting it now instead of at its shadow
+ * need, and a plan is carried out only if the top job then places at once
+ * (tp_defrag_compact_for: the library tries it on a savepoint) and the plan costs at most half of what starting it now instead of at its shadow
  * time gains (its GPUs x the wait; half, as a moved job also ends its checkpoint time later,
  * which delays whatever was to start on its GPUs).
  */

@@ -337,18 +337,20 @@ def check_mixed_fleet(tmp):
 
 
 def check_compact(tmp):
-    """--compact: topoplace-defrag compacts when jobs end, within the moves and checkpoint
-    GPU-seconds per hour; off by default; deterministic."""
+    """Compaction: topoplace-defrag compacts when jobs end, within the moves and checkpoint
+    GPU-seconds per hour; on by default (--compact says so, --no-compact turns it off);
+    deterministic."""
     base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
             "--seed", "1", "--policies", "topoplace,topoplace-defrag"]
-    off, _ = run(base, tmp, "compact-off.json")
+    off, _ = run(base + ["--no-compact"], tmp, "compact-off.json")
     on, _ = run(base + ["--compact"], tmp, "compact-on.json")
-    again, _ = run(base + ["--compact"], tmp, "compact-again.json")
-    check(strip_wall(on) == strip_wall(again), "compact: two runs with one seed differ")
+    again, _ = run(base, tmp, "compact-again.json")
+    check(strip_wall(on) == strip_wall(again),
+          "compact: the default differs from --compact, or two runs with one seed differ")
     for name in ("topoplace", "topoplace-defrag"):
         m = off["policies"][name]
         check(m["compact_calls"] == 0 and m["compact_moves"] == 0,
-              f"compact: {name} compacted without --compact ({m['compact_calls']} calls)")
+              f"compact: {name} compacted with --no-compact ({m['compact_calls']} calls)")
     check(on["policies"]["topoplace"]["compact_calls"] == 0,
           "compact: topoplace (no defrag hook) compacted")
     m = on["policies"]["topoplace-defrag"]
@@ -361,7 +363,7 @@ def check_compact(tmp):
           f"compact: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h, above the budget")
     check(strip_wall(on["policies"]["topoplace"]) == strip_wall(off["policies"]["topoplace"]),
           "compact: --compact changed topoplace")
-    none, _ = run(base + ["--compact", "--compact-moves-h", "0"], tmp, "compact-none.json")
+    none, _ = run(base + ["--compact-moves-h", "0"], tmp, "compact-none.json")
     m = none["policies"]["topoplace-defrag"]
     check(m["compact_moves"] == 0 and m["compact_calls"] == 0,
           f"compact: {m['compact_moves']} moves with a budget of 0 moves an hour")
@@ -387,10 +389,10 @@ def check_compact_easy(tmp):
     hours = m["makespan_s"] / 3600
     check(m["compact_cost_s"] <= 0.005 * 864 * 3600 * (hours + 1),
           f"compact easy: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h")
-    off, _ = run(base, tmp, "compact-easy-off.json")
+    off, _ = run(base + ["--no-compact"], tmp, "compact-easy-off.json")
     m = off["policies"]["topoplace-defrag"]
     check(m["compact_calls"] == 0 and m["compact_plans"] == 0,
-          f"compact easy: {m['compact_calls']} calls without --compact")
+          f"compact easy: {m['compact_calls']} calls with --no-compact")
 
 
 def check_errors(tmp):
