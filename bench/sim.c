@@ -85,7 +85,7 @@ struct sim_run {
 	double next_sample;
 	size_t cap_samples;
 	struct sim_failures *fail; /* NULL: no failures (the default) */
-	struct sim_compact *compact; /* NULL: no compaction (the default) */
+	struct sim_compact *compact; /* NULL: no compaction (--no-compact, or no defrag hook) */
 	bool head_frag;              /* the oldest waiting job was answered TP_EFRAGMENTED */
 	double *remain;            /* [2 jobs] a requeued job's work and redo (s), else -1 */
 };
@@ -440,10 +440,16 @@ static void sim_rebound(struct sim_run *r, uint32_t jid, const uint32_t *devs, u
 	r->eff_busy -= r->contrib[jid];
 	r->contrib[jid] = 0;
 	r->eff[jid] = eff;
+	double old_restart = r->restart_end[jid], old_end = r->end[jid];
 	r->restart_end[jid] = r->now + restart_s + redo / eff; /* neither is useful work */
 	r->end[jid] = r->restart_end[jid] + (work > 0 ? work : 0) / eff;
-	heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
-	heap_push(r, r->end[jid], jid);
+	/* Moved twice at one instant (compaction, then the defrag hook) with the same times: the
+	 * first move's events stand; twins would release the job twice in an EASY projection and
+	 * count its restart twice. */
+	if (r->restart_end[jid] != old_restart)
+		heap_push(r, r->restart_end[jid], jid | SIM_EV_RESTART);
+	if (r->end[jid] != old_end)
+		heap_push(r, r->end[jid], jid);
 }
 
 static void sim_moved(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
@@ -749,6 +755,22 @@ static void sim_schedule(struct sim_run *r)
 	r->nmemo = 0;
 }
 
+/* After a pass under EASY in which the oldest waiting job (the top job, queue[0]) was
+ * fragmented: its shadow time (the pass's reservation, or computed afresh when the pass had
+ * no later job that needed it). NAN for the other disciplines or without compaction. */
+static double sim_top_shadow(struct sim_run *r)
+{
+	if (!r->compact || r->o->queue != SIM_QUEUE_EASY || r->qlen == 0)
+		return NAN;
+	uint32_t top = r->queue[0];
+	uint64_t key[4] = {top, r->releases, r->res->started,
+	                   (uint64_t)(r->res->defrag_moves + r->res->compact_moves)};
+	if (!r->resv_valid || memcmp(key, r->resv_key, sizeof key))
+		sim_reservation(r, top);
+	r->resv_on = false;
+	return r->shadow;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -900,14 +922,17 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
 		if (r.releases != released) /* jobs ended: compaction first */
-			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, &cmv,
-			                res);
+			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, NAN,
+			                &cmv, res);
 		released = r.releases;
 		r.head_frag = false;
 		sim_schedule(&r);
+		uint32_t head = r.qlen ? r.queue[0] : 0;
 		if (r.head_frag && sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now,
-		                                   r.releases, &cmv, res) > 0)
+		                                   r.releases, sim_top_shadow(&r), &cmv, res) > 0) {
 			sim_schedule(&r);
+			res->compact_head_started += r.start[head] == r.now;
+		}
 		if (r.qlen > 0 && r.nheap == 0 && next == w->n && !repairing(&r)) {
 			/* Nothing runs, nothing arrives, and the queue cannot start: give up on it. */
 			if (getenv("TP_BENCH_DEBUG"))
@@ -994,7 +1019,7 @@ static void sim_usage(FILE *f)
 	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
-	        "                    [--compact [--compact-moves-h N] [--compact-budget X]]\n"
+	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1023,9 +1048,10 @@ static void sim_usage(FILE *f)
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
-	        "  --compact: topoplace-defrag also compacts when jobs end (off; bench/sim_compact.c),\n"
-	        "  moving at most --compact-moves-h jobs (default %g) and --compact-budget checkpoint\n"
-	        "  GPU-seconds (a share of the fleet's, default %g) per simulated hour.\n"
+	        "  topoplace-defrag also compacts when jobs end (bench/sim_compact.c; --no-compact:\n"
+	        "  off; --compact: on, the default), moving at most --compact-moves-h jobs (default\n"
+	        "  %g) and --compact-budget checkpoint GPU-seconds (a share of the fleet's, default\n"
+	        "  %g) per simulated hour; under --queue easy only for the top job it starts at once.\n"
 	        "  --inference N: N services with replicas and an availability target instead of\n"
 	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
@@ -1039,7 +1065,8 @@ int bench_sim_main(int argc, char **argv)
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
 	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800,
-	                     .compact_moves_h = SIM_COMPACT_MOVES_H, .compact_budget = SIM_COMPACT_BUDGET};
+	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
+	                     .compact_budget = SIM_COMPACT_BUDGET};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -1056,6 +1083,7 @@ int bench_sim_main(int argc, char **argv)
 		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
 		{"compact", no_argument, NULL, 'k'},
+		{"no-compact", no_argument, NULL, 1001},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
 		{"inference", required_argument, NULL, 'I'},
@@ -1076,6 +1104,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 'A': o.spares = optarg; break;
 		case 'k': o.compact = true; break;
+		case 1001: o.compact = false; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

@@ -133,7 +133,7 @@ struct sim_opts {
 	double ckpt_every_s;   /* a job's checkpoint interval: a failure loses the work since */
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
-	bool compact;          /* compaction when jobs end (sim_compact.c; off by default) */
+	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
@@ -181,6 +181,9 @@ struct sim_result {
 	size_t ndefrag_cpu, cap_defrag_cpu;
 	double defrag_p50_ms, defrag_p99_ms;
 	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
+	long compact_refused;              /* EASY: plans after which the top job still waits */
+	long compact_plans;                /* plans carried out, */
+	long compact_head_started;         /* after a pass: those the oldest job started after */
 	double compact_cost_s;             /* its checkpoint GPU-seconds */
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
@@ -338,10 +341,12 @@ struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct si
                                        const struct sim_policy *pol, double now);
 void sim_compact_destroy(struct sim_compact *k);
 /* Compaction moves for the queue's head, within the budgets (k may be NULL: nothing);
- * `releases` counts the jobs finished so far. Returns the number of jobs moved. */
+ * `releases` counts the jobs finished so far. Under EASY, `shadow` is the shadow time of the
+ * top job queue[0] after a pass in which it was answered TP_EFRAGMENTED (NAN otherwise: no
+ * compaction). Returns the number of jobs moved. */
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
-                    const struct sim_mover *mv, struct sim_result *res);
+                    double shadow, const struct sim_mover *mv, struct sim_result *res);
 
 /* ---- torus fleets (sim_torus.c) ---------------------------------------------------------- */
 

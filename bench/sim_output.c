@@ -151,6 +151,9 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_int(&j, "defrag_calls", r->defrag_calls);
 		bench_json_int(&j, "defrag_refused", r->defrag_refused);
 		bench_json_int(&j, "compact_calls", r->compact_calls);
+		bench_json_int(&j, "compact_refused", r->compact_refused);
+		bench_json_int(&j, "compact_plans", r->compact_plans);
+		bench_json_int(&j, "compact_head_started", r->compact_head_started);
 		bench_json_int(&j, "compact_moves", r->compact_moves);
 		bench_json_num(&j, "compact_cost_s", r->compact_cost_s);
 		bench_json_num(&j, "defrag_us_mean", r->defrag_us_mean);

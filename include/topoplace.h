@@ -2362,6 +2362,36 @@ TP_API int tp_defrag_plan(tp_cluster *c, const tp_request *r, const tp_defrag_po
 TP_API int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
                              const tp_defrag_policy *policy, tp_plan **out);
 
+/**
+ * @brief Compaction for one waiting request: the moves that free as many whole domains of
+ * @p level as @p r needs, such that @p r then fits (a scheduler's blocked head job, e.g. the
+ * job an EASY reservation waits for). A writing call that leaves @p c as it was, as
+ * tp_defrag_compact().
+ *
+ * When @p r fits already, the plan is the single place step. When it is answered
+ * ::TP_EFRAGMENTED, the number of domains to free is those fully free now plus, for a slice
+ * layer of @p r at @p level, one per slice less the domains that can hold a slice already
+ * (at least one): tp_defrag_compact() with that count, under @p policy (its `max_moves` and
+ * `max_cost_s` bound the plan; a caller passes the request's gain there). The plan is
+ * returned only if @p r then places: its migration steps are followed by the place step, as
+ * with tp_defrag_plan(), and tp_plan_apply_step() carries them out.
+ *
+ * @param c The cluster. @param level The level whose domains are freed (the NVLink domain,
+ *        say). @param r The waiting request (borrowed; copied into the plan).
+ * @param policy What may be done (priorities are compared with 0), or NULL for the defaults.
+ * @param[out] out The plan.
+ * @return 0; ::TP_ENOPLAN (no set of domains can be freed within @p policy, the message of
+ *         tp_defrag_compact(); or @p r still does not fit with them free: "with 2 rack domains
+ *         freed the request still does not fit: ..."); ::TP_EBUSY (fewer free devices than
+ *         @p r wants: moves cannot help; the placement's message); ::TP_EINFEASIBLE,
+ *         ::TP_EINVAL, ::TP_ENOTFOUND (the request or the level, as tp_place() and
+ *         tp_defrag_compact() say; "request is NULL"); ::TP_ENOMEM. The message is on the plan
+ *         as with tp_defrag_compact().
+ * @since 0.4.0
+ */
+TP_API int tp_defrag_compact_for(tp_cluster *c, const char *level, const tp_request *r,
+                                 const tp_defrag_policy *policy, tp_plan **out);
+
 /** @brief Destroy a plan. @param p The plan, or NULL. @since 0.1.0 */
 TP_API void tp_plan_destroy(tp_plan *p);
 /** @brief The outcome: 0 or the code the planner returned. @param p The plan.

@@ -470,27 +470,12 @@ out:
 	return rc;
 }
 
-static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
-                             const tp_defrag_policy *policy, tp_plan **out);
-
-int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
-                      const tp_defrag_policy *policy, tp_plan **out)
+/* Validate and search: on return *pp is the plan object (NULL only on TP_ENOMEM), holding the
+ * message on failure; on success the steps are left in *all for the caller to take. */
+static int compact_search(tp_cluster *c, const char *level, uint32_t ndomains,
+                          const tp_defrag_policy *policy, tp_plan **pp, struct draft *all)
 {
-	if (out)
-		*out = NULL;
-	if (!c)
-		return TP_EINVAL;
-	TP_GUARDED(c, compact_unguarded(c, level, ndomains, policy, out));
-}
-
-static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
-                             const tp_defrag_policy *policy, tp_plan **out)
-{
-	if (!out)
-		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;
-	*out = NULL;
-	if (!c || !level)
-		return c ? tp_seterr(c->errmsg, TP_EINVAL, "level is NULL") : TP_EINVAL;
+	*pp = NULL;
 	if (!policy)
 		policy = &default_policy;
 	tp_plan *p = defrag_plan_new(c);
@@ -509,7 +494,7 @@ static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains
 		               ndomains, c->t->lv[li].ndom, level);
 	if (rc) {
 		p->status = rc;
-		*out = p;
+		*pp = p;
 		return tp_seterr(c->errmsg, rc, "%s", p->errmsg);
 	}
 	struct planner P;
@@ -518,19 +503,18 @@ static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains
 	P.level = li;
 	P.flevel = (unsigned)li;
 	uint32_t have = fully_free_count(&P, (unsigned)li);
-	struct draft all = {0};
 	uint32_t got = 0;
 	char why[TP_ERRMSG_LEN] = "";
 	rc = 0;
 	bool exact = false;
 	if (have < ndomains)
-		rc = compact_exact(&P, ndomains - have, &all, &exact);
+		rc = compact_exact(&P, ndomains - have, all, &exact);
 	if (exact) {
 		got = ndomains - have;
 	} else if (!rc && have < ndomains) {
-		defrag_draft_clear(&c->alloc, &all);
+		defrag_draft_clear(&c->alloc, all);
 		P.diag = (struct diag){0};
-		rc = compact_rounds(&P, ndomains - have, &all, &got, why);
+		rc = compact_rounds(&P, ndomains - have, all, &got, why);
 	}
 	if (rc == DEFRAG_STOP)
 		rc = defrag_budget_message(&P, p->errmsg);
@@ -541,16 +525,167 @@ static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains
 	p->stats = P.stats;
 	defrag_planner_fini(&P);
 	if (rc == TP_ENOMEM) {
+		defrag_draft_clear(&c->alloc, all);
+		tp_plan_destroy(p);
+		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");
+	}
+	if (rc) {
+		defrag_draft_clear(&c->alloc, all);
+		p->status = rc;
+		tp_seterr(c->errmsg, rc, "%s", p->errmsg);
+	}
+	*pp = p;
+	return rc;
+}
+
+static int compact_unguarded(tp_cluster *c, const char *level, uint32_t ndomains,
+                             const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (!out)
+		return c ? tp_seterr(c->errmsg, TP_EINVAL, "out is NULL") : TP_EINVAL;
+	*out = NULL;
+	if (!c || !level)
+		return c ? tp_seterr(c->errmsg, TP_EINVAL, "level is NULL") : TP_EINVAL;
+	struct draft all = {0};
+	int rc = compact_search(c, level, ndomains, policy, out, &all);
+	if (!rc)
+		defrag_plan_take(*out, &all);
+	defrag_draft_clear(&c->alloc, &all);
+	return rc;
+}
+
+/* ---- compaction for a request (tp_defrag_compact_for) -------------------------------------- */
+
+/* The fully free domains of level li that request r needs beyond those free now: for each of
+ * its slice layers at li, one per slice, less the domains that can hold a slice already; else
+ * one. */
+static uint32_t compact_need(const tp_cluster *c, int li, const tp_request *r)
+{
+	const struct tp_topology *t = c->t;
+	uint32_t need = 1;
+	for (size_t k = 0; k < r->nslices; k++) {
+		const tp_slice *sl = &r->slices[k];
+		if (!sl->level || !sl->size || tp_topology_level_index(t, sl->level) != li)
+			continue;
+		uint32_t slices = r->count / sl->size, can = 0;
+		for (uint32_t d = 0; d < t->lv[li].ndom; d++)
+			can += c->free[li][d] >= sl->size;
+		if (slices > can && slices - can > need)
+			need = slices - can;
+	}
+	return need;
+}
+
+/* Carry out the compaction's steps on c (under the caller's savepoint). */
+static int compact_replay(tp_cluster *c, const struct draft *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const struct pstep *s = &d->steps[i];
+		int rc = tp_cluster_rebind_impl(c, tp_cluster_job_slot(c, s->job), s->to, s->nto);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int compact_for_unguarded(tp_cluster *c, const char *level, const tp_request *r,
+                                 const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (!out)
+		return tp_seterr(c->errmsg, TP_EINVAL, "out is NULL");
+	*out = NULL;
+	if (!level)
+		return tp_seterr(c->errmsg, TP_EINVAL, "level is NULL");
+	if (!r)
+		return tp_seterr(c->errmsg, TP_EINVAL, "request is NULL");
+	int li = tp_topology_level_index(c->t, level);
+	if (li < 0) /* the message compact_search gives */
+		return compact_unguarded(c, level, 1, policy, out);
+	/* tp_place validates the request, and a request that fits needs no move */
+	tp_placement *pl = NULL;
+	int rc = tp_place(c, r, &pl);
+	if (rc == TP_ENOMEM) {
+		tp_placement_destroy(pl);
+		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");
+	}
+	struct draft all = {0};
+	tp_plan *p = NULL;
+	if (rc == TP_EFRAGMENTED) {
+		tp_placement_destroy(pl);
+		pl = NULL;
+		uint32_t have = 0, nd = c->t->lv[li].ndom;
+		for (uint32_t d = 0; d < nd; d++)
+			have += c->free[li][d] == tp_dom_ndev(c->t, (unsigned)li, d);
+		uint32_t want = have + compact_need(c, li, r);
+		rc = compact_search(c, level, want < nd ? want : nd, policy, &p, &all);
+		if (rc) {
+			*out = p;
+			return rc;
+		}
+		size_t sp;
+		if (!(rc = tp_cluster_savepoint(c, &sp))) {
+			rc = compact_replay(c, &all);
+			if (!rc)
+				rc = tp_place(c, r, &pl);
+			tp_cluster_rollback(c, sp);
+		}
+		if (rc && rc != TP_ENOMEM) {
+			tp_seterr(p->errmsg, TP_ENOPLAN,
+			          "with %u %s domains freed the request still does not fit: %s",
+			          want < nd ? want : nd, level, pl ? tp_placement_errmsg(pl) : "");
+			rc = TP_ENOPLAN;
+		}
+	} else {
+		if (!(p = defrag_plan_new(c))) {
+			tp_placement_destroy(pl);
+			return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory creating a plan");
+		}
+		if (rc != 0) /* busy, invalid, unknown names, infeasible: freeing domains cannot help */
+			tp_seterr(p->errmsg, rc, "%s", tp_placement_errmsg(pl));
+	}
+	if (!rc && !(p->req = tp_request_dup(&c->alloc, r)))
+		rc = TP_ENOMEM;
+	if (!rc) {
+		size_t n;
+		const uint32_t *devs = tp_placement_devices(pl, &n);
+		rc = defrag_draft_push(&c->alloc, &all, TP_STEP_PLACE, tp_placement_job(pl), NULL, 0,
+		                       devs, n);
+	}
+	if (rc == TP_ENOMEM) {
+		tp_placement_destroy(pl);
 		defrag_draft_clear(&c->alloc, &all);
 		tp_plan_destroy(p);
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory planning");
 	}
-	if (!rc)
+	if (!rc) {
+		all.final = pl;
 		defrag_plan_take(p, &all);
-	defrag_draft_clear(&c->alloc, &all);
-	p->status = rc;
-	*out = p;
-	if (rc)
+	} else {
+		tp_placement_destroy(pl);
+		defrag_draft_clear(&c->alloc, &all);
+		p->status = rc;
 		tp_seterr(c->errmsg, rc, "%s", p->errmsg);
+	}
+	*out = p;
 	return rc;
+}
+
+int tp_defrag_compact_for(tp_cluster *c, const char *level, const tp_request *r,
+                          const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, compact_for_unguarded(c, level, r, policy, out));
+}
+
+int tp_defrag_compact(tp_cluster *c, const char *level, uint32_t ndomains,
+                      const tp_defrag_policy *policy, tp_plan **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c)
+		return TP_EINVAL;
+	TP_GUARDED(c, compact_unguarded(c, level, ndomains, policy, out));
 }

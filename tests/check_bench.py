@@ -337,18 +337,20 @@ def check_mixed_fleet(tmp):
 
 
 def check_compact(tmp):
-    """--compact: topoplace-defrag compacts when jobs end, within the moves and checkpoint
-    GPU-seconds per hour; off by default; deterministic."""
+    """Compaction: topoplace-defrag compacts when jobs end, within the moves and checkpoint
+    GPU-seconds per hour; on by default (--compact says so, --no-compact turns it off);
+    deterministic."""
     base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
             "--seed", "1", "--policies", "topoplace,topoplace-defrag"]
-    off, _ = run(base, tmp, "compact-off.json")
+    off, _ = run(base + ["--no-compact"], tmp, "compact-off.json")
     on, _ = run(base + ["--compact"], tmp, "compact-on.json")
-    again, _ = run(base + ["--compact"], tmp, "compact-again.json")
-    check(strip_wall(on) == strip_wall(again), "compact: two runs with one seed differ")
+    again, _ = run(base, tmp, "compact-again.json")
+    check(strip_wall(on) == strip_wall(again),
+          "compact: the default differs from --compact, or two runs with one seed differ")
     for name in ("topoplace", "topoplace-defrag"):
         m = off["policies"][name]
         check(m["compact_calls"] == 0 and m["compact_moves"] == 0,
-              f"compact: {name} compacted without --compact ({m['compact_calls']} calls)")
+              f"compact: {name} compacted with --no-compact ({m['compact_calls']} calls)")
     check(on["policies"]["topoplace"]["compact_calls"] == 0,
           "compact: topoplace (no defrag hook) compacted")
     m = on["policies"]["topoplace-defrag"]
@@ -361,13 +363,36 @@ def check_compact(tmp):
           f"compact: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h, above the budget")
     check(strip_wall(on["policies"]["topoplace"]) == strip_wall(off["policies"]["topoplace"]),
           "compact: --compact changed topoplace")
-    none, _ = run(base + ["--compact", "--compact-moves-h", "0"], tmp, "compact-none.json")
+    none, _ = run(base + ["--compact-moves-h", "0"], tmp, "compact-none.json")
     m = none["policies"]["topoplace-defrag"]
     check(m["compact_moves"] == 0 and m["compact_calls"] == 0,
           f"compact: {m['compact_moves']} moves with a budget of 0 moves an hour")
     check(strip_wall(none["policies"]["topoplace-defrag"]) ==
           strip_wall(off["policies"]["topoplace-defrag"]),
           "compact: a budget of 0 moves is not the same as no compaction")
+
+
+def check_compact_easy(tmp):
+    """--compact under EASY: only for the top job, and only a plan after which it starts at
+    once (the freed domains would otherwise be reserved for it and stand idle)."""
+    base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
+            "--seed", "1", "--policies", "topoplace-defrag", "--queue", "easy"]
+    on, _ = run(base + ["--compact"], tmp, "compact-easy.json")
+    again, _ = run(base + ["--compact"], tmp, "compact-easy-again.json")
+    check(strip_wall(on) == strip_wall(again), "compact easy: two runs with one seed differ")
+    m = on["policies"]["topoplace-defrag"]
+    check(m["compact_plans"] > 0 and m["compact_moves"] >= m["compact_plans"],
+          f"compact easy: no plan carried out ({m['compact_calls']} calls)")
+    check(m["compact_head_started"] == m["compact_plans"],
+          f"compact easy: the top job started after {m['compact_head_started']} of "
+          f"{m['compact_plans']} plans")
+    hours = m["makespan_s"] / 3600
+    check(m["compact_cost_s"] <= 0.005 * 864 * 3600 * (hours + 1),
+          f"compact easy: {m['compact_cost_s']} checkpoint GPU-s in {hours:.0f} h")
+    off, _ = run(base + ["--no-compact"], tmp, "compact-easy-off.json")
+    m = off["policies"]["topoplace-defrag"]
+    check(m["compact_calls"] == 0 and m["compact_plans"] == 0,
+          f"compact easy: {m['compact_calls']} calls with --no-compact")
 
 
 def check_errors(tmp):
@@ -406,6 +431,7 @@ if __name__ == "__main__":
         check_node_groups(tmp)
         check_compare(tmp)
         check_compact(tmp)
+        check_compact_easy(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)

@@ -1259,6 +1259,161 @@ Test(defrag, compaction_frees_the_cheapest_racks)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* 5 racks; rack r < 3 holds r + 1 migratable 4-GPU jobs, rack 4 an immovable 8-GPU job; rack 3
+ * is fully free unless `fill3` (then it holds one migratable 4-GPU job too). */
+static tp_cluster *compact_for_cluster(const tp_topology *t, bool fill3)
+{
+	tp_cluster *c = cluster_of(t);
+	char id[16];
+	for (unsigned rk = 0; rk < 3; rk++)
+		for (unsigned k = 0; k <= rk; k++) {
+			snprintf(id, sizeof id, "j%u%u", rk, k);
+			assign_with(c, id, node_dev(rk, 3 * k), 4, opts(1, 0, 0, 60));
+		}
+	if (fill3)
+		assign_with(c, "j30", node_dev(3, 0), 4, opts(1, 0, 0, 60));
+	assign_with(c, "j4", node_dev(4, 0), 8, opts(0, 0, 0, 60));
+	return c;
+}
+
+Test(defrag, compaction_for_a_request_frees_what_it_needs)
+{
+	tp_topology *t = nvl72(1, 5);
+	tp_cluster *c = compact_for_cluster(t, false);
+	/* two rack slices of 72: rack 3 holds one, compaction frees one more (rack 0, one job) */
+	tp_slice sl = {"rack", RACK_GPUS};
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "big";
+	r.count = 2 * RACK_GPUS;
+	r.group_size = 4;
+	r.slices = &sl;
+	r.nslices = 1;
+	tp_plan *p = NULL;
+	tp_placement *pl = NULL;
+	cr_assert_eq(tp_place(c, &r, &pl), TP_EFRAGMENTED, "%s", tp_placement_errmsg(pl));
+	tp_placement_destroy(pl);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(tp_defrag_compact_for(c, "rack", &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "planning changed the cluster");
+	cr_assert_eq(tp_plan_step_count(p), 2);
+	cr_assert_eq(tp_plan_moved_job_count(p), 1);
+	tp_step_action a;
+	const char *job;
+	cr_assert_eq(tp_plan_step(p, 0, &a, &job, NULL, NULL, NULL, NULL), 0);
+	cr_assert(a == TP_STEP_MIGRATE && !strcmp(job, "j00"), "step 0: %d %s", (int)a, job);
+	check_plan(c, &r, NULL, p);
+	for (size_t i = 0; i < tp_plan_step_count(p); i++)
+		cr_assert_eq(tp_plan_apply_step(c, p, i, NULL), 0, "%s", tp_cluster_errmsg(c));
+	assert_consistent(c);
+	assert_request_placed(c, &r);
+	tp_plan_destroy(p);
+	/* a request that fits already: the place step alone */
+	tp_request small = rack_request("small", 0);
+	small.count = 8;
+	cr_assert_eq(tp_defrag_compact_for(c, "rack", &small, NULL, &p), 0, "%s",
+	             tp_plan_errmsg(p));
+	cr_assert_eq(tp_plan_step_count(p), 1);
+	cr_assert_eq(tp_plan_moved_job_count(p), 0);
+	check_plan(c, &small, NULL, p);
+	tp_plan_destroy(p);
+	/* the budget bounds the plan: compaction's own message */
+	tp_cluster_destroy(c);
+	c = compact_for_cluster(t, false);
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.max_cost_s = 1;
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "rack", &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "max_cost_s 1");
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	tp_plan_destroy(p);
+	/* more than is free: moves cannot help */
+	r.count = 5 * RACK_GPUS;
+	r.nslices = 0;
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "rack", &r, NULL, &p), TP_EBUSY, tp_plan_errmsg(p),
+	              "busy: 328 matching devices are free, the request needs 360");
+	cr_assert_eq(tp_plan_step_count(p), 0);
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "rack", NULL, NULL, &p), TP_EINVAL,
+	              tp_cluster_errmsg(c), "request is NULL");
+	cr_assert_null(p);
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "shelf", &small, NULL, &p), TP_ENOTFOUND,
+	              tp_plan_errmsg(p), "level 'shelf' is not a level of the topology");
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, NULL, &small, NULL, &p), TP_EINVAL,
+	              tp_cluster_errmsg(c), "level is NULL");
+	cr_assert_eq(tp_defrag_compact_for(NULL, "rack", &small, NULL, &p), TP_EINVAL);
+	cr_assert_null(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, compaction_for_a_request_that_still_does_not_fit)
+{
+	/* two groups of a whole rack each, but no slice layer: one domain is counted, freed, and
+	 * the request still needs a second */
+	tp_topology *t = nvl72(1, 5);
+	tp_cluster *c = compact_for_cluster(t, true);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "two";
+	r.count = 2 * RACK_GPUS;
+	r.group_size = RACK_GPUS;
+	r.group_level = "rack";
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_plan *p = NULL;
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "rack", &r, NULL, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "with 1 rack domains freed the request still does not fit: ");
+	cr_assert_eq(tp_plan_step_count(p), 0);
+	cr_assert_null(tp_plan_placement(p));
+	cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	assert_consistent(c);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(defrag, allocation_failures_while_compacting_for_a_request)
+{
+	tp_topology *t = nvl72(1, 5);
+	tp_cluster *c = compact_for_cluster(t, false);
+	tp_slice sl = {"rack", RACK_GPUS};
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "big";
+	r.count = 2 * RACK_GPUS;
+	r.group_size = 4;
+	r.slices = &sl;
+	r.nslices = 1;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_compact_for(c, "rack", &r, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	tp_plan_destroy(p);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	long live = tp_test_alloc_state.live;
+	for (long n = 0;; n++) {
+		tp_test_alloc_fail_at(n);
+		p = NULL;
+		int rc = tp_defrag_compact_for(c, "rack", &r, NULL, &p);
+		long failed = tp_test_alloc_state.failed;
+		tp_test_alloc_fail_at(-1);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp, "allocation %ld: cluster changed", n);
+		assert_consistent(c);
+		if (rc == TP_ENOMEM) {
+			cr_assert_null(p);
+			cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: leak", n);
+			continue;
+		}
+		cr_assert_eq(rc, 0, "allocation %ld: %s", n, tp_err_name(rc));
+		cr_assert_eq(tp_plan_step_count(p), 2);
+		tp_plan_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live);
+		if (!failed)
+			break;
+	}
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Compaction against brute force: 5 racks of 2 nodes of 2 GPUs, random 1-3 GPU jobs (some
  * across two racks), each either preemptible (maybe migratable too) or immovable, a down device
  * now and then. Every job may be preempted, so a set of racks can be freed exactly when it has

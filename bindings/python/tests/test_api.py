@@ -360,6 +360,31 @@ def test_defrag_keeps_migrants_local_unless_allowed(tp):
     assert c.fingerprint == fp
 
 
+def test_defrag_compact_for_frees_the_rack_a_request_needs(tp):
+    c = tp.Cluster(small(tp))
+    c.assign("a", ["x3/0", "x3/1"], migratable=True, preemptible=False, checkpoint_s=10)
+    c.assign("b", ["x1/0", "x1/1"], migratable=True, preemptible=False, checkpoint_s=10)
+    c.assign("c", ["x4/0"], preemptible=False)
+    req = tp.Request(count=8, required="rack", id="n")
+    fp = c.fingerprint
+    # no rack has 8 free GPUs; r1 (b's) is the cheapest to empty that then holds the request
+    plan = c.defrag_compact_for("rack", req)
+    assert plan.ok and [s.action for s in plan.steps] == ["migrate", "place"]
+    assert plan.steps[0].job == "b" and sorted(plan.steps[0].to_devices) == ["x3/2", "x3/3"]
+    assert sorted(plan.steps[1].to_devices) == sorted(
+        ["x1/%d" % i for i in range(4)] + ["x2/%d" % i for i in range(4)])
+    assert c.fingerprint == fp
+    for i in range(len(plan.steps)):
+        c.apply_step(plan, i)
+    assert sorted(c.jobs) == ["a", "b", "c", "n"]
+    # a request that fits already: the place step alone
+    plan = c.defrag_compact_for("rack", tp.Request(count=1, id="m"))
+    assert plan.ok and [s.action for s in plan.steps] == ["place"]
+    with pytest.raises(tp.NotFound) as e:
+        c.defrag_compact_for("shelf", req)
+    assert "level 'shelf' is not a level of the topology" in str(e.value)
+
+
 # -- lifetimes --------------------------------------------------------------------------------
 
 def _objects(tp, with_placement):

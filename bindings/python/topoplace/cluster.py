@@ -543,6 +543,21 @@ class Cluster(_Owned):
         rc = lib.tp_defrag_compact(self._p, _b(level, "level"), ndomains, pol, out)
         return self._plan(rc, out[0])
 
+    def defrag_compact_for(self, level, request, policy=None):
+        """Compaction for one waiting ``request``: the moves that free as many whole domains
+        of ``level`` as it needs, returned only if it then fits (the plan ends with its place
+        step, as :meth:`defrag_plan`'s). Raises :class:`InvalidArgument` /
+        :class:`NotFound` for an invalid request, level or policy."""
+        if not isinstance(request, Request):
+            raise TypeError("defrag_compact_for() needs a Request, not %s"
+                            % type(request).__name__)
+        keep = []
+        r = request._to_c(keep)
+        pol = (policy or DefragPolicy())._to_c(keep)
+        out = ffi.new("tp_plan **")
+        rc = lib.tp_defrag_compact_for(self._p, _b(level, "level"), r, pol, out)
+        return self._plan(rc, out[0])
+
     def _plan(self, rc, ptr):
         if ptr == ffi.NULL:
             check(rc if rc < 0 else lib.TP_ENOMEM, self)
