@@ -175,7 +175,7 @@ func TestScenarioExtensions(t *testing.T) {
 	must(t, err)
 	defer svc.Close()
 	c := svc.Cluster()
-	if caps, _ := c.ServiceCaps("web"); caps == nil || *caps != (ServiceCaps{"rack", 1, 0}) {
+	if caps, _ := c.ServiceCaps("web"); caps == nil || *caps != (ServiceCaps{Level: "rack", MaxPerDomain: 1}) {
 		t.Fatalf("the document's caps %+v", caps)
 	}
 	if svc.Request.Service != "web" {

@@ -271,7 +271,7 @@ func TestPlacePDAutoLocality(t *testing.T) {
 	// The rack's NVLink: 3.4 us + 327680 B x 4096 tokens / (900 GB/s x 4 devices) = 376.2 us;
 	// InfiniBand across racks is far slower.
 	want := 3.4 + 327680.0*4096/(900e3*4)
-	if res.Locality != "rack" || math.Abs(res.HandoffUs-want) > 0.05 || !strings.HasPrefix(res.Decision, "auto: rack 376.2 us, none ") ||
+	if res.Locality != "rack" || math.Abs(res.HandoffUs-want) > 0.05 || !strings.HasPrefix(res.Decision, "auto: g0: rack 376.2 us, none ") ||
 		!strings.Contains(res.Decision, "tried "+res.Locality+": placed") {
 		t.Fatalf("locality %q, hand-off %v us, decision %q", res.Locality, res.HandoffUs, res.Decision)
 	}

@@ -254,10 +254,18 @@ func (c *Cluster) partitions(p *C.tp_placement) []Partition {
 // replicas with a device in one domain (0: no limit) and at most MaxPercent percent of them
 // (0: no limit; a new replica may go where r of R replicas are when r + 1 <=
 // max(1, floor(MaxPercent x (R + 1) / 100))).
+//
+// FDKind, FDMaxPerDomain and FDMaxPercent cap them in the same way over the failure domains of
+// one kind (power feeds, switch trays; Topology.FailureDomainKinds, one of the first eight);
+// FDKind "" sets no such caps. A replica goes only where both kinds of caps leave room. Level
+// "" sets no caps over the tree.
 type ServiceCaps struct {
-	Level        string
-	MaxPerDomain uint32
-	MaxPercent   float64
+	Level          string
+	MaxPerDomain   uint32
+	MaxPercent     float64
+	FDKind         string
+	FDMaxPerDomain uint32
+	FDMaxPercent   float64
 }
 
 // SetServiceCaps sets (or, with nil, lifts) the spread caps of a service: its replicas (the
@@ -274,9 +282,16 @@ func (c *Cluster) SetServiceCaps(service string, caps *ServiceCaps) error {
 	}
 	var cc C.tp_service_caps
 	C.tp_service_caps_init(&cc, C.TP_SERVICE_CAPS_VERSION)
-	cc.level = m.str(caps.Level)
+	if caps.Level != "" {
+		cc.level = m.str(caps.Level)
+	}
 	cc.max_per_domain = C.uint32_t(caps.MaxPerDomain)
 	cc.max_percent = C.double(caps.MaxPercent)
+	if caps.FDKind != "" {
+		cc.fd_kind = m.str(caps.FDKind)
+	}
+	cc.fd_max_per_domain = C.uint32_t(caps.FDMaxPerDomain)
+	cc.fd_max_percent = C.double(caps.FDMaxPercent)
 	return c.err(C.tp_cluster_set_service_caps(c.p, cs, &cc))
 }
 
@@ -290,11 +305,51 @@ func (c *Cluster) ServiceCaps(service string) (*ServiceCaps, error) {
 	if rc := C.tp_cluster_service_caps(c.p, cs, &cc); rc != 0 {
 		return nil, fail(rc, fmt.Sprintf("service %q: invalid name", service))
 	}
-	if cc.level == nil {
+	if cc.level == nil && cc.fd_kind == nil {
 		return nil, nil
 	}
-	return &ServiceCaps{Level: C.GoString(cc.level), MaxPerDomain: uint32(cc.max_per_domain),
-		MaxPercent: float64(cc.max_percent)}, nil
+	out := &ServiceCaps{MaxPerDomain: uint32(cc.max_per_domain), MaxPercent: float64(cc.max_percent),
+		FDMaxPerDomain: uint32(cc.fd_max_per_domain), FDMaxPercent: float64(cc.fd_max_percent)}
+	if cc.level != nil {
+		out.Level = C.GoString(cc.level)
+	}
+	if cc.fd_kind != nil {
+		out.FDKind = C.GoString(cc.fd_kind)
+	}
+	return out, nil
+}
+
+// ServiceFDReplicas is how many running replicas of a service have a device in the failure
+// domain fd (a name of Topology.FailureDomains) of a kind; counted for the first eight kinds
+// whether or not caps are set.
+func (c *Cluster) ServiceFDReplicas(service, kind, fd string) (uint32, error) {
+	defer runtime.KeepAlive(c)
+	k, err := c.topo.fdKind(kind)
+	if err != nil {
+		return 0, err
+	}
+	names, err := c.topo.FailureDomains(kind)
+	if err != nil {
+		return 0, err
+	}
+	dom := -1
+	for i, n := range names {
+		if n == fd {
+			dom = i
+			break
+		}
+	}
+	if dom < 0 {
+		return 0, fail(C.TP_ENOTFOUND, fmt.Sprintf("no %s failure domain named %q", kind, fd))
+	}
+	cs := C.CString(service)
+	defer C.free(unsafe.Pointer(cs))
+	var n C.uint32_t
+	if rc := C.tp_cluster_service_fd_replicas(c.p, cs, k, C.uint32_t(dom), &n); rc != 0 {
+		return 0, fail(rc, fmt.Sprintf("service %q: failure-domain kind %q is past the first %d",
+			service, kind, C.TP_SERVICE_FD_KINDS))
+	}
+	return uint32(n), nil
 }
 
 // ServiceReplicas is how many running replicas of a service have a device in one domain of a

@@ -3,6 +3,7 @@
 package topoplace
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -176,7 +177,7 @@ func TestPartitionsKeepTenantsApart(t *testing.T) {
 func TestServiceCapsKeepReplicasSpread(t *testing.T) {
 	_, c := fleet(t, 4)
 	must(t, c.SetServiceCaps("web", &ServiceCaps{Level: "rack", MaxPerDomain: 1}))
-	if caps, err := c.ServiceCaps("web"); err != nil || *caps != (ServiceCaps{"rack", 1, 0}) {
+	if caps, err := c.ServiceCaps("web"); err != nil || *caps != (ServiceCaps{Level: "rack", MaxPerDomain: 1}) {
 		t.Fatalf("caps %+v, %v", caps, err)
 	}
 	if caps, err := c.ServiceCaps("other"); err != nil || caps != nil {
@@ -291,4 +292,37 @@ func TestCopy(t *testing.T) {
 	defer p.Close()
 	wantErr(t, cp.Commit(p), ErrInvalid)
 	must(t, cp.Check())
+}
+
+// Caps over a failure-domain kind: one replica per power feed, whatever the racks.
+func TestServiceCapsOverPowerFeeds(t *testing.T) {
+	_, c := twoRacks(t)
+	must(t, c.SetServiceCaps("web", &ServiceCaps{FDKind: "power", FDMaxPerDomain: 1}))
+	if caps, err := c.ServiceCaps("web"); err != nil || *caps != (ServiceCaps{FDKind: "power", FDMaxPerDomain: 1}) {
+		t.Fatalf("caps %+v, %v", caps, err)
+	}
+	feeds := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		p, err := c.Place(Request{ID: fmt.Sprintf("web-%d", i), Count: 4, Required: "node", Service: "web"})
+		must(t, err)
+		must(t, c.Commit(p))
+		fd, err := c.Topology().DeviceFailureDomain("power", p.Devices[0])
+		must(t, err)
+		feeds[fd] = true
+		p.Close()
+	}
+	if len(feeds) != 2 {
+		t.Fatalf("two replicas on feeds %v, not one each", feeds)
+	}
+	for _, fd := range []string{"pdu-a", "pdu-b"} {
+		if n, err := c.ServiceFDReplicas("web", "power", fd); err != nil || n != 1 {
+			t.Fatalf("%s holds %d replicas, %v", fd, n, err)
+		}
+	}
+	_, err := c.Place(Request{ID: "web-2", Count: 4, Required: "node", Service: "web"})
+	wantErr(t, err, ErrBusy, "service web keeps out of power 'pdu-a' and 1 more at its cap of 1")
+	_, err = c.ServiceFDReplicas("web", "power", "pdu-z")
+	wantErr(t, err, ErrNotFound, "pdu-z")
+	wantErr(t, c.SetServiceCaps("web", &ServiceCaps{FDKind: "cooling", FDMaxPerDomain: 1}), ErrInvalid,
+		"cooling")
 }
