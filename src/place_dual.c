@@ -122,20 +122,37 @@ static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint
 	const uint32_t *h = c->hist[1] + (size_t)f * hs;
 	uint32_t n = 0, lo = UINT32_MAX, hi = 0, most = 0;
 	*total = 0;
-	for (uint32_t r = 0; r < cnt; r++, h += hs) {
-		uint64_t sum = 0;
-		for (uint32_t j = 0; j < dk->n; j++) {
-			uint32_t x = h[dk->k[j]], nc = p->nodecap[dk->k[j]];
-			sum += (uint64_t)x * nc;
-			lo = x && nc < lo ? nc : lo;
-			hi = x && nc > hi ? nc : hi;
+	if (dk->n == 1) {
+		/* one free count gives anything (groups of a whole node): one read per child */
+		const uint32_t key = dk->k[0], nc = p->nodecap[key];
+		const uint32_t mask = dk->pow2 ? ~(u1 - 1) : 0;
+		for (uint32_t r = 0; r < cnt; r++, h += hs) {
+			uint64_t sum = (uint64_t)h[key] * nc;
+			uint32_t x = min32(sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum, capdev);
+			uint32_t cap = dk->pow2 ? x & mask : floor_to(x, u1);
+			hi = h[key] ? nc : hi;
+			items[n] = cap;
+			n += cap != 0;
+			*total += cap;
+			most = max32(most, cap);
 		}
-		uint32_t x = min32(sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum, capdev);
-		uint32_t cap = dk->pow2 ? x & ~(u1 - 1) : floor_to(x, u1);
-		items[n] = cap;
-		n += cap != 0;
-		*total += cap;
-		most = max32(most, cap);
+		lo = hi ? hi : lo;
+	} else {
+		for (uint32_t r = 0; r < cnt; r++, h += hs) {
+			uint64_t sum = 0;
+			for (uint32_t j = 0; j < dk->n; j++) {
+				uint32_t x = h[dk->k[j]], nc = p->nodecap[dk->k[j]];
+				sum += (uint64_t)x * nc;
+				lo = x && nc < lo ? nc : lo;
+				hi = x && nc > hi ? nc : hi;
+			}
+			uint32_t x = min32(sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum, capdev);
+			uint32_t cap = dk->pow2 ? x & ~(u1 - 1) : floor_to(x, u1);
+			items[n] = cap;
+			n += cap != 0;
+			*total += cap;
+			most = max32(most, cap);
+		}
 	}
 	dual_sort_desc(items, n, bucket, u1, most);
 	*nd_out = !hi || lo != hi || u1 % hi || p->u[0] % hi ? 0 : hi;
@@ -226,6 +243,9 @@ static int dual_collect_rows(struct pctx *p, struct dual_set *ds)
 	const uint32_t *ord = dual_order(p, kmin, &no);
 	if (p->err)
 		return p->err;
+	/* room for every child of the top level at once: no copies as the items grow */
+	if (dual_grow(p, &ds->items, 0, &ds->cap_items, p->t->lv[0].child_first[p->t->lv[0].ndom]))
+		return TP_ENOMEM;
 	int rc = 0;
 	if (ord) {
 		for (uint32_t i = 0; i < no && !rc; i++)
