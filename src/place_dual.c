@@ -20,12 +20,48 @@
 struct dual_dom {
 	uint32_t dom, free, cap;
 	uint32_t first, n;  /* its children's capacities: items[first .. first + n), decreasing */
+	uint32_t most;      /* the largest of them */
+	uint32_t pf;        /* its prefix sums: pre[pf + m] the sum of its m largest (pf: first
+	                       + its position), filled by dual_ready when first needed */
+	bool ready;
 };
 
-/* Q_B(m) before the rounding to the top-level unit (never below Q_B(m)). */
+/* The items and prefix sums of every domain, and how to sort one domain's items. */
+struct dual_lazy {
+	uint32_t *items;
+	uint64_t *pre;
+	uint16_t *bucket; /* NULL: insertion sort */
+	uint32_t step;    /* every item is a multiple of it (the counting sort's step) */
+};
+
+static void dual_sort_desc(uint32_t *it, uint32_t n, uint16_t *cnt, uint32_t u, uint32_t most);
+
+/* Sort domain b's items and fill its prefix sums (once: most domains of a wide cluster never
+ * need them, see dual_candidates). */
+static void dual_ready(const struct dual_lazy *lz, struct dual_dom *b)
+{
+	if (b->ready)
+		return;
+	uint32_t *it = lz->items + b->first;
+	uint64_t *pre = lz->pre + b->pf;
+	dual_sort_desc(it, b->n, lz->bucket, lz->step, b->most);
+	pre[0] = 0;
+	for (uint32_t j = 0; j < b->n; j++)
+		pre[j + 1] = pre[j] + it[j];
+	b->ready = true;
+}
+
+/* Q_B(m) before the rounding to the top-level unit (never below Q_B(m)); b must be ready. */
 static uint64_t dual_raw(const struct dual_dom *b, const uint64_t *pre, uint32_t m)
 {
-	uint64_t v = pre[b->first + (m < b->n ? m : b->n)] - pre[b->first];
+	uint64_t v = pre[b->pf + (m < b->n ? m : b->n)];
+	return v > b->cap ? b->cap : v;
+}
+
+/* An upper bound of dual_raw(b, m) that needs no sort: m items at most b->most each. */
+static uint64_t dual_raw_ub(const struct dual_dom *b, uint32_t m)
+{
+	uint64_t v = (uint64_t)(m < b->n ? m : b->n) * b->most;
 	return v > b->cap ? b->cap : v;
 }
 
@@ -111,10 +147,10 @@ static void dual_sort_desc(uint32_t *it, uint32_t n, uint16_t *cnt, uint32_t u, 
 }
 
 /* The nonzero capacities of top-level domain dom's children into items (as tp_pl_capd gives
- * them), decreasing, their sum, and the node size they all share (tp_pl_uniform_node_dev's
+ * them), unsorted, the largest, their sum, and the node size they all share (tp_pl_uniform_node_dev's
  * answer: 0 when they differ or it does not divide the units). Returns the number of items. */
 static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint32_t dom,
-                          uint32_t *items, uint16_t *bucket, uint32_t *nd_out, uint64_t *total)
+                          uint32_t *items, uint32_t *most_out, uint32_t *nd_out, uint64_t *total)
 {
 	const struct tp_cluster *c = p->c;
 	const uint32_t hs = c->hstride, capdev = p->capdev[1], u1 = p->u[1];
@@ -154,7 +190,7 @@ static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint
 			most = max32(most, cap);
 		}
 	}
-	dual_sort_desc(items, n, bucket, u1, most);
+	*most_out = most;
 	*nd_out = !hi || lo != hi || u1 % hi || p->u[0] % hi ? 0 : hi;
 	return n;
 }
@@ -166,6 +202,8 @@ struct dual_set {
 	uint32_t nb, nd;
 	uint32_t *items;
 	size_t nitems, cap_items;
+	uint16_t *bucket; /* the counting sort's counts (rows), NULL: insertion sort */
+	uint32_t step;
 };
 
 /* Most free counts a counting sort of the top-level domains takes (more: the index walk). */
@@ -202,14 +240,14 @@ static uint32_t *dual_order(struct pctx *p, uint32_t kmin, uint32_t *n)
 /* Add top-level domain dom (free devices) to the set, its rows read: 0, 2 (not applicable)
  * or an error. */
 static int dual_add_rows(struct pctx *p, const struct dual_keys *dk, struct dual_set *ds,
-                         uint16_t *bucket, uint32_t dom, uint32_t free)
+                         uint32_t dom, uint32_t free)
 {
 	const uint32_t *cf = p->t->lv[0].child_first, kmin = p->u[0];
 	uint32_t u;
 	uint64_t total;
 	if (dual_grow(p, &ds->items, ds->nitems, &ds->cap_items, cf[dom + 1] - cf[dom]))
 		return TP_ENOMEM;
-	uint32_t n = dual_rows(p, dk, dom, ds->items + ds->nitems, bucket, &u, &total);
+	uint32_t most, n = dual_rows(p, dk, dom, ds->items + ds->nitems, &most, &u, &total);
 	uint32_t cap = p->hist_ok[0] ? tp_pl_capd(p, 0, dom)
 	                             : floor_to(min32(total > UINT32_MAX ? UINT32_MAX : (uint32_t)total,
 	                                              cap_left(p, 0, dom)),
@@ -219,7 +257,9 @@ static int dual_add_rows(struct pctx *p, const struct dual_keys *dk, struct dual
 	if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
 		return 2;
 	ds->nd = u;
-	ds->bs[ds->nb++] = (struct dual_dom){dom, free, cap, (uint32_t)ds->nitems, n};
+	ds->bs[ds->nb] = (struct dual_dom){dom, free, cap, (uint32_t)ds->nitems, n, most,
+	                                   (uint32_t)ds->nitems + ds->nb, false};
+	ds->nb++;
 	ds->nitems += n;
 	return 0;
 }
@@ -239,6 +279,8 @@ static int dual_collect_rows(struct pctx *p, struct dual_set *ds)
 	if (!bucket || !ds->bs)
 		return TP_ENOMEM;
 	memset(bucket, 0, DUAL_BUCKETS * sizeof *bucket);
+	ds->bucket = bucket;
+	ds->step = p->u[1];
 	uint32_t no;
 	const uint32_t *ord = dual_order(p, kmin, &no);
 	if (p->err)
@@ -249,15 +291,14 @@ static int dual_collect_rows(struct pctx *p, struct dual_set *ds)
 	int rc = 0;
 	if (ord) {
 		for (uint32_t i = 0; i < no && !rc; i++)
-			rc = dual_add_rows(p, &dk, ds, bucket, ord[i], c->free[0][ord[i]]);
+			rc = dual_add_rows(p, &dk, ds, ord[i], c->free[0][ord[i]]);
 		return rc;
 	}
 	Word_t key = (Word_t)kmin << 32;
 	JError_t je;
 	for (int r = Judy1First(c->index[0], &key, &je); r == 1 && !rc;
 	     r = Judy1Next(c->index[0], &key, &je))
-		rc = dual_add_rows(p, &dk, ds, bucket, (uint32_t)(key & 0xffffffffu),
-		                   (uint32_t)(key >> 32));
+		rc = dual_add_rows(p, &dk, ds, (uint32_t)(key & 0xffffffffu), (uint32_t)(key >> 32));
 	return rc;
 }
 
@@ -275,7 +316,8 @@ static int dual_collect_kids(struct pctx *p, struct dual_set *ds)
 	ds->bs = bs;
 	ds->nb = n;
 	for (uint32_t i = 0; i < n; i++) {
-		bs[i] = (struct dual_dom){ks[i].dom, ks[i].free, ks[i].cap, (uint32_t)ds->nitems, 0};
+		bs[i] = (struct dual_dom){ks[i].dom, ks[i].free, ks[i].cap, (uint32_t)ds->nitems, 0, 0,
+		                          (uint32_t)ds->nitems + i, false};
 		if (p->nlev == 3) {
 			uint32_t u = tp_pl_uniform_node_dev(p, 0, ks[i].dom);
 			if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
@@ -295,32 +337,30 @@ static int dual_collect_kids(struct pctx *p, struct dual_set *ds)
 			uint32_t cap = tp_pl_capd(p, p->nlev == 3 ? 1 : p->nl, x);
 			if (cap)
 				ds->items[ds->nitems++] = cap;
+			bs[i].most = max32(bs[i].most, cap);
 		}
 		bs[i].n = (uint32_t)(ds->nitems - bs[i].first);
-		dual_sort_desc(ds->items + bs[i].first, bs[i].n, NULL, 1, UINT32_MAX);
 	}
 	return 0;
 }
 
 /* Collect the top-level domains and their children's capacities; *nd the forced node size
  * (three levels) or 1. Returns 0, 2 (not applicable) or an error. */
-static int dual_collect(struct pctx *p, struct dual_dom **out, uint32_t *nb, uint64_t **pre_out,
-                        uint32_t *nd)
+static int dual_collect(struct pctx *p, struct dual_dom **out, uint32_t *nb,
+                        struct dual_lazy *lz, uint32_t *nd)
 {
-	struct dual_set ds = {NULL, 0, 1, NULL, 0, 0};
+	struct dual_set ds = {NULL, 0, 1, NULL, 0, 0, NULL, 1};
 	int rc = dual_rows_ok(p) && tp_pl_root_indexed(p) ? dual_collect_rows(p, &ds)
 	                                                  : dual_collect_kids(p, &ds);
 	if (rc)
 		return rc;
-	uint64_t *pre = tp_pl_ar_alloc(p, (ds.nitems + 1) * sizeof *pre);
+	/* room for every domain's prefix sums; each is filled when first needed */
+	uint64_t *pre = tp_pl_ar_alloc(p, (ds.nitems + ds.nb + 1) * sizeof *pre);
 	if (!pre)
 		return TP_ENOMEM;
-	pre[0] = 0;
-	for (size_t i = 0; i < ds.nitems; i++)
-		pre[i + 1] = pre[i] + ds.items[i];
 	*out = ds.bs;
 	*nb = ds.nb;
-	*pre_out = pre;
+	*lz = (struct dual_lazy){ds.items, pre, ds.bucket, ds.step};
 	*nd = ds.nd;
 	return 0;
 }
@@ -442,10 +482,11 @@ static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, u
 /* The candidates: the t best domains for each child count m (indices into bs, increasing).
  * Domains in the outer loop (each one's prefix sums read once), one list per m; a domain no
  * better than a full list's last cannot enter it, so the rounding is skipped too. */
-static int dual_candidates(struct pctx *p, const struct dual_dom *bs, uint32_t nb,
-                           const uint64_t *pre, uint32_t t, uint32_t mmax, uint32_t **ci_out,
-                           uint32_t *nc_out)
+static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
+                           const struct dual_lazy *lz, uint32_t t, uint32_t mmax,
+                           uint32_t **ci_out, uint32_t *nc_out)
 {
+	const uint64_t *pre = lz->pre;
 	size_t lists = (size_t)mmax + 1;
 	bool *cand = tp_pl_ar_alloc(p, (nb ? nb : 1) * sizeof *cand);
 	uint32_t *top = tp_pl_ar_alloc(p, lists * ((size_t)t + 1) * sizeof *top);
@@ -455,6 +496,16 @@ static int dual_candidates(struct pctx *p, const struct dual_dom *bs, uint32_t n
 	memset(cand, 0, nb * sizeof *cand);
 	for (uint32_t i = 0; i < nb; i++) {
 		uint32_t nt = i < t ? i : t;
+		if (nt == t) {
+			/* a domain that cannot beat any full list's last (bounded without its sort)
+			 * enters none, as the exact test below would find */
+			uint32_t m = 1;
+			while (m <= mmax && dual_raw_ub(&bs[i], m) <= topq[(size_t)m * (t + 1) + t - 1])
+				m++;
+			if (m > mmax)
+				continue;
+		}
+		dual_ready(lz, &bs[i]);
 		for (uint32_t m = 1; m <= mmax; m++) {
 			uint32_t *tm = top + (size_t)m * (t + 1);
 			uint64_t *qm = topq + (size_t)m * (t + 1);
@@ -576,17 +627,18 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 {
 	struct dual_dom *bs;
 	uint32_t nb, nd, t, mmax, *ci, nc;
-	uint64_t *pre;
+	struct dual_lazy lz;
 	struct dual_knap kn;
-	int rc = dual_collect(p, &bs, &nb, &pre, &nd);
+	int rc = dual_collect(p, &bs, &nb, &lz, &nd);
 	if (rc)
 		return rc;
 	if ((rc = dual_fewest_top(p, bs, nb, k, &t, &mmax)))
 		return rc;
 	if (!t)
 		return 0;
-	if ((rc = dual_candidates(p, bs, nb, pre, t, mmax, &ci, &nc)) ||
-	    (rc = dual_knapsack(p, bs, ci, nc, pre, t, mmax, &kn)))
+	/* every candidate was made ready by dual_candidates */
+	if ((rc = dual_candidates(p, bs, nb, &lz, t, mmax, &ci, &nc)) ||
+	    (rc = dual_knapsack(p, bs, ci, nc, lz.pre, t, mmax, &kn)))
 		return rc;
 	size_t rstar = kn.R + 1;
 	for (size_t r = 1; r <= kn.R && rstar > kn.R; r++)
@@ -601,5 +653,5 @@ int tp_pl_root_dual(struct pctx *p, uint32_t k, uint32_t *cost, struct take **pl
 		cost[2] = k / nd;
 	if (!plan)
 		return 1;
-	return dual_plan(p, bs, ci, nc, pre, &kn, t, rstar, k, plan, nplan);
+	return dual_plan(p, bs, ci, nc, lz.pre, &kn, t, rstar, k, plan, nplan);
 }
