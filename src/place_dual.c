@@ -20,7 +20,7 @@
 struct dual_dom {
 	uint32_t dom, free, cap;
 	uint32_t first, n;  /* its children's capacities: items[first .. first + n), decreasing */
-	uint32_t most;      /* the largest of them */
+	uint32_t most, next; /* the largest of them and the second largest (0: none) */
 	uint32_t pf;        /* its prefix sums: pre[pf + m] the sum of its m largest (pf: first
 	                       + its position), filled by dual_ready when first needed */
 	bool ready;
@@ -58,11 +58,24 @@ static uint64_t dual_raw(const struct dual_dom *b, const uint64_t *pre, uint32_t
 	return v > b->cap ? b->cap : v;
 }
 
-/* An upper bound of dual_raw(b, m) that needs no sort: m items at most b->most each. */
+/* An upper bound of dual_raw(b, m) that needs no sort: the largest item, then m - 1 at most
+ * the second largest each. */
 static uint64_t dual_raw_ub(const struct dual_dom *b, uint32_t m)
 {
-	uint64_t v = (uint64_t)(m < b->n ? m : b->n) * b->most;
+	uint32_t j = m < b->n ? m : b->n;
+	uint64_t v = j ? b->most + (uint64_t)(j - 1) * b->next : 0;
 	return v > b->cap ? b->cap : v;
+}
+
+/* Keep the largest and second largest of the values seen. */
+static inline void dual_top2(uint32_t v, uint32_t *most, uint32_t *next)
+{
+	if (v > *most) {
+		*next = *most;
+		*most = v;
+	} else if (v > *next) {
+		*next = v;
+	}
 }
 
 static uint64_t dual_q(const struct pctx *p, const struct dual_dom *b, const uint64_t *pre,
@@ -147,32 +160,40 @@ static void dual_sort_desc(uint32_t *it, uint32_t n, uint16_t *cnt, uint32_t u, 
 }
 
 /* The nonzero capacities of top-level domain dom's children into items (as tp_pl_capd gives
- * them), unsorted, the largest, their sum, and the node size they all share (tp_pl_uniform_node_dev's
- * answer: 0 when they differ or it does not divide the units). Returns the number of items. */
+ * them), unsorted, the two largest (top2), their sum, and the node size they all share
+ * (tp_pl_uniform_node_dev's answer: 0 when they differ or it does not divide the units).
+ * Returns the number of items. */
 static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint32_t dom,
-                          uint32_t *items, uint32_t *most_out, uint32_t *nd_out, uint64_t *total)
+                          uint32_t *items, uint32_t *top2, uint32_t *nd_out, uint64_t *total)
 {
 	const struct tp_cluster *c = p->c;
 	const uint32_t hs = c->hstride, capdev = p->capdev[1], u1 = p->u[1];
 	uint32_t f = p->t->lv[0].child_first[dom], cnt = p->t->lv[0].child_first[dom + 1] - f;
 	const uint32_t *h = c->hist[1] + (size_t)f * hs;
-	uint32_t n = 0, lo = UINT32_MAX, hi = 0, most = 0;
+	uint32_t n = 0, lo = UINT32_MAX, hi = 0, most = 0, next = 0;
 	*total = 0;
 	if (dk->n == 1) {
-		/* one free count gives anything (groups of a whole node): one read per child */
-		const uint32_t key = dk->k[0], nc = p->nodecap[key];
-		const uint32_t mask = dk->pow2 ? ~(u1 - 1) : 0;
-		for (uint32_t r = 0; r < cnt; r++, h += hs) {
-			uint64_t sum = (uint64_t)h[key] * nc;
-			uint32_t x = min32(sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum, capdev);
-			uint32_t cap = dk->pow2 ? x & mask : floor_to(x, u1);
-			hi = h[key] ? nc : hi;
+		/* one free count gives anything (groups of a whole node): one read per child, the
+		 * same capacity as below (the sum cut to capdev, then to a multiple of u1) */
+		const uint32_t nc = p->nodecap[dk->k[0]], mask = dk->pow2 ? ~(u1 - 1) : 0;
+		const uint32_t *hk = h + dk->k[0];
+		uint32_t any = 0;
+		uint64_t tot = 0;
+		for (uint32_t r = 0; r < cnt; r++) {
+			uint32_t x = hk[(size_t)r * hs];
+			uint64_t sum = (uint64_t)x * nc;
+			uint32_t v = sum > capdev ? capdev : (uint32_t)sum;
+			uint32_t cap = mask ? v & mask : floor_to(v, u1);
+			any |= x;
 			items[n] = cap;
 			n += cap != 0;
-			*total += cap;
-			most = max32(most, cap);
+			tot += cap;
+			if (cap > next)
+				dual_top2(cap, &most, &next);
 		}
-		lo = hi ? hi : lo;
+		*total = tot;
+		hi = any ? nc : 0;
+		lo = any ? nc : lo;
 	} else {
 		for (uint32_t r = 0; r < cnt; r++, h += hs) {
 			uint64_t sum = 0;
@@ -187,10 +208,11 @@ static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint
 			items[n] = cap;
 			n += cap != 0;
 			*total += cap;
-			most = max32(most, cap);
+			dual_top2(cap, &most, &next);
 		}
 	}
-	*most_out = most;
+	top2[0] = most;
+	top2[1] = next;
 	*nd_out = !hi || lo != hi || u1 % hi || p->u[0] % hi ? 0 : hi;
 	return n;
 }
@@ -247,7 +269,7 @@ static int dual_add_rows(struct pctx *p, const struct dual_keys *dk, struct dual
 	uint64_t total;
 	if (dual_grow(p, &ds->items, ds->nitems, &ds->cap_items, cf[dom + 1] - cf[dom]))
 		return TP_ENOMEM;
-	uint32_t most, n = dual_rows(p, dk, dom, ds->items + ds->nitems, &most, &u, &total);
+	uint32_t top2[2], n = dual_rows(p, dk, dom, ds->items + ds->nitems, top2, &u, &total);
 	uint32_t cap = p->hist_ok[0] ? tp_pl_capd(p, 0, dom)
 	                             : floor_to(min32(total > UINT32_MAX ? UINT32_MAX : (uint32_t)total,
 	                                              cap_left(p, 0, dom)),
@@ -257,8 +279,8 @@ static int dual_add_rows(struct pctx *p, const struct dual_keys *dk, struct dual
 	if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
 		return 2;
 	ds->nd = u;
-	ds->bs[ds->nb] = (struct dual_dom){dom, free, cap, (uint32_t)ds->nitems, n, most,
-	                                   (uint32_t)ds->nitems + ds->nb, false};
+	ds->bs[ds->nb] = (struct dual_dom){dom, free, cap, (uint32_t)ds->nitems, n, top2[0],
+	                                   top2[1], (uint32_t)ds->nitems + ds->nb, false};
 	ds->nb++;
 	ds->nitems += n;
 	return 0;
@@ -317,7 +339,7 @@ static int dual_collect_kids(struct pctx *p, struct dual_set *ds)
 	ds->nb = n;
 	for (uint32_t i = 0; i < n; i++) {
 		bs[i] = (struct dual_dom){ks[i].dom, ks[i].free, ks[i].cap, (uint32_t)ds->nitems, 0, 0,
-		                          (uint32_t)ds->nitems + i, false};
+		                          0, (uint32_t)ds->nitems + i, false};
 		if (p->nlev == 3) {
 			uint32_t u = tp_pl_uniform_node_dev(p, 0, ks[i].dom);
 			if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
@@ -337,7 +359,7 @@ static int dual_collect_kids(struct pctx *p, struct dual_set *ds)
 			uint32_t cap = tp_pl_capd(p, p->nlev == 3 ? 1 : p->nl, x);
 			if (cap)
 				ds->items[ds->nitems++] = cap;
-			bs[i].most = max32(bs[i].most, cap);
+			dual_top2(cap, &bs[i].most, &bs[i].next);
 		}
 		bs[i].n = (uint32_t)(ds->nitems - bs[i].first);
 	}
@@ -463,12 +485,13 @@ static int dual_fewest_top(struct pctx *p, const struct dual_dom *bs, uint32_t n
 }
 
 /* Offer domain i with Q = q to the list of the t best for one child count (top and topq, nt
- * long, best first, earlier domains first on ties). */
+ * long, best first, earlier domains first on ties). Domains come in decreasing order, so i
+ * goes before the equal ones already listed. */
 static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, uint32_t i,
                        uint64_t q)
 {
 	uint32_t at = nt < t ? nt : t;
-	while (at > 0 && topq[at - 1] < q)
+	while (at > 0 && topq[at - 1] <= q)
 		at--;
 	if (at >= t)
 		return;
@@ -479,9 +502,11 @@ static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, u
 	topq[at] = q;
 }
 
-/* The candidates: the t best domains for each child count m (indices into bs, increasing).
- * Domains in the outer loop (each one's prefix sums read once), one list per m; a domain no
- * better than a full list's last cannot enter it, so the rounding is skipped too. */
+/* The candidates: the t best domains for each child count m (indices into bs, increasing;
+ * the best Q_B(m), the earliest domain on ties). Domains in the outer loop, from the last
+ * (the most free devices, so the lists fill with good domains first), one list per m; a
+ * domain worse than a full list's last cannot enter it, so its rounding is skipped, and one
+ * whose bound (dual_raw_ub) is worse than every full list's last is never sorted. */
 static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
                            const struct dual_lazy *lz, uint32_t t, uint32_t mmax,
                            uint32_t **ci_out, uint32_t *nc_out)
@@ -494,13 +519,11 @@ static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
 	if (!cand || !top || !topq)
 		return TP_ENOMEM;
 	memset(cand, 0, nb * sizeof *cand);
-	for (uint32_t i = 0; i < nb; i++) {
-		uint32_t nt = i < t ? i : t;
+	for (uint32_t i = nb; i-- > 0;) {
+		uint32_t seen = nb - 1 - i, nt = seen < t ? seen : t;
 		if (nt == t) {
-			/* a domain that cannot beat any full list's last (bounded without its sort)
-			 * enters none, as the exact test below would find */
 			uint32_t m = 1;
-			while (m <= mmax && dual_raw_ub(&bs[i], m) <= topq[(size_t)m * (t + 1) + t - 1])
+			while (m <= mmax && dual_raw_ub(&bs[i], m) < topq[(size_t)m * (t + 1) + t - 1])
 				m++;
 			if (m > mmax)
 				continue;
@@ -509,7 +532,7 @@ static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
 		for (uint32_t m = 1; m <= mmax; m++) {
 			uint32_t *tm = top + (size_t)m * (t + 1);
 			uint64_t *qm = topq + (size_t)m * (t + 1);
-			if (nt == t && dual_raw(&bs[i], pre, m) <= qm[t - 1])
+			if (nt == t && dual_raw(&bs[i], pre, m) < qm[t - 1])
 				continue;
 			dual_offer(tm, qm, nt, t, i, dual_q(p, &bs[i], pre, m));
 		}

@@ -19,6 +19,31 @@ static int kid_cmp(const void *a, const void *b)
 	return (x->dom > y->dom) - (x->dom < y->dom);
 }
 
+/* Lists at most this long are sorted by insertion, with the order inline (no qsort call per
+ * comparison): a domain's children and a rack's nodes are that few. The orders are total
+ * (ties end on the index), so the result is the one qsort gives. */
+#define SMALL_SORT 32
+
+static inline bool kid_before(const struct kid *x, const struct kid *y)
+{
+	return x->free != y->free ? x->free < y->free : x->dom < y->dom;
+}
+
+static void kids_sort(struct kid *ks, uint32_t n)
+{
+	if (n > SMALL_SORT) {
+		qsort(ks, n, sizeof *ks, kid_cmp);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct kid k = ks[i];
+		uint32_t j = i;
+		for (; j > 0 && kid_before(&k, &ks[j - 1]); j--)
+			ks[j] = ks[j - 1];
+		ks[j] = k;
+	}
+}
+
 static struct kid *kids_push(struct pctx *p, struct kid *ks, uint32_t *n, uint32_t *cap,
                              struct kid k)
 {
@@ -94,7 +119,7 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 		}
 	}
 	if (*n > 1)
-		qsort(ks, *n, sizeof *ks, kid_cmp);
+		kids_sort(ks, *n);
 	return ks;
 }
 
@@ -228,7 +253,17 @@ struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n)
 		if (cap)
 			ln[(*n)++] = (struct lnode){x, cap / p->u[p->nl], p->c->free[p->nl][x]};
 	}
-	qsort(ln, *n, sizeof *ln, tp_pl_lnode_cmp);
+	if (*n > SMALL_SORT) {
+		qsort(ln, *n, sizeof *ln, tp_pl_lnode_cmp);
+		return ln;
+	}
+	for (uint32_t i = 1; i < *n; i++) {
+		struct lnode x = ln[i];
+		uint32_t j = i;
+		for (; j > 0 && tp_pl_lnode_cmp(&x, &ln[j - 1]) < 0; j--)
+			ln[j] = ln[j - 1];
+		ln[j] = x;
+	}
 	return ln;
 }
 
@@ -338,8 +373,17 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
 	if (p->err)
 		return p->err;
-	if (n > 1)
+	if (n > SMALL_SORT) {
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
+	} else {
+		for (uint32_t i = 1; i < n; i++) {
+			struct kid x = ks[i];
+			uint32_t j = i;
+			for (; j > 0 && kid_cap_cmp(&x, &ks[j - 1]) < 0; j--)
+				ks[j] = ks[j - 1];
+			ks[j] = x;
+		}
+	}
 	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the children taken whole */
 	uint32_t m = 0;
 	for (uint32_t j = 1; j <= tb->J; j++) {
