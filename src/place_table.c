@@ -486,10 +486,26 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 	if (b == 1)
 		return mix_floor(p, x, k);
 	if (M && (uint64_t)b * K * M <= 65536) {
+		/* the same (k, b) recurs as the search offers child after child: keep the last few */
+		unsigned have = min32(p->mlb_n[x], 4);
+		for (unsigned i = 0; i < have; i++)
+			if (p->mlb[x][i].k == k && p->mlb[x][i].b == b && p->mlb[x][i].u == ux &&
+			    p->mlb[x][i].md == md)
+				return p->mlb[x][i].v;
+		if (M == 1) {
+			/* every part takes one unit: the knapsack below reaches K only when b == K, with
+			 * the parts' losses added one by one (the same sums) */
+			uint32_t f1 = mix_floor(p, x, ux), r = 0;
+			for (uint32_t part = 0; part < b && K == b && r != INF; part++)
+				r = min32(INF, r + f1);
+			return r == INF ? 0 : r;
+		}
 		struct amark m = tp_pl_ar_mark(p);
-		uint32_t *a = tp_pl_ar_alloc(p, 2 * ((size_t)K + 1) * sizeof *a);
+		uint32_t *a = tp_pl_ar_alloc(p, (2 * ((size_t)K + 1) + M + 1) * sizeof *a);
 		if (a) {
-			uint32_t *cur = a, *nxt = a + K + 1;
+			uint32_t *cur = a, *nxt = a + K + 1, *fl = a + 2 * ((size_t)K + 1);
+			for (uint32_t t = 1; t <= M; t++) /* each part's least loss, computed once */
+				fl[t] = mix_floor(p, x, t * ux);
 			for (uint32_t j = 0; j <= K; j++)
 				cur[j] = j ? INF : 0;
 			for (uint32_t part = 0; part < b; part++) {
@@ -497,7 +513,7 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 					nxt[j] = INF;
 					for (uint32_t t = 1; t <= M && t <= j; t++)
 						if (cur[j - t] != INF)
-							nxt[j] = min32(nxt[j], cur[j - t] + mix_floor(p, x, t * ux));
+							nxt[j] = min32(nxt[j], cur[j - t] + fl[t]);
 				}
 				uint32_t *sw = cur;
 				cur = nxt;
@@ -505,6 +521,12 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 			}
 			uint32_t r = cur[K] == INF ? 0 : cur[K];
 			tp_pl_ar_release(p, m);
+			unsigned at = p->mlb_n[x]++ % 4;
+			p->mlb[x][at].k = k;
+			p->mlb[x][at].b = b;
+			p->mlb[x][at].u = ux;
+			p->mlb[x][at].md = md;
+			p->mlb[x][at].v = r;
 			return r;
 		}
 		p->err = 0; /* the coarse bound below needs no memory */
