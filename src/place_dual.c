@@ -59,7 +59,7 @@ static uint64_t dual_raw(const struct dual_dom *b, const uint64_t *pre, uint32_t
 }
 
 /* An upper bound of dual_raw(b, m) that needs no sort: the largest item, then m - 1 at most
- * the second largest each. */
+ * the second largest each; exact for m <= 2. */
 static uint64_t dual_raw_ub(const struct dual_dom *b, uint32_t m)
 {
 	uint32_t j = m < b->n ? m : b->n;
@@ -505,8 +505,9 @@ static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, u
 /* The candidates: the t best domains for each child count m (indices into bs, increasing;
  * the best Q_B(m), the earliest domain on ties). Domains in the outer loop, from the last
  * (the most free devices, so the lists fill with good domains first), one list per m; a
- * domain worse than a full list's last cannot enter it, so its rounding is skipped, and one
- * whose bound (dual_raw_ub) is worse than every full list's last is never sorted. */
+ * domain worse than a full list's last cannot enter it, so its rounding is skipped; one whose
+ * bound (dual_raw_ub, exact for one and two children) is worse than every full list's last
+ * for three children or more is not sorted (only the final candidates must be). */
 static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
                            const struct dual_lazy *lz, uint32_t t, uint32_t mmax,
                            uint32_t **ci_out, uint32_t *nc_out)
@@ -522,11 +523,23 @@ static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
 	for (uint32_t i = nb; i-- > 0;) {
 		uint32_t seen = nb - 1 - i, nt = seen < t ? seen : t;
 		if (nt == t) {
-			uint32_t m = 1;
+			/* lists of 1 and 2 children take the exact bound; a larger one needs the sort */
+			uint32_t m = 3;
+			/* the lists' lasts grow with m, and the bound too: below the last for three
+			 * children at its most, it is below every list's from three on */
+			if (mmax >= 3 && dual_raw_ub(&bs[i], mmax) < topq[(size_t)3 * (t + 1) + t - 1])
+				m = mmax + 1;
 			while (m <= mmax && dual_raw_ub(&bs[i], m) < topq[(size_t)m * (t + 1) + t - 1])
 				m++;
-			if (m > mmax)
+			if (m > mmax) {
+				for (m = 1; m <= 2 && m <= mmax; m++) {
+					uint64_t raw = dual_raw_ub(&bs[i], m);
+					if (raw >= topq[(size_t)m * (t + 1) + t - 1])
+						dual_offer(top + (size_t)m * (t + 1), topq + (size_t)m * (t + 1), nt,
+						           t, i, raw - raw % p->u[0]);
+				}
 				continue;
+			}
 		}
 		dual_ready(lz, &bs[i]);
 		for (uint32_t m = 1; m <= mmax; m++) {
@@ -542,8 +555,11 @@ static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
 		for (uint32_t i = 0; i < nt; i++)
 			cand[top[(size_t)m * (t + 1) + i]] = true;
 	uint32_t nc = 0;
-	for (uint32_t i = 0; i < nb; i++)
+	for (uint32_t i = 0; i < nb; i++) {
 		nc += cand[i];
+		if (cand[i]) /* the knapsack reads every candidate's prefix sums */
+			dual_ready(lz, &bs[i]);
+	}
 	uint32_t *ci = tp_pl_ar_alloc(p, (nc ? nc : 1) * sizeof *ci);
 	if (!ci)
 		return TP_ENOMEM;
