@@ -502,6 +502,27 @@ static void dual_offer(uint32_t *top, uint64_t *topq, uint32_t nt, uint32_t t, u
 	topq[at] = q;
 }
 
+/* Whether domain b's bound (dual_raw_ub) reaches the last of a full list for 3 children or
+ * more. The lists hold the t best of the domains seen, so their lasts grow with m, as the
+ * bound does: once the bound stops at the capacity below a last, no later list can take it. */
+static bool dual_longer_list(const struct dual_dom *b, const uint64_t *topq, uint32_t t,
+                             uint32_t mmax)
+{
+	uint64_t ub = b->most; /* the bound for m children before the cut to the capacity */
+	for (uint32_t m = 2; m <= mmax; m++) {
+		if (m <= b->n)
+			ub += b->next;
+		if (m < 3)
+			continue;
+		uint64_t v = ub > b->cap ? b->cap : ub, last = topq[(size_t)m * (t + 1) + t - 1];
+		if (v >= last)
+			return true;
+		if (v == b->cap)
+			return false;
+	}
+	return false;
+}
+
 /* The candidates: the t best domains for each child count m (indices into bs, increasing;
  * the best Q_B(m), the earliest domain on ties). Domains in the outer loop, from the last
  * (the most free devices, so the lists fill with good domains first), one list per m; a
@@ -523,16 +544,9 @@ static int dual_candidates(struct pctx *p, struct dual_dom *bs, uint32_t nb,
 	for (uint32_t i = nb; i-- > 0;) {
 		uint32_t seen = nb - 1 - i, nt = seen < t ? seen : t;
 		if (nt == t) {
-			/* lists of 1 and 2 children take the exact bound; a larger one needs the sort */
-			uint32_t m = 3;
-			/* the lists' lasts grow with m, and the bound too: below the last for three
-			 * children at its most, it is below every list's from three on */
-			if (mmax >= 3 && dual_raw_ub(&bs[i], mmax) < topq[(size_t)3 * (t + 1) + t - 1])
-				m = mmax + 1;
-			while (m <= mmax && dual_raw_ub(&bs[i], m) < topq[(size_t)m * (t + 1) + t - 1])
-				m++;
-			if (m > mmax) {
-				for (m = 1; m <= 2 && m <= mmax; m++) {
+			/* lists of 1 and 2 children take the exact bound; a longer one needs the sort */
+			if (!dual_longer_list(&bs[i], topq, t, mmax)) {
+				for (uint32_t m = 1; m <= 2 && m <= mmax; m++) {
 					uint64_t raw = dual_raw_ub(&bs[i], m);
 					if (raw >= topq[(size_t)m * (t + 1) + t - 1])
 						dual_offer(top + (size_t)m * (t + 1), topq + (size_t)m * (t + 1), nt,
