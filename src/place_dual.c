@@ -176,21 +176,28 @@ static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint
 		/* one free count gives anything (groups of a whole node): one read per child, the
 		 * same capacity as below (the sum cut to capdev, then to a multiple of u1) */
 		const uint32_t nc = p->nodecap[dk->k[0]], mask = dk->pow2 ? ~(u1 - 1) : 0;
-		const uint32_t *hk = h + dk->k[0];
+		const uint32_t *hk = h + dk->k[0], *end = hk + (size_t)cnt * hs;
 		uint32_t any = 0;
 		uint64_t tot = 0;
-		for (uint32_t r = 0; r < cnt; r++) {
-			uint32_t x = hk[(size_t)r * hs];
-			uint64_t sum = (uint64_t)x * nc;
-			uint32_t v = sum > capdev ? capdev : (uint32_t)sum;
-			uint32_t cap = mask ? v & mask : floor_to(v, u1);
-			any |= x;
-			items[n] = cap;
-			n += cap != 0;
-			tot += cap;
-			if (cap > next)
-				dual_top2(cap, &most, &next);
-		}
+#define DUAL_ROW(ROUND)                                                                  \
+	do {                                                                             \
+		uint32_t x = *hk;                                                        \
+		uint64_t sum = (uint64_t)x * nc;                                         \
+		uint32_t v = sum > capdev ? capdev : (uint32_t)sum, cap = (ROUND);       \
+		any |= x;                                                                \
+		items[n] = cap;                                                          \
+		n += cap != 0;                                                           \
+		tot += cap;                                                              \
+		if (cap > next)                                                          \
+			dual_top2(cap, &most, &next);                                    \
+	} while (0)
+		if (mask) /* one loop per rounding, so the test stays out of the loop */
+			for (; hk < end; hk += hs)
+				DUAL_ROW(v & mask);
+		else
+			for (; hk < end; hk += hs)
+				DUAL_ROW(floor_to(v, u1));
+#undef DUAL_ROW
 		*total = tot;
 		hi = any ? nc : 0;
 		lo = any ? nc : lo;
