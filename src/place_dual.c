@@ -16,10 +16,21 @@
  * devices covered, and only the t best domains for each m can be needed (an optimal answer
  * using another domain B with m children can swap B for one of those, unused, that covers at
  * least as much), so the knapsack runs over at most t * (largest child count) candidates.
+ *
+ * Cost. Every top-level domain and every child is read once per call (the lists need each
+ * domain's Q_B), so on a 1M-GPU fleet a wide request reads ~14k rack rows. What is skipped is
+ * the rest: the domains come in index order (free, then index) from a counting sort of the free
+ * counts, t is counted by capacity value, and a domain's children are sorted and summed only
+ * when it could enter a list: the lists are filled from the most free devices down, with the
+ * earlier domain first on ties (the same lists as filling them in index order), and the bound
+ * "largest child, then the second largest each" (exact for one and two children) rules most
+ * domains out of every list for three children or more before any sort. The candidates, the
+ * knapsack and the answer are exactly those of reading every domain in full.
  */
 struct dual_dom {
 	uint32_t dom, free, cap;
-	uint32_t first, n;  /* its children's capacities: items[first .. first + n), decreasing */
+	uint32_t first, n;  /* its children's capacities: items[first .. first + n), decreasing
+	                       once ready (unsorted before) */
 	uint32_t most, next; /* the largest of them and the second largest (0: none) */
 	uint32_t pf;        /* its prefix sums: pre[pf + m] the sum of its m largest (pf: first
 	                       + its position), filled by dual_ready when first needed */
