@@ -71,6 +71,7 @@ struct place_result {
 	double cpu_p50, cpu_p99, bl_cpu_p50, bl_cpu_p99;
 	long ntp, nbl;
 	long same_rack, diff_rack, only_tp, only_bl;
+	uint64_t answers; /* FNV-1a over every tp_place answer (status, devices), in call order */
 	struct place_tstats t[PLACE_NMIX];
 };
 
@@ -175,8 +176,29 @@ static void place_check_baseline(const tp_cluster *c, const struct place_templat
 		          place_kind_name[m->kind]);
 }
 
+/* FNV-1a over n bytes of v, continuing from h. */
+static uint64_t place_fnv(uint64_t h, const void *v, size_t n)
+{
+	const unsigned char *b = v;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+/* Fold one tp_place answer into the checksum: its status, and its devices in rank order
+ * (the same states and calls give the same checksum; any changed answer changes it). */
+static uint64_t place_fold_answer(uint64_t h, int rc, const tp_placement *p)
+{
+	size_t n = 0;
+	const uint32_t *d = rc == 0 ? tp_placement_devices(p, &n) : NULL;
+	uint32_t head[2] = {(uint32_t)rc, (uint32_t)n};
+	h = place_fnv(h, head, sizeof head);
+	return n ? place_fnv(h, d, n * sizeof *d) : h;
+}
+
 static void place_one(tp_cluster *c, struct kq *kq, const struct place_template *m,
-                      struct place_tstats *st, bool run_baseline, uint32_t *devs)
+                      struct place_tstats *st, bool run_baseline, uint32_t *devs,
+                      uint64_t *answers)
 {
 	uint32_t tp_rack = TP_NONE;
 	tp_slice slice;
@@ -200,6 +222,7 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 		st->tp_busy++;
 	else
 		st->tp_other++;
+	*answers = place_fold_answer(*answers, rc, p);
 	uint32_t cnt;
 	if (rc == 0 && m->kind == PK_REQUIRED)
 		tp_placement_domain_at(p, NVL_RACK, 0, &tp_rack, &cnt);
@@ -270,10 +293,11 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	}
 	uint32_t *devs = malloc(1024 * sizeof *devs);
 	uint64_t last = 0;
+	res->answers = UINT64_C(0xcbf29ce484222325);
 	for (long i = 0; i < per * (long)PLACE_NMIX; i++) {
 		size_t k = (size_t)i % PLACE_NMIX;
 		bool baseline = i < o->baseline_requests;
-		place_one(c, kq, &place_mix[k], &res->t[k], baseline, devs);
+		place_one(c, kq, &place_mix[k], &res->t[k], baseline, devs, &res->answers);
 		place_churn(c, &fill, &rng, o->occupancy);
 		uint64_t now = bench_now_ns();
 		if (now - last > 200000000u) {
@@ -353,8 +377,10 @@ static void place_print(const struct place_result *r, int n)
 		       "(mix, CPU)", r[i].cpu_p50, r[i].cpu_p99, r[i].bl_cpu_p50, r[i].bl_cpu_p99,
 		       r[i].cpu_p50 > 0 ? r[i].bl_cpu_p50 / r[i].cpu_p50 : 0);
 		printf("  required-rack answers: same rack %ld, different rack %ld, only tp_place "
-		       "placed %ld, only the baseline placed %ld\n\n",
+		       "placed %ld, only the baseline placed %ld\n",
 		       r[i].same_rack, r[i].diff_rack, r[i].only_tp, r[i].only_bl);
+		printf("  tp_place answers checksum (FNV-1a): %016llx\n\n",
+		       (unsigned long long)r[i].answers);
 	}
 	printf("(times in microseconds; speedup = baseline p50 / tp_place p50)\n");
 	static const double t50[] = {20, 50, 200}, t99[] = {200, 1000, 5000};
@@ -415,6 +441,9 @@ static void place_json(const struct place_opts *o, const struct place_result *r,
 		bench_json_int(&j, "required_rack_different", r[i].diff_rack);
 		bench_json_int(&j, "required_rack_only_tp", r[i].only_tp);
 		bench_json_int(&j, "required_rack_only_baseline", r[i].only_bl);
+		char hex[24];
+		snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r[i].answers);
+		bench_json_str(&j, "answers_fnv1a", hex);
 		bench_json_arr(&j, "mix");
 		for (size_t k = 0; k < PLACE_NMIX; k++) {
 			struct place_tstats st = r[i].t[k];

@@ -55,6 +55,8 @@ struct pctx {
 	uint32_t mb_k[TP_MAX_LEVELS + 1], mb_v[TP_MAX_LEVELS + 1]; /* tp_pl_mix_bound's last */
 	unsigned mb_col[TP_MAX_LEVELS + 1];                       /* answer per level, + 1 */
 	bool mb_set[TP_MAX_LEVELS + 1];
+	struct { uint32_t k, b, u, md, v; } mlb[TP_MAX_LEVELS][4]; /* mix_level_bound's last */
+	unsigned mlb_n[TP_MAX_LEVELS];                /* knapsacks per level, round robin */
 	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
 	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];

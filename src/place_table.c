@@ -19,6 +19,31 @@ static int kid_cmp(const void *a, const void *b)
 	return (x->dom > y->dom) - (x->dom < y->dom);
 }
 
+/* Lists at most this long are sorted by insertion, with the order inline (no qsort call per
+ * comparison): a domain's children and a rack's nodes are that few. The orders are total
+ * (ties end on the index), so the result is the one qsort gives. */
+#define SMALL_SORT 32
+
+static inline bool kid_before(const struct kid *x, const struct kid *y)
+{
+	return x->free != y->free ? x->free < y->free : x->dom < y->dom;
+}
+
+static void kids_sort(struct kid *ks, uint32_t n)
+{
+	if (n > SMALL_SORT) {
+		qsort(ks, n, sizeof *ks, kid_cmp);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct kid k = ks[i];
+		uint32_t j = i;
+		for (; j > 0 && kid_before(&k, &ks[j - 1]); j--)
+			ks[j] = ks[j - 1];
+		ks[j] = k;
+	}
+}
+
 static struct kid *kids_push(struct pctx *p, struct kid *ks, uint32_t *n, uint32_t *cap,
                              struct kid k)
 {
@@ -94,7 +119,7 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 		}
 	}
 	if (*n > 1)
-		qsort(ks, *n, sizeof *ks, kid_cmp);
+		kids_sort(ks, *n);
 	return ks;
 }
 
@@ -228,7 +253,17 @@ struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n)
 		if (cap)
 			ln[(*n)++] = (struct lnode){x, cap / p->u[p->nl], p->c->free[p->nl][x]};
 	}
-	qsort(ln, *n, sizeof *ln, tp_pl_lnode_cmp);
+	if (*n > SMALL_SORT) {
+		qsort(ln, *n, sizeof *ln, tp_pl_lnode_cmp);
+		return ln;
+	}
+	for (uint32_t i = 1; i < *n; i++) {
+		struct lnode x = ln[i];
+		uint32_t j = i;
+		for (; j > 0 && tp_pl_lnode_cmp(&x, &ln[j - 1]) < 0; j--)
+			ln[j] = ln[j - 1];
+		ln[j] = x;
+	}
 	return ln;
 }
 
@@ -338,8 +373,17 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
 	if (p->err)
 		return p->err;
-	if (n > 1)
+	if (n > SMALL_SORT) {
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
+	} else {
+		for (uint32_t i = 1; i < n; i++) {
+			struct kid x = ks[i];
+			uint32_t j = i;
+			for (; j > 0 && kid_cap_cmp(&x, &ks[j - 1]) < 0; j--)
+				ks[j] = ks[j - 1];
+			ks[j] = x;
+		}
+	}
 	uint64_t acc = 0, fs = 0, whole = 0; /* whole: the loss of the children taken whole */
 	uint32_t m = 0;
 	for (uint32_t j = 1; j <= tb->J; j++) {
@@ -442,10 +486,26 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 	if (b == 1)
 		return mix_floor(p, x, k);
 	if (M && (uint64_t)b * K * M <= 65536) {
+		/* the same (k, b) recurs as the search offers child after child: keep the last few */
+		unsigned have = min32(p->mlb_n[x], 4);
+		for (unsigned i = 0; i < have; i++)
+			if (p->mlb[x][i].k == k && p->mlb[x][i].b == b && p->mlb[x][i].u == ux &&
+			    p->mlb[x][i].md == md)
+				return p->mlb[x][i].v;
+		if (M == 1) {
+			/* every part takes one unit: the knapsack below reaches K only when b == K, with
+			 * the parts' losses added one by one (the same sums) */
+			uint32_t f1 = mix_floor(p, x, ux), r = 0;
+			for (uint32_t part = 0; part < b && K == b && r != INF; part++)
+				r = min32(INF, r + f1);
+			return r == INF ? 0 : r;
+		}
 		struct amark m = tp_pl_ar_mark(p);
-		uint32_t *a = tp_pl_ar_alloc(p, 2 * ((size_t)K + 1) * sizeof *a);
+		uint32_t *a = tp_pl_ar_alloc(p, (2 * ((size_t)K + 1) + M + 1) * sizeof *a);
 		if (a) {
-			uint32_t *cur = a, *nxt = a + K + 1;
+			uint32_t *cur = a, *nxt = a + K + 1, *fl = a + 2 * ((size_t)K + 1);
+			for (uint32_t t = 1; t <= M; t++) /* each part's least loss, computed once */
+				fl[t] = mix_floor(p, x, t * ux);
 			for (uint32_t j = 0; j <= K; j++)
 				cur[j] = j ? INF : 0;
 			for (uint32_t part = 0; part < b; part++) {
@@ -453,7 +513,7 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 					nxt[j] = INF;
 					for (uint32_t t = 1; t <= M && t <= j; t++)
 						if (cur[j - t] != INF)
-							nxt[j] = min32(nxt[j], cur[j - t] + mix_floor(p, x, t * ux));
+							nxt[j] = min32(nxt[j], cur[j - t] + fl[t]);
 				}
 				uint32_t *sw = cur;
 				cur = nxt;
@@ -461,6 +521,12 @@ static uint32_t mix_level_bound(struct pctx *p, unsigned x, uint32_t k, uint32_t
 			}
 			uint32_t r = cur[K] == INF ? 0 : cur[K];
 			tp_pl_ar_release(p, m);
+			unsigned at = p->mlb_n[x]++ % 4;
+			p->mlb[x][at].k = k;
+			p->mlb[x][at].b = b;
+			p->mlb[x][at].u = ux;
+			p->mlb[x][at].md = md;
+			p->mlb[x][at].v = r;
 			return r;
 		}
 		p->err = 0; /* the coarse bound below needs no memory */

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""The answers of `tp-bench place` are those of the solver before its speed work (suite `bench`).
+
+usage: check_place_answers.py TP_BENCH
+
+`tp-bench place` reports a checksum (FNV-1a) of every `tp_place` answer it times: the status and
+the devices in rank order, call after call over its churning states. The latency work of issue 14
+item 6 (src/place_dual.c, src/place_table.c) must not change any answer, so the checksums on
+fixed seeds are those the solver gave at commit d429c9c, before that work (both mixes, a fleet of
+~10k GPUs, where every request kind is answered and the wide ones go through the top-level dual,
+and one of ~100k). The run is repeated to show it is deterministic, and another seed must give
+another checksum, so the figure does depend on the answers.
+
+A change that is meant to change answers (a new choice rule) updates EXPECTED here, saying why
+in its commit.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# (GPUs, mix) -> checksum at commit d429c9c, `--requests 1800 --baseline-requests 0 --seed 1`
+EXPECTED = {
+    (10000, "off"): "5ad173428033629f",
+    (10000, "on"): "716ce53eef6eb70f",
+    (100000, "off"): "4a9d084b442b2b69",
+    (100000, "on"): "f7dac903d9f3b549",
+}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def answers(tmp, gpus, mix, seed=1):
+    out = os.path.join(tmp, f"place-{gpus}-{mix}-{seed}.json")
+    args = [TP_BENCH, "place", "--sizes", str(gpus), "--requests", "1800",
+            "--baseline-requests", "0", "--mix", mix, "--seed", str(seed), "--json", out]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)} exited {p.returncode}: {p.stderr}")
+    with open(out) as f:
+        r = json.load(f)["results"][0]
+    check(r["requests"] == 1800, f"place {gpus} mix {mix}: {r['requests']} calls, not 1800")
+    check(f"checksum (FNV-1a): {r['answers_fnv1a']}" in p.stdout,
+          f"place {gpus} mix {mix}: the printed checksum is not the JSON's")
+    return r["answers_fnv1a"]
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for (gpus, mix), want in EXPECTED.items():
+            got = answers(tmp, gpus, mix)
+            check(got == want, f"place {gpus} GPUs mix {mix}: answers checksum {got}, expected "
+                  f"{want} (the answers of tp_place changed)")
+        check(answers(tmp, 10000, "off") == EXPECTED[(10000, "off")],
+              "place 10000 mix off: a second run gave other answers")
+        check(answers(tmp, 10000, "off", seed=2) != EXPECTED[(10000, "off")],
+              "place 10000 mix off: seed 2 gave the checksum of seed 1")
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+    print("ok: tp_place answers unchanged on", len(EXPECTED), "runs")
+
+
+if __name__ == "__main__":
+    TP_BENCH = sys.argv[1]
+    main()
