@@ -101,6 +101,12 @@ bool sim_queue_parse(const char *name, enum sim_queue *q);
 
 struct sim_policy;
 
+/* Default of --defrag-max-sims: the work budget of one planner call in the simulator, in job
+ * sets simulated (tp_defrag_policy::max_simulations). Each simulation of a large request costs
+ * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
+ * session 6", has the measurements behind the figure. */
+#define SIM_DEFRAG_MAX_SIMS 2u
+
 struct sim_opts {
 	const char *fleet;
 	const char *trace;
@@ -119,6 +125,7 @@ struct sim_opts {
 	bool quiet;            /* no per-policy line on stderr (tp-bench compare prints its own) */
 	double defrag_every_s;
 	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
+	unsigned defrag_max_sims; /* tp_defrag_policy::max_simulations of each planner call */
 	bool use_cost;
 	double fail_rate;      /* node failures per GPU-day (0: none, the default; sim_failures.c) */
 	double repair_h;       /* hours a failed node stays down */
@@ -296,6 +303,8 @@ struct sim_mover {
 	/* The most a plan may cost, as a share of the waiting job's work (its GPUs x duration). */
 	double max_cost_share;
 	long *refused; /* counts the plans found but not carried out */
+	unsigned max_sims; /* the planner's work budget: job sets simulated per call (0: the
+	                    * library's default) */
 };
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
