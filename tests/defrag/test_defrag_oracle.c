@@ -226,10 +226,9 @@ Test(defrag_oracle, plans_are_never_above_the_optimum, .timeout = 600)
 /* The count bound on a migrant's home (defrag_homes.c) rules sets out without simulating
  * them, and changes no answer: on the oracle's cases, the same code, cost and moves with and
  * without it, never more simulations with it, and fewer on some. */
-static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *rc,
-                      double *cost, unsigned *moves, uint64_t *sims)
+static void plan_knobs(const struct od_case *k, tp_cluster *c, struct tp_defrag_knobs kn,
+                       int *rc, double *cost, unsigned *moves, uint64_t *sims)
 {
-	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_room_bound = !bound};
 	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
 	tp_plan *p = NULL;
 	*rc = tp_defrag_plan_ex(c, &k->r, &k->pol, &kn, &st, &p);
@@ -237,6 +236,13 @@ static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *r
 	*moves = *rc == 0 ? tp_plan_moved_job_count(p) : 0;
 	*sims = st.simulated;
 	tp_plan_destroy(p);
+}
+
+static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *rc,
+                      double *cost, unsigned *moves, uint64_t *sims)
+{
+	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_room_bound = !bound};
+	plan_knobs(k, c, kn, rc, cost, moves, sims);
 }
 
 Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
@@ -270,5 +276,44 @@ Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
 	fprintf(stderr, "home bound: %llu simulations with it, %llu without; fewer in %u of 300 "
 	        "cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
 	cr_assert_gt(fewer, 0, "the bound never ruled a set out");
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The joint bound on the migrants' homes (defrag_homes_joint) changes no answer either: on the
+ * oracle's cases, the same code, cost and moves with and without it, and never more
+ * simulations with it (test_defrag.c's joint_home_bound_rules_out_competing_migrants shows
+ * it ruling sets out). */
+Test(defrag_oracle, the_joint_home_bound_changes_no_plan, .timeout = 600)
+{
+	uint64_t with = 0, without = 0;
+	unsigned fewer = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		struct od_case k;
+		od_gen(&k, seed);
+		tp_topology *t;
+		tp_cluster *c;
+		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
+		struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX};
+		struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_joint_bound = true};
+		int ra, rb;
+		double ca, cb;
+		unsigned ma, mb;
+		uint64_t sa, sb;
+		plan_knobs(&k, c, on, &ra, &ca, &ma, &sa);
+		plan_knobs(&k, c, off, &rb, &cb, &mb, &sb);
+		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
+		          "seed %llu: with the joint bound %s %g s %u moves, without %s %g s %u moves",
+		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
+		cr_assert_leq(sa, sb, "seed %llu: %llu simulations with the joint bound, %llu without",
+		              (unsigned long long)seed, (unsigned long long)sa,
+		              (unsigned long long)sb);
+		with += sa;
+		without += sb;
+		fewer += sa < sb;
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "joint home bound: %llu simulations with it, %llu without; fewer in %u of "
+	        "300 cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
 	TP_ASSERT_NO_LEAKS();
 }
