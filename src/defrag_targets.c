@@ -38,6 +38,10 @@
 /* Branches of the depth-first search per target set, and sets simulated per target set. */
 #define TARGET_NODES 200000ul
 
+/* ... and while no plan exists at all: such searches mostly end in sets that fail for want of
+ * homes (the cold limits below), so they list fewer. */
+#define TARGET_NODES_COLD 20000ul
+
 #define TARGET_TRIES 64u
 
 /* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
@@ -260,7 +264,7 @@ struct tdfs {
 	size_t n, cap;
 	struct tsub *x; /* those with room makers added */
 	size_t nx, capx;
-	unsigned long nodes;
+	unsigned long nodes, max_nodes;
 	bool stopped, over_moves, over_cost;
 	uint32_t min_moves_over;
 	/* the costs of the k cheapest sets recorded, ascending: simulate_list looks at no more
@@ -360,7 +364,7 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 {
 	if (d->stopped)
 		return 0;
-	if (++d->nodes > TARGET_NODES) {
+	if (++d->nodes > d->max_nodes) {
 		d->stopped = true;
 		return 0;
 	}
@@ -590,6 +594,7 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 	d->bound = defrag_cost_bound(P);
 	d->min_moves_over = UINT32_MAX;
 	d->k = looked_at(P);
+	d->max_nodes = P->have_best ? TARGET_NODES : TARGET_NODES_COLD;
 	defrag_tally_reset(P);
 	if ((rc = dfs(P, d, 0)))
 		goto out;
