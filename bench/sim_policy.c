@@ -496,6 +496,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	pol.max_moves = 8;
 	pol.max_cost_s = mv->max_cost_share * (double)j->gpus * j->duration_s;
 	pol.max_simulations = mv->max_sims; /* 0: the library's default */
+	pol.max_candidates = mv->max_cands;
 	tp_plan *p = NULL;
 	*cost_s = 0;
 	uint64_t c0 = bench_thread_cpu_ns();
