@@ -106,7 +106,7 @@ struct sim_policy;
  * (tp_defrag_policy::max_simulations, max_candidates). A simulation of a large request costs
  * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
  * session 6", has the measurements behind the figures. */
-#define SIM_DEFRAG_MAX_SIMS 2u
+#define SIM_DEFRAG_MAX_SIMS 4u
 #define SIM_DEFRAG_MAX_CANDS 4u
 
 struct sim_opts {
