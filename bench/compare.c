@@ -642,6 +642,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--jobs N] [--trace-rows N|all] [--trace FILE]...\n"
 	        "                        [--fleet scenario:FILE]... [--policies a,b,...]\n"
 	        "                        [--shared DIR] [--starve-h H]\n"
+	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
@@ -662,7 +663,8 @@ static void cmp_usage(FILE *f)
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
 	        "  trace (no spread between seeds). topoplace-defrag also compacts when jobs end,\n"
-	        "  as tp-bench sim does (on by default; --no-compact: off).\n");
+	        "  as tp-bench sim does (on by default; --no-compact: off). --defrag-max-sims,\n"
+	        "  --defrag-max-cands: as tp-bench sim's (the planner's work budget per call).\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -672,6 +674,8 @@ int bench_compare_main(int argc, char **argv)
 	o.sim = (struct sim_opts){.fleet = "", .jobs = 0, .load = 1.15, .compress = 1,
 	                          .win0_h = -1, .win1_h = -1, .sample_s = 3600, .backfill = 256,
 	                          .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                          .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
+	                          .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                          .use_cost = true, .quiet = true, .compact = true,
 	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
 	                          .compact_budget = SIM_COMPACT_BUDGET};
@@ -692,6 +696,8 @@ int bench_compare_main(int argc, char **argv)
 		{"csv", required_argument, NULL, 'c'},      {"plot", required_argument, NULL, 'P'},
 		{"compact", no_argument, NULL, 'k'},
 		{"no-compact", no_argument, NULL, 1001},
+		{"defrag-max-sims", required_argument, NULL, 'W'},
+		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
@@ -723,6 +729,12 @@ int bench_compare_main(int argc, char **argv)
 		case 'x': o.sim.starve_h = bench_arg_num("--starve-h", optarg); break;
 		case 'k': o.sim.compact = true; break;
 		case 1001: o.sim.compact = false; break;
+		case 'W':
+			o.sim.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg);
+			break;
+		case 'Y':
+			o.sim.defrag_max_cands = (unsigned)bench_arg_uint("--defrag-max-cands", optarg);
+			break;
 		case 'm': o.sim.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.sim.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'j': o.json = optarg; break;

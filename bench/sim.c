@@ -550,8 +550,9 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
 		double cost = 0;
-		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency,
-		                        r->o->defrag_max_cost, &r->res->defrag_refused};
+		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, r->o->defrag_max_cost,
+		                       &r->res->defrag_refused, r->o->defrag_max_sims,
+		                       r->o->defrag_max_cands};
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
 		uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
@@ -899,7 +900,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))
 		r.remain = sim_failures_remain(n);
 	r.compact = sim_compact_create(o, f, r.pol, r.now);
-	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused};
+	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused,
+	                        0, 0};
 	uint64_t released = 0;
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
@@ -1017,6 +1019,7 @@ static void sim_usage(FILE *f)
 	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
 	        "                    [--queue besteffort|strict|easy] [--starve-h H]\n"
 	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
+	        "                    [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
@@ -1044,7 +1047,9 @@ static void sim_usage(FILE *f)
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
 	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
 	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"
-	        "  job's GPU-seconds of work in checkpoints (default 0.05).\n"
+	        "  job's GPU-seconds of work in checkpoints (default 0.05); --defrag-max-sims: the\n"
+	        "  planner's work budget per call, job sets simulated (default %u), --defrag-max-cands\n"
+	        "  candidate domains searched (default %u); 0: the library's defaults.\n"
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
@@ -1056,7 +1061,7 @@ static void sim_usage(FILE *f)
 	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
 	        "  GPU-hours.\n",
-	        SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET);
+	        SIM_DEFRAG_MAX_SIMS, SIM_DEFRAG_MAX_CANDS, SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET);
 }
 
 int bench_sim_main(int argc, char **argv)
@@ -1064,6 +1069,8 @@ int bench_sim_main(int argc, char **argv)
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                     .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
+	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800,
 	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
 	                     .compact_budget = SIM_COMPACT_BUDGET};
@@ -1080,6 +1087,8 @@ int bench_sim_main(int argc, char **argv)
 		{"queue", required_argument, NULL, 'Q'},    {"mix", required_argument, NULL, 'X'},
 		{"defrag-every-s", required_argument, NULL, 'D'},
 		{"defrag-max-cost", required_argument, NULL, 'M'},
+		{"defrag-max-sims", required_argument, NULL, 'W'},
+		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"failures", required_argument, NULL, 'F'}, {"repair-h", required_argument, NULL, 'R'},
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
 		{"compact", no_argument, NULL, 'k'},
@@ -1098,6 +1107,10 @@ int bench_sim_main(int argc, char **argv)
 		case 'C': o.compress = bench_arg_num("--compress", optarg); break;
 		case 'D': o.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'M': o.defrag_max_cost = bench_arg_num("--defrag-max-cost", optarg); break;
+		case 'W': o.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg); break;
+		case 'Y':
+			o.defrag_max_cands = (unsigned)bench_arg_uint("--defrag-max-cands", optarg);
+			break;
 		case 'n': o.jobs = bench_arg_uint("--jobs", optarg); break;
 		case 'F': o.fail_rate = bench_arg_num("--failures", optarg); break;
 		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;

@@ -109,6 +109,14 @@ bool sim_queue_parse(const char *name, enum sim_queue *q);
 
 struct sim_policy;
 
+/* Defaults of --defrag-max-sims and --defrag-max-cands: the work budget of one planner call
+ * in the simulator, in job sets simulated and candidate domains searched
+ * (tp_defrag_policy::max_simulations, max_candidates). A simulation of a large request costs
+ * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
+ * session 6", has the measurements behind the figures. */
+#define SIM_DEFRAG_MAX_SIMS 4u
+#define SIM_DEFRAG_MAX_CANDS 4u
+
 struct sim_opts {
 	const char *fleet;
 	const char *trace;
@@ -127,6 +135,8 @@ struct sim_opts {
 	bool quiet;            /* no per-policy line on stderr (tp-bench compare prints its own) */
 	double defrag_every_s;
 	double defrag_max_cost; /* a plan's most cost, as a share of the waiting job's work */
+	unsigned defrag_max_sims;  /* tp_defrag_policy::max_simulations of each planner call */
+	unsigned defrag_max_cands; /* tp_defrag_policy::max_candidates of each planner call */
 	bool use_cost;
 	double fail_rate;      /* node failures per GPU-day (0: none, the default; sim_failures.c) */
 	double repair_h;       /* hours a failed node stays down */
@@ -320,6 +330,9 @@ struct sim_mover {
 	/* The most a plan may cost, as a share of the waiting job's work (its GPUs x duration). */
 	double max_cost_share;
 	long *refused; /* counts the plans found but not carried out */
+	unsigned max_sims;  /* the planner's work budget: job sets simulated per call (0: the
+	                     * library's default) */
+	unsigned max_cands; /* ... and candidate domains searched per call (0: the default) */
 };
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);

@@ -116,6 +116,8 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 	bench_json_num(&j, "starve_h", o->starve_h);
 	bench_json_num(&j, "defrag_every_s", o->defrag_every_s);
 	bench_json_num(&j, "defrag_max_cost", o->defrag_max_cost);
+	bench_json_int(&j, "defrag_max_sims", o->defrag_max_sims);
+	bench_json_int(&j, "defrag_max_cands", o->defrag_max_cands);
 	bench_json_obj(&j, "policies");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];

@@ -25,6 +25,7 @@
  *                     full locality (an upper bound; handled in sim.c).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -464,6 +465,23 @@ int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struc
 	return (int)ns;
 }
 
+/* TP_BENCH_DEFRAG_TRACE set: one line per planner call on stderr (the request's shape, the
+ * answer, the work the call did and its CPU time), to see where the planner's time goes. */
+static void trace_defrag_call(const tp_request *r, int rc, const tp_plan *p, uint64_t cpu_ns)
+{
+	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+	if (p)
+		tp_plan_stats(p, &st);
+	fprintf(stderr,
+	        "defrag-trace %s gpus %u group %u required %s slice %s/%u -> %s cpu_ms %.3f "
+	        "scanned %llu evaluated %llu simulated %llu budget %d moves %zu cost_s %.0f\n",
+	        r->id, r->count, r->group_size, r->required ? r->required : "-",
+	        r->nslices ? r->slices[0].level : "-", r->nslices ? r->slices[0].size : 0,
+	        rc ? tp_err_name(rc) : "ok", (double)cpu_ns * 1e-6, (unsigned long long)st.scanned,
+	        (unsigned long long)st.evaluated, (unsigned long long)st.simulated, (int)st.budget,
+	        p && !rc ? tp_plan_step_count(p) - 1 : 0, p && !rc ? tp_plan_cost_s(p) : 0.0);
+}
+
 /*
  * The defrag hook: ask the library's planner for the moves that make job j fit, with
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
@@ -485,9 +503,14 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	pol.preempt = 0;
 	pol.max_moves = 8;
 	pol.max_cost_s = mv->max_cost_share * (double)j->gpus * j->duration_s;
+	pol.max_simulations = mv->max_sims; /* 0: the library's default */
+	pol.max_candidates = mv->max_cands;
 	tp_plan *p = NULL;
 	*cost_s = 0;
+	uint64_t c0 = bench_thread_cpu_ns();
 	int rc = tp_defrag_plan(ctx->c, &r, &pol, &p);
+	if (getenv("TP_BENCH_DEFRAG_TRACE"))
+		trace_defrag_call(&r, rc, p, bench_thread_cpu_ns() - c0);
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_plan(job %u): %s: %s", jid, tp_err_name(rc),
 		          p ? tp_plan_errmsg(p) : "");

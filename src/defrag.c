@@ -87,6 +87,8 @@ void defrag_planner_fini(struct planner *P)
 	tp_free(P->a, P->spanbuf);
 	tp_free(P->a, P->roombuf);
 	tp_free(P->a, P->roomvals);
+	tp_free(P->a, P->jointbuf);
+	tp_free(P->a, P->jointsize);
 	tp_free(P->a, P->tbuf);
 	tp_free(P->a, P->tprefbuf);
 	defrag_draft_clear(P->a, &P->best);
@@ -738,6 +740,7 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
 	P->room_bound = !k || !k->no_room_bound;
+	P->joint_bound = !k || !k->no_joint_bound;
 	P->lb_open = COST_NONE;
 	policy_limits(P);
 }

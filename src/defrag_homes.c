@@ -142,6 +142,21 @@ static uint64_t domain_gives(struct planner *P, unsigned l, uint32_t d, size_t n
 	return v;
 }
 
+/* The free devices of the candidate once the jobs S left (their nodes in P->roombuf, nset of
+ * them). */
+static uint64_t cand_after(const struct planner *P, size_t nset)
+{
+	const struct tp_topology *t = P->t;
+	const struct cscan *s = &P->scan;
+	uint64_t cand = set_below(P, nset, s->node0 + s->nnodes) - set_below(P, nset, s->node0);
+	if (s->level >= 0)
+		cand += P->c->free[s->level][s->dom];
+	else
+		for (uint32_t e = 0; e < t->lv[0].ndom; e++)
+			cand += P->c->free[0][e];
+	return cand;
+}
+
 /* Whether job j (its current spans `old`, one per level, and `level` the deepest level one of
  * whose domains holds it, -1: none) may have a home once the jobs S left: *room false when
  * the counts say it cannot. */
@@ -157,13 +172,7 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
 		return rc;
 	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(P, level)))
 		return TP_ENOMEM;
-	const struct cscan *s = &P->scan;
-	uint64_t cand = set_below(P, nset, s->node0 + s->nnodes) - set_below(P, nset, s->node0);
-	if (s->level >= 0)
-		cand += P->c->free[s->level][s->dom];
-	else
-		for (uint32_t e = 0; e < t->lv[0].ndom; e++)
-			cand += P->c->free[0][e];
+	uint64_t cand = cand_after(P, nset);
 	uint32_t ndom = level < 0 ? 1 : t->lv[level].ndom;
 	for (uint32_t d = 0; d < ndom; d++) {
 		if (level >= 0 && domain_gives(P, (unsigned)level, d, nset, cand) < j->ndev)
@@ -175,5 +184,86 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
 			return 0;
 	}
 	*room = false;
+	return 0;
+}
+
+/*
+ * The joint bound: several migrants compete for the same room. A migrant kept inside one
+ * domain of level l (its deepest level is l or deeper) lands in one domain of l that can give
+ * at least its size (domain_gives). So, migrants sorted by size, largest first, the k largest
+ * all land in domains of l that can give at least the k-th size, and those domains together
+ * must give their sizes added up (the domains inside the candidate together at most what the
+ * request leaves of it). A level with fewer than two such migrants is left to
+ * defrag_home_room. Like it, the bound ignores where the request lands and how the domains'
+ * devices sit below l, so it never rules out a set that could work.
+ */
+static int level_joint(struct planner *P, unsigned l, const uint32_t *size, uint32_t m,
+                       size_t nset, uint64_t cand, bool *room)
+{
+	const struct tp_topology *t = P->t;
+	const struct cscan *s = &P->scan;
+	uint32_t nd = t->lv[l].ndom, smallest = size[m - 1];
+	if (defrag_grow_u32(P->a, &P->jointbuf, &P->cap_joint, nd))
+		return TP_ENOMEM;
+	/* the domains that could hold the smallest migrant: outside the candidate from the
+	 * front of jointbuf, inside it from the back */
+	uint32_t *v = P->jointbuf, nout = 0, nin = 0;
+	for (uint32_t d = 0; d < nd; d++) {
+		uint64_t g = domain_gives(P, l, d, nset, cand);
+		if (g < smallest)
+			continue;
+		uint32_t f, cnt;
+		tp_dom_nodes(t, l, d, &f, &cnt);
+		bool inside = f >= s->node0 && f + cnt <= s->node0 + s->nnodes;
+		uint32_t gv = g > UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+		if (inside)
+			v[nd - 1 - nin++] = gv;
+		else
+			v[nout++] = gv;
+	}
+	uint32_t *in = v + nd - nin;
+	qsort(v, nout, sizeof *v, cmp_desc_u32);
+	qsort(in, nin, sizeof *in, cmp_desc_u32);
+	uint64_t left = cand > P->count ? cand - P->count : 0;
+	uint64_t need = 0, osum = 0, isum = 0;
+	uint32_t xo = 0, xi = 0;
+	for (uint32_t k = 0; k < m; k++) {
+		need += size[k];
+		while (xo < nout && v[xo] >= size[k])
+			osum += v[xo++];
+		while (xi < nin && in[xi] >= size[k])
+			isum += in[xi++];
+		if (need > osum + (isum < left ? isum : left)) {
+			*room = false;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
+                       const int *level, uint32_t m, bool *room)
+{
+	*room = true;
+	if (m < 2)
+		return 0;
+	size_t nset;
+	int rc = set_nodes(P, S, n, &nset);
+	if (rc)
+		return rc;
+	uint64_t cand = cand_after(P, nset);
+	if (defrag_grow_u32(P->a, &P->jointsize, &P->cap_jointsize, m))
+		return TP_ENOMEM;
+	for (unsigned l = 0; l <= tp_node_level(P->t) && *room; l++) {
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < m; i++)
+			if (level[i] >= (int)l)
+				P->jointsize[k++] = size[i];
+		if (k < 2)
+			break; /* deeper levels hold no more of them */
+		qsort(P->jointsize, k, sizeof *P->jointsize, cmp_desc_u32);
+		if ((rc = level_joint(P, l, P->jointsize, k, nset, cand, room)))
+			return rc;
+	}
 	return 0;
 }

@@ -29,6 +29,7 @@
 struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
 	bool no_room_bound; /* no defrag_home_room (the tests compare plans with and without) */
+	bool no_joint_bound; /* no defrag_homes_joint (the same) */
 };
 
 /* tp_defrag_plan with knobs (NULL: the defaults) and optional figures (as tp_plan_stats). */
@@ -222,6 +223,7 @@ struct planner {
 	uint32_t max_moves;
 	unsigned exact_max;
 	bool room_bound; /* sets ruled out by defrag_home_room */
+	bool joint_bound; /* sets ruled out by defrag_homes_joint */
 	int level;       /* candidate level, -1: the whole cluster */
 	unsigned flevel; /* level of the fragmentation score */
 	/* the candidate being searched */
@@ -243,6 +245,8 @@ struct planner {
 	size_t cap_span;
 	uint32_t *roombuf, *roomvals; /* defrag_home_room: a set's nodes, a domain's room */
 	size_t cap_room, cap_roomvals;
+	uint32_t *jointbuf, *jointsize; /* defrag_homes_joint: domains' room, migrants' sizes */
+	size_t cap_joint, cap_jointsize;
 	uint32_t room_widest[TP_MAX_LEVELS + 1]; /* [level + 1]: its widest domain below, 0: not
 	                                          * yet counted */
 	/* the last migrant place_migrants found no home for: whether a home existed but was less
@@ -320,6 +324,8 @@ int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fit
 /* defrag_homes.c */
 int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
                      const struct tp_job_impl *j, const uint32_t *old, int level, bool *room);
+int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
+                       const int *level, uint32_t m, bool *room);
 
 /* defrag_search.c */
 void defrag_offer(struct planner *P, struct draft *d);

@@ -913,7 +913,12 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 	*nohome = NULL;
 	if (P->pol.allow_less_local || !P->diag.nohome || P->compact)
 		return 0;
-	for (uint32_t i = 0; i < n; i++) {
+	uint32_t *size = tp_mallocn(P->a, n ? n : 1, sizeof *size);
+	int *level = tp_mallocn(P->a, n ? n : 1, sizeof *level);
+	const struct tp_job_impl *first = NULL; /* the first migrant the joint bound counts */
+	uint32_t m = 0;
+	int rc = size && level ? 0 : TP_ENOMEM;
+	for (uint32_t i = 0; i < n && !rc && !*nohome; i++) {
 		const struct cjob *cj = &P->scan.jobs[S[i]];
 		if (!migrates(cj) || (cj->can & CAN_PREEMPT))
 			continue;
@@ -921,26 +926,33 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 		if (l < 0)
 			continue;
 		uint32_t most;
-		int rc = most_free_after(P, S, n, (unsigned)l, &most);
-		if (rc)
-			return rc;
+		if ((rc = most_free_after(P, S, n, (unsigned)l, &most)))
+			break;
 		if (most < cj->j->ndev) {
 			*nohome = cj->j;
-			return 0;
+			break;
 		}
+		if (!first)
+			first = cj->j;
+		size[m] = cj->j->ndev;
+		level[m++] = l;
 		uint32_t old[TP_MAX_LEVELS];
 		bool room = true;
 		if (!P->room_bound)
 			continue;
 		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, old)) ||
 		    (rc = defrag_home_room(P, S, n, cj->j, old, l, &room)))
-			return rc;
-		if (!room) {
+			break;
+		if (!room)
 			*nohome = cj->j;
-			return 0;
-		}
 	}
-	return 0;
+	bool room = true;
+	if (!rc && !*nohome && P->joint_bound &&
+	    (rc = defrag_homes_joint(P, S, n, size, level, m, &room)) == 0 && !room)
+		*nohome = first; /* one of them has no home; the message was made already */
+	tp_free(P->a, size);
+	tp_free(P->a, level);
+	return rc;
 }
 
 /*

@@ -38,6 +38,10 @@
 /* Branches of the depth-first search per target set, and sets simulated per target set. */
 #define TARGET_NODES 200000ul
 
+/* ... and while no plan exists at all: such searches mostly end in sets that fail for want of
+ * homes (the cold limits below), so they list fewer. */
+#define TARGET_NODES_COLD 20000ul
+
 #define TARGET_TRIES 64u
 
 /* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
@@ -260,10 +264,43 @@ struct tdfs {
 	size_t n, cap;
 	struct tsub *x; /* those with room makers added */
 	size_t nx, capx;
-	unsigned long nodes;
+	unsigned long nodes, max_nodes;
 	bool stopped, over_moves, over_cost;
 	uint32_t min_moves_over;
+	/* the costs of the k cheapest sets recorded, ascending: simulate_list looks at no more
+	 * than k sets (the tries it allows, and one more for the bound), so a branch that costs
+	 * more than the k-th cannot matter */
+	int64_t kc[TARGET_TRIES + 1];
+	uint32_t nk, k;
 };
+
+/* The sets simulate_list can look at, at most: TARGET_TRIES simulated and one for the bound;
+ * while no plan exists, the cold limits' tries and that one. */
+static uint32_t looked_at(const struct planner *P)
+{
+	if (P->have_best)
+		return TARGET_TRIES + 1;
+	uint32_t left = P->cold_sims >= TARGET_CAND_COLD ? 0 : TARGET_CAND_COLD - P->cold_sims;
+	return (left < TARGET_TRIES_COLD ? left : TARGET_TRIES_COLD) + 1;
+}
+
+static void kc_insert(struct tdfs *d, int64_t cost)
+{
+	if (d->nk == d->k && cost >= d->kc[d->k - 1])
+		return;
+	uint32_t x = d->nk < d->k ? d->nk++ : d->k - 1;
+	while (x > 0 && d->kc[x - 1] > cost) {
+		d->kc[x] = d->kc[x - 1];
+		x--;
+	}
+	d->kc[x] = cost;
+}
+
+/* Whether a branch that costs at least `cost` cannot be among the k cheapest sets. */
+static bool beyond_k(const struct tdfs *d, int64_t cost)
+{
+	return d->nk == d->k && cost > d->kc[d->k - 1];
+}
 
 static int dfs_record(struct planner *P, struct tdfs *d)
 {
@@ -276,6 +313,7 @@ static int dfs_record(struct planner *P, struct tdfs *d)
 	if (tp_grow(P->a, (void **)&d->v, &d->cap, d->n + 1, sizeof *d->v))
 		return TP_ENOMEM;
 	d->v[d->n++] = (struct tsub){d->cost, d->nS, d->devices, d->mask, 0, false};
+	kc_insert(d, d->cost);
 	return 0;
 }
 
@@ -326,7 +364,7 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 {
 	if (d->stopped)
 		return 0;
-	if (++d->nodes > TARGET_NODES) {
+	if (++d->nodes > d->max_nodes) {
 		d->stopped = true;
 		return 0;
 	}
@@ -334,6 +372,8 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 		d->over_cost |= d->bound == P->max_cost;
 		return 0;
 	}
+	if (beyond_k(d, d->cost))
+		return 0;
 	if (defrag_tally_enough(P))
 		return dfs_record(P, d);
 	if (i >= d->mt)
@@ -345,6 +385,8 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 		d->over_cost |= d->bound == P->max_cost;
 		return 0;
 	}
+	if (beyond_k(d, defrag_cost_add(d->cost, rest)))
+		return 0;
 	dfs_take(P, d, i, +1);
 	int rc = dfs(P, d, i + 1);
 	dfs_take(P, d, i, -1);
@@ -551,6 +593,8 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 	}
 	d->bound = defrag_cost_bound(P);
 	d->min_moves_over = UINT32_MAX;
+	d->k = looked_at(P);
+	d->max_nodes = P->have_best ? TARGET_NODES : TARGET_NODES_COLD;
 	defrag_tally_reset(P);
 	if ((rc = dfs(P, d, 0)))
 		goto out;

@@ -1065,6 +1065,60 @@ static uint32_t dev_rack(const tp_topology *t, uint32_t dev)
 	return tp_topology_node_domain(t, tp_topology_device_node(t, dev), 1);
 }
 
+/* The joint bound on the migrants' homes (defrag_homes_joint): racks 0 and 1 each hold two
+ * migratable 36-GPU jobs, rack 2 an immovable 36-GPU job (36 GPUs free), rack 3 is full. A
+ * 72-GPU rack needs both jobs of rack 0 or 1 moved, and each one alone has a home (rack 2),
+ * but not both. The first simulation finds that out; with the joint bound every other set
+ * is ruled out from counts, so the same answer costs fewer simulations. */
+static int joint_plan(tp_cluster *c, const tp_request *r, bool joint, char *msg,
+                      tp_defrag_stats *st)
+{
+	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_joint_bound = !joint};
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	tp_plan *p = NULL;
+	*st = (tp_defrag_stats)TP_DEFRAG_STATS_INIT;
+	int rc = tp_defrag_plan_ex(c, r, &pol, &kn, st, &p);
+	snprintf(msg, TP_ERRMSG_LEN, "%s", p ? tp_plan_errmsg(p) : "");
+	tp_plan_destroy(p);
+	return rc;
+}
+
+Test(defrag, joint_home_bound_rules_out_competing_migrants)
+{
+	tp_topology *t = nvl72(1, 4);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options mig = opts(1, 0, 0, 60), fixed = opts(0, 0, 0, 60);
+	assign_range(c, "a0", node_dev(0, 0), 36, &mig);
+	assign_range(c, "b0", node_dev(0, 9), 36, &mig);
+	assign_range(c, "a1", node_dev(1, 0), 36, &mig);
+	assign_range(c, "b1", node_dev(1, 9), 36, &mig);
+	assign_range(c, "fixed2", node_dev(2, 0), 36, &fixed);
+	assign_range(c, "fixed3", node_dev(3, 0), 72, &fixed);
+	tp_request r = rack_request("train", 5);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	char with_msg[TP_ERRMSG_LEN], without_msg[TP_ERRMSG_LEN];
+	tp_defrag_stats with, without;
+	cr_assert_eq(joint_plan(c, &r, true, with_msg, &with), TP_ENOPLAN, "%s", with_msg);
+	cr_assert_eq(joint_plan(c, &r, false, without_msg, &without), TP_ENOPLAN, "%s",
+	             without_msg);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	cr_assert_str_eq(with_msg, without_msg);
+	cr_assert(strstr(with_msg, "nowhere else to go"), "%s", with_msg);
+	cr_assert_eq(with.simulated, 1, "%llu simulations with the joint bound",
+	             (unsigned long long)with.simulated);
+	cr_assert_gt(without.simulated, with.simulated, "%llu simulations without it",
+	             (unsigned long long)without.simulated);
+	/* one more free 36-GPU home (rack 3 half empty): both jobs of a rack fit, and the bound
+	 * lets the plan through */
+	cr_assert_eq(tp_cluster_release(c, "fixed3"), 0);
+	assign_range(c, "fixed3", node_dev(3, 0), 36, &fixed);
+	cr_assert_eq(joint_plan(c, &r, true, with_msg, &with), 0, "%s", with_msg);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 Test(defrag, preemption_empties_one_rack)
 {
 	/* 4 racks of low-priority 4-GPU jobs: rack r holds 6 + 2r of them (free 48 - 8r), so

@@ -226,10 +226,9 @@ Test(defrag_oracle, plans_are_never_above_the_optimum, .timeout = 600)
 /* The count bound on a migrant's home (defrag_homes.c) rules sets out without simulating
  * them, and changes no answer: on the oracle's cases, the same code, cost and moves with and
  * without it, never more simulations with it, and fewer on some. */
-static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *rc,
-                      double *cost, unsigned *moves, uint64_t *sims)
+static void plan_knobs(const struct od_case *k, tp_cluster *c, struct tp_defrag_knobs kn,
+                       int *rc, double *cost, unsigned *moves, uint64_t *sims)
 {
-	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_room_bound = !bound};
 	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
 	tp_plan *p = NULL;
 	*rc = tp_defrag_plan_ex(c, &k->r, &k->pol, &kn, &st, &p);
@@ -237,6 +236,13 @@ static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *r
 	*moves = *rc == 0 ? tp_plan_moved_job_count(p) : 0;
 	*sims = st.simulated;
 	tp_plan_destroy(p);
+}
+
+static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *rc,
+                      double *cost, unsigned *moves, uint64_t *sims)
+{
+	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_room_bound = !bound};
+	plan_knobs(k, c, kn, rc, cost, moves, sims);
 }
 
 Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
@@ -270,5 +276,105 @@ Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
 	fprintf(stderr, "home bound: %llu simulations with it, %llu without; fewer in %u of 300 "
 	        "cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
 	cr_assert_gt(fewer, 0, "the bound never ruled a set out");
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* The joint bound on the migrants' homes (defrag_homes_joint) changes no answer either: on the
+ * oracle's cases, the same code, cost and moves with and without it, and never more
+ * simulations with it (test_defrag.c's joint_home_bound_rules_out_competing_migrants shows
+ * it ruling sets out). */
+Test(defrag_oracle, the_joint_home_bound_changes_no_plan, .timeout = 600)
+{
+	uint64_t with = 0, without = 0;
+	unsigned fewer = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		struct od_case k;
+		od_gen(&k, seed);
+		tp_topology *t;
+		tp_cluster *c;
+		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
+		struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX};
+		struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_joint_bound = true};
+		int ra, rb;
+		double ca, cb;
+		unsigned ma, mb;
+		uint64_t sa, sb;
+		plan_knobs(&k, c, on, &ra, &ca, &ma, &sa);
+		plan_knobs(&k, c, off, &rb, &cb, &mb, &sb);
+		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
+		          "seed %llu: with the joint bound %s %g s %u moves, without %s %g s %u moves",
+		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
+		cr_assert_leq(sa, sb, "seed %llu: %llu simulations with the joint bound, %llu without",
+		              (unsigned long long)seed, (unsigned long long)sa,
+		              (unsigned long long)sb);
+		with += sa;
+		without += sb;
+		fewer += sa < sb;
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "joint home bound: %llu simulations with it, %llu without; fewer in %u of "
+	        "300 cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Budget-limited answers (the simulator's budget: 4 simulations, 4 candidates): a plan that
+ * the budget stopped is still a plan the oracle has, costs no less than the bound, and
+ * reports a lower bound (tp_plan_lower_bound_s) that is at most its own cost and the strict
+ * optimum; a search the budget did not stop gives the unlimited answer. */
+Test(defrag_oracle, budget_limited_plans_report_a_valid_lower_bound, .timeout = 600)
+{
+	unsigned stopped = 0, stopped_plans = 0, below = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		struct od_case k;
+		od_gen(&k, seed);
+		tp_topology *t;
+		tp_cluster *c;
+		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
+		struct od_answer a;
+		od_solve(&k, &a);
+		tp_defrag_policy pol = k.pol;
+		pol.max_simulations = 4;
+		pol.max_candidates = 4;
+		tp_plan *p = NULL, *q = NULL;
+		int rc = tp_defrag_plan(c, &k.r, &pol, &p);
+		int rq = tp_defrag_plan(c, &k.r, &k.pol, &q);
+		tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+		cr_assert_eq(tp_plan_stats(p, &st), 0);
+		cr_assert(rc == 0 || rc == TP_ENOPLAN || rc == TP_EINFEASIBLE, "seed %llu: %s",
+		          (unsigned long long)seed, tp_err_name(rc));
+		if (st.budget == TP_BUDGET_NONE) {
+			cr_assert(rc == rq && (rc != 0 || (fabs(tp_plan_cost_s(p) - tp_plan_cost_s(q)) <
+			                                    1e-9 &&
+			                                   tp_plan_moved_job_count(p) ==
+			                                       tp_plan_moved_job_count(q))),
+			          "seed %llu: the budget did not stop the search but changed the answer",
+			          (unsigned long long)seed);
+		} else {
+			stopped++;
+			cr_assert(st.simulated <= 4, "seed %llu: %llu simulations",
+			          (unsigned long long)seed, (unsigned long long)st.simulated);
+		}
+		if (rc == 0) {
+			cr_assert(a.found || a.fits_now, "seed %llu: a plan the oracle does not have",
+			          (unsigned long long)seed);
+			double pc = tp_plan_cost_s(p), lb = tp_plan_lower_bound_s(p);
+			cr_assert(pc >= a.cost - 1e-9 || a.fits_now, "seed %llu: cost %g below the bound %g",
+			          (unsigned long long)seed, pc, a.cost);
+			cr_assert(lb <= pc + 1e-9 && (!a.sfound || lb <= a.scost + 1e-6),
+			          "seed %llu: lower bound %g, plan %g, optimum %g",
+			          (unsigned long long)seed, lb, pc, a.scost);
+			stopped_plans += st.budget != TP_BUDGET_NONE;
+			below += st.budget != TP_BUDGET_NONE && lb < pc - 1e-9;
+		}
+		tp_plan_destroy(p);
+		tp_plan_destroy(q);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "budget of 4 simulations, 4 candidates: %u of 300 searches stopped, %u of "
+	        "them with a plan (%u with a lower bound below its cost)\n", stopped,
+	        stopped_plans, below);
+	cr_assert_gt(stopped, 0, "the budget never stopped a search");
 	TP_ASSERT_NO_LEAKS();
 }
