@@ -42,8 +42,6 @@ struct sim_shape {
 	int preferred;
 	int slice_level;
 	uint32_t slice_size;
-	int spread_level;
-	uint32_t spread_min;
 };
 
 struct sim_job {
