@@ -440,6 +440,9 @@ static int solve_tree(struct pctx *p, uint32_t k)
 	int r;
 	p->nout = 0;
 	if (p->compact) {
+		r = tp_pl_pin_choose(p, k);
+		if (r < 0)
+			return r;
 		r = tp_pl_eval(p, -1, 0, k, colq(p, -1), best);
 		if (r == 1 && p->q->balanced) {
 			int e = balance(p, k, best);
