@@ -216,9 +216,9 @@ static void kq_fewest_nodes(const struct kq *k, uint32_t d, uint32_t need, uint3
  * The key that orders the candidates of a single-domain choice at level l, smallest first.
  * KQ_RULE_KUEUE: the fewest units that fit (Kueue's BestFit "tightest"), then the fewest free
  * devices. KQ_RULE_TP: tp_place's objective for a request that one domain of l holds (its
- * rule 1 then its best fit, src/place.c): the fewest nodes (for a domain whose children are
- * nodes), then the free devices of every ancestor from the top and of the domain itself,
- * then the free devices of those nodes. The index breaks the remaining ties in both.
+ * rule 1 then its best fit, src/place_choice.c): the fewest nodes (for a domain whose children
+ * are nodes), then the free devices of the domain itself, then those of every ancestor from
+ * the top, then the free devices of those nodes. The index breaks the remaining ties in both.
  */
 static void kq_key_of(const struct kq *k, unsigned l, uint32_t d, uint32_t need,
                       struct kq_key *key)
@@ -232,13 +232,14 @@ static void kq_key_of(const struct kq *k, unsigned l, uint32_t d, uint32_t need,
 		if (l + 1 == k->nl)
 			kq_fewest_nodes(k, d, need, &m, &fsum);
 		key->v[key->n++] = m;
+		key->v[key->n++] = k->freedev[l][d];
 		uint32_t anc[TP_MAX_LEVELS], a = d;
 		for (unsigned x = l + 1; x-- > 0;) {
 			anc[x] = a;
 			if (x > 0)
 				a = k->parent[x][a];
 		}
-		for (unsigned x = 0; x <= l; x++)
+		for (unsigned x = 0; x < l; x++)
 			key->v[key->n++] = k->freedev[x][anc[x]];
 		key->v[key->n++] = fsum;
 	}

@@ -19,7 +19,7 @@
  *     rules (kq_set_rule): KQ_RULE_KUEUE, the fewest slices (pods) that fit, then the fewest
  *     free devices, then the index (our reading of BestFit; Kueue breaks the last ties by
  *     name); or KQ_RULE_TP, tp_place's own objective for a request one domain holds (fewest
- *     nodes, then the tightest ancestors from the top, then the tightest domain, then the
+ *     nodes, then the tightest domain, then the tightest ancestors from the top, then the
  *     tightest nodes), so that `tp-bench place` compares the two at equal answers: with it,
  *     required-rack requests land in the same rack as tp_place's. Below the chosen domain
  *     both rules use Kueue's "largest first, tightest last" (devices may differ from

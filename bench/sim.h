@@ -46,8 +46,6 @@ struct sim_shape {
 	int preferred;
 	int slice_level;
 	uint32_t slice_size;
-	int spread_level;
-	uint32_t spread_min;
 	/* torus fleets: a box of the pod's chips, extents box[0..3) (all 0 on other fleets),
 	 * any order of the extents with box_rotate, across the seam with box_wrap */
 	uint32_t box[3];

@@ -309,10 +309,6 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
 		r.slices = slice;
 		r.nslices = 1;
 	}
-	if (s->spread_level >= 0) {
-		r.spread_level = f->level_name[s->spread_level];
-		r.spread_min_domains = s->spread_min;
-	}
 	r.service = j->service; /* NULL but for the inference class's replicas */
 	if (s->box[0]) { /* a torus fleet's slice: a box of the pod's chips (sim_torus.c) */
 		r.box_level = f->level_name[0];

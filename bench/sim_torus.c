@@ -154,7 +154,7 @@ void sim_torus_gen_job(struct bench_rng *r, const struct sim_fleet *f, struct si
 	j->duration_s = v < 300 ? 300 : v > 48 * 3600 ? 48 * 3600 : v;
 	j->checkpoint_s = sim_checkpoint_s(j->gpus, j->cls);
 	j->shape = (struct sim_shape){.group = 1, .required = -1, .preferred = -1,
-	                              .slice_level = -1, .spread_level = -1,
+	                              .slice_level = -1,
 	                              .box = {e[0], e[1], e[2]}, .box_rotate = !is_cube(e),
 	                              .box_wrap = true};
 	j->shape_key = (uint16_t)(4 * 4096 + k);

@@ -66,25 +66,21 @@ static uint32_t largest_divisor(uint32_t n, uint32_t cap, uint32_t g)
  *     allows (gcd with the node size), required inside one NVLink domain;
  *   - larger: slices of the largest divisor of the size up to an NVLink domain, each slice in
  *     one NVLink domain, preferred inside one domain of the level above (the block);
- *   - inference: replicas of gcd(size, node) GPUs, each a group inside one node, spread over
- *     at least min(replicas, NVLink domains) NVLink domains (HGX: nodes);
+ *   - inference: replicas of gcd(size, node) GPUs, each a group inside one node, nothing
+ *     asked above the node: every policy gets the same shape, and no peer baseline can ask
+ *     for a spread (Kueue has none; the Slurm plugins neither), which this simulator's
+ *     effective GPU-hours would not reward either. Spread over racks is measured where it
+ *     counts, in the serving simulation (--inference, sim_serving.c: availability);
  *   - interactive jobs are shaped as training (they are never moved).
  */
 void sim_job_shape(const struct sim_fleet *f, struct sim_job *j)
 {
 	struct sim_shape *s = &j->shape;
 	uint32_t n = j->gpus;
-	*s = (struct sim_shape){.group = 1, .required = -1, .preferred = -1, .slice_level = -1,
-	                        .spread_level = -1};
-	uint32_t nv_domains = tp_topology_domain_count(f->t, f->nv_level);
+	*s = (struct sim_shape){.group = 1, .required = -1, .preferred = -1, .slice_level = -1};
 	unsigned kind;
 	if (j->cls == TP_CLASS_INFERENCE) {
 		s->group = gcd32(n, f->node_gpus);
-		uint32_t replicas = n / s->group;
-		if (replicas > 1) {
-			s->spread_level = (int)f->nv_level;
-			s->spread_min = replicas < nv_domains ? replicas : nv_domains;
-		}
 		kind = 0;
 	} else if (n <= f->node_gpus) {
 		s->group = n;

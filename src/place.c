@@ -32,7 +32,8 @@
  * a function of one domain's free count before and after, so the cost stays additive over the
  * tree; it reads c->free of the domains a candidate touches, never a scan. The last part is
  * best fit (the tightest domains, the highest level first), which breaks the ties the mix
- * leaves. The cost is additive over the tree and lexicographic order on integer vectors is
+ * leaves; for a request one domain of a level must hold (without a mix) place_choice.c
+ * chooses that domain first, the tightest of its level, and pins it for the search above. The cost is additive over the tree and lexicographic order on integer vectors is
  * translation-invariant, so min-plus dynamic programming over the tree is exact:
  *     f_D(k) = self(D, k) + min over k = sum k_c of sum_c f_c(k_c)   (f_c(0) = 0)
  * a knapsack over the children of D with vector costs ("tables", one entry per unit amount).
@@ -441,6 +442,9 @@ static int solve_tree(struct pctx *p, uint32_t k)
 	int r;
 	p->nout = 0;
 	if (p->compact) {
+		r = tp_pl_pin_choose(p, k);
+		if (r < 0)
+			return r;
 		r = tp_pl_eval(p, -1, 0, k, colq(p, -1), best);
 		if (r == 1 && p->q->balanced) {
 			int e = balance(p, k, best);

@@ -329,9 +329,11 @@ static int emit_takes(struct pctx *p, int l, struct take *tk, uint32_t n)
 	return 0;
 }
 
-/* Choose m of the n nodes (largest first in ln) that hold x units, tightest that still can:
- * at each step the smallest node such that it and the largest remaining others still cover
- * the rest. O(m * n). */
+/* Choose m of the n nodes (largest first in ln, fewest free first among equal capacities)
+ * that hold x units, tightest that still can: at each step the smallest node such that it and
+ * the largest remaining others still cover the rest, and of the nodes of that capacity the
+ * one with the fewest free devices (best fit among equals: the first of them in ln, which
+ * covers the rest whenever a later one does). O(m * n). */
 static int leaf_choose(struct pctx *p, struct lnode *ln, uint32_t n, uint32_t m, uint64_t x,
                        struct take *tk)
 {
@@ -364,6 +366,9 @@ static int leaf_choose(struct pctx *p, struct lnode *ln, uint32_t n, uint32_t m,
 		}
 		if (pick == UINT32_MAX)
 			return TP_ECORRUPT;
+		for (uint32_t j = pick; j-- > 0 && ln[j].v == ln[pick].v;)
+			if (!used[j])
+				pick = j;
 		used[pick] = true;
 		uint64_t a = ln[pick].v < rem ? ln[pick].v : rem;
 		tk[step] = (struct take){ln[pick].node, (uint32_t)a, 0};

@@ -119,6 +119,12 @@ struct pctx {
 	tp_rule dec_rule;
 	bool bal_active;                /* rule 2 raised a bound above one unit */
 
+	/* place_choice.c: the domain chosen over its whole level for a single-domain request */
+	bool pin_on;                    /* pin_dom of pin_level is chosen: searches above take it */
+	int pin_level;
+	uint32_t pin_dom;
+	tp_rule pin_rule;               /* what decided the choice (tp_placement_decided_by) */
+
 	/* output */
 	uint32_t *out;
 	size_t nout, capout;
@@ -432,6 +438,12 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 
 bool tp_pl_step_on(const struct pctx *p, uint32_t k);
 double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
+
+/* place_choice.c: best fit at the level that holds a single-domain request */
+
+int tp_pl_pin_choose(struct pctx *p, uint32_t k);
+int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
+                    uint32_t *kid);
 
 /* place_dual.c: the top-level dual */
 

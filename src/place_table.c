@@ -579,6 +579,9 @@ static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsig
 int tp_pl_best_single(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col,
                       uint32_t *best, uint32_t *kid)
 {
+	int pin = tp_pl_pin_offer(p, l, k, col, best, kid); /* place_choice.c */
+	if (pin != 2)
+		return pin;
 	if (l >= 0)
 		return best_single_walk(p, l, d, k, col, best, kid);
 	if (p->root_kind == 1 && p->root_k == k && p->root_col == col) {

@@ -74,11 +74,11 @@ func Example_schedulerPlugin() {
 	huge.ID, huge.Count = "team-a/huge", 72 // a whole rack, but Filter kept 17 of its 18 nodes
 	reserve(huge, false)
 	// Output:
-	// 32 GPUs, first pod on block0-rack0-node10
+	// 32 GPUs, first pod on block0-rack0-node1
 	// unreserve: <nil> running: []
-	// 32 GPUs, first pod on block0-rack0-node10
+	// 32 GPUs, first pod on block0-rack0-node1
 	// bound: <nil> running: [team-a/train]
-	// 48 GPUs, first pod on block0-rack1-node6
+	// 48 GPUs, first pod on block0-rack1-node1
 	// bound: <nil> running: [team-a/train team-a/big]
 	// reject: never fits
 }

@@ -1214,6 +1214,10 @@ struct brute {
 	bool sfound;
 	int sv[OR_MAXL], ss[OR_MAXL];
 	double sbest;
+	int fit_l;                      /* or_fit_best: the level, -1 none; the least free used */
+	bool ffound;
+	int fv[OR_MAXL], fs[OR_MAXL];
+	unsigned fbest;
 };
 
 static bool s_greater(const int *a, const int *b, unsigned n);
@@ -1265,6 +1269,31 @@ static void mix_offer(struct brute *b, const int *v, const int *s)
 		b->mloss = ml;
 		memcpy(b->mv, v, sizeof b->mv);
 		memcpy(b->ms, s, sizeof b->ms);
+	}
+}
+
+/* Keep the least free devices of the level-b->fit_l domains used among the placements best
+ * under rule 1 (and rule 2 if balanced). */
+static void fit_offer(struct brute *b, const int *v, const int *s)
+{
+	const struct or_case *k = b->k;
+	int cmp = -1;
+	if (b->ffound) {
+		cmp = 0;
+		for (unsigned l = 0; l < k->L && !cmp; l++)
+			cmp = v[l] < b->fv[l] ? -1 : v[l] > b->fv[l] ? 1 : 0;
+		if (!cmp && k->req.balanced)
+			cmp = s_greater(s, b->fs, k->L - 1) ? -1 : s_greater(b->fs, s, k->L - 1) ? 1 : 0;
+	}
+	unsigned f[OR_MAXN], used = 0;
+	free_per_domain(k, b->fit_l, f);
+	for (unsigned d = 0; d < ndom_at(k, b->fit_l); d++)
+		used += b->per[b->fit_l][d] ? f[d] : 0;
+	if (cmp < 0 || (cmp == 0 && used < b->fbest)) {
+		b->ffound = true;
+		b->fbest = used;
+		memcpy(b->fv, v, sizeof b->fv);
+		memcpy(b->fs, s, sizeof b->fs);
 	}
 }
 
@@ -1393,6 +1422,8 @@ static void brute_eval(struct brute *b)
 		mix_offer(b, v, s);
 	if (b->sm)
 		step_offer(b, v, s, p.node, p.idx, p.n);
+	if (b->fit_l >= 0)
+		fit_offer(b, v, s);
 	bool better = !b->found || vec_less(v16, b16, k->L) ||
 	              (!vec_less(b16, v16, k->L) && s_greater(s, b->s, k->L - 1));
 	if (better) {
@@ -1501,6 +1532,7 @@ static struct brute *brute_new(const struct or_case *k)
 	if (!b)
 		abort();
 	b->k = k;
+	b->fit_l = -1;
 	return b;
 }
 
@@ -1528,6 +1560,19 @@ bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_m
 	brute_all(b);
 	bool found = b->sfound;
 	*us = b->sbest;
+	free(b);
+	return found;
+}
+
+bool or_fit_best(const struct or_case *k, int l, unsigned *free_used)
+{
+	if (!or_brute_supported(k) || l < 0 || (unsigned)l >= k->L)
+		return false;
+	struct brute *b = brute_new(k);
+	b->fit_l = l;
+	brute_all(b);
+	bool found = b->ffound;
+	*free_used = b->fbest;
 	free(b);
 	return found;
 }

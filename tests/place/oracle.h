@@ -158,6 +158,13 @@ bool or_mix_best(const struct or_case *k, const struct or_mix *m, unsigned long 
 bool or_step_best(const struct or_case *k, const tp_topology *t, const tp_step_model *m,
                   double *us);
 
+/* By brute force (tiny cases): the least free devices (before the placement) of the domains of
+ * tree level l that a placement optimal under rule 1 (and rule 2 with balanced) uses, summed
+ * over the domains it uses (one for a request required at l or below). The library's rule 3
+ * for a request one domain must hold chooses that domain of l first (src/place_choice.c).
+ * False when nothing can be placed or the case is not tiny. */
+bool or_fit_best(const struct or_case *k, int l, unsigned *free_used);
+
 /* Names as given to the library. */
 const char *or_level_name(const struct or_case *k, int level);
 const char *or_tenant_name(int tenant, bool explicit_default);

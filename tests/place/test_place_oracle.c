@@ -773,6 +773,86 @@ Test(place_oracle, mix_loss_is_least_among_rule12_optima)
 	cr_assert_eq(bad, 0, "%u of %u cases lose more mix capacity than they need", bad, compared);
 }
 
+/* ---- rule 3 refined: best fit at the level that holds a single-domain request ------------- */
+
+/* Make the case's request one the library chooses over the whole of one level
+ * (src/place_choice.c): on a tiny three-level case, required at the rack or the node (so the
+ * rack is that level), with no node filter, balance, spread, slices, caps, colocation or
+ * exclusivity (the jobs' too); false for a case of another shape. */
+static bool choice_case(struct or_case *k)
+{
+	if (k->kind != OR_TINY || k->L != 3)
+		return false;
+	struct or_req *r = &k->req;
+	unsigned count = r->count, tenant = (unsigned)r->tenant;
+	bool te = r->tenant_explicit;
+	memset(r, 0, sizeof *r);
+	r->tenant = (int)tenant;
+	r->tenant_explicit = te;
+	r->required = 1 + (int)(k->seed % 2);
+	r->count = r->required == 2 ? 1 + (count - 1) % 4 : count;
+	r->g = 1;
+	r->gl = 2;
+	r->preferred = r->spread_l = r->coloc_job = r->coloc_l = r->excl = r->sel_model = -1;
+	for (unsigned j = 0; j < k->njobs; j++)
+		k->job[j].excl = -1;
+	return true;
+}
+
+/* On tiny three-level cases with a request required at the rack or the node, the rack the
+ * solver uses has the fewest free devices among the racks of the placements optimal under
+ * rules 1 and 2 (brute force): best fit at the level that holds the job, not the tightest
+ * top-level domain first. */
+Test(place_oracle, choice_is_the_tightest_rack_among_rule12_optima)
+{
+	tp_test_alloc_reset();
+	unsigned long cases = env_number("TP_ORACLE_CASES", DEFAULT_CASES, NULL);
+	unsigned compared = 0, bad = 0, differs_from_top = 0;
+	for (uint64_t seed = 1; seed <= cases; seed++) {
+		struct or_case *k = malloc(sizeof *k);
+		cr_assert(k);
+		or_generate(k, seed);
+		if (!choice_case(k)) {
+			free(k);
+			continue;
+		}
+		tp_topology *t = NULL;
+		tp_cluster *c = NULL;
+		char why[512];
+		cr_assert_eq(or_build(k, &tp_test_allocator, &t, &c, why, sizeof why), 0, "%s", why);
+		tp_request req;
+		struct or_req_store store;
+		or_request(k, &req, &store);
+		tp_placement *p = NULL;
+		int rc = tp_place(c, &req, &p);
+		unsigned best;
+		if (rc == 0 && or_fit_best(k, 1, &best)) {
+			size_t n;
+			const uint32_t *devs = tp_placement_devices(p, &n);
+			uint32_t rack = tp_topology_node_domain(t, tp_topology_device_node(t, devs[0]), 1);
+			unsigned got = tp_cluster_free_count(c, 1, rack);
+			uint32_t block = tp_topology_domain_parent(t, 1, rack), tight = TP_NONE;
+			for (uint32_t b = 0; b < tp_topology_domain_count(t, 0); b++)
+				if (tp_cluster_free_count(c, 0, b) < tp_cluster_free_count(c, 0, block))
+					tight = b;
+			differs_from_top += tight != TP_NONE;
+			compared++;
+			if (got != best && bad++ < 5)
+				fprintf(stderr, "seed %" PRIu64 ": rack %u has %u free, the tightest %u\n", seed,
+				        rack, got, best);
+		}
+		tp_placement_destroy(p);
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+		free(k);
+	}
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+	cr_assert_gt(compared, 100, "only %u cases compared", compared);
+	cr_assert_gt(differs_from_top, 10, "only %u cases outside the tightest top-level domain",
+	             differs_from_top);
+	cr_assert_eq(bad, 0, "%u of %u cases use a looser rack than they need", bad, compared);
+}
+
 /* ---- rule 4 refined: the step model never overrides an earlier rule ------------------------ */
 
 /* On random cases with a mix, a request that says how it communicates (tensor parallel over

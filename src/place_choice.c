@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rule 3 refined for requests one domain must hold: best fit at the level that holds the job.
+ *
+ * The tree solver's best fit compares the free devices of the used domains level by level from
+ * the top, so a job that must sit in one rack goes to the tightest block first and then to its
+ * tightest rack, even when that rack is nearly empty and another block has a rack almost full:
+ * it breaks a rack that a later rack-sized slice needed, to keep a block's free count high.
+ * What later jobs of that size need is whole racks, and a block is only as useful as the racks
+ * it keeps whole. So for a request with a required level L below the top (or a required node:
+ * then L is the node's parent, the NVLink rack of an NVL72 fleet), the domain of L is chosen
+ * over the whole level, by this order (rules 1 and 2 untouched: every candidate uses one domain
+ * at each level down to L, and the counts below L come first):
+ *     the domains used below L (rule 1), the candidate's own free devices (the tightest rack),
+ *     then its ancestors' free devices from the top, then the free devices below L.
+ * The candidates come from the cluster's index of level L (free count, index: Judy1), tightest
+ * first, so the search is a walk of that index that stops at the first candidate meeting the
+ * count bound once the next is looser; of the candidates as tight as the best, at most
+ * PIN_TIES are looked at, and only those with tighter ancestors are evaluated (so the free
+ * devices below L break no tie between candidates with the same ancestors' figures: the
+ * lowest index wins; on a large empty cluster every rack ties, and the tightest block among the
+ * first PIN_TIES racks wins). No cluster scan: the walk reads the index, the ancestors' free
+ * counts and the subtree of each candidate it evaluates, as the top-level walk does.
+ *
+ * The chosen domain is pinned (p->pin_on, pin_level, pin_dom): the single-child search above it
+ * then offers only the pinned domain's ancestor (tp_pl_pin_offer), so evaluation and emission
+ * take it. Off, and the tree solver's order kept, where the walk would not be exact or cheap:
+ * node filters, a scope, the placement mix (its loss comes before best fit), comm (rule 4's
+ * ties), balance, spreads and failure-domain rules, replace.
+ */
+#include "place_internal.h"
+
+/* Candidates as tight as the best compared on their ancestors' free devices. */
+#define PIN_TIES 16
+
+/* The level whose domains the choice walks for this request, or -1 for none. */
+static int pin_level(const struct pctx *p, uint32_t k)
+{
+	const struct tp_rq *q = p->q;
+	if (!p->compact || p->single_to < 1 || p->filtered || p->ideal || p->spares ||
+	    p->have_used || p->mix_on || p->sl >= 0 || q->balanced || tp_pl_step_on(p, k) ||
+	    tp_pl_has_fd_rules(q) || q->colocate_slot != TP_NO_JOB_SLOT)
+		return -1;
+	unsigned L = (unsigned)p->single_to < p->nl ? (unsigned)p->single_to : p->nl - 1;
+	if (L < 1 || !p->c->indexed[L] || !p->c->index[L])
+		return -1;
+	for (unsigned l = 0; l < p->nlev; l++)
+		if (p->scope[l])
+			return -1;
+	return (int)L;
+}
+
+/* Whether domain d of level L has tighter ancestors than domain b (their free devices from
+ * the top, lexicographically): only then can a candidate as tight as the best beat it. */
+static bool tighter_ancestors(const struct pctx *p, unsigned L, uint32_t d, uint32_t b)
+{
+	uint32_t fd, fb, n;
+	tp_dom_nodes(p->t, L, d, &fd, &n);
+	tp_dom_nodes(p->t, L, b, &fb, &n);
+	for (unsigned l = 0; l < L; l++) {
+		uint32_t x = dom_free(p, (int)l, tp_node_ancestor(p->t, fd, l));
+		uint32_t y = dom_free(p, (int)l, tp_node_ancestor(p->t, fb, l));
+		if (x != y)
+			return x < y;
+	}
+	return false;
+}
+
+/* The whole cost of k devices in domain d of level L, whose own cost (below and at L) is v:
+ * one domain and the free devices of each ancestor added. */
+static void with_ancestors(const struct pctx *p, unsigned L, uint32_t d, uint32_t k, uint32_t *v)
+{
+	uint32_t first, n;
+	tp_dom_nodes(p->t, L, d, &first, &n);
+	for (unsigned l = 0; l < L; l++)
+		add_self(p, (int)l, tp_node_ancestor(p->t, first, l), k, v);
+}
+
+/* The choice's order on whole cost vectors a and b of level-L candidates (see above). */
+static int pin_cmp(const struct pctx *p, unsigned L, const uint32_t *a, const uint32_t *b)
+{
+	for (unsigned i = 0; i < p->nlev; i++) /* rule 1 */
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	unsigned own = p->fb + L;
+	if (a[own] != b[own])
+		return a[own] < b[own] ? -1 : 1;
+	for (unsigned i = p->fb; i < p->W; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+/* Choose and pin the domain for k devices (see above). 0 (pinned or not) or an error. */
+int tp_pl_pin_choose(struct pctx *p, uint32_t k)
+{
+	p->pin_on = false;
+	int L = pin_level(p, k);
+	if (L < 0)
+		return 0;
+	JError_t je;
+	Word_t key = (Word_t)k << 32;
+	uint32_t best[W_MAX], v[W_MAX], bdom = TP_NONE, bfree = 0, ties = 0;
+	bool met = false, has_loser = false, tied = false, stopped = false;
+	uint32_t loser[W_MAX];
+	for (int r = Judy1First(p->c->index[L], &key, &je); r == 1 && !p->err;
+	     r = Judy1Next(p->c->index[L], &key, &je)) {
+		uint32_t d = (uint32_t)(key & 0xffffffffu), f = (uint32_t)(key >> 32);
+		if (met && (f > bfree || ties >= PIN_TIES)) {
+			stopped = true;
+			break;
+		}
+		if (met && !tighter_ancestors(p, (unsigned)L, d, bdom)) {
+			ties++; /* as tight, no tighter ancestors: it cannot win (a tie at best) */
+			tied = true;
+			continue;
+		}
+		int e = tp_pl_eval(p, L, d, k, 0, v);
+		if (e < 0)
+			return e;
+		if (!e)
+			continue;
+		with_ancestors(p, (unsigned)L, d, k, v);
+		int cmp = bdom == TP_NONE ? -1 : pin_cmp(p, (unsigned)L, v, best);
+		if (cmp < 0) {
+			if (bdom != TP_NONE) {
+				c_copy(p, loser, best);
+				has_loser = true;
+			}
+			c_copy(p, best, v);
+			bdom = d;
+			bfree = f;
+			ties = 0;
+			met = counts_meet(p, L - 1, k, 0, best);
+		} else {
+			if (!has_loser || pin_cmp(p, (unsigned)L, v, loser) < 0) {
+				c_copy(p, loser, v);
+				has_loser = true;
+			}
+			tied = tied || cmp == 0;
+			ties += f == bfree;
+		}
+	}
+	if (p->err)
+		return p->err;
+	if (bdom == TP_NONE)
+		return 0; /* nothing holds it: the tree solver explains why */
+	p->pin_on = true;
+	p->pin_level = L;
+	p->pin_dom = bdom;
+	/* what decided, for tp_placement_decided_by (the outermost choice) */
+	tp_rule rule = tied ? TP_RULE_TIE : stopped ? TP_RULE_FIT : TP_RULE_NONE;
+	if (!tied && has_loser) {
+		unsigned i = 0;
+		while (i < p->nlev && best[i] == loser[i])
+			i++;
+		rule = i < p->nlev ? TP_RULE_LOCALITY : TP_RULE_FIT;
+	}
+	p->pin_rule = rule;
+	return 0;
+}
+
+/* For the single-child search of (l, d) when a domain is pinned at or below level l + 1: 1
+ * with the pinned domain's ancestor at l + 1 in *kid and its cost in best, 0 when it cannot
+ * hold k (then nothing can: the search answers 0), 2 when no pin applies, or an error. */
+int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
+                    uint32_t *kid)
+{
+	if (!p->pin_on || l + 1 > p->pin_level || k != p->q->count)
+		return 2;
+	uint32_t first, n;
+	tp_dom_nodes(p->t, (unsigned)p->pin_level, p->pin_dom, &first, &n);
+	*kid = l + 1 == p->pin_level ? p->pin_dom : tp_node_ancestor(p->t, first, (unsigned)(l + 1));
+	int e = tp_pl_eval(p, l + 1, *kid, k, tp_pl_child_col(p, l, col), best);
+	if (e == 1 && l < 0 && p->pin_rule != TP_RULE_NONE) {
+		p->dec_level = -1;
+		p->dec_rule = p->pin_rule;
+	}
+	return e;
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rule 3 as the solver refines it for requests one domain must hold (src/place_choice.c): best
+ * fit at the level that holds the job (the tightest rack over the whole fleet, not the tightest
+ * rack of the tightest block), the ancestors as the tie-break, rule 1 first; and the tightest
+ * of equally large children when a job spans several (emission, src/place_emit.c).
+ * The oracle check is place_oracle/choice_is_the_tightest_rack_among_rule12_optima.
+ */
+#include <stdio.h>
+
+#include "testutil.h"
+
+/* Hold devices [from, from + n) of t's device order as job id. */
+static void hold(tp_cluster *c, const char *id, uint32_t from, uint32_t n)
+{
+	uint32_t d[288];
+	cr_assert_leq(n, 288);
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = from + i;
+	cr_assert_eq(tp_cluster_assign(c, id, d, n, NULL), 0, "%s", tp_cluster_errmsg(c));
+}
+
+/* Two blocks of two NVL72 racks (rack r holds devices 72r .. 72r + 71, node n of it 4n ..):
+ * rack 0 full; rack 1 with 70 free (2 GPUs of its first node held); rack 2 with 10 free (nodes
+ * 0-14 and 2 GPUs of node 15 held: node 15 has 2 free, nodes 16 and 17 are whole); rack 3
+ * empty. Block 0 has 70 free, block 1 82: block 0 is the tighter block, rack 2 the tightest
+ * rack that has room. */
+static void fleet(tp_topology **t, tp_cluster **c)
+{
+	cr_assert_eq(tp_topology_generate_nvl72(t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+	hold(*c, "r0", 0, 72);
+	hold(*c, "r1", 72, 2);
+	hold(*c, "r2", 144, 62);
+}
+
+static tp_placement *place(tp_cluster *c, uint32_t count, uint32_t group, const char *required)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.count = count;
+	r.group_size = group;
+	r.required = required;
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", p ? tp_placement_errmsg(p) : "");
+	return p;
+}
+
+/* The one rack all of p's devices are in (fails when they span several). */
+static unsigned rack_of(const tp_placement *p)
+{
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_gt(n, 0);
+	for (size_t i = 1; i < n; i++)
+		cr_assert_eq(d[i] / 72, d[0] / 72, "device %u outside rack %u", d[i], d[0] / 72);
+	return d[0] / 72;
+}
+
+static void done(tp_topology *t, tp_cluster *c)
+{
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+Test(choice, required_rack_takes_the_tightest_rack_not_the_tightest_block)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	fleet(&t, &c);
+	/* two whole nodes: rack 2 has them (nodes 16, 17); the tightest block's only rack with room
+	 * is rack 1, which would drop to 62 free and no longer hold a 64-GPU slice */
+	tp_placement *p = place(c, 8, 4, "rack");
+	cr_assert_eq(rack_of(p), 2);
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 8);
+	cr_assert_eq(d[0], 144 + 64); /* node 16 */
+	cr_assert_eq(tp_placement_decided_by(p), TP_RULE_FIT);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+Test(choice, required_node_takes_the_tightest_rack_then_its_tightest_node)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	fleet(&t, &c);
+	tp_placement *p = place(c, 1, 1, "node");
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0], 144 + 62, "device %u, not node 15 of rack 2", d[0]);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+Test(choice, racks_as_tight_go_to_the_tighter_block)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	/* racks 0 and 2 both 32 free; block 0 has 104 free (rack 1 empty), block 1 32 (rack 3
+	 * full): the tie goes to the tighter block, not to the lower index */
+	hold(c, "a", 0, 40);
+	hold(c, "b", 144, 40);
+	hold(c, "c", 216, 72);
+	tp_placement *p = place(c, 8, 4, "rack");
+	cr_assert_eq(rack_of(p), 2);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+Test(choice, fewest_nodes_comes_before_the_tightest_rack)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	/* rack 0: 8 free, one on each of nodes 0-7 (3 held there, nodes 8-17 full); rack 1: 12
+	 * free, 3 whole nodes; racks 2 and 3 full. Eight single GPUs fit both racks, but rack 0
+	 * needs 8 nodes and rack 1 two (rule 1). */
+	char id[8];
+	for (uint32_t n = 0; n < 8; n++) {
+		snprintf(id, sizeof id, "a%u", n);
+		hold(c, id, 4 * n + 1, 3);
+	}
+	hold(c, "b", 32, 40);
+	hold(c, "c", 72, 60);
+	hold(c, "d", 144, 144);
+	tp_placement *p = place(c, 8, 1, "rack");
+	cr_assert_eq(rack_of(p), 1);
+	cr_assert_eq(tp_placement_decided_by(p), TP_RULE_LOCALITY);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+Test(choice, slices_take_the_tightest_of_equally_large_racks)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	cr_assert_eq(tp_topology_generate_nvl72(&t, 1, 3, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	/* rack 0 has 70 free (17 whole nodes), racks 1 and 2 are empty: every rack holds one
+	 * 64-GPU slice, and two slices go to rack 0 and rack 1, keeping rack 2 whole */
+	hold(c, "a", 0, 2);
+	tp_slice s = {"rack", 64};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 128;
+	r.group_size = 4;
+	r.slices = &s;
+	r.nslices = 1;
+	r.preferred = "block";
+	tp_placement *p = NULL;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", p ? tp_placement_errmsg(p) : "");
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 128);
+	unsigned per[3] = {0};
+	for (size_t i = 0; i < n; i++)
+		per[d[i] / 72]++;
+	cr_assert_eq(per[0], 64);
+	cr_assert_eq(per[1], 64);
+	cr_assert_eq(per[2], 0);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+Test(choice, a_placement_mix_keeps_the_tree_order)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	fleet(&t, &c);
+	/* with a mix the mix's loss comes before best fit, and the choice over the whole level is
+	 * off: whole nodes only, so every rack loses the same and the tree's best fit (the
+	 * tightest block first) decides, as before */
+	tp_job_shape node4 = {4, "node", 1.0};
+	cr_assert_eq(tp_cluster_set_place_mix(c, &node4, 1), 0, "%s", tp_cluster_errmsg(c));
+	tp_placement *p = place(c, 8, 4, "rack");
+	cr_assert_eq(rack_of(p), 1);
+	tp_placement_destroy(p);
+	done(t, c);
+}
