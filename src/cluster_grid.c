@@ -58,8 +58,11 @@ static void grid_fill(const struct tp_cluster *c, unsigned l, struct tp_cl_grid 
 		for (uint32_t i = 0; i < g->ncell; i++) {
 			uint32_t ch = g->cell[(size_t)d * g->ncell + i];
 			uint64_t m;
-			if (ch != TP_NONE)
-				*grid_word(x, g, x->present, d, i, &m) |= m;
+			if (ch != TP_NONE) { /* the word first: `*grid_word(.., &m) |= m` reads m
+			                      * unsequenced (clang read it before the call) */
+				uint64_t *w = grid_word(x, g, x->present, d, i, &m);
+				*w |= m;
+			}
 			if (ch != TP_NONE && fr[ch] == g->child_dev)
 				grid_set(x, g, d, i, true);
 		}
