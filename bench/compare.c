@@ -49,6 +49,8 @@ struct cmp_cell_pol {
 	long planner_calls;
 	long defrag_calls;               /* the defrag planner's calls alone */
 	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
+	long fail_jobs, fail_on_spare;   /* --failures: running jobs hit, repaired on a spare */
+	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
 
 struct cmp_cell {
@@ -337,6 +339,10 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->defrag_calls = (long)res.ndefrag_cpu;
 		p->defrag_p50_ms = res.defrag_p50_ms;
 		p->defrag_p99_ms = res.defrag_p99_ms;
+		p->fail_jobs = res.fail_jobs;
+		p->fail_on_spare = res.fail_on_spare;
+		p->fail_lost_gpu_h = res.fail_lost_gpu_h;
+		p->fail_restart_gpu_h = res.fail_restart_gpu_h;
 		p->qempty = w1 > w0 ? res.queue_empty_s / (w1 - w0) : 1;
 		if (p->qempty > cell->queue_empty_share)
 			cell->queue_empty_share = p->qempty;
@@ -506,6 +512,12 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 		bench_die("--json %s: cannot write the file", o->json);
 	bench_json_obj(&j, NULL);
 	bench_json_str(&j, "bench", "compare");
+	bench_json_num(&j, "failures_per_gpu_day", o->sim.fail_rate);
+	if (o->sim.fail_rate > 0) {
+		bench_json_num(&j, "repair_h", o->sim.repair_h);
+		bench_json_num(&j, "checkpoint_every_s", o->sim.ckpt_every_s);
+		bench_json_str(&j, "spares", o->sim.spares ? o->sim.spares : "0");
+	}
 	bench_json_arr(&j, "cells");
 	for (int c = 0; c < ncells; c++) {
 		const struct cmp_cell *cell = &cells[c];
@@ -529,6 +541,12 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_int(&j, "defrag_calls", p->defrag_calls);
 			bench_json_num(&j, "defrag_p50_ms", p->defrag_p50_ms);
 			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
+			if (o->sim.fail_rate > 0) {
+				bench_json_int(&j, "failed_jobs", p->fail_jobs);
+				bench_json_int(&j, "repaired_on_spare", p->fail_on_spare);
+				bench_json_num(&j, "lost_gpu_hours", p->fail_lost_gpu_h);
+				bench_json_num(&j, "restart_gpu_hours", p->fail_restart_gpu_h);
+			}
 			bench_json_end_obj(&j);
 		}
 		bench_json_end_obj(&j);
@@ -644,6 +662,8 @@ static void cmp_usage(FILE *f)
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
+	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
+	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -664,7 +684,9 @@ static void cmp_usage(FILE *f)
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
 	        "  trace (no spread between seeds). topoplace-defrag also compacts when jobs end,\n"
 	        "  as tp-bench sim does (on by default; --no-compact: off). --defrag-max-sims,\n"
-	        "  --defrag-max-cands: as tp-bench sim's (the planner's work budget per call).\n");
+	        "  --defrag-max-cands: as tp-bench sim's (the planner's work budget per call).\n"
+	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
+	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -678,7 +700,8 @@ int bench_compare_main(int argc, char **argv)
 	                          .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                          .use_cost = true, .quiet = true, .compact = true,
 	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
-	                          .compact_budget = SIM_COMPACT_BUDGET};
+	                          .compact_budget = SIM_COMPACT_BUDGET,
+	                          .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S};
 	const char *workloads = NULL, *fleets = NULL, *queues = NULL, *seeds = NULL;
 	const char *shared = TP_BENCH_SOURCE_DIR "/../../shared";
 	const char *extra_traces[CMP_MAX], *extra_fleets[CMP_MAX];
@@ -700,6 +723,10 @@ int bench_compare_main(int argc, char **argv)
 		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
+		{"failures", required_argument, NULL, 1002},
+		{"repair-h", required_argument, NULL, 1003},
+		{"ckpt-every-s", required_argument, NULL, 1004},
+		{"spares", required_argument, NULL, 1005},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -737,6 +764,10 @@ int bench_compare_main(int argc, char **argv)
 			break;
 		case 'm': o.sim.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.sim.compact_budget = bench_arg_num("--compact-budget", optarg); break;
+		case 1002: o.sim.fail_rate = bench_arg_num("--failures", optarg); break;
+		case 1003: o.sim.repair_h = bench_arg_num("--repair-h", optarg); break;
+		case 1004: o.sim.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
+		case 1005: o.sim.spares = optarg; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;
@@ -750,6 +781,7 @@ int bench_compare_main(int argc, char **argv)
 		bench_die("--starve-h: %g is negative (0 turns the rule off)", o.sim.starve_h);
 	if (!(o.sim.compact_moves_h >= 0) || !(o.sim.compact_budget >= 0))
 		bench_die("--compact-moves-h and --compact-budget must be >= 0");
+	sim_failures_check_opts(&o.sim);
 	char philly[1100];
 	snprintf(philly, sizeof philly, "%s/philly_pollux.csv", cmp_shared_traces(shared));
 	bool have_shared = cmp_file_exists(philly);
@@ -925,6 +957,10 @@ int bench_compare_main(int argc, char **argv)
 	printf("tp-bench compare: %d cells (%d workloads x %d fleets x %d queue disciplines x %d "
 	       "seeds), %zu policies; libtopoplace %s\n", ncells, o.nwl, o.nfl, o.nq, o.nseed, npol,
 	       tp_version_string());
+	if (o.sim.fail_rate > 0)
+		printf("node failures: %g per GPU-day, repaired after %g h, checkpoints every %g s, "
+		       "hot spares %s (topoplace policies; see tp-bench sim)\n", o.sim.fail_rate,
+		       o.sim.repair_h, o.sim.ckpt_every_s, o.sim.spares ? o.sim.spares : "none");
 	for (int wl = 0; wl < o.nwl; wl++) {
 		printf("workload %s: ", o.wl[wl].name);
 		struct sim_fleet f;

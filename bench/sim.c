@@ -1071,7 +1071,7 @@ int bench_sim_main(int argc, char **argv)
 	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
 	                     .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
 	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
-	                     .use_cost = true, .repair_h = 8, .ckpt_every_s = 1800,
+	                     .use_cost = true, .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S,
 	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
 	                     .compact_budget = SIM_COMPACT_BUDGET};
 	static const struct option lopts[] = {
@@ -1160,6 +1160,7 @@ int bench_sim_main(int argc, char **argv)
 	    !(o.compact_moves_h >= 0) || !(o.compact_budget >= 0) || (o.plot && !o.csv))
 		bench_die("--sample-s, --load and --compress must be > 0, --backfill >= 1, "
 		          "--compact-moves-h and --compact-budget >= 0; --plot needs --csv");
+	sim_failures_check_opts(&o);
 
 	struct sim_fleet f;
 	sim_fleet_build(&f, o.fleet);

@@ -385,7 +385,14 @@ int sim_slurm_torus_place(void *st, struct sim_ctx *ctx, const struct sim_job *j
 tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
                           tp_slice *slice, char *id);
 
+/* Defaults of --repair-h and --ckpt-every-s. */
+#define SIM_REPAIR_H 8.0
+#define SIM_CKPT_EVERY_S 1800.0
+
 struct sim_failures;
+/* Exits with a message naming the option when --failures, --repair-h, --ckpt-every-s or
+ * --spares is out of range (the spares' level is checked against the fleet later). */
+void sim_failures_check_opts(const struct sim_opts *o);
 /* What the event loop does for a job that a failure hit (sim.c). */
 struct sim_fail_hooks {
 	void *ud;

@@ -87,6 +87,24 @@ static bool sim_spares_parse(const struct sim_opts *o, const struct sim_fleet *f
 	return true;
 }
 
+void sim_failures_check_opts(const struct sim_opts *o)
+{
+	if (!(o->fail_rate >= 0))
+		bench_die("--failures: %g is negative (0 turns failures off)", o->fail_rate);
+	if (!(o->repair_h > 0))
+		bench_die("--repair-h: %g; a failed node's repair takes more than 0 hours",
+		          o->repair_h);
+	if (!(o->ckpt_every_s > 0))
+		bench_die("--ckpt-every-s: %g; jobs checkpoint at an interval above 0 seconds",
+		          o->ckpt_every_s);
+	if (o->spares) {
+		char *end;
+		unsigned long v = strtoul(o->spares, &end, 10);
+		if (end == o->spares || v > 1000 || (*end && *end != '/'))
+			bench_die("--spares: K (0 to 1000) or K/LEVEL, not '%s'", o->spares);
+	}
+}
+
 struct sim_failures *sim_failures_create(const struct sim_opts *o, const struct sim_fleet *f,
                                          const struct sim_workload *w,
                                          const struct sim_policy *pol, tp_cluster *c,

@@ -395,6 +395,31 @@ def check_compact_easy(tmp):
           f"compact easy: {m['compact_calls']} calls with --no-compact")
 
 
+def check_compare_failures(tmp):
+    """compare --failures/--spares: node failures in every cell, as tp-bench sim models them;
+    the settings and each policy's failure figures in the JSON, none without --failures."""
+    base = ["compare", "--workloads", "llm", "--fleets", "nvl72:576", "--queues", "besteffort",
+            "--seeds", "1", "--jobs", "150", "--policies", "kueue-like,topoplace,ideal"]
+    on, _ = run(base + ["--failures", "0.02", "--spares", "1"], tmp, "cmp-fail.json")
+    off, _ = run(base, tmp, "cmp-nofail.json")
+    check(on["failures_per_gpu_day"] == 0.02 and on["spares"] == "1" and
+          on["repair_h"] == 8 and on["checkpoint_every_s"] == 1800,
+          f"compare --failures: settings {[on.get(k) for k in ('failures_per_gpu_day', 'spares')]}")
+    check(off["failures_per_gpu_day"] == 0 and "spares" not in off,
+          "compare without --failures: failure settings in the JSON")
+    for c in on["cells"]:
+        for name in ("kueue-like", "topoplace"):
+            m = c["policies"][name]
+            check(m["failed_jobs"] > 0 and m["lost_gpu_hours"] > 0,
+                  f"compare --failures: {name} saw no failure ({m['failed_jobs']} jobs)")
+        check(c["policies"]["kueue-like"]["repaired_on_spare"] == 0,
+              "compare --failures: kueue-like used a hot spare")
+        check(c["policies"]["ideal"]["failed_jobs"] == 0, "compare --failures: ideal failed")
+    for c in off["cells"]:
+        check("failed_jobs" not in c["policies"]["topoplace"],
+              "compare without --failures: failure figures in a cell")
+
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -414,6 +439,10 @@ def check_errors(tmp):
                          (["compare", "--queues", "fifo"], "--queues: 'fifo'"),
                          (["compare", "--workloads", "nosuch"], "--workloads: 'nosuch'"),
                          (["compare", "--seeds", "0"], "--seeds: "),
+                         (["compare", "--failures", "-1"], "--failures: -1 is negative"),
+                         (["compare", "--spares", "two"], "--spares: K (0 to 1000)"),
+                         (["sim", "--repair-h", "0"], "--repair-h: 0"),
+                         (["sim", "--ckpt-every-s", "-5"], "--ckpt-every-s: -5"),
                          (["nosuch"], "unknown subcommand")]:
         p = subprocess.run([TP_BENCH] + args, capture_output=True, text=True)
         check(p.returncode != 0 and needle in p.stderr,
@@ -432,6 +461,7 @@ if __name__ == "__main__":
         check_compare(tmp)
         check_compact(tmp)
         check_compact_easy(tmp)
+        check_compare_failures(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
