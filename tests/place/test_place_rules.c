@@ -330,7 +330,46 @@ Test(place_rules, efficiency_floor_is_checked_and_absent_from_a_version_1_model)
 	cr_assert_eq(place4(c, &m1, &p), 0, "%s", tp_placement_errmsg(p));
 	/* the job records the model at the current version, without a floor */
 	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "new", &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_not_null(o.shape);
+	cr_assert_not_null(o.shape->comm);
+	cr_assert_eq(o.shape->comm->version, TP_STEP_MODEL_VERSION);
+	cr_assert_eq(o.shape->comm->tp, 4);
+	cr_assert_eq(o.shape->comm->min_efficiency, 0.0);
 	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+/* Allocation failures while the floor is checked (the efficiency's scratch comes from the
+ * cluster's allocator): TP_ENOMEM and nothing leaked, until the call answers as without
+ * failures. */
+Test(place_rules, efficiency_floor_survives_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_nodes_ib();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	const uint32_t held[4] = {0, 1, 4, 5};
+	cr_assert_eq(tp_cluster_assign(c, "x", held, 4, NULL), 0, "%s", tp_cluster_errmsg(c));
+	long live = tp_test_alloc_state.live;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_step_model m = tensor4(0.5);
+	int rc = TP_ENOMEM;
+	for (long n = 0; rc == TP_ENOMEM; n++) {
+		tp_test_alloc_fail_at(n);
+		tp_placement *p = NULL;
+		rc = place4(c, &m, &p);
+		tp_test_alloc_fail_at(-1);
+		cr_assert(rc == TP_ENOMEM || rc == TP_EBUSY, "failing allocation %ld: %d", n, rc);
+		if (rc == TP_ENOMEM)
+			cr_assert_null(p);
+		tp_placement_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: a leak", n);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	}
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	cr_assert_eq(tp_test_alloc_state.live, 0);
