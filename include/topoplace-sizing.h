@@ -336,7 +336,9 @@ typedef struct tp_pd_result tp_pd_result;
  * @return 0 (the instances placed this call are in the result: none when every group existed);
  *         ::TP_EINVAL (a NULL argument, a figure 0, an unknown level, a name too long; the message
  *         names the field); ::TP_EBUSY, ::TP_EFRAGMENTED, ::TP_EINFEASIBLE (a group could not be
- *         placed: the code of its last attempt); ::TP_ENOMEM. On failure the cluster is unchanged.
+ *         placed: the code of its last attempt); ::TP_EEXIST (a group that does not run still
+ *         has some of its instances, released in part by the caller: release the rest, as
+ *         tp_pd_release_failed() does); ::TP_ENOMEM. On failure the cluster is unchanged.
  *         The message is on the result: for every code but ::TP_ENOMEM and a NULL @p out, @p *out
  *         is a result whose tp_pd_result_errmsg() says why ("" on success); @p c carries none.
  * @since 0.4.0

@@ -2291,7 +2291,9 @@ typedef struct tp_defrag_policy {
 	 *  during the call. When a plan exists whose request lands inside these domains, the
 	 *  planner returns the cheapest such plan even if another target became cheaper; only
 	 *  when none exists (within the policy's limits) does it search everywhere. NULL with
-	 *  @c nprefer_targets 0: no preference (the default). Version 4. @since 0.4.0 */
+	 *  @c nprefer_targets 0: no preference (the default). Every call that takes the policy
+	 *  checks them (::TP_EINVAL for a bad level or domain), even one that needs no search
+	 *  and tp_defrag_compact(), which does not use them. Version 4. @since 0.4.0 */
 	const uint32_t *prefer_targets;
 	/** Number of @c prefer_targets. Version 4. @since 0.4.0 */
 	size_t nprefer_targets;

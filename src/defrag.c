@@ -98,7 +98,7 @@ void defrag_planner_fini(struct planner *P)
 
 /* ---- policy ------------------------------------------------------------------------------- */
 
-int defrag_policy_check(const tp_defrag_policy *p, char *msg)
+int defrag_policy_check(const tp_defrag_policy *p, const struct tp_topology *t, char *msg)
 {
 	if (p->version < 1 || p->version > TP_DEFRAG_POLICY_VERSION)
 		return tp_seterr(msg, TP_EINVAL, "policy.version %u is not 1 to %d", p->version,
@@ -108,6 +108,25 @@ int defrag_policy_check(const tp_defrag_policy *p, char *msg)
 	if (p->min_priority_gap < 0)
 		return tp_seterr(msg, TP_EINVAL, "policy.min_priority_gap %d is negative",
 		                 p->min_priority_gap);
+	if (p->version < 4 || !p->nprefer_targets)
+		return 0;
+	/* checked here, before any search, so that every call refuses them alike: a plan whose
+	 * request fits at once, and tp_defrag_compact(), which does not read them */
+	if (!p->prefer_targets)
+		return tp_seterr(msg, TP_EINVAL,
+		                 "policy.prefer_targets is NULL but policy.nprefer_targets is %zu",
+		                 p->nprefer_targets);
+	if (p->prefer_level >= t->nlevels)
+		return tp_seterr(msg, TP_EINVAL,
+		                 "policy.prefer_level %u is not a level (the topology has %u)",
+		                 p->prefer_level, (unsigned)t->nlevels);
+	uint32_t nd = t->lv[p->prefer_level].ndom;
+	for (size_t i = 0; i < p->nprefer_targets; i++)
+		if (p->prefer_targets[i] >= nd)
+			return tp_seterr(msg, TP_EINVAL,
+			                 "policy.prefer_targets[%zu] %u is not a domain of level %s "
+			                 "(%u domains)",
+			                 i, p->prefer_targets[i], t->lv[p->prefer_level].name, nd);
 	return 0;
 }
 
@@ -835,7 +854,7 @@ static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_po
 	tp_plan *p = defrag_plan_new(c);
 	if (!p)
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory creating a plan");
-	int rc = defrag_policy_check(policy, p->errmsg);
+	int rc = defrag_policy_check(policy, c->t, p->errmsg);
 	if (rc) {
 		p->status = rc;
 		*out = p;
@@ -885,7 +904,7 @@ static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_po
 	P.r = r;
 	rc = planner_request(&P, p->errmsg);
 	if (!rc)
-		rc = defrag_prefer_setup(&P, p->errmsg);
+		rc = defrag_prefer_setup(&P);
 	if (!rc)
 		rc = plan_or_explain(&P, p);
 	P.stats.budget = P.stop;

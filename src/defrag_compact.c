@@ -482,7 +482,7 @@ static int compact_search(tp_cluster *c, const char *level, uint32_t ndomains,
 	if (!p)
 		return tp_seterr(c->errmsg, TP_ENOMEM, "out of memory creating a plan");
 	int li = tp_topology_level_index(c->t, level);
-	int rc = defrag_policy_check(policy, p->errmsg);
+	int rc = defrag_policy_check(policy, c->t, p->errmsg);
 	if (!rc && ndomains < 1)
 		rc = tp_seterr(p->errmsg, TP_EINVAL, "ndomains 0: at least one domain to free");
 	if (!rc && li < 0)

@@ -289,7 +289,7 @@ typedef int (*job_order)(const struct planner *P, uint32_t a, uint32_t b);
 /* defrag.c */
 int defrag_grow_u32(const tp_allocator *a, uint32_t **p, size_t *cap, size_t need);
 void defrag_planner_fini(struct planner *P);
-int defrag_policy_check(const tp_defrag_policy *p, char *msg);
+int defrag_policy_check(const tp_defrag_policy *p, const struct tp_topology *t, char *msg);
 unsigned defrag_job_can(const struct planner *P, const struct tp_job_impl *j);
 void defrag_job_blocker(const struct planner *P, const struct tp_job_impl *j, char *buf,
                         size_t len);
@@ -338,7 +338,7 @@ int defrag_evaluate_candidate(struct planner *P);
 
 /* defrag_targets.c */
 int defrag_target_search(struct planner *P, bool *done);
-int defrag_prefer_setup(struct planner *P, char *msg);
+int defrag_prefer_setup(struct planner *P);
 void defrag_lb_fold(struct planner *P, int64_t lb);
 
 /* defrag_plan.c */

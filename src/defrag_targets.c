@@ -703,29 +703,14 @@ int defrag_target_search(struct planner *P, bool *done)
 
 /* ---- preferred targets (policy version 4) ---------------------------------------------------- */
 
-/* Check the policy's preferred targets against the topology and mark their nodes (P->tpref);
- * none: P->tpref stays NULL. */
-int defrag_prefer_setup(struct planner *P, char *msg)
+/* Mark the nodes of the policy's preferred targets (P->tpref; defrag_policy_check() has
+ * checked them); none: P->tpref stays NULL. */
+int defrag_prefer_setup(struct planner *P)
 {
 	const tp_defrag_policy *pol = &P->pol;
 	const struct tp_topology *t = P->t;
 	if (!pol->nprefer_targets)
 		return 0;
-	if (!pol->prefer_targets)
-		return tp_seterr(msg, TP_EINVAL,
-		                 "policy.prefer_targets is NULL but policy.nprefer_targets is %zu",
-		                 pol->nprefer_targets);
-	if (pol->prefer_level >= t->nlevels)
-		return tp_seterr(msg, TP_EINVAL,
-		                 "policy.prefer_level %u is not a level (the topology has %u)",
-		                 pol->prefer_level, (unsigned)t->nlevels);
-	uint32_t nd = t->lv[pol->prefer_level].ndom;
-	for (size_t i = 0; i < pol->nprefer_targets; i++)
-		if (pol->prefer_targets[i] >= nd)
-			return tp_seterr(msg, TP_EINVAL,
-			                 "policy.prefer_targets[%zu] %u is not a domain of level %s "
-			                 "(%u domains)",
-			                 i, pol->prefer_targets[i], t->lv[pol->prefer_level].name, nd);
 	if (!(P->tprefbuf = tp_calloc(P->a, t->nnodes ? t->nnodes : 1, 1)))
 		return TP_ENOMEM;
 	for (size_t i = 0; i < pol->nprefer_targets; i++) {

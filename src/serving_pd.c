@@ -132,6 +132,28 @@ static uint32_t group_domain(const struct pd *q, unsigned g)
 	return tp_topology_node_domain(q->t, node, (unsigned)q->spread);
 }
 
+/* A group that does not run (its first prefill instance is gone) must have none of its other
+ * instances left either: placing it would assign names that exist. One lookup per instance. */
+static int check_not_partial(const struct pd *q, unsigned g)
+{
+	const tp_pd_request *r = q->r;
+	for (int side = 1; side >= 0; side--)
+		for (unsigned i = side ? 1 : 0; i < (side ? r->prefill : r->decode); i++) {
+			char name[TP_MAX_NAME + 1], first[TP_MAX_NAME + 1];
+			job_name(name, sizeof name, r->service, g, side ? 'p' : 'd', i);
+			const uint32_t *devs;
+			size_t n;
+			if (tp_cluster_job_devices(q->c, name, &devs, &n))
+				continue;
+			job_name(first, sizeof first, r->service, g, 'p', 0);
+			return tp_seterr(q->res->errmsg, TP_EEXIST,
+			                 "group %u of service %s is partly placed: %s does not run but %s "
+			                 "does (release the group's other instances first)",
+			                 g, r->service, first, name);
+		}
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -508,6 +530,8 @@ static int pd_run(struct pd *q)
 		uint32_t dom = group_domain(q, g);
 		if (dom != TP_NONE && dom < q->ndom)
 			q->groups_in[dom]++;
+		else if (dom == TP_NONE)
+			rc = check_not_partial(q, g);
 	}
 	size_t sp = 0;
 	if (!rc && (rc = tp_cluster_savepoint(q->c, &sp)))

@@ -2518,6 +2518,21 @@ Test(defrag, preferred_targets_are_checked)
 	              "policy.prefer_targets[0] 3 is not a domain of level rack (3 domains)");
 	cr_assert_str_eq(tp_cluster_errmsg(c), tp_plan_errmsg(p));
 	tp_plan_destroy(p);
+	/* refused alike where no search is needed: a request that fits at once, and compaction,
+	 * which does not read them; nothing changes */
+	tp_request small = TP_REQUEST_INIT;
+	small.id = "small";
+	small.count = 4;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &small, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_targets[0] 3 is not a domain of level rack (3 domains)");
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact(c, "rack", 1, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_targets[0] 3 is not a domain of level rack (3 domains)");
+	tp_plan_destroy(p);
+	TP_ASSERT_ERR(tp_defrag_compact_for(c, "rack", &r, &pol, &p), TP_EINVAL, tp_plan_errmsg(p),
+	              "policy.prefer_targets[0] 3 is not a domain of level rack (3 domains)");
+	tp_plan_destroy(p);
+	cr_assert_eq(tp_cluster_free_total_count(c), 3 * RACK_GPUS - 3 * 4 - 4 * 4 - 36);
 	/* the accessors on failed plans and bad arguments */
 	unsigned level;
 	const uint32_t *doms;

@@ -253,3 +253,52 @@ Test(pd, allocation_failures)
 	tp_test_alloc_reset();
 	tp_topology_destroy(t);
 }
+
+/* A group the caller released only in part (its first prefill instance gone, the others
+ * running) is neither missing nor whole: tp_pd_place refuses it, naming the group and the
+ * instance still there, and changes nothing; once the rest is released it is placed again. */
+Test(pd, partly_released_group)
+{
+	tp_topology *t = nvl72_racks(2);
+	tp_cluster *c = tp_test_cluster(t);
+	tp_pd_request r = service(1);
+	tp_pd_result *res;
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	tp_pd_result_destroy(res);
+	cr_assert_eq(tp_cluster_release(c, "chat/g0/p0"), 0);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	TP_ASSERT_ERR(tp_pd_place(c, &r, &res), TP_EEXIST, tp_pd_result_errmsg(res),
+	              "group 0 of service chat is partly placed: chat/g0/p0 does not run but "
+	              "chat/g0/p1 does (release the group's other instances first)");
+	cr_assert_eq(tp_pd_result_count(res), 0);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	tp_pd_result_destroy(res);
+	/* the same with "auto" locality */
+	r.locality = TP_PD_LOCALITY_AUTO;
+	r.kv_token_bytes = 1e5;
+	r.prompt_tokens = 1000;
+	TP_ASSERT_ERR(tp_pd_place(c, &r, &res), TP_EEXIST, tp_pd_result_errmsg(res),
+	              "group 0 of service chat is partly placed: chat/g0/p0 does not run but "
+	              "chat/g0/p1 does (release the group's other instances first)");
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	tp_pd_result_destroy(res);
+	/* only decode instances left: named the same way */
+	r.locality = "rack";
+	cr_assert_eq(tp_cluster_release(c, "chat/g0/p1"), 0);
+	TP_ASSERT_ERR(tp_pd_place(c, &r, &res), TP_EEXIST, tp_pd_result_errmsg(res),
+	              "group 0 of service chat is partly placed: chat/g0/p0 does not run but "
+	              "chat/g0/d0 does (release the group's other instances first)");
+	tp_pd_result_destroy(res);
+	for (unsigned i = 0; i < 4; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "chat/g0/d%u", i);
+		cr_assert_eq(tp_cluster_release(c, name), 0);
+	}
+	cr_assert_eq(tp_pd_place(c, &r, &res), 0, "%s", tp_pd_result_errmsg(res));
+	cr_assert_eq(tp_pd_result_count(res), 6);
+	check_groups(t, c, 1);
+	tp_pd_result_destroy(res);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
