@@ -16,7 +16,9 @@
  *                     fits, segments one by one, Slurm's one-node rule;
  *   slurm-tree-like   Slurm's topology/tree (sim_slurm.c): the lowest switch that holds the
  *                     job, best fit over its leaf switches, best effort;
- *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus);
+ *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus); on a
+ *                     fleet of several fabric classes also its step model with an
+ *                     efficiency floor (tp_step_model.min_efficiency; see fabric_floor);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
  *   first-fit-box,
@@ -331,13 +333,137 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  */
 #define LEARN_SIZES 64
 
+/*
+ * The efficiency floor topoplace asks for on a fleet of several fabric classes. A class is the
+ * nodes that share a device model, a node fabric and the fabric of the domain above the node
+ * (on mixed:GPUS: the NVL72 racks, the HGX racks, the PCIe-only racks). For a job, e_c is the
+ * efficiency (tp_cost_efficiency, the simulator's own step model) of its devices packed in
+ * tree order into class c alone, for every class large enough to hold it. The floor is
+ * FLOOR_MANY x the best e_c when two classes or more can hold the job, FLOOR_ONE x it when only
+ * one can (every other placement then mixes classes and burns that class's fast devices at a
+ * slower one's pace), none when no class can (the job spans classes whatever it gets) or the
+ * fleet has a single class (waiting there for a placement that never comes costs more than
+ * running slower; the quick grid's one-class fleets keep the request they had).
+ * FLOOR_MANY and FLOOR_ONE were picked on llm / mixed:576 (docs/benchmarks.md, "The mixed
+ * fleet"): 0.4 for the first lost 16% there under besteffort, 0.8 or 0.9 for the second gave
+ * the same figures.
+ */
+#define FLOOR_MANY 0.5
+#define FLOOR_ONE 0.9
+#define FLOOR_CLASSES 8
+#define FLOOR_MEMO 64
+
+struct fabric_floor {
+	unsigned nclass;
+	uint32_t *dev[FLOOR_CLASSES]; /* each class's devices in tree order */
+	uint32_t ndev[FLOOR_CLASSES];
+	unsigned nmemo;
+	struct floor_memo {
+		uint32_t gpus, group; /* the job's size; its replica size (inference), else 0 */
+		double floor;
+	} memo[FLOOR_MEMO];
+};
+
 struct tp_learn {
 	bool on;
 	uint32_t seen;
 	unsigned n;
 	uint32_t size[LEARN_SIZES];
 	double gpus[LEARN_SIZES];
+	struct fabric_floor *floor; /* NULL: one fabric class (or a torus): no step model asked */
 };
+
+struct class_key {
+	const char *model;
+	tp_link_kind node_kind, up_kind;
+	double node_gbps, up_gbps;
+};
+
+static bool same_class(const struct class_key *a, const struct class_key *b)
+{
+	return a->node_kind == b->node_kind && a->up_kind == b->up_kind &&
+	       a->node_gbps == b->node_gbps && a->up_gbps == b->up_gbps &&
+	       !strcmp(a->model, b->model);
+}
+
+static void floor_destroy(struct fabric_floor *fl)
+{
+	if (!fl)
+		return;
+	for (unsigned c = 0; c < fl->nclass; c++)
+		free(fl->dev[c]);
+	free(fl);
+}
+
+/* The fleet's fabric classes, or NULL when it has one (or is a torus). */
+static struct fabric_floor *floor_create(const struct sim_fleet *f)
+{
+	if (f->kind == FLEET_TORUS || f->nlevels < 2)
+		return NULL;
+	struct fabric_floor *fl = calloc(1, sizeof *fl);
+	if (!fl)
+		bench_die("out of memory");
+	struct class_key key[FLOOR_CLASSES];
+	uint32_t nn = tp_topology_node_count(f->t), nd = tp_topology_device_count(f->t);
+	for (uint32_t node = 0; node < nn; node++) {
+		struct class_key k = {tp_topology_node_model(f->t, node), 0, 0, 0, 0};
+		k.model = k.model ? k.model : "";
+		BENCH_CHECK(tp_topology_domain_fabric(f->t, (int)f->node_level, node, &k.node_kind,
+		                                      &k.node_gbps, NULL), "tp_topology_domain_fabric");
+		uint32_t up = tp_topology_node_domain(f->t, node, f->base_level);
+		BENCH_CHECK(tp_topology_domain_fabric(f->t, (int)f->base_level, up, &k.up_kind,
+		                                      &k.up_gbps, NULL), "tp_topology_domain_fabric");
+		unsigned c = 0;
+		while (c < fl->nclass && !same_class(&key[c], &k))
+			c++;
+		if (c == FLOOR_CLASSES) { /* more classes than the floor tells apart: no floor */
+			floor_destroy(fl);
+			return NULL;
+		}
+		if (c == fl->nclass) {
+			key[fl->nclass++] = k;
+			if (!(fl->dev[c] = malloc(nd * sizeof *fl->dev[c])))
+				bench_die("out of memory");
+		}
+		uint32_t first, n;
+		BENCH_CHECK(tp_topology_domain_devices(f->t, f->node_level, node, &first, &n),
+		            "tp_topology_domain_devices");
+		for (uint32_t i = 0; i < n; i++)
+			fl->dev[c][fl->ndev[c]++] = first + i;
+	}
+	if (fl->nclass < 2) {
+		floor_destroy(fl);
+		return NULL;
+	}
+	return fl;
+}
+
+/* The floor of a job with step model m (see above), memoised per size and replica size. */
+static double floor_of(struct fabric_floor *fl, const struct sim_fleet *f,
+                       const struct sim_job *j, const struct tp_step_model *m)
+{
+	uint32_t group = j->cls == TP_CLASS_INFERENCE ? j->shape.group : 0;
+	for (unsigned i = 0; i < fl->nmemo; i++)
+		if (fl->memo[i].gpus == j->gpus && fl->memo[i].group == group)
+			return fl->memo[i].floor;
+	double best = 0;
+	unsigned hold = 0;
+	for (unsigned c = 0; c < fl->nclass; c++) {
+		if (fl->ndev[c] < j->gpus)
+			continue;
+		double e;
+		char err[256];
+		int rc = tp_cost_efficiency(&e, f->t, fl->dev[c], j->gpus, m, NULL, err, sizeof err);
+		if (rc)
+			bench_die("tp_cost_efficiency(%u GPUs): %s: %s", j->gpus, tp_err_name(rc), err);
+		best = e > best ? e : best;
+		hold++;
+	}
+	double floor = hold == 0 ? 0.0 : hold == 1 ? FLOOR_ONE * best : FLOOR_MANY * best;
+	if (fl->nmemo < FLOOR_MEMO)
+		fl->memo[fl->nmemo++] = (struct floor_memo){j->gpus, group, floor};
+	return floor;
+}
 
 static void *topoplace_create(struct sim_ctx *ctx)
 {
@@ -354,10 +480,16 @@ static void *topoplace_create(struct sim_ctx *ctx)
 	if (!L)
 		bench_die("out of memory");
 	L->on = m && !strcmp(m, "learn");
+	L->floor = floor_create(ctx->f);
 	return L;
 }
 
-static void topoplace_destroy(void *st) { free(st); }
+static void topoplace_destroy(void *st)
+{
+	struct tp_learn *L = st;
+	floor_destroy(L->floor);
+	free(L);
+}
 
 static int cmp_learn(const void *a, const void *b)
 {
@@ -411,6 +543,11 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	char id[24];
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
+	struct tp_step_model m = sim_step_model(j);
+	if (L->floor && !r.box_level) {
+		m.min_efficiency = floor_of(L->floor, ctx->f, j, &m);
+		r.comm = &m;
+	}
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
 	if (rc == 0) {

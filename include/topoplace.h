@@ -1076,7 +1076,14 @@ typedef struct tp_domain_cap {
  * least wins, so bandwidths (node types' NVLink figures, level fabrics) decide where the hard
  * rules leave room. NULL (the default, and what a request of version 1 or 2 has): no step
  * model; ties go to the lowest index as before. The model is copied with the request when a job
- * records it (tp_commit()).
+ * records it (tp_commit()). With `comm->min_efficiency` > 0 (model version 2) tp_place() also
+ * computes the chosen placement's efficiency (tp_cost_efficiency(), O(count log count)) and
+ * answers ::TP_EBUSY when it is below the floor ("request.comm.min_efficiency 0.9: the best
+ * placement now reaches 0.58 (step 1.210e+06 us, 7.020e+05 us on the ideal layout)"); the
+ * rules' choice is not searched further, so a placement elsewhere that would meet the floor is
+ * not offered either. The planners place through tp_place(), so a plan honours the floor of
+ * the request and of every moved job whose recorded shape has one; tp_replace() does not apply
+ * it (a repair keeps the job running).
  *
  * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
  * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
@@ -2535,8 +2542,9 @@ TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
  * that layout against the best one the topology allows.
  *  @{ */
 
-/** @brief Version of ::tp_step_model this header describes. */
-#define TP_STEP_MODEL_VERSION 1
+/** @brief Version of ::tp_step_model this header describes (2 since 0.4.0: `min_efficiency`;
+ *  a model of version 1 is still accepted and has no floor). */
+#define TP_STEP_MODEL_VERSION 2
 
 /**
  * @brief A training step: parallel degrees and what each kind of group exchanges.
@@ -2568,18 +2576,26 @@ typedef struct tp_step_model {
 	unsigned pp_msgs;  /**< pipeline transfers per step */
 	double ep_bytes;   /**< bytes each device sends in one all-to-all (>= 0) */
 	unsigned ep_msgs;  /**< expert all-to-alls per step */
+	/** The lowest placement efficiency (tp_cost_efficiency()) tp_place() may answer for a
+	 *  request whose `comm` is this model, in [0, 1]; 0 (the default): no floor. A placement
+	 *  the rules choose below it is refused with ::TP_EBUSY and a message naming
+	 *  `request.comm.min_efficiency`, its value and the efficiency the placement reached: the
+	 *  job waits for a better one instead of burning devices at a low speed. The other
+	 *  functions of the cost model ignore it. @since 0.4.0 (version 2) */
+	double min_efficiency;
 } tp_step_model;
 
-/** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0. */
+/** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0, no efficiency floor. */
 #define TP_STEP_MODEL_INIT                                                                     \
-	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0}
+	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0}
 
 /**
  * @brief Initialise a step model to ::TP_STEP_MODEL_INIT (for bindings that cannot use the
  * macro).
- * @param[out] m The model. @param version ::TP_STEP_MODEL_VERSION.
- * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 (@p m is then unchanged;
- *         no object carries a message for this call).
+ * @param[out] m The model. @param version ::TP_STEP_MODEL_VERSION, or 1 (the fields up to
+ *        @c ep_msgs only: a caller built against 0.3's header).
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 or 2 (@p m is then
+ *         unchanged; no object carries a message for this call).
  * @note Thread-safe. @since 0.3.0
  */
 TP_API int tp_step_model_init(tp_step_model *m, unsigned version);
@@ -2593,10 +2609,10 @@ TP_API int tp_step_model_init(tp_step_model *m, unsigned version);
  *        the topology's, so that threads sharing @p t need no thread-safe allocator there.
  * @param errbuf Receives the message of a failure (may be NULL): no object carries it.
  * @param errlen Size of @p errbuf (0 when it is NULL).
- * @return 0; ::TP_EINVAL (a NULL argument, @c m->version not 1, a degree 0, degrees that do not
+ * @return 0; ::TP_EINVAL (a NULL argument, @c m->version not 1 or 2, a degree 0, degrees that do not
  *         multiply to @p n, @c ep that does not divide @c dp, a figure negative or not finite, @c
- *         dp_overlap outside [0, 1], a device id out of range: the message names the field and the
- *         value); ::TP_ENOMEM. @p *out_us is unchanged on failure. On failure the caller's
+ *         dp_overlap or (version 2) @c min_efficiency outside [0, 1], a device id out of range: the
+ *         message names the field and the value); ::TP_ENOMEM. @p *out_us is unchanged on failure. On failure the caller's
  *         @p errbuf says why; every call first empties it.
  * @note Read-only on @p t: may run concurrently on a shared topology. @since 0.3.0
  */

@@ -10,6 +10,7 @@
  * them, and replacing each id by its parent keeps the array sorted.
  */
 #include "cost.h"
+#include "request_data.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -417,8 +418,8 @@ static const char *bad_figure(const struct tp_step_model *m, double *v)
 /* The model's own fields: version, degrees, figures. */
 static int model_check(const struct tp_step_model *m, size_t n, char *err, size_t len)
 {
-	if (m->version != TP_STEP_MODEL_VERSION)
-		return cost_err(err, len, TP_EINVAL, "model.version %u is not %d", m->version,
+	if (m->version != 1 && m->version != TP_STEP_MODEL_VERSION)
+		return cost_err(err, len, TP_EINVAL, "model.version %u is not 1 or %d", m->version,
 		                TP_STEP_MODEL_VERSION);
 	if (m->tp == 0 || m->pp == 0 || m->dp == 0)
 		return cost_err(err, len, TP_EINVAL, "model.%s is 0: every degree is at least 1",
@@ -439,7 +440,16 @@ static int model_check(const struct tp_step_model *m, size_t n, char *err, size_
 	if (!(m->dp_overlap >= 0.0 && m->dp_overlap <= 1.0))
 		return cost_err(err, len, TP_EINVAL, "model.dp_overlap %g is outside [0, 1]",
 		                m->dp_overlap);
+	double floor = tp_cost_model_floor(m);
+	if (!(floor >= 0.0 && floor <= 1.0))
+		return cost_err(err, len, TP_EINVAL, "model.min_efficiency %g is outside [0, 1]",
+		                floor);
 	return 0;
+}
+
+double tp_cost_model_floor(const tp_step_model *m)
+{
+	return m->version >= 2 ? m->min_efficiency : 0.0;
 }
 
 int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len)
@@ -571,7 +581,7 @@ static double step_at(const struct tp_topology *t, const uint32_t *devs, size_t 
 int tp_step_model_init(tp_step_model *m, unsigned version)
 {
 	static const tp_step_model init = TP_STEP_MODEL_INIT;
-	return tp_options_init(m, version == TP_STEP_MODEL_VERSION ? sizeof init : 0, &init, version);
+	return tp_options_init(m, tp_step_model_size(version), &init, version);
 }
 
 int tp_cost_step_us(double *out_us, const tp_topology *t, const uint32_t *devs, size_t n,

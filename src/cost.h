@@ -68,6 +68,10 @@ double tp_cost_p2p_us(const struct tp_topology *t, uint32_t a, uint32_t b, doubl
  * 8 devices") in err (len bytes). */
 int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len);
 
+/* The efficiency floor of a step model: its min_efficiency, 0 for a model of version 1 (which
+ * has no such field; nothing past its own fields is read). */
+double tp_cost_model_floor(const tp_step_model *m);
+
 /* The training step model (tp_step_model, tp_cost_step_us, tp_cost_efficiency) is public:
  * include/topoplace.h. Its scratch comes from the caller's allocator, not the topology's. */
 

@@ -649,6 +649,8 @@ int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out)
 	if (!rc) {
 		pl->req = tp_request_dup(&pl->alloc, r);
 		rc = pl->req ? place_parts(pl, c, &q) : TP_ENOMEM;
+		if (!rc)
+			rc = tp_pl_step_floor(pl, &q);
 		tp_rq_release(&pl->alloc, &q);
 	}
 	if (rc == TP_ENOMEM) {

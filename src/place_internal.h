@@ -438,6 +438,9 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 
 bool tp_pl_step_on(const struct pctx *p, uint32_t k);
 double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
+/* The efficiency floor (request.comm.min_efficiency) on the placement pl holds: 0 when it
+ * meets the floor or the request has none, else TP_EBUSY (or TP_ENOMEM) with pl's message. */
+int tp_pl_step_floor(tp_placement *pl, const struct tp_rq *q);
 
 /* place_choice.c: best fit at the level that holds a single-domain request */
 

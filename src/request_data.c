@@ -31,6 +31,34 @@ static const char *pack_str(struct packer *p, const char *s)
 	return s ? pack_bytes(p, s, strlen(s) + 1, 1) : NULL;
 }
 
+size_t tp_step_model_size(unsigned version)
+{
+	switch (version) {
+	case 1:
+		return offsetof(tp_step_model, min_efficiency);
+	case TP_STEP_MODEL_VERSION:
+		return sizeof(tp_step_model);
+	default:
+		return 0;
+	}
+}
+
+/* A step model of version 1 is copied as version 2 with no floor; reads no byte past the
+ * caller's own version (resolving checked it). */
+static tp_step_model *pack_model(struct packer *p, const tp_step_model *src)
+{
+	tp_step_model *dst = pack_bytes(p, src, 0, _Alignof(tp_step_model));
+	p->used += sizeof *dst;
+	if (dst) {
+		static const tp_step_model init = TP_STEP_MODEL_INIT;
+		size_t n = tp_step_model_size(src->version);
+		*dst = init;
+		memcpy(dst, src, n ? n : sizeof dst->version);
+		dst->version = TP_STEP_MODEL_VERSION;
+	}
+	return dst;
+}
+
 size_t tp_request_size(unsigned version)
 {
 	switch (version) {
@@ -73,9 +101,7 @@ static void pack_request(struct packer *p, const tp_request *orig, tp_request *d
 	                         ? pack_bytes(p, src->select_nodes,
 	                                      src->nselect_nodes * sizeof *nodes, _Alignof(char *))
 	                         : NULL;
-	tp_step_model *comm = src->comm ? pack_bytes(p, src->comm, sizeof *comm,
-	                                             _Alignof(tp_step_model))
-	                                : NULL;
+	tp_step_model *comm = src->comm ? pack_model(p, src->comm) : NULL;
 	tp_request r = *src;
 	r.version = TP_REQUEST_VERSION;
 	r.comm = comm;

@@ -18,6 +18,10 @@ size_t tp_request_size(unsigned version);
  * src->version must be one tp_request_size() accepts. */
 void tp_request_read(const tp_request *src, tp_request *dst);
 
+/* The size of a tp_step_model of a version the library reads (1 .. TP_STEP_MODEL_VERSION), 0
+ * for any other version. */
+size_t tp_step_model_size(unsigned version);
+
 /* Copy *src with every string and array it points to into one allocation. The copy's
  * `version` is TP_REQUEST_VERSION. src->version must be one tp_request_size() accepts.
  * Returns NULL when out of memory. */

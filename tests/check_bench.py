@@ -334,6 +334,11 @@ def check_mixed_fleet(tmp):
     check(f["kind"] == "mixed" and f["gpus"] == 576 and f["node_gpus"] == 4 and
           f["nvlink_level"] == "node", f"mixed fleet: {f}")
     check(d["policies"]["topoplace"]["jobs_started"] == 150, "mixed fleet: jobs left over")
+    # several fabric classes: topoplace asks for an efficiency floor (bench/sim_policy.c,
+    # fabric_floor), so its jobs no longer burn NVL72 GPUs at a PCIe rack's pace; without the
+    # floor this run had an effective share of 0.71, with it 0.84 (first-fit 0.61)
+    share = d["policies"]["topoplace"]["effective_share"]
+    check(share >= 0.8, f"mixed fleet: topoplace's effective share {share} below 0.8")
 
 
 def check_compact(tmp):

@@ -334,7 +334,7 @@ Test(cost, step_messages_name_the_field)
 	expect_bad(t, all16, 17, &m, NULL, "n 17 is more than the topology's 16 devices");
 	bad = m;
 	bad.version = 7;
-	expect_bad(t, all16, 16, &bad, NULL, "model.version 7 is not 1");
+	expect_bad(t, all16, 16, &bad, NULL, "model.version 7 is not 1 or 2");
 	bad = m;
 	bad.pp = 0;
 	expect_bad(t, all16, 16, &bad, NULL, "model.pp is 0");
@@ -372,7 +372,8 @@ static bool same_model(const tp_step_model *a, const tp_step_model *b)
 	       a->ep == b->ep && a->compute_us == b->compute_us && a->tp_bytes == b->tp_bytes &&
 	       a->tp_msgs == b->tp_msgs && a->dp_bytes == b->dp_bytes &&
 	       a->dp_overlap == b->dp_overlap && a->pp_bytes == b->pp_bytes &&
-	       a->pp_msgs == b->pp_msgs && a->ep_bytes == b->ep_bytes && a->ep_msgs == b->ep_msgs;
+	       a->pp_msgs == b->pp_msgs && a->ep_bytes == b->ep_bytes && a->ep_msgs == b->ep_msgs &&
+	       (a->version < 2 || a->min_efficiency == b->min_efficiency);
 }
 
 Test(cost, step_model_init)
@@ -389,6 +390,15 @@ Test(cost, step_model_init)
 	cr_assert_eq(tp_step_model_init(&m, TP_STEP_MODEL_VERSION + 1), TP_EINVAL);
 	cr_assert(same_model(&m, &keep), "a refused init changed the model");
 	cr_assert_eq(tp_step_model_init(NULL, TP_STEP_MODEL_VERSION), TP_EINVAL);
+	cr_assert_eq(m.min_efficiency, 0.0);
+	/* version 1 (0.3's struct): its fields only, the floor's bytes are left as they were */
+	tp_step_model v1;
+	memset(&v1, 0xa5, sizeof v1);
+	double poison = v1.min_efficiency;
+	cr_assert_eq(tp_step_model_init(&v1, 1), 0);
+	cr_assert_eq(v1.version, 1);
+	cr_assert(v1.tp == 1 && v1.ep_msgs == 0);
+	cr_assert(memcmp(&v1.min_efficiency, &poison, sizeof poison) == 0);
 	/* the initialised model is a valid one-device job */
 	tp_topology *t = hand();
 	double us = -1;

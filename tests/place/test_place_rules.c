@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The objective's policy rules as the library refines them: rule 3, the job mix that placement
- * protects (tp_cluster_set_place_mix), its messages and how it changes an answer.
+ * protects (tp_cluster_set_place_mix), its messages and how it changes an answer; rule 4's
+ * step time (request.comm) and the efficiency floor (request.comm.min_efficiency).
  */
+#include <math.h>
+#include <stdio.h>
+
 #include "testutil.h"
 
 /* One NVL72 block of two racks (18 nodes of 4 GPUs each): rack 0 with 37 free GPUs (35 held:
@@ -204,6 +208,168 @@ Test(place_rules, bad_comm_is_refused_and_names_the_field)
 	cr_assert_eq(tp_place(c, &r, &p), TP_EINVAL);
 	cr_assert_str_eq(tp_placement_errmsg(p), "request.comm: model.dp_overlap 2 is outside [0, 1]");
 	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+/* ---- the efficiency floor (request.comm.min_efficiency) ------------------------------------ */
+
+/* One rack of two nodes of 4 GPUs: NVLink (900 GB/s) inside a node, InfiniBand (50 GB/s)
+ * between them. */
+static tp_topology *two_nodes_ib(void)
+{
+	static const char *const levels[] = {"rack", "node"};
+	tp_topology_builder *b;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	const unsigned counts[2] = {1, 2};
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 1, TP_LINK_NVLINK, 900, 3.4), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50, 10), 0);
+	cr_assert_eq(tp_topology_builder_generate(b, counts, 4, NULL), 0,
+	             "%s", tp_topology_builder_errmsg(b));
+	tp_topology *t;
+	cr_assert_eq(tp_topology_build(b, &t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	return t;
+}
+
+/* A 4-GPU tensor-parallel job whose all-reduces leave NVLink badly over InfiniBand. */
+static tp_step_model tensor4(double floor)
+{
+	tp_step_model m = TP_STEP_MODEL_INIT;
+	m.tp = 4;
+	m.compute_us = 100000;
+	m.tp_bytes = 64.0 * 1024 * 1024;
+	m.tp_msgs = 128;
+	m.min_efficiency = floor;
+	return m;
+}
+
+static int place4(tp_cluster *c, const tp_step_model *m, tp_placement **p)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.comm = m;
+	return tp_place(c, &r, p);
+}
+
+Test(place_rules, efficiency_floor_refuses_a_slow_placement_and_names_the_figure)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_nodes_ib();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	/* two GPUs held on each node: any 4 GPUs straddle the two nodes */
+	const uint32_t held[4] = {0, 1, 4, 5};
+	cr_assert_eq(tp_cluster_assign(c, "x", held, 4, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_step_model m = tensor4(0.0);
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p)); /* no floor: it runs */
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	double eff;
+	cr_assert_eq(tp_cost_efficiency(&eff, t, d, n, &m, NULL, NULL, 0), 0);
+	cr_assert_lt(eff, 0.5);
+	tp_placement_destroy(p);
+	m = tensor4(0.5);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(place4(c, &m, &p), TP_EBUSY);
+	cr_assert_eq(tp_placement_status(p), TP_EBUSY);
+	cr_assert_null(tp_placement_devices(p, &n));
+	cr_assert_eq(n, 0);
+	const char *msg = tp_placement_errmsg(p);
+	cr_assert(strstr(msg, "busy: request.comm.min_efficiency 0.5: the best placement now "
+	                      "reaches ") == msg, "%s", msg);
+	char want[32];
+	snprintf(want, sizeof want, "reaches %.3f (step ", eff);
+	cr_assert(strstr(msg, want), "%s", msg);
+	cr_assert(strstr(msg, "us on the ideal layout)"), "%s", msg);
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a refused placement changed the cluster");
+	/* a floor the placement meets lets it through */
+	m = tensor4(eff * 0.99);
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	/* once a whole node is free the job fits inside it at full efficiency */
+	cr_assert_eq(tp_cluster_release(c, "x"), 0);
+	m = tensor4(1.0);
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(d[0] / 4, d[3] / 4);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+Test(place_rules, efficiency_floor_is_checked_and_absent_from_a_version_1_model)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_nodes_ib();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	const uint32_t held[4] = {0, 1, 4, 5};
+	cr_assert_eq(tp_cluster_assign(c, "x", held, 4, NULL), 0, "%s", tp_cluster_errmsg(c));
+	const double bad[3] = {1.5, -0.1, NAN};
+	const char *const say[3] = {"1.5", "-0.1", "nan"};
+	for (int i = 0; i < 3; i++) {
+		tp_step_model m = tensor4(bad[i]);
+		tp_placement *p;
+		cr_assert_eq(place4(c, &m, &p), TP_EINVAL);
+		char want[96];
+		snprintf(want, sizeof want, "request.comm: model.min_efficiency %s is outside [0, 1]",
+		         say[i]);
+		cr_assert_str_eq(tp_placement_errmsg(p), want);
+		tp_placement_destroy(p);
+	}
+	/* a caller of 0.3 hands a version-1 model: the field is not read, there is no floor */
+	tp_step_model m1 = tensor4(0.9);
+	m1.version = 1;
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m1, &p), 0, "%s", tp_placement_errmsg(p));
+	/* the job records the model at the current version, without a floor */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "new", &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_not_null(o.shape);
+	cr_assert_not_null(o.shape->comm);
+	cr_assert_eq(o.shape->comm->version, TP_STEP_MODEL_VERSION);
+	cr_assert_eq(o.shape->comm->tp, 4);
+	cr_assert_eq(o.shape->comm->min_efficiency, 0.0);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	cr_assert_eq(tp_test_alloc_state.live, 0);
+}
+
+/* Allocation failures while the floor is checked (the efficiency's scratch comes from the
+ * cluster's allocator): TP_ENOMEM and nothing leaked, until the call answers as without
+ * failures. */
+Test(place_rules, efficiency_floor_survives_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = two_nodes_ib();
+	tp_cluster *c;
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	const uint32_t held[4] = {0, 1, 4, 5};
+	cr_assert_eq(tp_cluster_assign(c, "x", held, 4, NULL), 0, "%s", tp_cluster_errmsg(c));
+	long live = tp_test_alloc_state.live;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_step_model m = tensor4(0.5);
+	int rc = TP_ENOMEM;
+	for (long n = 0; rc == TP_ENOMEM; n++) {
+		tp_test_alloc_fail_at(n);
+		tp_placement *p = NULL;
+		rc = place4(c, &m, &p);
+		tp_test_alloc_fail_at(-1);
+		cr_assert(rc == TP_ENOMEM || rc == TP_EBUSY, "failing allocation %ld: %d", n, rc);
+		if (rc == TP_ENOMEM)
+			cr_assert_null(p);
+		tp_placement_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: a leak", n);
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+	}
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	cr_assert_eq(tp_test_alloc_state.live, 0);

@@ -321,6 +321,38 @@ def test_comm_breaks_ties_by_step_time(tp):
     assert "request.comm: model.tp 3" in str(e.value)
 
 
+def test_comm_efficiency_floor_answers_busy(tp):
+    # two 4-GPU nodes of one rack: NVLink inside a node, InfiniBand between them
+    t = (tp.TopologyBuilder(["rack", "node"])
+         .set_fabric("node", "nvlink", 900, 3.4)
+         .set_fabric("rack", "ib", 50, 10)
+         .add_node("a", ["r0"], 4)
+         .add_node("b", ["r0"], 4)
+         .build())
+    c = tp.Cluster(t)
+    c.assign("x", ["a/0", "a/1", "b/0", "b/1"])   # any 4 free GPUs straddle the nodes
+    comm = {"tp": 4, "compute_us": 1e5, "tp_bytes": 64 * 2**20, "tp_msgs": 128}
+    p = c.place(tp.Request(count=4, comm=comm))
+    assert p.ok
+    eff = tp.efficiency(t, p.devices, tp.StepModel(**comm))
+    assert eff < 0.5
+    p = c.place(tp.Request(count=4, comm=dict(comm, min_efficiency=0.5)))
+    assert p.status == "busy" and not p.devices
+    assert p.message.startswith("busy: request.comm.min_efficiency 0.5: the best placement "
+                                "now reaches %.3f" % eff), p.message
+    c.release("x")
+    p = c.place(tp.Request(count=4, comm=dict(comm, min_efficiency=1.0)))
+    assert p.ok and len({d.split("/")[0] for d in p.devices}) == 1, p.devices
+    c.commit(p)
+    assert c.job_info(p.job).shape.comm["min_efficiency"] == 1.0
+    with pytest.raises(tp.InvalidArgument) as e:
+        c.place(tp.Request(count=4, comm=dict(comm, min_efficiency=2.0)))
+    assert "request.comm: model.min_efficiency 2 is outside [0, 1]" in str(e.value)
+    with pytest.raises(tp.InvalidArgument) as e:
+        tp.StepModel(min_efficiency="x")._to_c()
+    assert str(e.value) == "model.min_efficiency 'x' is not a number"
+
+
 def test_replace(tp):
     c = tp.Cluster(small(tp))
     c.assign("a", ["x1/0", "x1/1"])

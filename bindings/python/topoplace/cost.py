@@ -22,7 +22,11 @@ class StepModel:
     """One training step (``tp_step_model``): parallel degrees ``tp`` x ``pp`` x ``dp`` (the
     job's device count), ``ep`` (0 or 1: none; else divides ``dp``), compute time in us on a
     device of relative speed 1, and the bytes and counts of each kind of message per step
-    (``dp_overlap``: the share of the gradient all-reduce hidden behind compute)."""
+    (``dp_overlap``: the share of the gradient all-reduce hidden behind compute).
+    ``min_efficiency`` (0 to 1, default 0: none) is the floor a request's ``comm`` puts on
+    :meth:`Cluster.place`: a placement whose :func:`efficiency` is below it is answered
+    "busy" with a message naming ``request.comm.min_efficiency``; :func:`step_us` and
+    :func:`efficiency` ignore it."""
     tp: int = _INIT.tp
     pp: int = _INIT.pp
     dp: int = _INIT.dp
@@ -36,6 +40,7 @@ class StepModel:
     pp_msgs: int = _INIT.pp_msgs
     ep_bytes: float = _INIT.ep_bytes
     ep_msgs: int = _INIT.ep_msgs
+    min_efficiency: float = _INIT.min_efficiency
 
     def _to_c(self):
         m = _defaults.c_init("step_model")
