@@ -155,7 +155,8 @@ static int tb_new(struct pctx *p, struct table *tb, uint32_t J, unsigned ns)
 }
 
 
-static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb);
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jlo,
+                     struct table *tb);
 
 /* Fold one child's table into the running knapsack (in place, amounts descending). */
 static void knap_fold(struct pctx *p, struct knap *kn, uint32_t i, const struct table *tc)
@@ -217,7 +218,7 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, s
 		struct amark m = tp_pl_ar_mark(p);
 		struct table tc;
 		uint32_t jc = min32(J, kn->ks[i].cap / p->u[cl]);
-		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, &tc);
+		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, 1, &tc);
 		if (rc)
 			return rc;
 		knap_fold(p, kn, i, &tc);
@@ -274,8 +275,8 @@ bool tp_pl_leaf_fast(const struct pctx *p, int l)
 }
 
 /* A leaf parent's table: the fewest nodes for an amount is the shortest prefix of the node
- * capacities in decreasing order. */
-static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
+ * capacities in decreasing order. Entries below jlo are left unset (a point query reads one). */
+static int leaf_table(struct pctx *p, int l, uint32_t d, uint32_t jlo, struct table *tb)
 {
 	uint32_t n;
 	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
@@ -296,6 +297,8 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 		}
 		if (acc < x)
 			break;
+		if (j < jlo)
+			continue;
 		uint32_t *e = tb_at(p, tb, j, col);
 		memset(e, 0, p->W * sizeof *e);
 		e[p->nl] = m;
@@ -365,8 +368,9 @@ static int kid_cap_cmp(const void *a, const void *b)
 }
 
 /* With node counts forced, the fewest children for an amount is the shortest prefix of the
- * children's capacities in decreasing order. */
-static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct table *tb)
+ * children's capacities in decreasing order. Entries below jlo are left unset. */
+static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, uint32_t jlo,
+                        struct table *tb)
 {
 	unsigned cl = (unsigned)(l + 1);
 	uint32_t n;
@@ -397,6 +401,8 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		}
 		if (acc < x)
 			break;
+		if (j < jlo)
+			continue;
 		uint32_t *e = tb_at(p, tb, j, 0);
 		memset(e, 0, p->W * sizeof *e);
 		e[cl] = m;
@@ -411,8 +417,11 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 	return 0;
 }
 
-/* f_D(j) for j = 0..J units of D's level (the top-level domains' units at the root). */
-static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb)
+/* f_D(j) for j = 0..J units of D's level (the top-level domains' units at the root); with
+ * jlo > 1, only the entries from jlo on (a point query needs f_D(J) alone: the leaf and uniform
+ * tables then only walk their prefix below it, the same prefix, so the same entries). */
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jlo,
+                     struct table *tb)
 {
 	uint32_t nd;
 	int rc = tb_new(p, tb, J, nsl(p, l));
@@ -420,12 +429,12 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 		return rc;
 	if (l == (int)p->nl) {
 		uint32_t cap = tp_pl_capd(p, p->nl, d);
-		for (uint32_t j = 1; j <= J && (uint64_t)j * p->u[l] <= cap; j++)
+		for (uint32_t j = jlo; j <= J && (uint64_t)j * p->u[l] <= cap; j++)
 			memset(tb_at(p, tb, j, colq(p, l)), 0, p->W * sizeof(uint32_t));
 	} else if (tp_pl_leaf_fast(p, l)) {
-		rc = leaf_table(p, l, d, tb);
+		rc = leaf_table(p, l, d, jlo, tb);
 	} else if (tp_pl_linear_ok(p, l) && l >= 0 && (nd = tp_pl_uniform_node_dev(p, l, d)) != 0) {
-		rc = linear_table(p, l, d, nd, tb);
+		rc = linear_table(p, l, d, nd, jlo, tb);
 	} else {
 		uint32_t ratio = ul(p, l) / p->u[l + 1];
 		struct amark m = tp_pl_ar_mark(p);
@@ -433,7 +442,7 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 		rc = tp_pl_knap_run(p, l, d, J * ratio, false, &kn);
 		if (!rc) {
 			unsigned col = colq(p, l);
-			for (uint32_t j = 1; j <= J; j++) {
+			for (uint32_t j = jlo; j <= J; j++) {
 				if (kn.ns == tb->ns) {
 					for (unsigned s = 0; s < tb->ns; s++)
 						c_copy(p, tb_at(p, tb, j, s), tb_at(p, &kn.tb, j * ratio, s));
@@ -446,7 +455,7 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 	}
 	if (rc)
 		return rc;
-	for (uint32_t j = 1; j <= J; j++)
+	for (uint32_t j = jlo; j <= J; j++)
 		for (unsigned s = 0; s < tb->ns; s++) {
 			uint32_t *e = tb_at(p, tb, j, s);
 			if (c_inf(e))
@@ -841,7 +850,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 	struct amark m = tp_pl_ar_mark(p);
 	struct table tb;
 	uint32_t J = k / ul(p, l);
-	int rc = dom_table(p, l, d, J, &tb);
+	int rc = dom_table(p, l, d, J, J ? J : 1, &tb);
 	if (!rc) {
 		const uint32_t *e = tb_at(p, &tb, J, tb.ns > 1 ? col : 0);
 		rc = c_inf(e) ? 0 : 1;
