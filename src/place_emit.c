@@ -274,6 +274,16 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 	uint32_t n = tp_pl_node_usable(p, node, list);
 	if (n < k)
 		return TP_ECORRUPT;
+	if (k == n) {
+		/* the whole usable list, in index order: what every choice below gives when it must
+		 * take all (a whole node, as groups of a node's size take) */
+		for (uint32_t i = 0; i < n; i++) {
+			int rc = out_push(p, list[i]);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
 	uint32_t base = t->dev_first[node];
 	bool use[TP_MAX_NODE_DEVICES] = {false}, pick[TP_MAX_NODE_DEVICES] = {false};
 	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
@@ -320,7 +330,19 @@ static int take_cmp(const void *a, const void *b)
 /* Emit the children of a level-l domain in tree order with their amounts. */
 static int emit_takes(struct pctx *p, int l, struct take *tk, uint32_t n)
 {
-	qsort(tk, n, sizeof *tk, take_cmp);
+	if (n > 32) {
+		qsort(tk, n, sizeof *tk, take_cmp);
+	} else {
+		/* by insertion, as the other short lists: the children are distinct, so the order
+		 * is total and the result qsort's */
+		for (uint32_t i = 1; i < n; i++) {
+			struct take x = tk[i];
+			uint32_t j = i;
+			for (; j > 0 && tk[j - 1].dom > x.dom; j--)
+				tk[j] = tk[j - 1];
+			tk[j] = x;
+		}
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		int rc = tp_pl_emit(p, l + 1, tk[i].dom, tk[i].amount, tk[i].col);
 		if (rc)
