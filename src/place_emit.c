@@ -366,6 +366,16 @@ static int leaf_choose(struct pctx *p, struct lnode *ln, uint32_t n, uint32_t m,
 		return TP_ENOMEM;
 	memset(used, 0, n * sizeof *used);
 	uint64_t rem = x;
+	if (n && ln[0].v == ln[n - 1].v) {
+		/* all of one capacity (whole nodes of one size): every unused node covers the rest
+		 * with the others, so each step below picks the first unused one, ln in order */
+		for (uint32_t step = 0; step < m; step++) {
+			uint64_t a = ln[step].v < rem ? ln[step].v : rem;
+			tk[step] = (struct take){ln[step].node, (uint32_t)a, 0};
+			rem -= a;
+		}
+		return rem == 0 ? 0 : TP_ECORRUPT;
+	}
 	for (uint32_t step = 0; step < m; step++) {
 		uint32_t others = m - step - 1, nu = 0;
 		pre[0] = 0;

@@ -57,8 +57,12 @@ int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size
 	for (unsigned l = 0; l < p->nlev; l++) {
 		uint32_t *dom = block + per * (1 + 2 * l), *cnt = dom + per, nd = 0;
 		Pvoid_t seen = NULL; /* domain -> position + 1, for lists that are not runs */
+		uint32_t last_node = UINT32_MAX, a = 0;
 		for (size_t i = 0; i < n; i++) {
-			uint32_t a = tp_node_ancestor(t, t->dev_node[devs[i]], l);
+			uint32_t node = t->dev_node[devs[i]];
+			if (node != last_node) /* a node's devices come in runs: climb once per run */
+				a = tp_node_ancestor(t, node, l);
+			last_node = node;
 			if (nd && dom[nd - 1] == a) {
 				cnt[nd - 1]++;
 				continue;
