@@ -265,6 +265,7 @@ static void set_units(struct pctx *p)
 	const struct tp_cluster *c = p->c;
 	for (uint32_t k = 0; k < c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
 		p->nodecap[k] = floor_to(min32(k, p->capdev[p->nl]), p->u[p->nl]);
+	tp_pl_capk_derive(p);
 	for (unsigned l = 0; l < p->nl; l++) {
 		p->hist_ok[l] = c->hist[l] != NULL;
 		for (unsigned x = l + 1; x < p->nl; x++)

@@ -64,6 +64,8 @@ struct pctx {
 	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
 	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
 	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
+	uint16_t capk[TP_MAX_NODE_DEVICES + 1]; /* the free counts k >= 1 with nodecap[k] > 0, */
+	unsigned ncapk;                         /* increasing (tp_pl_capk_derive) */
 	bool hist_ok[TP_MAX_LEVELS];    /* capd from the histograms at this level */
 	int sl;                         /* tree spread level, -1: none */
 	uint32_t S;                     /* spread minimum (>= 2 when sl >= 0) */
@@ -216,6 +218,16 @@ static inline uint32_t cap_left(const struct pctx *p, unsigned l, uint32_t d)
 uint32_t tp_pl_spare_free(const struct pctx *p, int l, uint32_t d);
 
 static inline uint32_t floor_to(uint32_t x, uint32_t u) { return x - x % u; }
+
+/* The free counts a node gives this request anything from, after nodecap changes: the
+ * histogram readers sum over these alone (the other counts add 0). */
+static inline void tp_pl_capk_derive(struct pctx *p)
+{
+	p->ncapk = 0;
+	for (uint32_t k = 1; k < p->c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
+		if (p->nodecap[k])
+			p->capk[p->ncapk++] = (uint16_t)k;
+}
 
 static inline uint32_t dom_free(const struct pctx *p, int l, uint32_t d)
 {

@@ -329,12 +329,14 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 			continue;
 		if (!p->filtered && p->hist_ok[rl]) {
 			const uint32_t *h = c->hist[rl] + (size_t)r * c->hstride;
-			for (uint32_t k = 1; k < c->hstride; k++)
-				if (h[k] && p->nodecap[k]) {
+			for (unsigned i = 0; i < p->ncapk; i++) {
+				uint32_t k = p->capk[i];
+				if (h[k]) {
 					if (nd && nd != p->nodecap[k])
 						return 0;
 					nd = p->nodecap[k];
 				}
+			}
 		} else {
 			uint32_t f, n;
 			tp_dom_nodes(p->t, rl, r, &f, &n);

@@ -149,9 +149,8 @@ static uint32_t capd_from_hist(const struct pctx *p, unsigned l, uint32_t d)
 	const struct tp_cluster *c = p->c;
 	const uint32_t *h = c->hist[l] + (size_t)d * c->hstride;
 	uint64_t sum = 0;
-	for (uint32_t k = 1; k < c->hstride; k++)
-		if (h[k])
-			sum += (uint64_t)h[k] * p->nodecap[k];
+	for (unsigned i = 0; i < p->ncapk; i++)
+		sum += (uint64_t)h[p->capk[i]] * p->nodecap[p->capk[i]];
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
