@@ -118,6 +118,8 @@ struct pctx {
 
 	/* which rule decided the outermost choice among candidates (tp_placement_decided_by) */
 	int dec_level;                  /* the level whose children it chose between, INT_MAX none */
+	int skip_multi;                 /* level + 1 whose domain, failing the single-child search,
+	                                   answers 3 unevaluated (place_table.c, eval_child); 0: none */
 	tp_rule dec_rule;
 	bool bal_active;                /* rule 2 raised a bound above one unit */
 

@@ -677,6 +677,34 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 	}
 }
 
+/* Evaluate child dom of (l, d) for the search into tmp. Once the best uses one domain of level
+ * l + 2 (the least possible), a child that no single child of its own can hold k in must use
+ * several there: with every count above equal (one child, no domain already used), it loses
+ * on rule 1 at level l + 2 whatever the rest of its cost. Its table is then not built
+ * (tp_pl_eval answers 3 after the failed single-child search) and it is recorded as the best
+ * with that count raised: what decided (walk_record) looks only at where the best and the
+ * closest loser part, level l + 2 for the real vector as for this one, and any loser that
+ * agrees with the best further is smaller than both. Without spreads, bounds, used domains or a
+ * cap at l + 1, the child's table would be finite (capacities decide), so it is a loser either
+ * way. */
+static int eval_child(struct pctx *p, const struct walk *w, int l, uint32_t dom, uint32_t k,
+                      unsigned cc, const uint32_t *best, uint32_t *tmp)
+{
+	int keep = p->skip_multi;
+	bool skip = w->found && l + 2 <= (int)p->nl && best[l + 2] == 1 && !p->have_used &&
+	            p->sl < 0 && no_bounds(p) && p->capdev[l + 1] == TP_RQ_NOCAP &&
+	            k % ul(p, l + 1) == 0;
+	p->skip_multi = skip ? l + 2 : 0;
+	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	p->skip_multi = keep;
+	if (e == 3) {
+		c_copy(p, tmp, best);
+		tmp[l + 2] = 2;
+		e = 1;
+	}
+	return e;
+}
+
 /* Offer child dom (f free devices) of (l, d) to the search: 1 to stop the walk, 0 to go on,
  * or an error. */
 static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
@@ -692,7 +720,7 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 			return 1;
 	}
 	uint32_t tmp[W_MAX];
-	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	int e = eval_child(p, w, l, dom, k, cc, best, tmp);
 	if (e <= 0)
 		return e;
 	int cmp = w->found ? c_cmp(p, tmp, best) : -1;
@@ -741,7 +769,7 @@ static int walk_next(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned
 	if (w->tied || w->step_split || f != best[p->fb + (unsigned)(l + 1)])
 		return 0;
 	uint32_t tmp[W_MAX];
-	int e = tp_pl_eval(p, l + 1, dom, k, tp_pl_child_col(p, l, col), tmp);
+	int e = eval_child(p, w, l, dom, k, tp_pl_child_col(p, l, col), best, tmp);
 	if (e < 0)
 		return e;
 	if (e && c_cmp(p, tmp, best) == 0)
@@ -822,6 +850,8 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		}
 		if (forced || p->sl == l + 1)
 			return 0;
+		if (l >= 0 && l + 1 == p->skip_multi)
+			return 3; /* several children needed: the search above knows that loses */
 	} else if (forced) {
 		return 0;
 	}
