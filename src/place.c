@@ -317,7 +317,8 @@ static void set_mix(struct pctx *p)
 int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
                    uint32_t self_slot)
 {
-	memset(p, 0, sizeof *p);
+	memset(p, 0, PCTX_CLEARED);
+	p->ncapk = 0;
 	p->dec_level = INT_MAX;
 	p->c = c;
 	p->t = c->t;

@@ -6,6 +6,7 @@
 #ifndef TP_PLACE_INTERNAL_H
 #define TP_PLACE_INTERNAL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "place_impl.h"
@@ -58,14 +59,9 @@ struct pctx {
 	struct { uint32_t k, b, u, md, v; } mlb[TP_MAX_LEVELS][4]; /* mix_level_bound's last */
 	unsigned mlb_n[TP_MAX_LEVELS];                /* knapsacks per level, round robin */
 	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
-	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
-	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t u[TP_MAX_LEVELS];      /* devices per unit at each level */
 	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
 	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
-	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
-	uint16_t capk[TP_MAX_NODE_DEVICES + 1]; /* the free counts k >= 1 with nodecap[k] > 0, */
-	unsigned ncapk;                         /* increasing (tp_pl_capk_derive) */
 	bool hist_ok[TP_MAX_LEVELS];    /* capd from the histograms at this level */
 	int sl;                         /* tree spread level, -1: none */
 	uint32_t S;                     /* spread minimum (>= 2 when sl >= 0) */
@@ -132,7 +128,20 @@ struct pctx {
 	/* output */
 	uint32_t *out;
 	size_t nout, capout;
+
+	/* Not cleared by tp_pl_ctx_init (PCTX_CLEARED): the largest arrays, each written before
+	 * it is read (the mix's shapes below nmix[l], the node capacities below the cluster's
+	 * hstride, capk below ncapk), so a call does not write 2 KB it never reads. */
+	unsigned ncapk;
+	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
+	uint16_t capk[TP_MAX_NODE_DEVICES + 1]; /* the free counts k >= 1 with nodecap[k] > 0,
+	                                           increasing (tp_pl_capk_derive) */
 };
+
+/* What tp_pl_ctx_init clears of a context: every field before ncapk. */
+#define PCTX_CLEARED offsetof(struct pctx, ncapk)
 
 /* Judy helpers: a failure is recorded as TP_ENOMEM and reads as "not present". */
 static inline bool j1_test(Pcvoid_t arr, Word_t k)
