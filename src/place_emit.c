@@ -320,29 +320,12 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 }
 
 
-static int take_cmp(const void *a, const void *b)
-{
-	const struct take *x = a, *y = b;
-	return (x->dom > y->dom) - (x->dom < y->dom);
-}
 
 
 /* Emit the children of a level-l domain in tree order with their amounts. */
 static int emit_takes(struct pctx *p, int l, struct take *tk, uint32_t n)
 {
-	if (n > 32) {
-		qsort(tk, n, sizeof *tk, take_cmp);
-	} else {
-		/* by insertion, as the other short lists: the children are distinct, so the order
-		 * is total and the result qsort's */
-		for (uint32_t i = 1; i < n; i++) {
-			struct take x = tk[i];
-			uint32_t j = i;
-			for (; j > 0 && tk[j - 1].dom > x.dom; j--)
-				tk[j] = tk[j - 1];
-			tk[j] = x;
-		}
-	}
+	tp_pl_takes_sort(tk, n);
 	for (uint32_t i = 0; i < n; i++) {
 		int rc = tp_pl_emit(p, l + 1, tk[i].dom, tk[i].amount, tk[i].col);
 		if (rc)
@@ -563,11 +546,10 @@ int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k)
 		}
 	}
 	struct amark m = tp_pl_ar_mark(p);
-	uint32_t n;
-	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
+	uint32_t n, dom;
+	struct kid *ks;
 	int rc;
-	if (n) {
-		uint32_t dom = ks[0].dom;
+	if (tp_pl_tightest_kid(p, l, d, k, &dom)) {
 		tp_pl_ar_release(p, m);
 		return tp_pl_fill(p, l + 1, dom, k);
 	}
@@ -591,7 +573,7 @@ int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k)
 		tp_pl_ar_release(p, m);
 		return 0;
 	}
-	qsort(tk, nt, sizeof *tk, take_cmp);
+	tp_pl_takes_sort(tk, nt);
 	rc = 1;
 	for (uint32_t i = 0; i < nt && rc == 1; i++)
 		rc = tp_pl_fill(p, l + 1, tk[i].dom, tk[i].amount);

@@ -123,6 +123,91 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 	return ks;
 }
 
+/* The first child tp_pl_kids_of would list (the tightest that can take kmin), without the
+ * list: one pass keeping the least (free, index). false when none (or out of memory). */
+bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *dom)
+{
+	const struct tp_cluster *c = p->c;
+	unsigned cl = (unsigned)(l + 1);
+	if (l < 0 && tp_pl_root_indexed(p)) {
+		JError_t je;
+		Word_t key = (Word_t)kmin << 32;
+		for (int r = Judy1First(c->index[0], &key, &je); r == 1;
+		     r = Judy1Next(c->index[0], &key, &je)) {
+			uint32_t cap = tp_pl_capd(p, cl, (uint32_t)(key & 0xffffffffu));
+			if (cap >= kmin && cap > 0) {
+				*dom = (uint32_t)(key & 0xffffffffu);
+				return true;
+			}
+		}
+		return false;
+	}
+	uint32_t first, last;
+	if (l < 0) {
+		first = 0;
+		last = p->t->lv[0].ndom;
+	} else {
+		first = p->t->lv[l].child_first[d];
+		last = p->t->lv[l].child_first[d + 1];
+	}
+	struct kid best = {0, 0, 0};
+	bool found = false;
+	if (p->scope[cl]) {
+		JError_t je;
+		Word_t key = first;
+		for (int r = Judy1First(p->scope[cl], &key, &je); r == 1 && key < last;
+		     r = Judy1Next(p->scope[cl], &key, &je)) {
+			struct kid k = {(uint32_t)key, c->free[cl][key], 0};
+			if (found && !kid_before(&k, &best))
+				continue; /* capd is pure: skipping it changes nothing */
+			k.cap = tp_pl_capd(p, cl, k.dom);
+			if (k.cap >= kmin && k.cap > 0) {
+				best = k;
+				found = true;
+			}
+		}
+	} else {
+		for (uint32_t ch = first; ch < last; ch++) {
+			if (!p->ideal && dom_free(p, (int)cl, ch) < kmin)
+				continue;
+			struct kid k = {ch, c->free[cl][ch], 0};
+			if (found && !kid_before(&k, &best))
+				continue;
+			k.cap = tp_pl_capd(p, cl, ch);
+			if (k.cap >= kmin && k.cap > 0) {
+				best = k;
+				found = true;
+			}
+		}
+	}
+	if (found)
+		*dom = best.dom;
+	return found && !p->err;
+}
+
+/* Takes in tree order (by child index, distinct): by insertion when few, as the other short
+ * lists, else qsort; the same order either way. */
+static int take_dom_cmp(const void *a, const void *b)
+{
+	const struct take *x = a, *y = b;
+	return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+void tp_pl_takes_sort(struct take *tk, uint32_t n)
+{
+	if (n > SMALL_SORT) {
+		qsort(tk, n, sizeof *tk, take_dom_cmp);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct take x = tk[i];
+		uint32_t j = i;
+		for (; j > 0 && tk[j - 1].dom > x.dom; j--)
+			tk[j] = tk[j - 1];
+		tk[j] = x;
+	}
+}
+
 /* ---- cost vectors --------------------------------------------------------------------------- */
 
 
