@@ -68,10 +68,20 @@ bool tp_pl_root_indexed(const struct pctx *p)
 	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal && !p->spares;
 }
 
+static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n,
+                                bool sort);
+
 /* The children of (l, d) (the top-level domains for l = -1) that can take at least kmin
  * devices, tightest (fewest free) first, lowest index on ties. NULL with *n = 0 when none;
  * NULL with p->err set when out of memory. */
 struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n)
+{
+	return kids_collect(p, l, d, kmin, n, true);
+}
+
+/* tp_pl_kids_of's children, sorted so or (sort false, l >= 0) in index order. */
+static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n,
+                                bool sort)
 {
 	const struct tp_cluster *c = p->c;
 	unsigned cl = (unsigned)(l + 1);
@@ -118,7 +128,7 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 				return NULL;
 		}
 	}
-	if (*n > 1)
+	if (*n > 1 && sort)
 		kids_sort(ks, *n);
 	return ks;
 }
@@ -461,10 +471,15 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, uint32_t
 {
 	unsigned cl = (unsigned)(l + 1);
 	uint32_t n;
-	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
+	/* a point query reads the prefix for J alone: its children are picked largest first as
+	 * the prefix grows (a selection, in the same total order as the sort below) */
+	bool lazy = jlo == tb->J;
+	struct kid *ks = kids_collect(p, l, d, p->u[cl], &n, !lazy);
 	if (p->err)
 		return p->err;
-	if (n > SMALL_SORT) {
+	if (lazy) {
+		/* sorted as needed below */
+	} else if (n > SMALL_SORT) {
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
 	} else {
 		for (uint32_t i = 1; i < n; i++) {
@@ -482,6 +497,15 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, uint32_t
 		while (acc < x && m < n) {
 			if (m)
 				whole += mix_loss(p, (int)cl, ks[m - 1].free, ks[m - 1].cap);
+			if (lazy) {
+				uint32_t b = m;
+				for (uint32_t i = m + 1; i < n; i++)
+					if (kid_cap_cmp(&ks[i], &ks[b]) < 0)
+						b = i;
+				struct kid t = ks[m];
+				ks[m] = ks[b];
+				ks[b] = t;
+			}
 			acc += ks[m].cap;
 			fs += ks[m].free;
 			m++;
