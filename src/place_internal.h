@@ -228,7 +228,17 @@ static inline uint32_t cap_left(const struct pctx *p, unsigned l, uint32_t d)
 #define TP_PL_SPARES_ONLY 2
 uint32_t tp_pl_spare_free(const struct pctx *p, int l, uint32_t d);
 
-static inline uint32_t floor_to(uint32_t x, uint32_t u) { return x - x % u; }
+/* x rounded down to a multiple of u; units are mostly powers of two, where that is a mask
+ * (a division costs tens of cycles on the per-request path). */
+static inline uint32_t mod_u(uint32_t x, uint32_t u)
+{
+	return (u & (u - 1)) == 0 ? x & (u - 1) : x % u;
+}
+
+static inline uint32_t floor_to(uint32_t x, uint32_t u)
+{
+	return (u & (u - 1)) == 0 ? x & ~(u - 1) : x - x % u;
+}
 
 /* The free counts a node gives this request anything from, after nodecap changes: the
  * histogram readers sum over these alone (the other counts add 0). */
