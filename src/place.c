@@ -306,6 +306,7 @@ static void set_mix(struct pctx *p)
 		if (l >= p->nlev || sh[i].devices > md)
 			continue;
 		p->mix_dev[l][p->nmix[l]] = sh[i].devices;
+		p->mix_m[l][p->nmix[l]] = ((UINT64_C(1) << 32) + sh[i].devices - 1) / sh[i].devices;
 		p->mix_w[l][p->nmix[l]++] = sh[i].weight;
 		p->mix_on = true;
 	}
