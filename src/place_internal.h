@@ -450,7 +450,23 @@ int tp_pl_part_result(tp_placement *pl, const struct pctx *p, const uint32_t *de
 void tp_pl_part_forget(tp_placement *pl);
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d);
 uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
-uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d);
+uint32_t tp_pl_capd_any(struct pctx *p, unsigned l, uint32_t d);
+
+/* The most devices of the request domain d of level l can take (a multiple of u[l]):
+ * tp_pl_capd_any (place_usable.c), with its most frequent case inline, a domain above the
+ * node read from the histograms (no filter, no scope), the same sum and rounding. */
+static inline uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d)
+{
+	if (l < p->nl && !p->filtered && !p->ideal && p->hist_ok[l] && !p->scope[l]) {
+		const uint32_t *h = p->c->hist[l] + (size_t)d * p->c->hstride;
+		uint64_t sum = 0;
+		for (unsigned i = 0; i < p->ncapk; i++)
+			sum += (uint64_t)h[p->capk[i]] * p->nodecap[p->capk[i]];
+		uint32_t s = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+		return floor_to(min32(s, cap_left(p, l, d)), p->u[l]);
+	}
+	return tp_pl_capd_any(p, l, d);
+}
 
 /* place_pairs.c: GPU+NIC pairs */
 

@@ -154,8 +154,9 @@ static uint32_t capd_from_hist(const struct pctx *p, unsigned l, uint32_t d)
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
-/* The most devices of the request domain d of level l can take (a multiple of u[l]). */
-uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d)
+/* The most devices of the request domain d of level l can take (a multiple of u[l]); every
+ * case (tp_pl_capd in place_internal.h answers the histogram one inline). */
+uint32_t tp_pl_capd_any(struct pctx *p, unsigned l, uint32_t d)
 {
 	if (l == p->nl) {
 		uint32_t x = min32(tp_pl_node_usable(p, d, NULL), cap_left(p, l, d));
