@@ -112,6 +112,15 @@ uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list)
 	if (p->pairs)
 		return tp_pl_node_pairable(p, node, list);
 	uint32_t n = 0;
+	if (!p->filtered && !p->ideal && !p->spares && !p->extra_down && !p->taken && !p->fbad &&
+	    !(p->q->min_perf > 0)) {
+		/* tp_pl_dev_ok with none of its filters on: free, healthy and uncordoned */
+		const struct tp_cluster *c = p->c;
+		for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
+			if (!c->dstate[d] && c->dev_job[d] == TP_NO_JOB)
+				list[n++] = d;
+		return n;
+	}
 	for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
 		if (tp_pl_dev_ok(p, d)) {
 			if (list)
