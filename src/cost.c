@@ -117,11 +117,24 @@ double tp_cost_ring_allreduce_us(const struct tp_topology *t, const uint32_t *de
 	/* Every step moves one chunk over every edge at once; the slowest edge sets the pace. */
 	double chunk = bytes / (double)n;
 	double step = 0.0;
+	/* A pair's link depends only on the two devices' nodes (tp_cost_link), unless a node
+	 * type's pair figures apply (same node, type_nvlink): runs of pairs between the same two
+	 * nodes (every pair inside a node, in a placement's rank order) reuse the last one's. */
+	uint32_t last_a = UINT32_MAX, last_b = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
-		struct tp_fabric_impl f = tp_cost_pair(t, devs[i], devs[(i + 1) % n]);
+		uint32_t a = devs[i], b = devs[(i + 1) % n];
+		bool known = a < t->ndevices && b < t->ndevices;
+		uint32_t na = known ? t->dev_node[a] : UINT32_MAX;
+		uint32_t nb = known ? t->dev_node[b] : UINT32_MAX;
+		if (known && na == last_a && nb == last_b)
+			continue; /* same nodes as the pair before: the same step, already counted */
+		struct tp_fabric_impl f = tp_cost_pair(t, a, b);
 		double s = message_us(&f, chunk);
 		if (s > step)
 			step = s;
+		bool reuse = known && (na != nb || !t->type_nvlink);
+		last_a = reuse ? na : UINT32_MAX;
+		last_b = reuse ? nb : UINT32_MAX;
 	}
 	return 2.0 * (double)(n - 1) * step;
 }

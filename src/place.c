@@ -265,6 +265,7 @@ static void set_units(struct pctx *p)
 	const struct tp_cluster *c = p->c;
 	for (uint32_t k = 0; k < c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
 		p->nodecap[k] = floor_to(min32(k, p->capdev[p->nl]), p->u[p->nl]);
+	tp_pl_capk_derive(p);
 	for (unsigned l = 0; l < p->nl; l++) {
 		p->hist_ok[l] = c->hist[l] != NULL;
 		for (unsigned x = l + 1; x < p->nl; x++)
@@ -305,6 +306,7 @@ static void set_mix(struct pctx *p)
 		if (l >= p->nlev || sh[i].devices > md)
 			continue;
 		p->mix_dev[l][p->nmix[l]] = sh[i].devices;
+		p->mix_m[l][p->nmix[l]] = ((UINT64_C(1) << 32) + sh[i].devices - 1) / sh[i].devices;
 		p->mix_w[l][p->nmix[l]++] = sh[i].weight;
 		p->mix_on = true;
 	}
@@ -316,7 +318,8 @@ static void set_mix(struct pctx *p)
 int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_rq *q,
                    uint32_t self_slot)
 {
-	memset(p, 0, sizeof *p);
+	memset(p, 0, PCTX_CLEARED);
+	p->ncapk = 0;
 	p->dec_level = INT_MAX;
 	p->c = c;
 	p->t = c->t;

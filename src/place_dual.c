@@ -92,8 +92,8 @@ static inline void dual_top2(uint32_t v, uint32_t *most, uint32_t *next)
 static uint64_t dual_q(const struct pctx *p, const struct dual_dom *b, const uint64_t *pre,
                        uint32_t m)
 {
-	uint64_t v = dual_raw(b, pre, m);
-	return v - v % p->u[0];
+	uint64_t v = dual_raw(b, pre, m), u = p->u[0];
+	return (u & (u - 1)) == 0 ? v & ~(u - 1) : v - v % u;
 }
 
 bool tp_pl_dual_ok(const struct pctx *p)
@@ -231,7 +231,7 @@ static uint32_t dual_rows(const struct pctx *p, const struct dual_keys *dk, uint
 	}
 	top2[0] = most;
 	top2[1] = next;
-	*nd_out = !hi || lo != hi || u1 % hi || p->u[0] % hi ? 0 : hi;
+	*nd_out = !hi || lo != hi || mod_u(u1, hi) || mod_u(p->u[0], hi) ? 0 : hi;
 	return n;
 }
 
@@ -294,7 +294,7 @@ static int dual_add_rows(struct pctx *p, const struct dual_keys *dk, struct dual
 	                                        p->u[0]);
 	if (cap < kmin || !cap)
 		return 0;
-	if (!u || (ds->nd != 1 && u != ds->nd) || p->u[0] % u)
+	if (!u || (ds->nd != 1 && u != ds->nd) || mod_u(p->u[0], u))
 		return 2;
 	ds->nd = u;
 	ds->bs[ds->nb] = (struct dual_dom){dom, free, cap, (uint32_t)ds->nitems, n, top2[0],

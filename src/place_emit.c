@@ -274,6 +274,16 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 	uint32_t n = tp_pl_node_usable(p, node, list);
 	if (n < k)
 		return TP_ECORRUPT;
+	if (k == n) {
+		/* the whole usable list, in index order: what every choice below gives when it must
+		 * take all (a whole node, as groups of a node's size take) */
+		for (uint32_t i = 0; i < n; i++) {
+			int rc = out_push(p, list[i]);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
 	uint32_t base = t->dev_first[node];
 	bool use[TP_MAX_NODE_DEVICES] = {false}, pick[TP_MAX_NODE_DEVICES] = {false};
 	uint16_t ty = t->node_type ? t->node_type[node] : TP_NO_TYPE;
@@ -310,17 +320,12 @@ static int emit_node(struct pctx *p, uint32_t node, uint32_t k)
 }
 
 
-static int take_cmp(const void *a, const void *b)
-{
-	const struct take *x = a, *y = b;
-	return (x->dom > y->dom) - (x->dom < y->dom);
-}
 
 
 /* Emit the children of a level-l domain in tree order with their amounts. */
 static int emit_takes(struct pctx *p, int l, struct take *tk, uint32_t n)
 {
-	qsort(tk, n, sizeof *tk, take_cmp);
+	tp_pl_takes_sort(tk, n);
 	for (uint32_t i = 0; i < n; i++) {
 		int rc = tp_pl_emit(p, l + 1, tk[i].dom, tk[i].amount, tk[i].col);
 		if (rc)
@@ -344,6 +349,16 @@ static int leaf_choose(struct pctx *p, struct lnode *ln, uint32_t n, uint32_t m,
 		return TP_ENOMEM;
 	memset(used, 0, n * sizeof *used);
 	uint64_t rem = x;
+	if (n && ln[0].v == ln[n - 1].v) {
+		/* all of one capacity (whole nodes of one size): every unused node covers the rest
+		 * with the others, so each step below picks the first unused one, ln in order */
+		for (uint32_t step = 0; step < m; step++) {
+			uint64_t a = ln[step].v < rem ? ln[step].v : rem;
+			tk[step] = (struct take){ln[step].node, (uint32_t)a, 0};
+			rem -= a;
+		}
+		return rem == 0 ? 0 : TP_ECORRUPT;
+	}
 	for (uint32_t step = 0; step < m; step++) {
 		uint32_t others = m - step - 1, nu = 0;
 		pre[0] = 0;
@@ -531,11 +546,10 @@ int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k)
 		}
 	}
 	struct amark m = tp_pl_ar_mark(p);
-	uint32_t n;
-	struct kid *ks = tp_pl_kids_of(p, l, d, k, &n);
+	uint32_t n, dom;
+	struct kid *ks;
 	int rc;
-	if (n) {
-		uint32_t dom = ks[0].dom;
+	if (tp_pl_tightest_kid(p, l, d, k, &dom)) {
 		tp_pl_ar_release(p, m);
 		return tp_pl_fill(p, l + 1, dom, k);
 	}
@@ -559,7 +573,7 @@ int tp_pl_fill(struct pctx *p, int l, uint32_t d, uint32_t k)
 		tp_pl_ar_release(p, m);
 		return 0;
 	}
-	qsort(tk, nt, sizeof *tk, take_cmp);
+	tp_pl_takes_sort(tk, nt);
 	rc = 1;
 	for (uint32_t i = 0; i < nt && rc == 1; i++)
 		rc = tp_pl_fill(p, l + 1, tk[i].dom, tk[i].amount);

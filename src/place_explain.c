@@ -559,6 +559,7 @@ static void derive_hist(struct pctx *p)
 	const struct tp_cluster *c = p->c;
 	for (uint32_t k = 0; k < c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
 		p->nodecap[k] = floor_to(min32(k, p->capdev[p->nl]), p->u[p->nl]);
+	tp_pl_capk_derive(p);
 	for (unsigned l = 0; l < p->nl; l++) {
 		p->hist_ok[l] = c->hist[l] != NULL;
 		for (unsigned x = l + 1; x < p->nl; x++)
@@ -592,6 +593,7 @@ static uint32_t tree_room_without(struct pctx *p, uint32_t k, bool nocap, bool n
 	memcpy(p->capdev, keep, sizeof keep);
 	memcpy(p->u, keepu, sizeof keepu);
 	memcpy(p->nodecap, keepn, sizeof keepn);
+	tp_pl_capk_derive(p);
 	memcpy(p->hist_ok, keeph, sizeof keeph);
 	return room;
 }

@@ -6,6 +6,7 @@
 #ifndef TP_PLACE_INTERNAL_H
 #define TP_PLACE_INTERNAL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "place_impl.h"
@@ -58,12 +59,9 @@ struct pctx {
 	struct { uint32_t k, b, u, md, v; } mlb[TP_MAX_LEVELS][4]; /* mix_level_bound's last */
 	unsigned mlb_n[TP_MAX_LEVELS];                /* knapsacks per level, round robin */
 	unsigned nmix[TP_MAX_LEVELS];   /* the mix's shapes by level (cluster_impl.h) */
-	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
-	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
 	uint32_t u[TP_MAX_LEVELS];      /* devices per unit at each level */
 	uint32_t capdev[TP_MAX_LEVELS]; /* cap per domain in devices, TP_RQ_NOCAP: none */
 	uint32_t lb[TP_MAX_LEVELS];     /* balanced: least devices per used domain (0: none) */
-	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
 	bool hist_ok[TP_MAX_LEVELS];    /* capd from the histograms at this level */
 	int sl;                         /* tree spread level, -1: none */
 	uint32_t S;                     /* spread minimum (>= 2 when sl >= 0) */
@@ -116,6 +114,8 @@ struct pctx {
 
 	/* which rule decided the outermost choice among candidates (tp_placement_decided_by) */
 	int dec_level;                  /* the level whose children it chose between, INT_MAX none */
+	int skip_multi;                 /* level + 1 whose domain, failing the single-child search,
+	                                   answers 3 unevaluated (place_table.c, eval_child); 0: none */
 	tp_rule dec_rule;
 	bool bal_active;                /* rule 2 raised a bound above one unit */
 
@@ -128,7 +128,21 @@ struct pctx {
 	/* output */
 	uint32_t *out;
 	size_t nout, capout;
+
+	/* Not cleared by tp_pl_ctx_init (PCTX_CLEARED): the largest arrays, each written before
+	 * it is read (the mix's shapes below nmix[l], the node capacities below the cluster's
+	 * hstride, capk below ncapk), so a call does not write 2 KB it never reads. */
+	unsigned ncapk;
+	uint32_t mix_dev[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint32_t mix_w[TP_MAX_LEVELS][TP_PLACE_MIX_MAX];
+	uint64_t mix_m[TP_MAX_LEVELS][TP_PLACE_MIX_MAX]; /* ceil(2^32 / devices), for mix_loss */
+	uint32_t nodecap[TP_MAX_NODE_DEVICES + 1]; /* node capacity for a free count */
+	uint16_t capk[TP_MAX_NODE_DEVICES + 1]; /* the free counts k >= 1 with nodecap[k] > 0,
+	                                           increasing (tp_pl_capk_derive) */
 };
+
+/* What tp_pl_ctx_init clears of a context: every field before ncapk. */
+#define PCTX_CLEARED offsetof(struct pctx, ncapk)
 
 /* Judy helpers: a failure is recorded as TP_ENOMEM and reads as "not present". */
 static inline bool j1_test(Pcvoid_t arr, Word_t k)
@@ -215,7 +229,27 @@ static inline uint32_t cap_left(const struct pctx *p, unsigned l, uint32_t d)
 #define TP_PL_SPARES_ONLY 2
 uint32_t tp_pl_spare_free(const struct pctx *p, int l, uint32_t d);
 
-static inline uint32_t floor_to(uint32_t x, uint32_t u) { return x - x % u; }
+/* x rounded down to a multiple of u; units are mostly powers of two, where that is a mask
+ * (a division costs tens of cycles on the per-request path). */
+static inline uint32_t mod_u(uint32_t x, uint32_t u)
+{
+	return (u & (u - 1)) == 0 ? x & (u - 1) : x % u;
+}
+
+static inline uint32_t floor_to(uint32_t x, uint32_t u)
+{
+	return (u & (u - 1)) == 0 ? x & ~(u - 1) : x - x % u;
+}
+
+/* The free counts a node gives this request anything from, after nodecap changes: the
+ * histogram readers sum over these alone (the other counts add 0). */
+static inline void tp_pl_capk_derive(struct pctx *p)
+{
+	p->ncapk = 0;
+	for (uint32_t k = 1; k < p->c->hstride && k <= TP_MAX_NODE_DEVICES; k++)
+		if (p->nodecap[k])
+			p->capk[p->ncapk++] = (uint16_t)k;
+}
 
 static inline uint32_t dom_free(const struct pctx *p, int l, uint32_t d)
 {
@@ -250,9 +284,15 @@ static inline void c_copy(const struct pctx *p, uint32_t *dst, const uint32_t *a
 static inline uint32_t mix_loss(const struct pctx *p, int l, uint32_t f, uint32_t k)
 {
 	uint32_t loss = 0, after = k < f ? f - k : 0;
+	/* below 2^16, x / s is (x * ceil(2^32 / s)) >> 32 exactly (the error stays below 1 / s):
+	 * a multiplication instead of two divisions per shape */
+	bool small = f <= 0xFFFF;
 	for (unsigned i = 0; i < p->nmix[l]; i++) {
 		uint32_t s = p->mix_dev[l][i];
-		loss += p->mix_w[l][i] * s * (f / s - after / s);
+		uint64_t m = p->mix_m[l][i];
+		uint32_t jobs = small ? (uint32_t)((f * m) >> 32) - (uint32_t)((after * m) >> 32)
+		                      : f / s - after / s;
+		loss += p->mix_w[l][i] * s * jobs;
 	}
 	return loss;
 }
@@ -410,7 +450,23 @@ int tp_pl_part_result(tp_placement *pl, const struct pctx *p, const uint32_t *de
 void tp_pl_part_forget(tp_placement *pl);
 bool tp_pl_dev_ok(const struct pctx *p, uint32_t d);
 uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
-uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d);
+uint32_t tp_pl_capd_any(struct pctx *p, unsigned l, uint32_t d);
+
+/* The most devices of the request domain d of level l can take (a multiple of u[l]):
+ * tp_pl_capd_any (place_usable.c), with its most frequent case inline, a domain above the
+ * node read from the histograms (no filter, no scope), the same sum and rounding. */
+static inline uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d)
+{
+	if (l < p->nl && !p->filtered && !p->ideal && p->hist_ok[l] && !p->scope[l]) {
+		const uint32_t *h = p->c->hist[l] + (size_t)d * p->c->hstride;
+		uint64_t sum = 0;
+		for (unsigned i = 0; i < p->ncapk; i++)
+			sum += (uint64_t)h[p->capk[i]] * p->nodecap[p->capk[i]];
+		uint32_t s = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+		return floor_to(min32(s, cap_left(p, l, d)), p->u[l]);
+	}
+	return tp_pl_capd_any(p, l, d);
+}
 
 /* place_pairs.c: GPU+NIC pairs */
 
@@ -423,6 +479,8 @@ int tp_pl_pair_result(tp_placement *pl, struct pctx *p, const uint32_t *devs, si
 
 bool tp_pl_root_indexed(const struct pctx *p);
 struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n);
+bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *dom);
+void tp_pl_takes_sort(struct take *tk, uint32_t n);
 int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, struct knap *kn);
 int tp_pl_lnode_cmp(const void *a, const void *b);
 struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n);

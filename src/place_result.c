@@ -54,30 +54,43 @@ int tp_pl_finish_ok(tp_placement *pl, struct pctx *p, const uint32_t *devs, size
 	pl->decided = p->bal_active && p->dec_rule != TP_RULE_LOCALITY ? TP_RULE_BALANCE
 	                                                              : p->dec_rule;
 	pl->ndev = n;
+	uint32_t *dom[TP_MAX_LEVELS], *cnt[TP_MAX_LEVELS], nd[TP_MAX_LEVELS] = {0};
+	Pvoid_t seen[TP_MAX_LEVELS] = {NULL}; /* domain -> position + 1, for lists not in runs */
 	for (unsigned l = 0; l < p->nlev; l++) {
-		uint32_t *dom = block + per * (1 + 2 * l), *cnt = dom + per, nd = 0;
-		Pvoid_t seen = NULL; /* domain -> position + 1, for lists that are not runs */
-		for (size_t i = 0; i < n; i++) {
-			uint32_t a = tp_node_ancestor(t, t->dev_node[devs[i]], l);
-			if (nd && dom[nd - 1] == a) {
-				cnt[nd - 1]++;
+		dom[l] = block + per * (1 + 2 * l);
+		cnt[l] = dom[l] + per;
+	}
+	/* a node's devices come in runs: each run counts once per level, all on one entry */
+	for (size_t i = 0; i < n;) {
+		uint32_t node = t->dev_node[devs[i]];
+		size_t j = i + 1;
+		while (j < n && t->dev_node[devs[j]] == node)
+			j++;
+		uint32_t run = (uint32_t)(j - i);
+		i = j;
+		for (unsigned l = 0; l < p->nlev; l++) {
+			uint32_t a = tp_node_ancestor(t, node, l);
+			if (nd[l] && dom[l][nd[l] - 1] == a) {
+				cnt[l][nd[l] - 1] += run;
 				continue;
 			}
-			Word_t at = pl->replace ? jl_get(seen, a) : 0;
+			Word_t at = pl->replace ? jl_get(seen[l], a) : 0;
 			if (at) {
-				cnt[at - 1]++;
+				cnt[l][at - 1] += run;
 				continue;
 			}
-			dom[nd] = a;
-			cnt[nd] = 1;
-			nd++;
+			dom[l][nd[l]] = a;
+			cnt[l][nd[l]] = run;
+			nd[l]++;
 			if (pl->replace)
-				jl_add(p, &seen, a, nd);
+				jl_add(p, &seen[l], a, nd[l]);
 		}
-		jl_free(&seen);
-		pl->dom[l] = dom;
-		pl->dcnt[l] = cnt;
-		pl->ndom[l] = nd;
+	}
+	for (unsigned l = 0; l < p->nlev; l++) {
+		jl_free(&seen[l]);
+		pl->dom[l] = dom[l];
+		pl->dcnt[l] = cnt[l];
+		pl->ndom[l] = nd[l];
 	}
 	pl->comm_us = n > 1 ? tp_cost_ring_allreduce_us(t, devs, n, GIB) : 0.0;
 	if (!p->err && p->q && p->q->pairs) {

@@ -68,10 +68,20 @@ bool tp_pl_root_indexed(const struct pctx *p)
 	return !p->scope[0] && p->c->indexed[0] && p->c->index[0] && !p->ideal && !p->spares;
 }
 
+static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n,
+                                bool sort);
+
 /* The children of (l, d) (the top-level domains for l = -1) that can take at least kmin
  * devices, tightest (fewest free) first, lowest index on ties. NULL with *n = 0 when none;
  * NULL with p->err set when out of memory. */
 struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n)
+{
+	return kids_collect(p, l, d, kmin, n, true);
+}
+
+/* tp_pl_kids_of's children, sorted so or (sort false, l >= 0) in index order. */
+static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n,
+                                bool sort)
 {
 	const struct tp_cluster *c = p->c;
 	unsigned cl = (unsigned)(l + 1);
@@ -118,9 +128,94 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 				return NULL;
 		}
 	}
-	if (*n > 1)
+	if (*n > 1 && sort)
 		kids_sort(ks, *n);
 	return ks;
+}
+
+/* The first child tp_pl_kids_of would list (the tightest that can take kmin), without the
+ * list: one pass keeping the least (free, index). false when none (or out of memory). */
+bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *dom)
+{
+	const struct tp_cluster *c = p->c;
+	unsigned cl = (unsigned)(l + 1);
+	if (l < 0 && tp_pl_root_indexed(p)) {
+		JError_t je;
+		Word_t key = (Word_t)kmin << 32;
+		for (int r = Judy1First(c->index[0], &key, &je); r == 1;
+		     r = Judy1Next(c->index[0], &key, &je)) {
+			uint32_t cap = tp_pl_capd(p, cl, (uint32_t)(key & 0xffffffffu));
+			if (cap >= kmin && cap > 0) {
+				*dom = (uint32_t)(key & 0xffffffffu);
+				return true;
+			}
+		}
+		return false;
+	}
+	uint32_t first, last;
+	if (l < 0) {
+		first = 0;
+		last = p->t->lv[0].ndom;
+	} else {
+		first = p->t->lv[l].child_first[d];
+		last = p->t->lv[l].child_first[d + 1];
+	}
+	struct kid best = {0, 0, 0};
+	bool found = false;
+	if (p->scope[cl]) {
+		JError_t je;
+		Word_t key = first;
+		for (int r = Judy1First(p->scope[cl], &key, &je); r == 1 && key < last;
+		     r = Judy1Next(p->scope[cl], &key, &je)) {
+			struct kid k = {(uint32_t)key, c->free[cl][key], 0};
+			if (found && !kid_before(&k, &best))
+				continue; /* capd is pure: skipping it changes nothing */
+			k.cap = tp_pl_capd(p, cl, k.dom);
+			if (k.cap >= kmin && k.cap > 0) {
+				best = k;
+				found = true;
+			}
+		}
+	} else {
+		for (uint32_t ch = first; ch < last; ch++) {
+			if (!p->ideal && dom_free(p, (int)cl, ch) < kmin)
+				continue;
+			struct kid k = {ch, c->free[cl][ch], 0};
+			if (found && !kid_before(&k, &best))
+				continue;
+			k.cap = tp_pl_capd(p, cl, ch);
+			if (k.cap >= kmin && k.cap > 0) {
+				best = k;
+				found = true;
+			}
+		}
+	}
+	if (found)
+		*dom = best.dom;
+	return found && !p->err;
+}
+
+/* Takes in tree order (by child index, distinct): by insertion when few, as the other short
+ * lists, else qsort; the same order either way. */
+static int take_dom_cmp(const void *a, const void *b)
+{
+	const struct take *x = a, *y = b;
+	return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+void tp_pl_takes_sort(struct take *tk, uint32_t n)
+{
+	if (n > SMALL_SORT) {
+		qsort(tk, n, sizeof *tk, take_dom_cmp);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct take x = tk[i];
+		uint32_t j = i;
+		for (; j > 0 && tk[j - 1].dom > x.dom; j--)
+			tk[j] = tk[j - 1];
+		tk[j] = x;
+	}
 }
 
 /* ---- cost vectors --------------------------------------------------------------------------- */
@@ -155,7 +250,8 @@ static int tb_new(struct pctx *p, struct table *tb, uint32_t J, unsigned ns)
 }
 
 
-static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb);
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jlo,
+                     struct table *tb);
 
 /* Fold one child's table into the running knapsack (in place, amounts descending). */
 static void knap_fold(struct pctx *p, struct knap *kn, uint32_t i, const struct table *tc)
@@ -217,7 +313,7 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, s
 		struct amark m = tp_pl_ar_mark(p);
 		struct table tc;
 		uint32_t jc = min32(J, kn->ks[i].cap / p->u[cl]);
-		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, &tc);
+		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, 1, &tc);
 		if (rc)
 			return rc;
 		knap_fold(p, kn, i, &tc);
@@ -274,8 +370,8 @@ bool tp_pl_leaf_fast(const struct pctx *p, int l)
 }
 
 /* A leaf parent's table: the fewest nodes for an amount is the shortest prefix of the node
- * capacities in decreasing order. */
-static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
+ * capacities in decreasing order. Entries below jlo are left unset (a point query reads one). */
+static int leaf_table(struct pctx *p, int l, uint32_t d, uint32_t jlo, struct table *tb)
 {
 	uint32_t n;
 	struct lnode *ln = tp_pl_leaf_nodes(p, l, d, &n);
@@ -296,6 +392,8 @@ static int leaf_table(struct pctx *p, int l, uint32_t d, struct table *tb)
 		}
 		if (acc < x)
 			break;
+		if (j < jlo)
+			continue;
 		uint32_t *e = tb_at(p, tb, j, col);
 		memset(e, 0, p->W * sizeof *e);
 		e[p->nl] = m;
@@ -326,12 +424,14 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 			continue;
 		if (!p->filtered && p->hist_ok[rl]) {
 			const uint32_t *h = c->hist[rl] + (size_t)r * c->hstride;
-			for (uint32_t k = 1; k < c->hstride; k++)
-				if (h[k] && p->nodecap[k]) {
+			for (unsigned i = 0; i < p->ncapk; i++) {
+				uint32_t k = p->capk[i];
+				if (h[k]) {
 					if (nd && nd != p->nodecap[k])
 						return 0;
 					nd = p->nodecap[k];
 				}
+			}
 		} else {
 			uint32_t f, n;
 			tp_dom_nodes(p->t, rl, r, &f, &n);
@@ -365,15 +465,21 @@ static int kid_cap_cmp(const void *a, const void *b)
 }
 
 /* With node counts forced, the fewest children for an amount is the shortest prefix of the
- * children's capacities in decreasing order. */
-static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct table *tb)
+ * children's capacities in decreasing order. Entries below jlo are left unset. */
+static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, uint32_t jlo,
+                        struct table *tb)
 {
 	unsigned cl = (unsigned)(l + 1);
 	uint32_t n;
-	struct kid *ks = tp_pl_kids_of(p, l, d, p->u[cl], &n);
+	/* a point query reads the prefix for J alone: its children are picked largest first as
+	 * the prefix grows (a selection, in the same total order as the sort below) */
+	bool lazy = jlo == tb->J;
+	struct kid *ks = kids_collect(p, l, d, p->u[cl], &n, !lazy);
 	if (p->err)
 		return p->err;
-	if (n > SMALL_SORT) {
+	if (lazy) {
+		/* sorted as needed below */
+	} else if (n > SMALL_SORT) {
 		qsort(ks, n, sizeof *ks, kid_cap_cmp);
 	} else {
 		for (uint32_t i = 1; i < n; i++) {
@@ -391,12 +497,23 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 		while (acc < x && m < n) {
 			if (m)
 				whole += mix_loss(p, (int)cl, ks[m - 1].free, ks[m - 1].cap);
+			if (lazy) {
+				uint32_t b = m;
+				for (uint32_t i = m + 1; i < n; i++)
+					if (kid_cap_cmp(&ks[i], &ks[b]) < 0)
+						b = i;
+				struct kid t = ks[m];
+				ks[m] = ks[b];
+				ks[b] = t;
+			}
 			acc += ks[m].cap;
 			fs += ks[m].free;
 			m++;
 		}
 		if (acc < x)
 			break;
+		if (j < jlo)
+			continue;
 		uint32_t *e = tb_at(p, tb, j, 0);
 		memset(e, 0, p->W * sizeof *e);
 		e[cl] = m;
@@ -411,8 +528,11 @@ static int linear_table(struct pctx *p, int l, uint32_t d, uint32_t nd, struct t
 	return 0;
 }
 
-/* f_D(j) for j = 0..J units of D's level (the top-level domains' units at the root). */
-static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table *tb)
+/* f_D(j) for j = 0..J units of D's level (the top-level domains' units at the root); with
+ * jlo > 1, only the entries from jlo on (a point query needs f_D(J) alone: the leaf and uniform
+ * tables then only walk their prefix below it, the same prefix, so the same entries). */
+static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jlo,
+                     struct table *tb)
 {
 	uint32_t nd;
 	int rc = tb_new(p, tb, J, nsl(p, l));
@@ -420,12 +540,12 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 		return rc;
 	if (l == (int)p->nl) {
 		uint32_t cap = tp_pl_capd(p, p->nl, d);
-		for (uint32_t j = 1; j <= J && (uint64_t)j * p->u[l] <= cap; j++)
+		for (uint32_t j = jlo; j <= J && (uint64_t)j * p->u[l] <= cap; j++)
 			memset(tb_at(p, tb, j, colq(p, l)), 0, p->W * sizeof(uint32_t));
 	} else if (tp_pl_leaf_fast(p, l)) {
-		rc = leaf_table(p, l, d, tb);
+		rc = leaf_table(p, l, d, jlo, tb);
 	} else if (tp_pl_linear_ok(p, l) && l >= 0 && (nd = tp_pl_uniform_node_dev(p, l, d)) != 0) {
-		rc = linear_table(p, l, d, nd, tb);
+		rc = linear_table(p, l, d, nd, jlo, tb);
 	} else {
 		uint32_t ratio = ul(p, l) / p->u[l + 1];
 		struct amark m = tp_pl_ar_mark(p);
@@ -433,7 +553,7 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 		rc = tp_pl_knap_run(p, l, d, J * ratio, false, &kn);
 		if (!rc) {
 			unsigned col = colq(p, l);
-			for (uint32_t j = 1; j <= J; j++) {
+			for (uint32_t j = jlo; j <= J; j++) {
 				if (kn.ns == tb->ns) {
 					for (unsigned s = 0; s < tb->ns; s++)
 						c_copy(p, tb_at(p, tb, j, s), tb_at(p, &kn.tb, j * ratio, s));
@@ -446,7 +566,7 @@ static int dom_table(struct pctx *p, int l, uint32_t d, uint32_t J, struct table
 	}
 	if (rc)
 		return rc;
-	for (uint32_t j = 1; j <= J; j++)
+	for (uint32_t j = jlo; j <= J; j++)
 		for (unsigned s = 0; s < tb->ns; s++) {
 			uint32_t *e = tb_at(p, tb, j, s);
 			if (c_inf(e))
@@ -666,6 +786,34 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 	}
 }
 
+/* Evaluate child dom of (l, d) for the search into tmp. Once the best uses one domain of level
+ * l + 2 (the least possible), a child that no single child of its own can hold k in must use
+ * several there: with every count above equal (one child, no domain already used), it loses
+ * on rule 1 at level l + 2 whatever the rest of its cost. Its table is then not built
+ * (tp_pl_eval answers 3 after the failed single-child search) and it is recorded as the best
+ * with that count raised: what decided (walk_record) looks only at where the best and the
+ * closest loser part, level l + 2 for the real vector as for this one, and any loser that
+ * agrees with the best further is smaller than both. Without spreads, bounds, used domains or a
+ * cap at l + 1, the child's table would be finite (capacities decide), so it is a loser either
+ * way. */
+static int eval_child(struct pctx *p, const struct walk *w, int l, uint32_t dom, uint32_t k,
+                      unsigned cc, const uint32_t *best, uint32_t *tmp)
+{
+	int keep = p->skip_multi;
+	bool skip = w->found && l + 2 <= (int)p->nl && best[l + 2] == 1 && !p->have_used &&
+	            p->sl < 0 && no_bounds(p) && p->capdev[l + 1] == TP_RQ_NOCAP &&
+	            k % ul(p, l + 1) == 0;
+	p->skip_multi = skip ? l + 2 : 0;
+	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	p->skip_multi = keep;
+	if (e == 3) {
+		c_copy(p, tmp, best);
+		tmp[l + 2] = 2;
+		e = 1;
+	}
+	return e;
+}
+
 /* Offer child dom (f free devices) of (l, d) to the search: 1 to stop the walk, 0 to go on,
  * or an error. */
 static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
@@ -681,7 +829,7 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 			return 1;
 	}
 	uint32_t tmp[W_MAX];
-	int e = tp_pl_eval(p, l + 1, dom, k, cc, tmp);
+	int e = eval_child(p, w, l, dom, k, cc, best, tmp);
 	if (e <= 0)
 		return e;
 	int cmp = w->found ? c_cmp(p, tmp, best) : -1;
@@ -730,7 +878,7 @@ static int walk_next(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned
 	if (w->tied || w->step_split || f != best[p->fb + (unsigned)(l + 1)])
 		return 0;
 	uint32_t tmp[W_MAX];
-	int e = tp_pl_eval(p, l + 1, dom, k, tp_pl_child_col(p, l, col), tmp);
+	int e = eval_child(p, w, l, dom, k, tp_pl_child_col(p, l, col), best, tmp);
 	if (e < 0)
 		return e;
 	if (e && c_cmp(p, tmp, best) == 0)
@@ -811,6 +959,8 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 		}
 		if (forced || p->sl == l + 1)
 			return 0;
+		if (l >= 0 && l + 1 == p->skip_multi)
+			return 3; /* several children needed: the search above knows that loses */
 	} else if (forced) {
 		return 0;
 	}
@@ -841,7 +991,7 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 	struct amark m = tp_pl_ar_mark(p);
 	struct table tb;
 	uint32_t J = k / ul(p, l);
-	int rc = dom_table(p, l, d, J, &tb);
+	int rc = dom_table(p, l, d, J, J ? J : 1, &tb);
 	if (!rc) {
 		const uint32_t *e = tb_at(p, &tb, J, tb.ns > 1 ? col : 0);
 		rc = c_inf(e) ? 0 : 1;

@@ -112,6 +112,15 @@ uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list)
 	if (p->pairs)
 		return tp_pl_node_pairable(p, node, list);
 	uint32_t n = 0;
+	if (!p->filtered && !p->ideal && !p->spares && !p->extra_down && !p->taken && !p->fbad &&
+	    !(p->q->min_perf > 0)) {
+		/* tp_pl_dev_ok with none of its filters on: free, healthy and uncordoned */
+		const struct tp_cluster *c = p->c;
+		for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
+			if (!c->dstate[d] && c->dev_job[d] == TP_NO_JOB)
+				list[n++] = d;
+		return n;
+	}
 	for (uint32_t d = p->t->dev_first[node]; d < p->t->dev_first[node + 1]; d++)
 		if (tp_pl_dev_ok(p, d)) {
 			if (list)
@@ -149,14 +158,14 @@ static uint32_t capd_from_hist(const struct pctx *p, unsigned l, uint32_t d)
 	const struct tp_cluster *c = p->c;
 	const uint32_t *h = c->hist[l] + (size_t)d * c->hstride;
 	uint64_t sum = 0;
-	for (uint32_t k = 1; k < c->hstride; k++)
-		if (h[k])
-			sum += (uint64_t)h[k] * p->nodecap[k];
+	for (unsigned i = 0; i < p->ncapk; i++)
+		sum += (uint64_t)h[p->capk[i]] * p->nodecap[p->capk[i]];
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
-/* The most devices of the request domain d of level l can take (a multiple of u[l]). */
-uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d)
+/* The most devices of the request domain d of level l can take (a multiple of u[l]); every
+ * case (tp_pl_capd in place_internal.h answers the histogram one inline). */
+uint32_t tp_pl_capd_any(struct pctx *p, unsigned l, uint32_t d)
 {
 	if (l == p->nl) {
 		uint32_t x = min32(tp_pl_node_usable(p, d, NULL), cap_left(p, l, d));
