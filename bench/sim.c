@@ -601,12 +601,10 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	sim_planner_time(r->res, dt);
 	/* The planner is costly: as a periodic defrag cycle, it runs at most once per
 	 * --defrag-every-s of simulated time, for the oldest waiting job only, and not again for a
-	 * job it found no plan for until some job has finished. Not under EASY, where backfill
-	 * already fills the holes around the top job and compaction (sim_compact.c) serves it:
-	 * there the hook was level at best (LLM mix, 10 seeds: -0.45% +- 0.64 against -0.41% +-
-	 * 0.30 without it on 12 NVL72 racks; docs/benchmarks.md, "The pay rule"). */
+	 * job it found no plan for until some job has finished. Also under EASY: without it there
+	 * (measured, docs/benchmarks.md "The pay rule and compaction for the head") the LLM mix
+	 * was level over 10 seeds and the Philly cells of the quick grid lost 0.4-0.5%. */
 	if (rc == TP_EFRAGMENTED && r->pol->defrag && r->oldest && !r->defrag_tried &&
-	    r->o->queue != SIM_QUEUE_EASY &&
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
 		double cost = 0;
@@ -1117,7 +1115,7 @@ static void sim_usage(FILE *f)
 	        "  (bench/sim_compact.c; --no-compact: off; --compact: on, the default): the moves\n"
 	        "  after which it starts at once, at most --compact-moves-h jobs (default %g) and\n"
 	        "  --compact-budget checkpoint GPU-seconds (a share of the fleet's, default %g) per\n"
-	        "  simulated hour. Its defrag hook is off under --queue easy (backfill uses the holes).\n"
+	        "  simulated hour.\n"
 	        "  Pay rule: a defrag or compaction plan is carried out only if its checkpoint\n"
 	        "  GPU-seconds are under half of the waiting job's GPUs x the wait it saves\n"
 	        "  (estimated from the running jobs' ends); refusals are defrag_unpaid and\n"
