@@ -672,7 +672,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
-	        "                        [--no-pay]\n"
+	        "                        [--no-pay] [--defrag-every-s S]\n"
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
@@ -699,8 +699,9 @@ static void cmp_usage(FILE *f)
 	        "  gives per policy defrag_unpaid and compact_unpaid (plans the pay rule refused)\n"
 	        "  and idle_shape_gpu_h / idle_count_gpu_h (idle GPU-hours in the window while the\n"
 	        "  oldest job waits with enough free GPUs, for shape, or too few, for count).\n"
-	        "  --defrag-max-sims, --defrag-max-cands: as tp-bench sim's (the planner's work\n"
-	        "  budget per call).\n"
+	        "  --defrag-every-s, --defrag-max-sims, --defrag-max-cands: as tp-bench sim's (how\n"
+	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
+	        "  per call).\n"
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
 	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 }
@@ -711,7 +712,7 @@ int bench_compare_main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.sim = (struct sim_opts){.fleet = "", .jobs = 0, .load = 1.15, .compress = 1,
 	                          .win0_h = -1, .win1_h = -1, .sample_s = 3600, .backfill = 256,
-	                          .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                          .starve_h = 0, .defrag_every_s = SIM_DEFRAG_EVERY_S, .defrag_max_cost = 0.05,
 	                          .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
 	                          .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                          .use_cost = true, .quiet = true, .compact = true,
@@ -736,6 +737,7 @@ int bench_compare_main(int argc, char **argv)
 		{"compact", no_argument, NULL, 'k'},
 		{"no-compact", no_argument, NULL, 1001},
 		{"no-pay", no_argument, NULL, 1010},
+		{"defrag-every-s", required_argument, NULL, 1011},
 		{"defrag-max-sims", required_argument, NULL, 'W'},
 		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
@@ -774,6 +776,7 @@ int bench_compare_main(int argc, char **argv)
 		case 'k': o.sim.compact = true; break;
 		case 1001: o.sim.compact = false; break;
 		case 1010: o.sim.no_pay = true; break;
+		case 1011: o.sim.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'W':
 			o.sim.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg);
 			break;
@@ -799,6 +802,8 @@ int bench_compare_main(int argc, char **argv)
 		bench_die("--starve-h: %g is negative (0 turns the rule off)", o.sim.starve_h);
 	if (!(o.sim.compact_moves_h >= 0) || !(o.sim.compact_budget >= 0))
 		bench_die("--compact-moves-h and --compact-budget must be >= 0");
+	if (!(o.sim.defrag_every_s >= 0))
+		bench_die("--defrag-every-s: %g is negative", o.sim.defrag_every_s);
 	sim_failures_check_opts(&o.sim);
 	char philly[1100];
 	snprintf(philly, sizeof philly, "%s/philly_pollux.csv", cmp_shared_traces(shared));

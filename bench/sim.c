@@ -1103,8 +1103,9 @@ static void sim_usage(FILE *f)
 	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
 	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
-	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
-	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"
+	        "  busy). --defrag-every-s: the defrag hook runs at most once per S simulated\n"
+	        "  seconds (default 0: in every pass in which the oldest job is fragmented; 1800\n"
+	        "  before 0.4.0); --defrag-max-cost: a plan may cost at most X times the waiting\n"
 	        "  job's GPU-seconds of work in checkpoints (default 0.05); --defrag-max-sims: the\n"
 	        "  planner's work budget per call, job sets simulated (default %u), --defrag-max-cands\n"
 	        "  candidate domains searched (default %u); 0: the library's defaults.\n"
@@ -1131,7 +1132,7 @@ int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
-	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                     .starve_h = 0, .defrag_every_s = SIM_DEFRAG_EVERY_S, .defrag_max_cost = 0.05,
 	                     .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
 	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                     .use_cost = true, .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S,

@@ -113,6 +113,12 @@ struct sim_policy;
  * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
  * session 6", has the measurements behind the figures. */
 #define SIM_DEFRAG_MAX_SIMS 4u
+/* Default of --defrag-every-s: the defrag hook may run in every scheduling pass in which the
+ * oldest waiting job is fragmented (still not again for a job it found no plan for until a
+ * job has finished). 1800 s before the pay rule: on the quick grid's Philly cells, whose
+ * window is about 2 simulated hours, that allowed ~4 calls per window (docs/benchmarks.md,
+ * "The pay rule and compaction for the head"). */
+#define SIM_DEFRAG_EVERY_S 0.0
 #define SIM_DEFRAG_MAX_CANDS 4u
 
 struct sim_opts {

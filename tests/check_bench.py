@@ -380,9 +380,11 @@ def check_mixed_fleet(tmp):
 def check_compact(tmp):
     """Compaction: topoplace-defrag compacts for the blocked oldest job, within the moves and
     checkpoint GPU-seconds per hour; on by default (--compact says so, --no-compact turns it
-    off); deterministic. (Seed 3: with compaction for the head alone, seed 1 has no plan.)"""
+    off); deterministic. (Seed 3: with compaction for the head alone, seed 1 has no plan; the
+    defrag hook at most every 1800 s, as before 0.4.0, so that it leaves heads to compaction.)"""
     base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
-            "--seed", "3", "--policies", "topoplace,topoplace-defrag"]
+            "--seed", "3", "--policies", "topoplace,topoplace-defrag",
+            "--defrag-every-s", "1800"]
     off, _ = run(base + ["--no-compact"], tmp, "compact-off.json")
     on, _ = run(base + ["--compact"], tmp, "compact-on.json")
     again, _ = run(base, tmp, "compact-again.json")
@@ -415,9 +417,11 @@ def check_compact(tmp):
 
 def check_compact_easy(tmp):
     """--compact under EASY: only for the top job, and only a plan after which it starts at
-    once (the freed domains would otherwise be reserved for it and stand idle)."""
+    once (the freed domains would otherwise be reserved for it and stand idle). The defrag hook
+    at most every 1800 s, as before 0.4.0, so that it leaves top jobs to compaction."""
     base = ["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "400", "--load", "1.3",
-            "--seed", "1", "--policies", "topoplace-defrag", "--queue", "easy"]
+            "--seed", "1", "--policies", "topoplace-defrag", "--queue", "easy",
+            "--defrag-every-s", "1800"]
     on, _ = run(base + ["--compact"], tmp, "compact-easy.json")
     again, _ = run(base + ["--compact"], tmp, "compact-easy-again.json")
     check(strip_wall(on) == strip_wall(again), "compact easy: two runs with one seed differ")
@@ -477,6 +481,7 @@ def check_errors(tmp):
                          (["sim", "--mix", "hpc"], "--mix: "),
                          (["sim", "--compact-budget", "-1"], "--compact-budget"),
                          (["sim", "--no-pay=1"], "no-pay"),
+                         (["compare", "--defrag-every-s", "-1"], "--defrag-every-s: -1"),
                          (["compare", "--compact-moves-h", "-2"], "--compact-moves-h"),
                          (["compare", "--queues", "fifo"], "--queues: 'fifo'"),
                          (["compare", "--workloads", "nosuch"], "--workloads: 'nosuch'"),
