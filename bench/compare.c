@@ -49,6 +49,8 @@ struct cmp_cell_pol {
 	long planner_calls;
 	long defrag_calls;               /* the defrag planner's calls alone */
 	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
+	long defrag_unpaid, compact_unpaid; /* plans the pay rule refused (sim_plan_pays) */
+	double idle_shape_gpu_h, idle_count_gpu_h; /* idle while the oldest job waits */
 	long fail_jobs, fail_on_spare;   /* --failures: running jobs hit, repaired on a spare */
 	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
@@ -339,6 +341,10 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->defrag_calls = (long)res.ndefrag_cpu;
 		p->defrag_p50_ms = res.defrag_p50_ms;
 		p->defrag_p99_ms = res.defrag_p99_ms;
+		p->defrag_unpaid = res.defrag_unpaid;
+		p->compact_unpaid = res.compact_unpaid;
+		p->idle_shape_gpu_h = res.idle_shape_gpu_h;
+		p->idle_count_gpu_h = res.idle_count_gpu_h;
 		p->fail_jobs = res.fail_jobs;
 		p->fail_on_spare = res.fail_on_spare;
 		p->fail_lost_gpu_h = res.fail_lost_gpu_h;
@@ -541,6 +547,10 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_int(&j, "defrag_calls", p->defrag_calls);
 			bench_json_num(&j, "defrag_p50_ms", p->defrag_p50_ms);
 			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
+			bench_json_int(&j, "defrag_unpaid", p->defrag_unpaid);
+			bench_json_int(&j, "compact_unpaid", p->compact_unpaid);
+			bench_json_num(&j, "idle_shape_gpu_h", p->idle_shape_gpu_h);
+			bench_json_num(&j, "idle_count_gpu_h", p->idle_count_gpu_h);
 			if (o->sim.fail_rate > 0) {
 				bench_json_int(&j, "failed_jobs", p->fail_jobs);
 				bench_json_int(&j, "repaired_on_spare", p->fail_on_spare);
@@ -662,6 +672,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
+	        "                        [--no-pay] [--defrag-every-s S]\n"
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
@@ -682,9 +693,15 @@ static void cmp_usage(FILE *f)
 	        "  workloads and the three traces (when present) on nvl72:864, nvl72:10080,\n"
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
-	        "  trace (no spread between seeds). topoplace-defrag also compacts when jobs end,\n"
-	        "  as tp-bench sim does (on by default; --no-compact: off). --defrag-max-sims,\n"
-	        "  --defrag-max-cands: as tp-bench sim's (the planner's work budget per call).\n"
+	        "  trace (no spread between seeds). topoplace-defrag also compacts for a fragmented\n"
+	        "  oldest job, as tp-bench sim does (on by default; --no-compact: off), and carries\n"
+	        "  out a plan only if it pays (tp-bench sim's pay rule; --no-pay: off). The JSON\n"
+	        "  gives per policy defrag_unpaid and compact_unpaid (plans the pay rule refused)\n"
+	        "  and idle_shape_gpu_h / idle_count_gpu_h (idle GPU-hours in the window while the\n"
+	        "  oldest job waits with enough free GPUs, for shape, or too few, for count).\n"
+	        "  --defrag-every-s, --defrag-max-sims, --defrag-max-cands: as tp-bench sim's (how\n"
+	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
+	        "  per call).\n"
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
 	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 }
@@ -695,7 +712,7 @@ int bench_compare_main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.sim = (struct sim_opts){.fleet = "", .jobs = 0, .load = 1.15, .compress = 1,
 	                          .win0_h = -1, .win1_h = -1, .sample_s = 3600, .backfill = 256,
-	                          .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                          .starve_h = 0, .defrag_every_s = SIM_DEFRAG_EVERY_S, .defrag_max_cost = 0.05,
 	                          .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
 	                          .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                          .use_cost = true, .quiet = true, .compact = true,
@@ -719,6 +736,8 @@ int bench_compare_main(int argc, char **argv)
 		{"csv", required_argument, NULL, 'c'},      {"plot", required_argument, NULL, 'P'},
 		{"compact", no_argument, NULL, 'k'},
 		{"no-compact", no_argument, NULL, 1001},
+		{"no-pay", no_argument, NULL, 1010},
+		{"defrag-every-s", required_argument, NULL, 1011},
 		{"defrag-max-sims", required_argument, NULL, 'W'},
 		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
@@ -756,6 +775,8 @@ int bench_compare_main(int argc, char **argv)
 		case 'x': o.sim.starve_h = bench_arg_num("--starve-h", optarg); break;
 		case 'k': o.sim.compact = true; break;
 		case 1001: o.sim.compact = false; break;
+		case 1010: o.sim.no_pay = true; break;
+		case 1011: o.sim.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'W':
 			o.sim.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg);
 			break;
@@ -781,6 +802,8 @@ int bench_compare_main(int argc, char **argv)
 		bench_die("--starve-h: %g is negative (0 turns the rule off)", o.sim.starve_h);
 	if (!(o.sim.compact_moves_h >= 0) || !(o.sim.compact_budget >= 0))
 		bench_die("--compact-moves-h and --compact-budget must be >= 0");
+	if (!(o.sim.defrag_every_s >= 0))
+		bench_die("--defrag-every-s: %g is negative", o.sim.defrag_every_s);
 	sim_failures_check_opts(&o.sim);
 	char philly[1100];
 	snprintf(philly, sizeof philly, "%s/philly_pollux.csv", cmp_shared_traces(shared));

@@ -70,6 +70,8 @@ struct sim_run {
 	uint32_t nresv;
 	uint32_t resv_free;    /* free GPUs on the reserved nodes now */
 	uint32_t *resv_devs;   /* [2 x gpus] the top job's trial placements */
+	uint8_t *est_node;     /* sim_wait_est's scratch: [nodes], [nodes], [2 x gpus] */
+	uint32_t *est_list, *est_devs;
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
 	uint64_t releases;  /* jobs finished so far */
@@ -340,6 +342,14 @@ static void sim_advance(struct sim_run *r, double t)
 	if (r->qlen == 0 && ov > 0) {
 		r->res->queue_empty_s += ov;
 		r->res->last_empty_s = hi;
+	} else if (ov > 0) { /* idle GPUs while the oldest job waits: for shape or for count */
+		uint32_t fr = r->pol->uses_cluster ? (uint32_t)tp_cluster_free_total_count(r->ctx.c)
+		                                   : r->pool_free;
+		double idle = (double)fr * ov / 3600;
+		if (fr >= r->w->jobs[r->queue[0]].gpus)
+			r->res->idle_shape_gpu_h += idle;
+		else
+			r->res->idle_count_gpu_h += idle;
 	}
 	r->now = t;
 }
@@ -508,6 +518,52 @@ static bool sim_keeps_efficiency(void *ud, uint32_t jid, const uint32_t *devs, u
 	return sim_efficiency(r->f, j, devs, r->o->use_cost) >= r->eff[jid] - 1e-9;
 }
 
+/* The due ends of the running jobs into due[0..n) (room for 2 x n): the ones a running job's
+ * heap entry holds (a moved job's stale entries are skipped). */
+static size_t sim_due_ends(const struct sim_run *r, struct sim_due *due)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nheap; i++) {
+		uint32_t jid = r->heap[i].job;
+		if (!(jid & SIM_EV_RESTART) && r->heap[i].t == r->end[jid])
+			due[n++] = (struct sim_due){r->heap[i].t, jid, r->w->jobs[jid].gpus};
+	}
+	return n;
+}
+
+/*
+ * The pay rule's estimate of waiting job jid's wait if nothing is moved (s): until enough
+ * capacity frees by itself, that is the first due end of the running jobs after which the
+ * policy's placement function places it on the projected state (the jobs released in end
+ * order, as the EASY reservation projects; estimates are exact here, but jobs started later
+ * are not foreseen). INFINITY if it never fits so. Leaves the cluster, the rng and the EASY
+ * reservation as they were.
+ */
+static double sim_wait_est(void *ud, uint32_t jid)
+{
+	struct sim_run *r = ud;
+	size_t n = sim_due_ends(r, r->running_end);
+	uint32_t nlist = 0;
+	long calls = 0;
+	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, &r->w->jobs[jid], jid, r->running_end,
+	                            n, r->est_devs, r->est_node, r->est_list, &nlist, &calls);
+	for (uint32_t k = 0; k < nlist; k++)
+		r->est_node[r->est_list[k]] = 0;
+	return t > r->now ? t - r->now : 0;
+}
+
+bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t jid,
+                   const tp_plan *p)
+{
+	if (!mv->wait_est)
+		return true;
+	double gain = (double)j->gpus * mv->wait_est(mv->ud, jid) * SIM_PAY_SHARE;
+	if (tp_plan_cost_s(p) < gain)
+		return true;
+	(*mv->unpaid)++;
+	return false;
+}
+
 static void sim_finish(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
@@ -545,14 +601,17 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	sim_planner_time(r->res, dt);
 	/* The planner is costly: as a periodic defrag cycle, it runs at most once per
 	 * --defrag-every-s of simulated time, for the oldest waiting job only, and not again for a
-	 * job it found no plan for until some job has finished. */
+	 * job it found no plan for until some job has finished. Also under EASY: without it there
+	 * (measured, docs/benchmarks.md "The pay rule and compaction for the head") the LLM mix
+	 * was level over 10 seeds and the Philly cells of the quick grid lost 0.4-0.5%. */
 	if (rc == TP_EFRAGMENTED && r->pol->defrag && r->oldest && !r->defrag_tried &&
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
 		double cost = 0;
 		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, r->o->defrag_max_cost,
 		                       &r->res->defrag_refused, r->o->defrag_max_sims,
-		                       r->o->defrag_max_cands};
+		                       r->o->defrag_max_cands, r->o->no_pay ? NULL : sim_wait_est,
+		                       &r->res->defrag_unpaid};
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
 		uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
@@ -619,12 +678,7 @@ static void sim_reservation(struct sim_run *r, uint32_t top)
 	memcpy(r->resv_key, key, sizeof key);
 	r->resv_valid = true;
 	struct sim_due *due = r->running_end;
-	size_t n = 0;
-	for (size_t i = 0; i < r->nheap; i++) {
-		uint32_t jid = r->heap[i].job;
-		if (!(jid & SIM_EV_RESTART) && r->heap[i].t == r->end[jid])
-			due[n++] = (struct sim_due){r->heap[i].t, jid, r->w->jobs[jid].gpus};
-	}
+	size_t n = sim_due_ends(r, due);
 	for (uint32_t k = 0; k < r->nresv; k++)
 		r->resv_node[r->resv_list[k]] = 0;
 	r->nresv = 0;
@@ -756,13 +810,16 @@ static void sim_schedule(struct sim_run *r)
 	r->nmemo = 0;
 }
 
-/* After a pass under EASY in which the oldest waiting job (the top job, queue[0]) was
- * fragmented: its shadow time (the pass's reservation, or computed afresh when the pass had
- * no later job that needed it). NAN for the other disciplines or without compaction. */
+/* After a pass in which the oldest waiting job (queue[0]; under EASY the top job) was
+ * fragmented: under EASY its shadow time (the pass's reservation, or computed afresh when the
+ * pass had no later job that needed it), INFINITY under the other disciplines (the pay rule
+ * estimates the wait itself); NAN without compaction or an empty queue. */
 static double sim_top_shadow(struct sim_run *r)
 {
-	if (!r->compact || r->o->queue != SIM_QUEUE_EASY || r->qlen == 0)
+	if (!r->compact || r->qlen == 0)
 		return NAN;
+	if (r->o->queue != SIM_QUEUE_EASY)
+		return INFINITY; /* no reservation: the pay rule's estimate decides */
 	uint32_t top = r->queue[0];
 	uint64_t key[4] = {top, r->releases, r->res->started,
 	                   (uint64_t)(r->res->defrag_moves + r->res->compact_moves)};
@@ -876,13 +933,16 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.resv_node = calloc(tp_topology_node_count(f->t), 1);
 	r.resv_list = malloc(tp_topology_node_count(f->t) * sizeof *r.resv_list);
 	r.resv_devs = malloc(2 * (size_t)f->gpus * sizeof *r.resv_devs);
+	r.est_node = calloc(tp_topology_node_count(f->t), 1);
+	r.est_list = malloc(tp_topology_node_count(f->t) * sizeof *r.est_list);
+	r.est_devs = malloc(2 * (size_t)f->gpus * sizeof *r.est_devs);
 	r.devs = malloc(f->gpus * sizeof *r.devs);
 	r.memo = calloc(65536, 1);
 	r.memo_set = malloc(65536 * sizeof *r.memo_set);
 	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
 	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
 	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end || !r.resv_node ||
-	    !r.resv_list || !r.resv_devs)
+	    !r.resv_list || !r.resv_devs || !r.est_node || !r.est_list || !r.est_devs)
 		bench_die("out of memory");
 	for (size_t i = 0; i < w->n; i++) {
 		r.start[i] = -1;
@@ -901,8 +961,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		r.remain = sim_failures_remain(n);
 	r.compact = sim_compact_create(o, f, r.pol, r.now);
 	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused,
-	                        0, 0};
-	uint64_t released = 0;
+	                        0, 0, o->no_pay ? NULL : sim_wait_est, &res->compact_unpaid};
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
 		double t_end = r.nheap ? r.heap[0].t : INFINITY;
@@ -923,10 +982,6 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			sim_failures_due(r.fail, t, &fh);
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
-		if (r.releases != released) /* jobs ended: compaction first */
-			sim_compact_run(r.compact, r.ctx.c, w, r.queue, r.qlen, r.now, r.releases, NAN,
-			                &cmv, res);
-		released = r.releases;
 		r.head_frag = false;
 		sim_schedule(&r);
 		uint32_t head = r.qlen ? r.queue[0] : 0;
@@ -981,6 +1036,9 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	free(r.resv_node);
 	free(r.resv_list);
 	free(r.resv_devs);
+	free(r.est_node);
+	free(r.est_list);
+	free(r.est_devs);
 	free(r.devs);
 	free(r.memo);
 	free(r.memo_set);
@@ -1023,7 +1081,7 @@ static void sim_usage(FILE *f)
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
-	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
+	        "                    [--no-pay] [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
 	        "  kueue-like, slurm-block-like, slurm-tree-like, topoplace, topoplace-defrag,\n"
@@ -1045,18 +1103,24 @@ static void sim_usage(FILE *f)
 	        "  --fleet scenario:FILE simulates the topology of a scenario-v1 document (its\n"
 	        "  other sections are ignored; every node must hold the same number of GPUs).\n"
 	        "  --compress X divides every submit time by X (a trace too light to keep the fleet\n"
-	        "  busy). --defrag-every-s: the planner runs at most once per S simulated seconds\n"
-	        "  (default 1800); --defrag-max-cost: a plan may cost at most X times the waiting\n"
+	        "  busy). --defrag-every-s: the defrag hook runs at most once per S simulated\n"
+	        "  seconds (default 0: in every pass in which the oldest job is fragmented; 1800\n"
+	        "  before 0.4.0); --defrag-max-cost: a plan may cost at most X times the waiting\n"
 	        "  job's GPU-seconds of work in checkpoints (default 0.05); --defrag-max-sims: the\n"
 	        "  planner's work budget per call, job sets simulated (default %u), --defrag-max-cands\n"
 	        "  candidate domains searched (default %u); 0: the library's defaults.\n"
 	        "  --plot needs --csv; it runs gnuplot on bench/sim_plot.gp.\n"
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
-	        "  topoplace-defrag also compacts when jobs end (bench/sim_compact.c; --no-compact:\n"
-	        "  off; --compact: on, the default), moving at most --compact-moves-h jobs (default\n"
-	        "  %g) and --compact-budget checkpoint GPU-seconds (a share of the fleet's, default\n"
-	        "  %g) per simulated hour; under --queue easy only for the top job it starts at once.\n"
+	        "  topoplace-defrag also compacts for the oldest waiting job when it is fragmented\n"
+	        "  (bench/sim_compact.c; --no-compact: off; --compact: on, the default): the moves\n"
+	        "  after which it starts at once, at most --compact-moves-h jobs (default %g) and\n"
+	        "  --compact-budget checkpoint GPU-seconds (a share of the fleet's, default %g) per\n"
+	        "  simulated hour.\n"
+	        "  Pay rule: a defrag or compaction plan is carried out only if its checkpoint\n"
+	        "  GPU-seconds are under half of the waiting job's GPUs x the wait it saves\n"
+	        "  (estimated from the running jobs' ends); refusals are defrag_unpaid and\n"
+	        "  compact_unpaid in the JSON. --no-pay: no pay rule.\n"
 	        "  --inference N: N services with replicas and an availability target instead of\n"
 	        "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	        "  service-hours that survive any single rack or power-feed loss, and effective\n"
@@ -1068,7 +1132,7 @@ int bench_sim_main(int argc, char **argv)
 {
 	struct sim_opts o = {.fleet = "nvl72:10000", .jobs = 20000, .load = 1.15, .seed = 1,
 	                     .win0_h = -1, .compress = 1, .win1_h = -1, .sample_s = 900, .backfill = 256,
-	                     .starve_h = 0, .defrag_every_s = 1800, .defrag_max_cost = 0.05,
+	                     .starve_h = 0, .defrag_every_s = SIM_DEFRAG_EVERY_S, .defrag_max_cost = 0.05,
 	                     .defrag_max_sims = SIM_DEFRAG_MAX_SIMS,
 	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                     .use_cost = true, .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S,
@@ -1093,6 +1157,7 @@ int bench_sim_main(int argc, char **argv)
 		{"ckpt-every-s", required_argument, NULL, 'K'}, {"spares", required_argument, NULL, 'A'},
 		{"compact", no_argument, NULL, 'k'},
 		{"no-compact", no_argument, NULL, 1001},
+		{"no-pay", no_argument, NULL, 1002},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
 		{"inference", required_argument, NULL, 'I'},
@@ -1118,6 +1183,7 @@ int bench_sim_main(int argc, char **argv)
 		case 'A': o.spares = optarg; break;
 		case 'k': o.compact = true; break;
 		case 1001: o.compact = false; break;
+		case 1002: o.no_pay = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

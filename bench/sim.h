@@ -113,6 +113,12 @@ struct sim_policy;
  * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
  * session 6", has the measurements behind the figures. */
 #define SIM_DEFRAG_MAX_SIMS 4u
+/* Default of --defrag-every-s: the defrag hook may run in every scheduling pass in which the
+ * oldest waiting job is fragmented (still not again for a job it found no plan for until a
+ * job has finished). 1800 s before the pay rule: on the quick grid's Philly cells, whose
+ * window is about 2 simulated hours, that allowed ~4 calls per window (docs/benchmarks.md,
+ * "The pay rule and compaction for the head"). */
+#define SIM_DEFRAG_EVERY_S 0.0
 #define SIM_DEFRAG_MAX_CANDS 4u
 
 struct sim_opts {
@@ -142,6 +148,7 @@ struct sim_opts {
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
 	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
+	bool no_pay;           /* --no-pay: plans carried out without the pay rule */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
@@ -193,6 +200,10 @@ struct sim_result {
 	long compact_plans;                /* plans carried out, */
 	long compact_head_started;         /* after a pass: those the oldest job started after */
 	double compact_cost_s;             /* its checkpoint GPU-seconds */
+	long defrag_unpaid, compact_unpaid; /* plans the pay rule refused (sim_plan_pays) */
+	/* idle GPU-hours in the window while the oldest waiting job waits: with as many GPUs free
+	 * as it needs (for shape) or fewer (for count) */
+	double idle_shape_gpu_h, idle_count_gpu_h;
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
 	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
@@ -331,7 +342,22 @@ struct sim_mover {
 	unsigned max_sims;  /* the planner's work budget: job sets simulated per call (0: the
 	                     * library's default) */
 	unsigned max_cands; /* ... and candidate domains searched per call (0: the default) */
+	/* The pay rule (sim_plan_pays; off with --no-pay): the waiting job `jid`'s expected wait
+	 * (s) if nothing is moved (sim_wait_est; INFINITY: never by itself), and the counter of
+	 * plans it refused. NULL wait_est: no pay rule. */
+	double (*wait_est)(void *ud, uint32_t jid);
+	long *unpaid;
 };
+/* Whether carrying out plan p (its steps before the place step are migrations) for waiting
+ * job j pays: the GPU-seconds its moved jobs lose to checkpoint and restart (tp_plan_cost_s,
+ * the simulator's model of a move) are under SIM_PAY_SHARE of the GPU-seconds j would
+ * otherwise wait on its GPUs (j->gpus x mv->wait_est). Half, as a moved job also ends its
+ * checkpoint time later, which delays whatever was to start on its GPUs (the share the EASY
+ * compaction rule used already). True without a pay rule (mv->wait_est NULL, --no-pay);
+ * counts a refusal in *mv->unpaid. */
+#define SIM_PAY_SHARE 0.5
+bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t jid,
+                   const tp_plan *p);
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
 
@@ -351,10 +377,10 @@ struct sim_compact;
 struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
                                        const struct sim_policy *pol, double now);
 void sim_compact_destroy(struct sim_compact *k);
-/* Compaction moves for the queue's head, within the budgets (k may be NULL: nothing);
- * `releases` counts the jobs finished so far. Under EASY, `shadow` is the shadow time of the
- * top job queue[0] after a pass in which it was answered TP_EFRAGMENTED (NAN otherwise: no
- * compaction). Returns the number of jobs moved. */
+/* Compaction moves for the queue's head queue[0], within the budgets (k may be NULL: nothing);
+ * `releases` counts the jobs finished so far. `shadow`: after a pass in which the head was
+ * answered TP_EFRAGMENTED, its shadow time under EASY, INFINITY under the other disciplines
+ * (NAN otherwise: no compaction). Returns the number of jobs moved. */
 int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workload *w,
                     const uint32_t *queue, size_t qlen, double now, uint64_t releases,
                     double shadow, const struct sim_mover *mv, struct sim_result *res);

@@ -1,32 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compaction when jobs end (tp-bench sim and compare; on by default since 0.4.0, --no-compact
- * turns it off), for the topoplace-defrag policy: after jobs have finished, and after a pass
- * in which the oldest waiting job was answered TP_EFRAGMENTED, the simulator asks the library
- * for cheap moves that leave whole NVLink domains free (tp_defrag_compact at the fleet's NVLink
- * level), so that the large jobs of the queue find them.
- *
- * The expected job mix is the head of the queue: each of its first SIM_COMPACT_HEAD jobs that
- * needs at least half an NVLink domain wants ceil(GPUs / domain size) whole domains. When
- * fewer domains are fully free than that, and the free GPUs would fill one more, the planner is
- * asked for one more free domain, with migrations only (no preemption), no job less local
- * (the planner's default) and within two budgets that refill with simulated time:
+ * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0,
+ * --no-compact turns it off), for the topoplace-defrag policy: after a scheduling pass in
+ * which the oldest waiting job (the queue's head; under EASY the top job) was answered
+ * TP_EFRAGMENTED, the simulator asks the library for the moves that free as many whole NVLink
+ * domains as that job needs such that it then places (tp_defrag_compact_for at the fleet's
+ * NVLink level, which tries it on a savepoint), with migrations only (no preemption), no job
+ * less local (the planner's default) and within two budgets that refill with simulated time:
  * --compact-moves-h jobs moved per hour and --compact-budget checkpoint GPU-seconds per hour
  * (a share of the fleet's GPU-seconds). A budget holds at most one hour's worth. As with the
- * defrag hook, a plan is carried out only if no moved job runs less efficiently afterwards,
- * and a moved job pays its checkpoint and restart time. A call that finds no plan is not
+ * defrag hook, a plan is carried out only if no moved job runs less efficiently afterwards and
+ * it pays (sim_plan_pays: its checkpoint GPU-seconds under half of the head's GPUs x the wait
+ * it saves, estimated from the running jobs' ends; --no-pay: off), and a moved job pays its
+ * checkpoint and restart time. A call that finds no plan, or one that does not pay, is not
  * repeated until another job has finished.
  *
- * Under EASY (--queue easy) the head's mix is the wrong target: the top job holds a
- * reservation, a later job may only backfill around it, and a domain freed for the top job
- * that it cannot start on yet becomes part of its reservation, so the holes the migrants filled
- * are gone from backfill while the freed domain stands idle until the shadow time (that is how
- * the rule above lost 5-18% under EASY). There, compaction runs only after a pass in which the
- * top job was answered TP_EFRAGMENTED, asks for as many free domains as the top job's slices
- * need, and a plan is carried out only if the top job then places at once
- * (tp_defrag_compact_for: the library tries it on a savepoint) and the plan costs at most half of what starting it now instead of at its shadow
- * time gains (its GPUs x the wait; half, as a moved job also ends its checkpoint time later,
- * which delays whatever was to start on its GPUs).
+ * Until 0.4.0 the rule under BestEffortFIFO was blind: after jobs ended, whole domains for the
+ * mix of the queue's first 8 jobs, whether or not one was blocked. It gained on 12 NVL72 racks
+ * but lost 4.7% on the 4-level fleet (the quick grid's LLM cell; one seed -19% after a single
+ * 123 GPU-second move: the freed domains went to jobs behind a head that waited for count);
+ * docs/benchmarks.md, "The pay rule and compaction for the head (#15)", has the figures.
+ *
+ * Under EASY (--queue easy) the top job holds a reservation and a domain freed that it cannot
+ * start on yet becomes part of it, standing idle until the shadow time (the blind rule lost
+ * 5-18% there in session 5); the plan, which starts the top job at once, costs at most half of
+ * what starting it now instead of at its shadow time gains (its GPUs x the wait; half, as a
+ * moved job also ends its checkpoint time later, which delays whatever was to start on its
+ * GPUs): the pay rule with the wait known from the reservation.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,8 +34,6 @@
 #include <string.h>
 
 #include "sim.h"
-
-#define SIM_COMPACT_HEAD 8u
 
 struct sim_compact {
 	const struct sim_fleet *f;
@@ -45,7 +43,7 @@ struct sim_compact {
 	uint64_t failed_releases; /* releases when a call last found no plan (UINT64_MAX: none) */
 	uint32_t *dom_gpus;       /* [NVLink domains] devices of each */
 	uint32_t ndom;
-	bool easy;                /* --queue easy: only for the top job (compact_for_top) */
+	bool easy;                /* --queue easy: the top job's reservation bounds the cost */
 };
 
 struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
@@ -84,20 +82,6 @@ void sim_compact_destroy(struct sim_compact *k)
 	free(k);
 }
 
-/* Whole NVLink domains the head of the queue wants. */
-static uint32_t wanted_domains(const struct sim_compact *k, const struct sim_workload *w,
-                               const uint32_t *queue, size_t qlen)
-{
-	uint64_t want = 0;
-	uint32_t g = k->f->nv_gpus;
-	for (size_t i = 0; i < qlen && i < SIM_COMPACT_HEAD; i++) {
-		uint32_t n = w->jobs[queue[i]].gpus;
-		if (2 * n >= g)
-			want += (n + g - 1) / g;
-	}
-	return want < k->ndom ? (uint32_t)want : k->ndom;
-}
-
 static uint32_t free_domains(const struct sim_compact *k, const tp_cluster *c)
 {
 	uint32_t n = 0;
@@ -118,23 +102,14 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	k->gpu_s = fmin(k->gpu_s_h, k->gpu_s + dt * k->gpu_s_h);
 	if (k->moves < 1 || k->gpu_s <= 0)
 		return 0;
-	if (k->easy && (isnan(shadow) || qlen == 0 || shadow <= now))
-		return 0; /* EASY: only for a top job that is blocked now */
-	uint32_t have = free_domains(k, c), want;
+	if (isnan(shadow) || qlen == 0 || shadow <= now)
+		return 0; /* only for an oldest job that is blocked now */
 	double max_cost = k->gpu_s;
-	const struct sim_job *top = qlen ? &w->jobs[queue[0]] : NULL;
-	if (k->easy) {
-		want = have + 1; /* tp_defrag_compact_for counts the top job's */
-		/* the top job's gain: it starts now instead of at the shadow time */
-		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now) / 2);
-	} else {
-		want = wanted_domains(k, w, queue, qlen);
-		if (tp_cluster_free_total_count(c) < (have + 1) * k->f->nv_gpus)
-			return 0;
-		want = want > have ? have + 1 : have;
-	}
-	if (have >= want)
-		return 0;
+	const struct sim_job *top = &w->jobs[queue[0]];
+	/* EASY: the top job's gain, it starts now instead of at the shadow time (the pay rule,
+	 * sim_plan_pays, with the wait known already) */
+	if (k->easy && mv->wait_est)
+		max_cost = fmin(max_cost, (double)top->gpus * (shadow - now) * SIM_PAY_SHARE);
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
 	pol.max_moves = (uint32_t)k->moves;
@@ -142,19 +117,12 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	tp_plan *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
 	const char *lv = k->f->level_name[k->f->nv_level];
-	int rc;
-	size_t nsteps = 0;
-	if (k->easy) {
-		/* the plan frees the domains the top job needs and ends with its place step */
-		char id[24];
-		tp_slice slice;
-		tp_request r = sim_tp_request(k->f, top, queue[0], &slice, id);
-		rc = tp_defrag_compact_for(c, lv, &r, &pol, &p);
-		nsteps = rc == 0 ? tp_plan_step_count(p) - 1 : 0;
-	} else {
-		rc = tp_defrag_compact(c, lv, want, &pol, &p);
-		nsteps = rc == 0 ? tp_plan_step_count(p) : 0;
-	}
+	/* the plan frees the domains the top job needs and ends with its place step */
+	char id[24];
+	tp_slice slice;
+	tp_request r = sim_tp_request(k->f, top, queue[0], &slice, id);
+	int rc = tp_defrag_compact_for(c, lv, &r, &pol, &p);
+	size_t nsteps = rc == 0 ? tp_plan_step_count(p) - 1 : 0;
 	sim_defrag_cpu_time(res, bench_thread_cpu_ns() - c0);
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
@@ -163,13 +131,15 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 		tp_plan_destroy(p);
 		return 0;
 	}
-	if (rc == TP_ENOPLAN && k->easy && strstr(tp_plan_errmsg(p), "still does not fit"))
+	if (rc == TP_ENOPLAN && strstr(tp_plan_errmsg(p), "still does not fit"))
 		res->compact_refused++;
-	int moved = rc < 0 ? -1 : sim_apply_migrations(c, p, nsteps, mv, "tp_defrag_compact");
+	int moved = -1;
+	if (rc == 0 && sim_plan_pays(mv, top, queue[0], p))
+		moved = sim_apply_migrations(c, p, nsteps, mv, "tp_defrag_compact");
 	if (getenv("TP_BENCH_COMPACT_LOG"))
-		fprintf(stderr, "compact t=%.0f head=%u(%u) shadow=%.0f want=%u have=%u free=%llu "
-		        "rc=%d moved=%d cost=%.0f max=%.0f\n", now, qlen ? queue[0] : 0,
-		        top ? top->gpus : 0, shadow, want, have,
+		fprintf(stderr, "compact t=%.0f head=%u(%u) shadow=%.0f free_domains=%u free=%llu "
+		        "rc=%d moved=%d cost=%.0f max=%.0f\n", now, queue[0], top->gpus, shadow,
+		        free_domains(k, c),
 		        (unsigned long long)tp_cluster_free_total_count(c), rc, moved,
 		        rc == 0 ? tp_plan_cost_s(p) : 0, max_cost);
 	if (moved < 0) {

@@ -44,9 +44,10 @@ void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct
 	for (size_t i = 0; i < n; i++)
 		if (res[i].pol->defrag)
 			printf("%s: %ld planner calls (mean %.1f ms), %ld plans refused (a moved job "
-			       "would lose efficiency), %ld jobs moved, cost %.0f GPU-seconds of "
-			       "checkpoints\n", res[i].pol->name, res[i].defrag_calls,
-			       res[i].defrag_us_mean / 1000, res[i].defrag_refused, res[i].defrag_moves,
+			       "would lose efficiency), %ld and %ld by the pay rule (defrag, compaction), "
+			       "%ld jobs moved, cost %.0f GPU-seconds of checkpoints\n", res[i].pol->name,
+			       res[i].defrag_calls, res[i].defrag_us_mean / 1000, res[i].defrag_refused,
+			       res[i].defrag_unpaid, res[i].compact_unpaid, res[i].defrag_moves,
 			       res[i].defrag_cost_s);
 	if (f->kind == FLEET_TORUS) {
 		printf("\ntorus %ux%ux%u (%u chips; GPUs above are chips): mean over the window's samples\n",
@@ -152,6 +153,10 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_num(&j, "defrag_cost_s", r->defrag_cost_s);
 		bench_json_int(&j, "defrag_calls", r->defrag_calls);
 		bench_json_int(&j, "defrag_refused", r->defrag_refused);
+		bench_json_int(&j, "defrag_unpaid", r->defrag_unpaid);
+		bench_json_int(&j, "compact_unpaid", r->compact_unpaid);
+		bench_json_num(&j, "idle_shape_gpu_h", r->idle_shape_gpu_h);
+		bench_json_num(&j, "idle_count_gpu_h", r->idle_count_gpu_h);
 		bench_json_int(&j, "compact_calls", r->compact_calls);
 		bench_json_int(&j, "compact_refused", r->compact_refused);
 		bench_json_int(&j, "compact_plans", r->compact_plans);

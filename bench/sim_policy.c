@@ -652,7 +652,8 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		return rc;
 	}
 	size_t ns = tp_plan_step_count(p) - 1; /* the last step places j */
-	if (sim_apply_migrations(ctx->c, p, ns, mv, "tp_defrag_plan") < 0) {
+	if (!sim_plan_pays(mv, j, jid, p) ||
+	    sim_apply_migrations(ctx->c, p, ns, mv, "tp_defrag_plan") < 0) {
 		tp_plan_destroy(p);
 		return TP_ENOPLAN;
 	}
