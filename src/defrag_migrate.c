@@ -1105,6 +1105,36 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 	return rc;
 }
 
+/* Inside a simulation, once the set left and the request's devices are held: the first
+ * migrant (that may not fall back to preemption) the counts of home_counts leave no home as
+ * local as it sits, else NULL. The other migrants only take room, so such a set cannot work:
+ * it is answered without placing any migrant. Only once a simulation has given the failed
+ * plan's message (whose wording asks tp_place whether a less local home exists). */
+static int migrants_counted_out(struct planner *P, const uint32_t *S, uint32_t n,
+                                const struct tp_job_impl **nohome)
+{
+	*nohome = NULL;
+	if (P->pol.allow_less_local || !P->diag.nohome)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cjob *cj = &P->scan.jobs[S[i]];
+		if (!migrates(cj) || (cj->can & CAN_PREEMPT) || (cj->j->shape && cj->j->shape->box_level))
+			continue;
+		uint32_t old[TP_MAX_LEVELS];
+		bool pass;
+		int rc = dev_spans(P, cj->j->devs, cj->j->ndev, old);
+		if (!rc)
+			rc = home_counts(P, cj->j, old, deepest_common(P, cj->j), &pass);
+		if (rc)
+			return rc;
+		if (!pass) {
+			*nohome = cj->j;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /*
  * Try one set of jobs S (indices into the scan) on the candidate: release them, place the
  * request inside the candidate (compaction: take the whole domain), find the migrants new homes,
@@ -1144,6 +1174,12 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	uint32_t bad;
 	if ((rc = hold_request(P, &pl, &held)) || !held)
 		goto out;
+	if ((rc = migrants_counted_out(P, S, n, nohome)))
+		goto out;
+	if (*nohome) {
+		*out = OUT_NOHOME;
+		goto out;
+	}
 	if ((rc = home_migrants(P, S, n, &m, &ord, &ordered, &bad)))
 		goto out;
 	if (!ordered) {
