@@ -188,6 +188,8 @@ static int pack_home(struct planner *P, const tp_request *base, const struct tp_
 	tp_request r = *base;
 	r.select_nodes = names;
 	r.nselect_nodes = np;
+	if ((rc = defrag_trial(P)))
+		goto out;
 	rc = tp_place(P->c, &r, out);
 	if (rc) {
 		tp_placement_destroy(*out);
@@ -364,7 +366,10 @@ static int box_home(struct planner *P, const tp_request *mr, const uint32_t *old
                     tp_placement **out, bool *less_local)
 {
 	tp_placement *pl = NULL;
-	int rc = tp_place(P->c, mr, &pl);
+	int rc = defrag_trial(P);
+	if (rc)
+		return rc;
+	rc = tp_place(P->c, mr, &pl);
 	if (rc) {
 		tp_placement_destroy(pl);
 		return rc == TP_ENOMEM ? rc : 0;
@@ -395,12 +400,17 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	*less_local = false;
 	migrant_request(P, j, &mr);
 	if (P->pol.allow_less_local) {
+		if ((rc = defrag_trial(P)))
+			return rc;
 		rc = tp_place(P->c, &mr, out);
 		if (rc && rc != TP_ENOMEM && !j->shape && mr.preferred) {
 			/* the preferred level is a courtesy: any free devices will do */
 			tp_placement_destroy(*out);
 			*out = NULL;
 			mr.preferred = NULL;
+			int st = defrag_trial(P);
+			if (st)
+				return st;
 			rc = tp_place(P->c, &mr, out);
 		}
 		if (rc) {
@@ -444,6 +454,8 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 				r.preferred = NULL; /* one domain of level l is as few as can be */
 		}
 		tp_placement *pl = NULL;
+		if ((rc = defrag_trial(P)))
+			return rc;
 		rc = tp_place(P->c, &r, &pl);
 		if (rc) {
 			tp_placement_destroy(pl);
@@ -1232,6 +1244,8 @@ int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fit
 		return rc;
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = tp_cluster_release(c, P->scan.jobs[S[i]].j->id);
+	if (!rc)
+		rc = defrag_trial(P);
 	if (!rc) {
 		tp_placement *pl = NULL;
 		rc = tp_place(c, P->rreq, &pl);
