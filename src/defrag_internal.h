@@ -329,6 +329,8 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
                      const struct tp_job_impl *j, const uint32_t *old, int level, bool *room);
 int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
                        const int *level, uint32_t m, bool *room);
+int defrag_home_counts(struct planner *P, const struct tp_job_impl *j, const uint32_t *old,
+                       int deep, bool *pass);
 
 /* defrag_search.c */
 void defrag_offer(struct planner *P, struct draft *d);
