@@ -2241,6 +2241,11 @@ TP_API int tp_cluster_set_place_mix(tp_cluster *c, const tp_job_shape *mix, size
 #define TP_DEFRAG_MAX_CANDIDATES 4096u
 /** @brief Default of tp_defrag_policy::max_simulations: job sets simulated per call. */
 #define TP_DEFRAG_MAX_SIMULATIONS 512u
+/** @brief Placement trials (the planner's own tp_place() calls outside a simulation's request:
+ *  fit checks of a job set, and each try at a migrant's new home) a call may make per
+ *  simulation of its budget: at most tp_defrag_policy::max_simulations times this many.
+ *  @since 0.4.0 */
+#define TP_DEFRAG_TRIALS_PER_SIMULATION 32u
 
 /**
  * @brief What a plan may do, and how much work the planner may spend finding it.
@@ -2279,7 +2284,11 @@ typedef struct tp_defrag_policy {
 	 *  ::TP_DEFRAG_MAX_CANDIDATES; UINT32_MAX: no limit). Version 3. */
 	uint32_t max_candidates;
 	/** Job sets the planner simulates, at most (0: the default,
-	 *  ::TP_DEFRAG_MAX_SIMULATIONS; UINT32_MAX: no limit). Version 3. */
+	 *  ::TP_DEFRAG_MAX_SIMULATIONS; UINT32_MAX: no limit). Version 3. It also bounds the
+	 *  placement trials (fit checks, and the tries at each migrant's new home) to this many
+	 *  times ::TP_DEFRAG_TRIALS_PER_SIMULATION (since 0.4.0); when they run out the search
+	 *  stops as when the simulations do (tp_defrag_stats::budget is
+	 *  ::TP_BUDGET_SIMULATIONS, and the message says which ran out). */
 	uint32_t max_simulations;
 	/** Wall-clock limit of the call in microseconds, 0: none (the default). Answers then
 	 *  depend on the machine. Version 3. */
@@ -2492,7 +2501,8 @@ TP_API int tp_plan_apply_step(tp_cluster *c, const tp_plan *p, size_t i,
 typedef enum tp_defrag_budget {
 	TP_BUDGET_NONE = 0,        /**< the search ran to its end */
 	TP_BUDGET_CANDIDATES = 1,  /**< tp_defrag_policy::max_candidates */
-	TP_BUDGET_SIMULATIONS = 2, /**< tp_defrag_policy::max_simulations */
+	TP_BUDGET_SIMULATIONS = 2, /**< tp_defrag_policy::max_simulations (job sets simulated, or
+	                                the placement trials it allows) */
 	TP_BUDGET_TIME = 3         /**< tp_defrag_policy::max_time_us */
 } tp_defrag_budget;
 

@@ -174,6 +174,9 @@ static void policy_limits(struct planner *P)
 	P->max_moves = P->pol.max_moves;
 	P->max_cands = P->pol.max_candidates ? P->pol.max_candidates : TP_DEFRAG_MAX_CANDIDATES;
 	P->max_sims = P->pol.max_simulations ? P->pol.max_simulations : TP_DEFRAG_MAX_SIMULATIONS;
+	P->max_trials = P->max_sims == UINT32_MAX
+	                    ? UINT64_MAX
+	                    : (uint64_t)P->max_sims * TP_DEFRAG_TRIALS_PER_SIMULATION;
 	P->deadline_ns = tp_deadline_ns(P->pol.max_time_us);
 }
 
@@ -196,6 +199,22 @@ int defrag_budget_check(struct planner *P, tp_defrag_budget what)
 	return P->stop != TP_BUDGET_NONE ? DEFRAG_STOP : 0;
 }
 
+/* DEFRAG_STOP once the search may not make one more placement trial (a fit check, or a try
+ * at a migrant's home: a tp_place() call of its own): max_simulations x
+ * TP_DEFRAG_TRIALS_PER_SIMULATION of them per call. */
+int defrag_trial(struct planner *P)
+{
+	if (P->stop != TP_BUDGET_NONE)
+		return DEFRAG_STOP;
+	if (P->trials >= P->max_trials) {
+		P->stop = TP_BUDGET_SIMULATIONS;
+		P->trials_out = true;
+		return DEFRAG_STOP;
+	}
+	P->trials++;
+	return 0;
+}
+
 /* The message of a search the budget stopped before it found a plan: which limit, and the
  * field that raises it. Returns TP_ENOPLAN. */
 int defrag_budget_message(const struct planner *P, char *msg)
@@ -209,6 +228,13 @@ int defrag_budget_message(const struct planner *P, char *msg)
 		                 "limit)",
 		                 what, P->max_cands);
 	case TP_BUDGET_SIMULATIONS:
+		if (P->trials_out)
+			return tp_seterr(msg, TP_ENOPLAN,
+			                 "the work budget ran out before %s was found: the %llu "
+			                 "placement trials (fit checks and migrants' homes) that "
+			                 "policy.max_simulations %u allows are spent; raise it "
+			                 "(UINT32_MAX: no limit)",
+			                 what, (unsigned long long)P->max_trials, P->max_sims);
 		return tp_seterr(msg, TP_ENOPLAN,
 		                 "the work budget ran out before %s was found: policy.max_simulations "
 		                 "%u (job sets simulated) is spent; raise it (UINT32_MAX: no limit)",

@@ -267,3 +267,142 @@ int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const u
 	}
 	return 0;
 }
+
+/* ---- counting before placing a migrant -----------------------------------------------------
+ *
+ * A home as local as the old devices spans at most old[u] domains of every level u, so the
+ * old[u] domains of u with the most free devices hold all of it; and when the job sits in one
+ * domain of level `deep` now, all of those lie in one domain of that level. When no domain of
+ * `deep` (or, for deep -1, the cluster) passes at every level below, no tp_place call can find
+ * the migrant a home: find_home answers at once. The counts read the cluster's free counts, its
+ * index of free counts by level and its per-domain histograms of free devices per node, never
+ * a device; they are necessary, not sufficient (the calls decide the rest).
+ */
+
+/* v[0 .. n) sorted largest first; the first k added up. */
+static uint64_t top_sum(uint32_t *v, uint32_t n, uint32_t k)
+{
+	qsort(v, n, sizeof *v, cmp_desc_u32);
+	uint64_t s = 0;
+	for (uint32_t i = 0; i < n && i < k; i++)
+		s += v[i];
+	return s;
+}
+
+/* The k nodes below domain d of level l with the most free devices, added up (from the
+ * domain's histogram of nodes by free devices). */
+static uint64_t top_nodes(const struct planner *P, unsigned l, uint32_t d, uint32_t k)
+{
+	const struct tp_cluster *c = P->c;
+	const uint32_t *h = c->hist[l] + (size_t)d * c->hstride;
+	uint64_t s = 0;
+	for (uint32_t f = c->hstride; f-- > 1 && k;) {
+		uint32_t take = h[f] < k ? h[f] : k;
+		s += (uint64_t)take * f;
+		k -= take;
+	}
+	return s;
+}
+
+/* The k domains of level u with the most free devices, over the whole cluster, added up: from
+ * the index where the level keeps one, the top-level histograms for the node level, else a
+ * walk of the level's free counts. */
+static int top_level_sum(struct planner *P, unsigned u, uint32_t k, uint64_t *sum)
+{
+	const struct tp_cluster *c = P->c;
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	*sum = 0;
+	if (c->indexed[u]) {
+		Word_t key = ~(Word_t)0;
+		JError_t err;
+		for (int r = Judy1Last(c->index[u], &key, &err); r == 1 && k;
+		     r = Judy1Prev(c->index[u], &key, &err), k--)
+			*sum += key >> 32;
+		return 0;
+	}
+	if (u == nl && nl > 0) {
+		/* the whole level's nodes by free devices: every top-level domain's histogram */
+		uint32_t hs = c->hstride;
+		for (uint32_t f = hs; f-- > 1 && k;) {
+			uint64_t n = 0;
+			for (uint32_t d = 0; d < t->lv[0].ndom; d++)
+				n += c->hist[0][(size_t)d * hs + f];
+			uint64_t take = n < k ? n : k;
+			*sum += take * f;
+			k -= (uint32_t)take;
+		}
+		return 0;
+	}
+	uint32_t nd = t->lv[u].ndom;
+	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, nd))
+		return TP_ENOMEM;
+	memcpy(P->roomvals, c->free[u], (size_t)nd * sizeof *P->roomvals);
+	*sum = top_sum(P->roomvals, nd, k);
+	return 0;
+}
+
+/* Whether domain d of level l could hold n devices spanning at most old[u] domains of every
+ * level u below it. */
+static int domain_counts(struct planner *P, unsigned l, uint32_t d, uint32_t n,
+                         const uint32_t *old, bool *pass)
+{
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	*pass = true;
+	for (unsigned u = l + 1; u <= nl && *pass; u++) {
+		uint64_t s;
+		if (u == nl) {
+			s = top_nodes(P, l, d, old[u]);
+		} else {
+			uint32_t e0, ne;
+			defrag_desc_range(t, (int)l, d, u, &e0, &ne);
+			if (ne <= old[u])
+				continue; /* every sub-domain may be used: the domain's count decided */
+			if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, ne))
+				return TP_ENOMEM;
+			memcpy(P->roomvals, P->c->free[u] + e0, (size_t)ne * sizeof *P->roomvals);
+			s = top_sum(P->roomvals, ne, old[u]);
+		}
+		*pass = s >= n;
+	}
+	return 0;
+}
+
+/* Whether the counts above leave j (spans `old`, in one domain of level `deep`, -1: none) a
+ * home as local as it sits. */
+int defrag_home_counts(struct planner *P, const struct tp_job_impl *j, const uint32_t *old,
+                       int deep, bool *pass)
+{
+	const struct tp_cluster *c = P->c;
+	const struct tp_topology *t = P->t;
+	unsigned nl = tp_node_level(t);
+	uint32_t n = j->ndev;
+	int rc = 0;
+	*pass = true;
+	if (deep < 0) {
+		for (unsigned u = 0; u <= nl && *pass && !rc; u++) {
+			uint64_t s;
+			if (old[u] >= t->lv[u].ndom)
+				continue;
+			rc = top_level_sum(P, u, old[u], &s);
+			*pass = s >= n;
+		}
+		return rc;
+	}
+	if ((unsigned)deep >= nl)
+		return 0; /* one node: max_free and the calls decide */
+	*pass = false;
+	if (c->indexed[deep]) {
+		Word_t key = tp_cl_idx_key(n, 0);
+		JError_t err;
+		for (int r = Judy1First(c->index[deep], &key, &err); r == 1 && !*pass && !rc;
+		     r = Judy1Next(c->index[deep], &key, &err))
+			rc = domain_counts(P, (unsigned)deep, (uint32_t)(key & UINT32_MAX), n, old, pass);
+		return rc;
+	}
+	for (uint32_t d = 0; d < t->lv[deep].ndom && !*pass && !rc; d++)
+		if (c->free[deep][d] >= n)
+			rc = domain_counts(P, (unsigned)deep, d, n, old, pass);
+	return rc;
+}

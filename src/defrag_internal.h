@@ -261,6 +261,8 @@ struct planner {
 	uint64_t ruled_out; /* job sets ruled out by counts, without a simulation */
 	/* the work budget (policy version 3) */
 	uint32_t max_cands, max_sims;
+	uint64_t trials, max_trials; /* placement trials (defrag_trial) so far, at most */
+	bool trials_out;             /* the trials, not the simulations, stopped the search */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC, 0: none */
 	tp_defrag_budget stop; /* what stopped the search, TP_BUDGET_NONE: nothing */
 	unsigned nholds; /* compaction: domains held so far */
@@ -295,6 +297,7 @@ void defrag_job_blocker(const struct planner *P, const struct tp_job_impl *j, ch
                         size_t len);
 int defrag_search(struct planner *P);
 int defrag_budget_check(struct planner *P, tp_defrag_budget what);
+int defrag_trial(struct planner *P);
 int defrag_budget_message(const struct planner *P, char *msg);
 void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defrag_policy *pol,
                          const struct tp_defrag_knobs *k);
@@ -326,6 +329,8 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
                      const struct tp_job_impl *j, const uint32_t *old, int level, bool *room);
 int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
                        const int *level, uint32_t m, bool *room);
+int defrag_home_counts(struct planner *P, const struct tp_job_impl *j, const uint32_t *old,
+                       int deep, bool *pass);
 
 /* defrag_search.c */
 void defrag_offer(struct planner *P, struct draft *d);

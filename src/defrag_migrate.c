@@ -182,6 +182,8 @@ static int pack_home(struct planner *P, const tp_request *base, const struct tp_
 	tp_request r = *base;
 	r.select_nodes = names;
 	r.nselect_nodes = np;
+	if ((rc = defrag_trial(P)))
+		goto out;
 	rc = tp_place(P->c, &r, out);
 	if (rc) {
 		tp_placement_destroy(*out);
@@ -219,7 +221,10 @@ static int box_home(struct planner *P, const tp_request *mr, const uint32_t *old
                     tp_placement **out, bool *less_local)
 {
 	tp_placement *pl = NULL;
-	int rc = tp_place(P->c, mr, &pl);
+	int rc = defrag_trial(P);
+	if (rc)
+		return rc;
+	rc = tp_place(P->c, mr, &pl);
 	if (rc) {
 		tp_placement_destroy(pl);
 		return rc == TP_ENOMEM ? rc : 0;
@@ -250,12 +255,17 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	*less_local = false;
 	migrant_request(P, j, &mr);
 	if (P->pol.allow_less_local) {
+		if ((rc = defrag_trial(P)))
+			return rc;
 		rc = tp_place(P->c, &mr, out);
 		if (rc && rc != TP_ENOMEM && !j->shape && mr.preferred) {
 			/* the preferred level is a courtesy: any free devices will do */
 			tp_placement_destroy(*out);
 			*out = NULL;
 			mr.preferred = NULL;
+			int st = defrag_trial(P);
+			if (st)
+				return st;
 			rc = tp_place(P->c, &mr, out);
 		}
 		if (rc) {
@@ -281,6 +291,11 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 		if (deep < 0)
 			mr.preferred = t->lv[0].name; /* it spans top-level domains: as few as can be */
 	}
+	bool pass;
+	if ((rc = defrag_home_counts(P, j, old, deep, &pass)))
+		return rc;
+	if (!pass)
+		return 0; /* no home as local: whether a less local one exists is not asked */
 	int start = deep > have ? deep : have;
 	uint32_t hint = 0; /* the domain of level `start` tp_place chose */
 	bool hinted = false;
@@ -294,6 +309,8 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 				r.preferred = NULL; /* one domain of level l is as few as can be */
 		}
 		tp_placement *pl = NULL;
+		if ((rc = defrag_trial(P)))
+			return rc;
 		rc = tp_place(P->c, &r, &pl);
 		if (rc) {
 			tp_placement_destroy(pl);
@@ -955,6 +972,36 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 	return rc;
 }
 
+/* Inside a simulation, once the set left and the request's devices are held: the first
+ * migrant (that may not fall back to preemption) that defrag_home_counts leaves no home as
+ * local as it sits, else NULL. The other migrants only take room, so such a set cannot work:
+ * it is answered without placing any migrant. Only once a simulation has given the failed
+ * plan's message (whose wording asks tp_place whether a less local home exists). */
+static int migrants_counted_out(struct planner *P, const uint32_t *S, uint32_t n,
+                                const struct tp_job_impl **nohome)
+{
+	*nohome = NULL;
+	if (P->pol.allow_less_local || !P->diag.nohome)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cjob *cj = &P->scan.jobs[S[i]];
+		if (!migrates(cj) || (cj->can & CAN_PREEMPT) || (cj->j->shape && cj->j->shape->box_level))
+			continue;
+		uint32_t old[TP_MAX_LEVELS];
+		bool pass;
+		int rc = dev_spans(P, cj->j->devs, cj->j->ndev, old);
+		if (!rc)
+			rc = defrag_home_counts(P, cj->j, old, deepest_common(P, cj->j), &pass);
+		if (rc)
+			return rc;
+		if (!pass) {
+			*nohome = cj->j;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /*
  * Try one set of jobs S (indices into the scan) on the candidate: release them, place the
  * request inside the candidate (compaction: take the whole domain), find the migrants new homes,
@@ -994,6 +1041,12 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
 	uint32_t bad;
 	if ((rc = hold_request(P, &pl, &held)) || !held)
 		goto out;
+	if ((rc = migrants_counted_out(P, S, n, nohome)))
+		goto out;
+	if (*nohome) {
+		*out = OUT_NOHOME;
+		goto out;
+	}
 	if ((rc = home_migrants(P, S, n, &m, &ord, &ordered, &bad)))
 		goto out;
 	if (!ordered) {
@@ -1046,6 +1099,8 @@ int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fit
 		return rc;
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = tp_cluster_release(c, P->scan.jobs[S[i]].j->id);
+	if (!rc)
+		rc = defrag_trial(P);
 	if (!rc) {
 		tp_placement *pl = NULL;
 		rc = tp_place(c, P->rreq, &pl);

@@ -270,10 +270,10 @@ static uint32_t dom_jobs(const struct planner *P, const struct by_dom *b, uint32
 	return cnt;
 }
 
-/* For requests made of groups inside one node: the node that gains a group at the least cost
- * per group gained (counting only groups still missing), and the jobs to move for it
- * (appended to S). False when no node can. */
-static bool pick_node(struct planner *P, unsigned li, const struct by_dom *b, const bool *inS,
+/* The domain of layer li (a node for whole-node groups, a rack for rack slices) that gains a
+ * unit at the least cost per unit gained (counting only units still missing), and the jobs to
+ * move for it (appended to S). False when no domain can. */
+static bool pick_unit(struct planner *P, unsigned li, const struct by_dom *b, const bool *inS,
                       const bool *banned, uint32_t *S, uint32_t *nS)
 {
 	struct cscan *s = &P->scan;
@@ -417,15 +417,28 @@ static int add_room_makers(struct planner *P, const struct tp_job_impl *nh, uint
 struct greedy {
 	bool *inS, *banned;
 	uint32_t *S;
-	struct by_dom bd;
-	const struct scan_layer *nodely; /* the node-level layer of the request, or NULL */
-	unsigned nodeli;
+	struct by_dom bd[TP_MAX_LEVELS]; /* per layer of the scan */
 	bool fewest; /* fill by usable devices (fewest jobs) instead of cost per device */
 	uint32_t n;  /* jobs on the candidate when the search began (room makers come later) */
 };
 
-/* Fill S until the tallies say the request could fit and fit_check agrees: for requests of
- * whole-node groups the node that gains a group cheapest, else the next job by cost per
+/* The layer whose units the fill gains next: the outermost one still short of units (a slice
+ * layer of racks before the node groups inside them), or -1 when every layer has its units. */
+static int short_layer(const struct planner *P)
+{
+	const struct cscan *s = &P->scan;
+	int best = -1;
+	for (unsigned i = 0; i < s->nlayers; i++)
+		if (s->ly[i].units < s->ly[i].need &&
+		    (best < 0 || s->ly[i].level < s->ly[(unsigned)best].level))
+			best = (int)i;
+	return best;
+}
+
+/* Fill S until the tallies say the request could fit and fit_check agrees: while a layer of
+ * the request is short of units (whole groups or slices in its domains), the domain of the
+ * outermost such layer that gains a unit cheapest (pick_unit), so that the set stays the
+ * size of the request's units rather than of the candidate; then the next job by cost per
  * device (or by size: fewest). *fits false: every movable job taken and still no fit. */
 static int greedy_fill(struct planner *P, struct greedy *g, uint32_t *nS, bool *fits)
 {
@@ -454,8 +467,9 @@ static int greedy_fill(struct planner *P, struct greedy *g, uint32_t *nS, bool *
 				return 0;
 		}
 		uint32_t before = *nS;
-		if (g->nodely && g->nodely->units < g->nodely->need && !g->fewest)
-			pick_node(P, g->nodeli, &g->bd, g->inS, g->banned, g->S, nS);
+		int li = g->fewest ? -1 : short_layer(P);
+		if (li >= 0)
+			pick_unit(P, (unsigned)li, &g->bd[li], g->inS, g->banned, g->S, nS);
 		if (*nS == before) {
 			while (pos < nord && g->inS[ord[pos]])
 				pos++;
@@ -571,12 +585,9 @@ static int greedy_search(struct planner *P)
 		rc = TP_ENOMEM;
 		goto out;
 	}
-	for (unsigned i = 0; i < s->nlayers; i++)
-		if (s->ly[i].level == tp_node_level(P->t)) {
-			g.nodely = &s->ly[i];
-			g.nodeli = i;
-		}
-	if (g.nodely && (rc = by_dom_build(P, g.nodeli, &g.bd)))
+	for (unsigned i = 0; i < s->nlayers && !rc; i++)
+		rc = by_dom_build(P, i, &g.bd[i]);
+	if (rc)
 		goto out;
 	for (int attempt = 0; attempt < 5; attempt++) {
 		uint32_t nS, m;
@@ -609,7 +620,8 @@ static int greedy_search(struct planner *P)
 		}
 	}
 out:
-	by_dom_free(P, &g.bd);
+	for (unsigned i = 0; i < s->nlayers; i++)
+		by_dom_free(P, &g.bd[i]);
 	tp_free(P->a, g.inS);
 	tp_free(P->a, g.banned);
 	tp_free(P->a, g.S);

@@ -714,6 +714,49 @@ Test(defrag, work_budget_spent_before_a_plan)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* The placement trials count too (TP_DEFRAG_TRIALS_PER_SIMULATION per simulation of the
+ * budget): the cheapest rack holds 40 one-GPU jobs, so its one simulation tries 40 homes,
+ * more than the 32 trials that max_simulations 1 allows. */
+Test(defrag, placement_trials_are_part_of_the_budget)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = cluster_of(t);
+	char id[16];
+	for (uint32_t i = 0; i < 40; i++) {
+		snprintf(id, sizeof id, "s%u", i);
+		assign_with(c, id, i, 1, opts(1, 0, 0, 10));
+	}
+	assign_with(c, "b", 72, 36, opts(1, 0, 0, 1000));
+	assign_with(c, "c", 144, 36, opts(0, 0, 0, 60));
+	uint64_t fp = tp_cluster_fingerprint(c);
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "rack";
+	r.count = 72;
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	pol.max_simulations = 1;
+	tp_plan *p = NULL;
+	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              "the 32 placement trials (fit checks and migrants' homes) that "
+	              "policy.max_simulations 1 allows are spent");
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_SIMULATIONS);
+	cr_assert_eq(plan_stats(p).simulated, 1);
+	tp_plan_destroy(p);
+	/* with no limit: the 40 small jobs move (400 s), not b (36,000 s) */
+	pol.max_simulations = UINT32_MAX;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	check_plan(c, &r, &pol, p);
+	cr_assert_eq(tp_plan_moved_job_count(p), 40);
+	cr_assert_float_eq(tp_plan_cost_s(p), 400.0, 1e-9);
+	cr_assert_eq(plan_stats(p).budget, TP_BUDGET_NONE);
+	tp_plan_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "planning changed the cluster");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Versions 1 and 2 of the policy are read by their size and get the default budget. */
 Test(defrag, older_policies_get_the_default_budget)
 {
