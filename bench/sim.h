@@ -111,8 +111,11 @@ struct sim_policy;
  * in the simulator, in job sets simulated and candidate domains searched
  * (tp_defrag_policy::max_simulations, max_candidates). A simulation of a large request costs
  * 1-10 ms of CPU on the quick grid's fleets; docs/benchmarks.md, "Defrag planner cost,
- * session 6", has the measurements behind the figures. */
-#define SIM_DEFRAG_MAX_SIMS 4u
+ * session 6", has the measurements behind the figures. 2 since session 7: with placement
+ * trials counted in the budget (32 per simulation) 4 let one call of the quick grid's LLM
+ * cell on nvl72:864 take 24 ms; 2 keeps every quick cell's p99 under 7 ms ("Session 7, the
+ * merged tree"). */
+#define SIM_DEFRAG_MAX_SIMS 2u
 /* Default of --defrag-every-s: the defrag hook may run in every scheduling pass in which the
  * oldest waiting job is fragmented (still not again for a job it found no plan for until a
  * job has finished). 1800 s before the pay rule: on the quick grid's Philly cells, whose
