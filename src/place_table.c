@@ -79,6 +79,19 @@ struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint
 	return kids_collect(p, l, d, kmin, n, true);
 }
 
+/* The children of domain d of level l (the top level's domains for l < 0): [*first, *last). */
+static inline void child_range(const struct pctx *p, int l, uint32_t d, uint32_t *first,
+                               uint32_t *last)
+{
+	if (l < 0) {
+		*first = 0;
+		*last = p->t->lv[0].ndom;
+	} else {
+		*first = p->t->lv[l].child_first[d];
+		*last = p->t->lv[l].child_first[d + 1];
+	}
+}
+
 /* tp_pl_kids_of's children, sorted so or (sort false, l >= 0) in index order. */
 static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n,
                                 bool sort)
@@ -86,13 +99,7 @@ static struct kid *kids_collect(struct pctx *p, int l, uint32_t d, uint32_t kmin
 	const struct tp_cluster *c = p->c;
 	unsigned cl = (unsigned)(l + 1);
 	uint32_t first, last;
-	if (l < 0) {
-		first = 0;
-		last = p->t->lv[0].ndom;
-	} else {
-		first = p->t->lv[l].child_first[d];
-		last = p->t->lv[l].child_first[d + 1];
-	}
+	child_range(p, l, d, &first, &last);
 	struct kid *ks = NULL;
 	uint32_t cap = 0;
 	*n = 0;
@@ -153,13 +160,7 @@ bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32
 		return false;
 	}
 	uint32_t first, last;
-	if (l < 0) {
-		first = 0;
-		last = p->t->lv[0].ndom;
-	} else {
-		first = p->t->lv[l].child_first[d];
-		last = p->t->lv[l].child_first[d + 1];
-	}
+	child_range(p, l, d, &first, &last);
 	struct kid best = {0, 0, 0};
 	bool found = false;
 	if (p->scope[cl]) {
