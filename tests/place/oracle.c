@@ -243,6 +243,10 @@ static const struct fan fans[3][3] = {
 static void gen_children(struct or_case *k, uint64_t *s, unsigned l, unsigned parent,
                          uint8_t *path, const struct fan *f, const unsigned *regular, bool *over)
 {
+	/* l < k->L <= OR_MAXL always; said so that an optimising compiler, which cannot follow
+	 * the recursion, does not warn of indices past the arrays */
+	if (l >= k->L || l >= OR_MAXL)
+		return;
 	unsigned n = regular[l] ? regular[l] : range(s, f->lo[l], f->hi[l]);
 	for (unsigned i = 0; i < n; i++) {
 		if (l == k->L - 1) {
@@ -274,11 +278,10 @@ static void gen_tree(struct or_case *k, uint64_t *s)
 {
 	static const unsigned maxn[3] = {6, 16, 64};
 	unsigned p = rnd(s, 100);
-	if (k->kind == OR_TINY)
-		k->L = p < 15 ? 1 : p < 55 ? 2 : 3;
-	else
-		k->L = p < 5 ? 1 : p < 40 ? 2 : 3;
-	const struct fan *f = &fans[k->kind][k->L - 1];
+	const unsigned L = k->kind == OR_TINY ? (p < 15 ? 1 : p < 55 ? 2 : 3)
+	                                      : (p < 5 ? 1 : p < 40 ? 2 : 3);
+	k->L = L;
+	const struct fan *f = &fans[k->kind][L - 1];
 	bool regular = chance(s, 40);
 	for (;;) {
 		unsigned reg[OR_MAXL] = {0};
@@ -286,10 +289,10 @@ static void gen_tree(struct or_case *k, uint64_t *s)
 		bool over = false;
 		k->nnodes = 0;
 		memset(k->ndom, 0, sizeof k->ndom);
-		for (unsigned l = 0; regular && l < k->L; l++)
+		for (unsigned l = 0; regular && l < L; l++)
 			reg[l] = range(s, f->lo[l], f->hi[l]);
 		gen_children(k, s, 0, 0, path, f, reg, &over);
-		k->ndom[k->L - 1] = k->nnodes;
+		k->ndom[L - 1] = k->nnodes;
 		if (!over && k->nnodes >= 1 && k->nnodes <= maxn[k->kind])
 			break;
 	}
