@@ -509,6 +509,58 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 			       g->pol[k].dp50_ms, g->pol[k].dp99_ms);
 }
 
+/* A policy's figures over the whole grid: the groups with an unflagged seed. */
+struct cmp_overall {
+	int cells;               /* groups with a gain figure */
+	int gains, losses;       /* groups labelled gain or loss (beyond the spread) */
+	double mean_gain;        /* mean over those groups of the gain over the best peer */
+	double mean_gap;         /* mean of the gap to ideal */
+};
+
+static void cmp_overall(const struct cmp_group *groups, int ngroups, size_t k,
+                        struct cmp_overall *out)
+{
+	double gain = 0, gap = 0;
+	int ngap = 0;
+	*out = (struct cmp_overall){0};
+	for (int i = 0; i < ngroups; i++) {
+		const struct cmp_group_pol *p = &groups[i].pol[k];
+		if (groups[i].nused == 0 || isnan(p->gain))
+			continue;
+		out->cells++;
+		gain += p->gain;
+		if (p->gain_real && p->gain > 0)
+			out->gains++;
+		else if (p->gain_real)
+			out->losses++;
+		if (!isnan(p->gap)) {
+			gap += p->gap;
+			ngap++;
+		}
+	}
+	out->mean_gain = out->cells ? gain / out->cells : NAN;
+	out->mean_gap = ngap ? gap / ngap : NAN;
+}
+
+/* The grid in one table. The ideal bound packs perfectly, so its mean gain over the best peer
+ * is about the most any policy can reach on this grid: a target above it cannot be met here. */
+static void cmp_print_overall(const struct cmp_group *groups, int ngroups, const size_t *pols,
+                              size_t npol)
+{
+	printf("\n== the whole grid: per policy, the mean over the cells of its gain over the best "
+	       "peer\n%-17s %6s %10s %6s %6s %6s %9s\n", "policy", "cells", "mean_gain", "gain",
+	       "loss", "level", "mean_gap");
+	for (size_t k = 0; k < npol; k++) {
+		struct cmp_overall v;
+		cmp_overall(groups, ngroups, k, &v);
+		printf("%-17s %6d %+9.2f%% %6d %6d %6d %8.2f%%\n", sim_policies[pols[k]].name,
+		       v.cells, v.mean_gain * 100, v.gains, v.losses, v.cells - v.gains - v.losses,
+		       v.mean_gap * 100);
+	}
+	printf("(gain / loss / level: cells beyond the spread either way, or within it; the ideal "
+	       "bound's mean\ngain is the most a placement policy can gain on this grid)\n");
+}
+
 static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int ncells,
                      const struct cmp_group *groups, int ngroups, const size_t *pols,
                      size_t npol)
@@ -577,12 +629,29 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_obj(&j, sim_policies[pols[k]].name);
 			bench_json_num(&j, "mean", g->pol[k].eff_mean);
 			bench_json_num(&j, "spread", g->pol[k].eff_spread);
+			bench_json_num(&j, "gain", g->pol[k].gain);
+			bench_json_num(&j, "gain_spread", g->pol[k].gain_spread);
+			bench_json_bool(&j, "gain_real", g->pol[k].gain_real);
+			bench_json_num(&j, "gap", g->pol[k].gap);
 			bench_json_end_obj(&j);
 		}
 		bench_json_end_obj(&j);
 		bench_json_end_obj(&j);
 	}
 	bench_json_end_arr(&j);
+	bench_json_obj(&j, "overall");
+	for (size_t k = 0; k < npol; k++) {
+		struct cmp_overall v;
+		cmp_overall(groups, ngroups, k, &v);
+		bench_json_obj(&j, sim_policies[pols[k]].name);
+		bench_json_int(&j, "cells", v.cells);
+		bench_json_num(&j, "mean_gain", v.mean_gain);
+		bench_json_int(&j, "gains", v.gains);
+		bench_json_int(&j, "losses", v.losses);
+		bench_json_num(&j, "mean_gap", v.mean_gap);
+		bench_json_end_obj(&j);
+	}
+	bench_json_end_obj(&j);
 	bench_json_end_obj(&j);
 	if (bench_json_close(&j) != 0)
 		bench_die("--json %s: cannot write the file", o->json);
@@ -1005,6 +1074,7 @@ int bench_compare_main(int argc, char **argv)
 				cmp_summarise(&o, cells, ncells, pols, npol, &groups[gi]);
 				cmp_print_group(&o, &groups[gi], pols, npol);
 			}
+	cmp_print_overall(groups, ngroups, pols, npol);
 	int flagged = 0;
 	for (int c = 0; c < ncells; c++)
 		flagged += cells[c].flagged;

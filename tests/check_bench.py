@@ -267,7 +267,7 @@ def strip_compare(d):
                            {p: {x: y for x, y in m.items() if x not in CPU_KEYS}
                             for p, m in v.items()})
                        for k, v in c.items()} for c in d["cells"]],
-            "summary": d["summary"]}
+            "summary": d["summary"], "overall": d["overall"]}
 
 
 def check_compare(tmp):
@@ -311,6 +311,24 @@ def check_compare(tmp):
             check(abs(got - mean) <= 1e-4 * max(1, abs(mean)),
                   f"compare: {key} {name} mean {got}, not the unflagged cells' {mean}")
             check(s["policies"][name]["spread"] >= 0, f"compare: {key} {name} spread")
+    # the whole grid: each policy's mean gain over the best peer is the mean of the summary's
+    # gains, and its gain / loss counts are the summary's labels
+    check(sorted(a["overall"]) == sorted(POLICIES), f"compare: overall {sorted(a['overall'])}")
+    for name in POLICIES:
+        gains = [s["policies"][name] for s in a["summary"]
+                 if s["policies"][name]["gain"] is not None]
+        o = a["overall"][name]
+        check(o["cells"] == len(gains), f"compare: overall {name} cells {o['cells']}")
+        if gains:
+            mean = sum(g["gain"] for g in gains) / len(gains)
+            check(abs(o["mean_gain"] - mean) <= 1e-5,
+                  f"compare: overall {name} mean gain {o['mean_gain']}, not {mean}")
+        won = sum(1 for g in gains if g["gain_real"] and g["gain"] > 0)
+        lost = sum(1 for g in gains if g["gain_real"] and g["gain"] < 0)
+        check((o["gains"], o["losses"]) == (won, lost),
+              f"compare: overall {name} {o['gains']} gains {o['losses']} losses, not "
+              f"{won} and {lost}")
+    check("== the whole grid" in text, "compare: no whole-grid table")
     for key in groups:
         check(f"== {key[0]} on {key[1]}, queue {key[2]}" in text,
               f"compare: no table for {key}")
