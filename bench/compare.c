@@ -741,7 +741,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
-	        "                        [--no-pay] [--defrag-every-s S]\n"
+	        "                        [--no-pay] [--defrag-every-s S] [--defrag-before-backfill]\n"
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
@@ -764,7 +764,8 @@ static void cmp_usage(FILE *f)
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
 	        "  trace (no spread between seeds). topoplace-defrag also compacts for a fragmented\n"
 	        "  oldest job, as tp-bench sim does (on by default; --no-compact: off), and carries\n"
-	        "  out a plan only if it pays (tp-bench sim's pay rule; --no-pay: off). The JSON\n"
+	        "  out a plan only if it pays (tp-bench sim's pay rule; --no-pay: off), under EASY\n"
+	        "  after backfill (--defrag-before-backfill: before, the old order). The JSON\n"
 	        "  gives per policy defrag_unpaid and compact_unpaid (plans the pay rule refused)\n"
 	        "  and idle_shape_gpu_h / idle_count_gpu_h (idle GPU-hours in the window while the\n"
 	        "  oldest job waits with enough free GPUs, for shape, or too few, for count).\n"
@@ -806,6 +807,7 @@ int bench_compare_main(int argc, char **argv)
 		{"compact", no_argument, NULL, 'k'},
 		{"no-compact", no_argument, NULL, 1001},
 		{"no-pay", no_argument, NULL, 1010},
+		{"defrag-before-backfill", no_argument, NULL, 1012},
 		{"defrag-every-s", required_argument, NULL, 1011},
 		{"defrag-max-sims", required_argument, NULL, 'W'},
 		{"defrag-max-cands", required_argument, NULL, 'Y'},
@@ -845,6 +847,7 @@ int bench_compare_main(int argc, char **argv)
 		case 'k': o.sim.compact = true; break;
 		case 1001: o.sim.compact = false; break;
 		case 1010: o.sim.no_pay = true; break;
+		case 1012: o.sim.defrag_before_backfill = true; break;
 		case 1011: o.sim.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'W':
 			o.sim.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg);

@@ -152,6 +152,8 @@ struct sim_opts {
 	                        * policies (NULL: none) */
 	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
 	bool no_pay;           /* --no-pay: plans carried out without the pay rule */
+	bool defrag_before_backfill; /* EASY: the defrag hook in the first pass, before backfill
+	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many

@@ -249,6 +249,37 @@ def check_pay_rule(tmp):
                   f"C waited {m['max_wait_s']} s)")
 
 
+def check_easy_defrag_after_backfill(tmp):
+    """Under EASY the defrag hook runs for the top job after backfill: a short job that fits
+    a hole now takes it, and the plan waits for what backfill leaves. Racks A and B of 72
+    GPUs; at 200 s each has 36 free (A: J0, B: J2, both long), then C (72 GPUs) and D (36,
+    50 s) arrive. After backfill: D starts at once in a hole, C moves J2 when D ends and
+    waits 50 s. Before backfill (the old order): C moves J2 into the hole and starts at once,
+    and D waits for C to end (3,600 s)."""
+    end = 100000
+    trace = os.path.join(tmp, "easy-after.csv")
+    write_csv(trace, [(0, end, 36, "train"), (0, 100, 36, "train"), (1, end - 1, 36, "train"),
+                      (200, 3600, 72, "train"), (200, 50, 36, "train")])
+    base = ["sim", "--fleet", "nvl72:144", "--trace", trace, "--policies", "topoplace-defrag",
+            "--queue", "easy", "--no-compact"]
+    after, _ = run(base, tmp, "easy-after.json")
+    before, _ = run(base + ["--defrag-before-backfill"], tmp, "easy-before.json")
+    a, b = after["policies"]["topoplace-defrag"], before["policies"]["topoplace-defrag"]
+    check(a["jobs_started"] == 5 and b["jobs_started"] == 5, "easy defrag: a job lost")
+    check(a["defrag_moves"] == 1 and a["max_wait_s"] == 50,
+          f"easy defrag after backfill: {a['defrag_moves']} moves, the longest wait "
+          f"{a['max_wait_s']} s, not 1 and 50 (D backfilled, C waited for it)")
+    check(b["defrag_moves"] == 1 and b["max_wait_s"] == 3600,
+          f"easy defrag before backfill: {b['defrag_moves']} moves, the longest wait "
+          f"{b['max_wait_s']} s, not 1 and 3600 (D waited for C)")
+    # the order is EASY's alone: under besteffort the flag changes nothing
+    be = ["sim", "--fleet", "nvl72:144", "--trace", trace, "--policies", "topoplace-defrag"]
+    x, _ = run(be, tmp, "be-after.json")
+    y, _ = run(be + ["--defrag-before-backfill"], tmp, "be-before.json")
+    check(strip_wall(x) == strip_wall(y), "easy defrag: --defrag-before-backfill changed a "
+          "besteffort run")
+
+
 def check_node_groups(tmp):
     # 3-GPU jobs on 4-GPU nodes: once a node has 1 free GPU, a split job would use it.
     trace = os.path.join(tmp, "groups.csv")
@@ -528,6 +559,7 @@ if __name__ == "__main__":
         check_slurm_wait(tmp)
         check_easy_reservation(tmp)
         check_pay_rule(tmp)
+        check_easy_defrag_after_backfill(tmp)
         check_node_groups(tmp)
         check_compare(tmp)
         check_compact(tmp)
