@@ -25,7 +25,7 @@ static const char *const select_keys[] = {"model", "min_perf", "min_memory_gb", 
 static const char *const comm_keys[] = {"tp",       "pp",         "dp",       "ep",
                                         "compute_us", "tp_bytes", "tp_msgs",  "dp_bytes",
                                         "dp_overlap", "pp_bytes", "pp_msgs",  "ep_bytes",
-                                        "ep_msgs"};
+                                        "ep_msgs",    "min_efficiency"};
 static const char *const policy_keys[] = {"migrate", "preempt", "allow_interactive",
                                           "max_moves", "max_cost_s", "min_priority_gap"};
 static const char *const replace_keys[] = {"job", "failed"};
@@ -457,11 +457,17 @@ static bool read_comm(struct scen *s, const json_t *v, const char *p, struct sc_
 	    !comm_num(s, v, cp, "pp_bytes", &m.pp_bytes) ||
 	    !comm_uint(s, v, cp, "pp_msgs", 0, &m.pp_msgs) ||
 	    !comm_num(s, v, cp, "ep_bytes", &m.ep_bytes) ||
-	    !comm_uint(s, v, cp, "ep_msgs", 0, &m.ep_msgs))
+	    !comm_uint(s, v, cp, "ep_msgs", 0, &m.ep_msgs) ||
+	    !comm_num(s, v, cp, "min_efficiency", &m.min_efficiency))
 		return false;
 	if (m.dp_overlap > 1.0)
 		return sc_fail(s, sc_join(q, cp, "dp_overlap"), "%g is above 1 (the share of the "
 		               "all-reduce hidden behind compute)", m.dp_overlap);
+	/* the floor tp_place() keeps to (tp_step_model.min_efficiency): an efficiency, at most 1 */
+	if (m.min_efficiency > 1.0)
+		return sc_fail(s, sc_join(q, cp, "min_efficiency"),
+		               "%g is above 1 (the lowest placement efficiency the job accepts, "
+		               "from 0 to 1)", m.min_efficiency);
 	if (!(o->comm = sc_alloc(s, sizeof *o->comm)))
 		return sc_nomem(s, cp);
 	*o->comm = m;

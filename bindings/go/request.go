@@ -86,6 +86,12 @@ type StepModel struct {
 	PPMsgs         uint32
 	EPBytes        float64
 	EPMsgs         uint32
+	// MinEfficiency is the lowest placement efficiency (CostEfficiency) Place may answer for
+	// a request whose Comm is this model, in [0, 1]; 0: no floor. A placement the rules choose
+	// below it is an ErrBusy whose message names request.comm.min_efficiency, the floor and
+	// the efficiency reached; a value outside [0, 1] is an ErrInvalid. The cost functions
+	// ignore it (tp_step_model.min_efficiency, since 0.4.0).
+	MinEfficiency float64
 }
 
 // Request is what a job asks for: every field of the C tp_request, with the semantics of the
@@ -226,6 +232,7 @@ func (s *StepModel) fill(m *C.tp_step_model) {
 	m.dp_bytes, m.dp_overlap = C.double(s.DPBytes), C.double(s.DPOverlap)
 	m.pp_bytes, m.pp_msgs = C.double(s.PPBytes), C.unsigned(s.PPMsgs)
 	m.ep_bytes, m.ep_msgs = C.double(s.EPBytes), C.unsigned(s.EPMsgs)
+	m.min_efficiency = C.double(s.MinEfficiency)
 }
 
 // withC calls fn with the request as a C tp_request whose strings and arrays live in C memory
@@ -290,7 +297,8 @@ func requestFromC(q *C.tp_request) Request {
 			EP: uint32(m.ep), ComputeUs: float64(m.compute_us), TPBytes: float64(m.tp_bytes),
 			TPMsgs: uint32(m.tp_msgs), DPBytes: float64(m.dp_bytes),
 			DPOverlap: float64(m.dp_overlap), PPBytes: float64(m.pp_bytes),
-			PPMsgs: uint32(m.pp_msgs), EPBytes: float64(m.ep_bytes), EPMsgs: uint32(m.ep_msgs)}
+			PPMsgs: uint32(m.pp_msgs), EPBytes: float64(m.ep_bytes), EPMsgs: uint32(m.ep_msgs),
+			MinEfficiency: float64(m.min_efficiency)}
 	}
 	return r
 }

@@ -1048,6 +1048,12 @@ Test(scenario, reads_the_x_comm_extension)
 		{"{'ep': 3}", "request.x_comm.ep: 3 does not divide dp 4"},
 		{"{'dp_overlap': 2}", "request.x_comm.dp_overlap: 2 is above 1 (the share of the "
 		                      "all-reduce hidden behind compute)"},
+		{"{'min_efficiency': 1.5}", "request.x_comm.min_efficiency: 1.5 is above 1 (the lowest "
+		                            "placement efficiency the job accepts, from 0 to 1)"},
+		{"{'min_efficiency': -0.1}",
+		 "request.x_comm.min_efficiency: must not be negative (-0.1)"},
+		{"{'min_efficiency': '0.5'}",
+		 "request.x_comm.min_efficiency: must be a number, not \"0.5\""},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char text[2048];
@@ -1055,6 +1061,67 @@ Test(scenario, reads_the_x_comm_extension)
 		         BASE_TOPOLOGY, bad[i].comm);
 		assert_refused_for(text, TP_SCENARIO_PLACE, bad[i].message, false);
 	}
+}
+
+/* request.x_comm.min_efficiency: tp_step_model.min_efficiency, the floor tp_place() keeps to.
+ * Two 4-GPU nodes of one rack, NVLink inside a node and InfiniBand between them, two GPUs of
+ * each held: any 4 free GPUs straddle the nodes, far below the efficiency of one node. */
+#define FLOOR_DOC(floor)                                                                       \
+	"{'version': 1, 'topology': {'levels': ['rack', 'node'], 'fabric': {"                       \
+	"'node': {'kind': 'nvlink', 'gbps': 900, 'latency_us': 3.4},"                              \
+	"'rack': {'kind': 'ib', 'gbps': 50, 'latency_us': 10}}, 'nodes': ["                        \
+	"{'name': 'a', 'path': ['r0'], 'gpus': 4}, {'name': 'b', 'path': ['r0'], 'gpus': 4}]},"    \
+	"'state': {'jobs': [{'id': 'x', 'devices': {'a': 2, 'b': 2}}]},"                           \
+	"'request': {'count': 4, 'x_comm': {'tp': 4, 'compute_us': 1e5, 'tp_bytes': 67108864,"     \
+	"'tp_msgs': 128" floor "}}}"
+
+Test(scenario, x_comm_min_efficiency_is_the_floor_of_the_placement)
+{
+	tp_test_alloc_reset();
+	tp_scenario *sc = import_ok(FLOOR_DOC(""), TP_SCENARIO_PLACE, 0);
+	const tp_request *r = tp_scenario_request(sc);
+	cr_assert_eq(r->comm->min_efficiency, 0.0, "no key: no floor");
+	tp_placement *p;
+	cr_assert_eq(tp_place(tp_scenario_cluster(sc), r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	double eff;
+	cr_assert_eq(tp_cost_efficiency(&eff, tp_scenario_topology(sc), d, n, r->comm, NULL, NULL,
+	                                0), 0);
+	cr_assert_lt(eff, 0.5);
+	tp_placement_destroy(p);
+	tp_scenario_destroy(sc);
+
+	sc = import_ok(FLOOR_DOC(", 'min_efficiency': 0.5"), TP_SCENARIO_PLACE, 0);
+	r = tp_scenario_request(sc);
+	cr_assert_eq(r->comm->version, TP_STEP_MODEL_VERSION);
+	cr_assert_eq(r->comm->min_efficiency, 0.5);
+	cr_assert_eq(tp_place(tp_scenario_cluster(sc), r, &p), TP_EBUSY);
+	char want[64];
+	snprintf(want, sizeof want, "the best placement now reaches %.3f (step ", eff);
+	const char *msg = tp_placement_errmsg(p);
+	cr_assert(strstr(msg, "busy: request.comm.min_efficiency 0.5: ") == msg, "%s", msg);
+	cr_assert(strstr(msg, want), "%s", msg);
+	tp_placement_destroy(p);
+	tp_scenario_destroy(sc);
+
+	/* a floor the placement meets, and 0 and 1, the ends of the range, are accepted */
+	char floor[64];
+	snprintf(floor, sizeof floor, ", 'min_efficiency': %.6f", eff * 0.99);
+	char text[1024];
+	snprintf(text, sizeof text, FLOOR_DOC("%s"), floor);
+	sc = import_ok(text, TP_SCENARIO_PLACE, 0);
+	cr_assert_eq(tp_place(tp_scenario_cluster(sc), tp_scenario_request(sc), &p), 0, "%s",
+	             tp_placement_errmsg(p));
+	tp_placement_destroy(p);
+	tp_scenario_destroy(sc);
+	sc = import_ok(FLOOR_DOC(", 'min_efficiency': 1"), TP_SCENARIO_PLACE, 0);
+	cr_assert_eq(tp_scenario_request(sc)->comm->min_efficiency, 1.0);
+	tp_scenario_destroy(sc);
+	sc = import_ok(FLOOR_DOC(", 'min_efficiency': 0"), TP_SCENARIO_PLACE, 0);
+	cr_assert_eq(tp_scenario_request(sc)->comm->min_efficiency, 0.0);
+	tp_scenario_destroy(sc);
+	TP_ASSERT_NO_LEAKS();
 }
 
 Test(scenario, allocation_failures_leave_nothing_behind)

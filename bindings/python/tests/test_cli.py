@@ -297,3 +297,51 @@ def test_score_says_which_rule_decided(tp, tmp_path):
     d["state"] = {"jobs": [{"id": "a", "devices": {"x0": 1}}]}
     rc, out = run_json(tmp_path, "place", d)
     assert rc == 0 and out["score"]["decided_by"] == "none", out
+
+
+def _straddled_pair():
+    """Two 4-GPU nodes of one rack (NVLink inside a node, InfiniBand between them) with two
+    GPUs of each held, and a request for 4 tensor-parallel GPUs: any 4 free ones straddle the
+    nodes, far below the efficiency of one node."""
+    return {"version": 1,
+            "topology": {"levels": ["rack", "node"],
+                         "fabric": {"node": {"kind": "nvlink", "gbps": 900, "latency_us": 3.4},
+                                    "rack": {"kind": "ib", "gbps": 50, "latency_us": 10}},
+                         "nodes": [{"name": n, "path": ["r0"], "gpus": 4} for n in "ab"]},
+            "state": {"jobs": [{"id": "x", "devices": {"a": 2, "b": 2}}]},
+            "request": {"count": 4, "x_comm": {"tp": 4, "compute_us": 1e5,
+                                               "tp_bytes": 64 << 20, "tp_msgs": 128}}}
+
+
+def test_x_comm_min_efficiency_is_a_floor(tp, tmp_path):
+    from topoplace import scenario
+    d = _straddled_pair()
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0, out
+    # the efficiency of that answer, from the library's cost model
+    sc = scenario.parse(d, "place")
+    eff = tp.efficiency(sc.topology, out["placement"]["devices"],
+                        tp.StepModel(**d["request"]["x_comm"]))
+    assert eff < 0.5
+    # a floor above it: busy (exit 1), the library's message with the figure reached
+    d["request"]["x_comm"]["min_efficiency"] = 0.5
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 1 and out["status"] == "busy", out
+    assert out["message"].startswith("busy: request.comm.min_efficiency 0.5: the best placement "
+                                     "now reaches %.3f (step " % eff), out["message"]
+    # a floor below it: placed, and the step time is the model's
+    d["request"]["x_comm"]["min_efficiency"] = round(eff * 0.99, 6)
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and out["status"] == "ok", out
+    assert out["score"]["x_step_us"] > 0
+    # once a node is free the job keeps to it, at full efficiency
+    d["request"]["x_comm"]["min_efficiency"] = 1
+    d["state"]["jobs"] = []
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 0 and list(out["placement"]["nodes"]) in (["a"], ["b"]), out
+    # a value outside [0, 1] is invalid input naming the field, the value and why
+    d["request"]["x_comm"]["min_efficiency"] = 1.5
+    rc, out = run_json(tmp_path, "place", d)
+    assert rc == 2 and out == {"status": "invalid", "message":
+                               "request.x_comm.min_efficiency: 1.5 is above 1 (the lowest "
+                               "placement efficiency the job accepts, from 0 to 1)"}, out

@@ -259,6 +259,12 @@ INVALID = [
      "state.x_service_caps: web: caps.fd_kind 'cooling' is not a failure-domain kind"),
     (doc(state__x_service_caps={"web": {"fd_kind": 3}}), "frag",
      "state.x_service_caps.web.fd_kind"),
+    (doc(request__x_comm={"min_efficiency": 1.5}), "place",
+     "request.x_comm.min_efficiency: 1.5 is above 1"),
+    (doc(request__x_comm={"min_efficiency": -0.1}), "place",
+     "request.x_comm.min_efficiency: must not be negative"),
+    (doc(request__x_comm={"min_efficiency": "0.5"}), "place",
+     "request.x_comm.min_efficiency: must be a number"),
 ]
 
 
