@@ -547,6 +547,13 @@ static void cmp_overall(const struct cmp_group *groups, int ngroups, size_t k,
 static void cmp_print_overall(const struct cmp_group *groups, int ngroups, const size_t *pols,
                               size_t npol)
 {
+	struct cmp_overall any;
+	cmp_overall(groups, ngroups, 0, &any);
+	if (any.cells == 0) { /* no peer among the policies, or every cell flagged */
+		printf("\n== the whole grid: no cell with a peer baseline and an unflagged seed, no "
+		       "gain to average\n");
+		return;
+	}
 	printf("\n== the whole grid: per policy, the mean over the cells of its gain over the best "
 	       "peer\n%-17s %6s %10s %6s %6s %6s %9s\n", "policy", "cells", "mean_gain", "gain",
 	       "loss", "level", "mean_gap");
