@@ -352,6 +352,7 @@ static void sim_advance(struct sim_run *r, double t)
 			r->res->idle_count_gpu_h += idle;
 	}
 	r->now = t;
+	r->ctx.now = t;
 }
 
 /* ---- scheduling --------------------------------------------------------------------------- */
@@ -955,6 +956,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	uint64_t t0 = bench_now_ns(), last = t0;
 	size_t next = 0;
 	r.now = w->n ? w->jobs[0].submit_s : 0;
+	r.ctx.now = r.now;
 	r.next_sample = r.now;
 	struct sim_fail_hooks fh = {&r, sim_fail_repaired, sim_fail_requeue};
 	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))

@@ -246,6 +246,9 @@ struct sim_ctx {
 	tp_cluster *c;
 	struct bench_rng rng;
 	uint32_t *scratch; /* [gpus] */
+	/* The simulated time (s) of the state the policy places on: the clock, or the end time a
+	 * projection (sim_easy_reserve) has released the running jobs up to. */
+	double now;
 };
 
 struct sim_policy {

@@ -18,7 +18,8 @@
  *                     job, best fit over its leaf switches, best effort;
  *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus); on a
  *                     fleet of several fabric classes also its step model with an
- *                     efficiency floor (tp_step_model.min_efficiency; see fabric_floor);
+ *                     efficiency floor (tp_step_model.min_efficiency; see fabric_floor)
+ *                     that falls as the job waits;
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
  *   first-fit-box,
@@ -347,6 +348,18 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  * FLOOR_MANY and FLOOR_ONE were picked on llm / mixed:576 (docs/benchmarks.md, "The mixed
  * fleet"): 0.4 for the first lost 16% there under besteffort, 0.8 or 0.9 for the second gave
  * the same figures.
+ *
+ * That floor holds at submission and falls as the job waits (floor_relaxed): a job of D
+ * seconds at full locality that has waited W takes a placement of efficiency e once
+ *     D / e <= D / floor + W,   that is   e >= floor x T / (T + W),   T = D / floor,
+ * the extra run time of e over the floor being at most the time already spent waiting for the
+ * floor. It is the ski-rental rule (rent, here wait, until the rent paid equals the price of
+ * buying, here of running slower): whatever the job would have waited for a floor placement,
+ * its wait plus its run is under twice what it is when that wait is known in advance (for one
+ * slower placement that stays on offer: then the best is to take it at once or never). No
+ * constant is fitted to it; D is the job's duration_s (the simulator's estimates are exact, as
+ * its EASY reservation assumes) and W the simulated time since submission (ctx->now; for an
+ * EASY projection the end time it projects to).
  */
 #define FLOOR_MANY 0.5
 #define FLOOR_ONE 0.9
@@ -465,6 +478,15 @@ static double floor_of(struct fabric_floor *fl, const struct sim_fleet *f,
 	return floor;
 }
 
+/* The floor of a job of duration d_s (s at full locality) that has waited wait_s, when its
+ * floor at submission is floor0 (see above): floor0 x T / (T + W), T = d_s / floor0. */
+static double floor_relaxed(double floor0, double d_s, double wait_s)
+{
+	if (floor0 <= 0 || d_s <= 0 || wait_s <= 0)
+		return floor0;
+	return d_s / (d_s / floor0 + wait_s);
+}
+
 static void *topoplace_create(struct sim_ctx *ctx)
 {
 	const char *m = getenv("TP_BENCH_PLACE_MIX");
@@ -545,7 +567,8 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
 	struct tp_step_model m = sim_step_model(j);
 	if (L->floor && !r.box_level) {
-		m.min_efficiency = floor_of(L->floor, ctx->f, j, &m);
+		m.min_efficiency = floor_relaxed(floor_of(L->floor, ctx->f, j, &m), j->duration_s,
+		                                 ctx->now - j->submit_s);
 		r.comm = &m;
 	}
 	tp_placement *p = NULL;
