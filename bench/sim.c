@@ -352,7 +352,6 @@ static void sim_advance(struct sim_run *r, double t)
 			r->res->idle_count_gpu_h += idle;
 	}
 	r->now = t;
-	r->ctx.now = t;
 }
 
 /* ---- scheduling --------------------------------------------------------------------------- */
@@ -586,6 +585,35 @@ static void sim_finish(struct sim_run *r, uint32_t jid)
 
 static bool repairing(const struct sim_run *r) { return r->fail && sim_failures_repairing(r->fail); }
 
+/*
+ * Job jid, the oldest waiting, was refused (TP_EBUSY) by a policy that wants the wait ahead
+ * (topoplace's efficiency floor): project when the policy would place it as the running jobs
+ * end (as the EASY reservation and the pay rule do; estimates are exact, later arrivals are
+ * not foreseen) and place it again now, told that wait and that placement (ctx->ahead_s,
+ * ctx->ahead_devs). The placements count as planner calls.
+ */
+static int sim_try_ahead(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	size_t n = sim_due_ends(r, r->running_end);
+	uint32_t nlist = 0;
+	long calls = 0;
+	uint64_t t0 = bench_now_ns();
+	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, j, jid, r->running_end, n,
+	                            r->est_devs, r->est_node, r->est_list, &nlist, &calls);
+	for (uint32_t k = 0; k < nlist; k++)
+		r->est_node[r->est_list[k]] = 0;
+	r->ctx.ahead_s = t > r->now ? t - r->now : isinf(t) ? INFINITY : 0;
+	r->ctx.ahead_devs = isinf(t) ? NULL : r->est_devs;
+	int rc = r->ctx.ahead_s > 0 ? r->pol->place(r->st, &r->ctx, j, jid, r->devs) : TP_EBUSY;
+	r->ctx.ahead_s = 0;
+	r->ctx.ahead_devs = NULL;
+	uint64_t dt = bench_now_ns() - t0;
+	r->res->place_calls += calls + 1;
+	sim_planner_time(r->res, dt);
+	return rc;
+}
+
 static int sim_try(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
@@ -752,11 +780,13 @@ static bool sim_easy_admits(struct sim_run *r, uint32_t jid, double end)
  *     either ends by the shadow time or uses none of the reserved nodes. A job refused for
  *     that is not a shape failure (another job of its shape may land elsewhere).
  * With --starve-h H > 0, once the oldest waiting job has waited H hours nothing may pass it.
+ * After the pass, a policy that sets ctx.wants_ahead tries the oldest job again if it was
+ * refused with enough GPUs free (sim_try_ahead).
  */
 static void sim_schedule(struct sim_run *r)
 {
 	size_t scanned = 0, out = 0;
-	bool strict = false, blocked = false;
+	bool strict = false, blocked = false, head_busy = false;
 	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
@@ -779,6 +809,7 @@ static void sim_schedule(struct sim_run *r)
 		if (may_try) {
 			scanned++;
 			int rc = sim_try(r, jid);
+			head_busy |= rc == TP_EBUSY && out == 0;
 			if (rc == 0 && r->resv_on) { /* EASY: does it delay the top job? */
 				double end = r->now + j->duration_s / (r->pol->uses_cluster ?
 				             sim_efficiency(r->f, j, r->devs, r->o->use_cost) : 1.0);
@@ -805,6 +836,14 @@ static void sim_schedule(struct sim_run *r)
 			r->queue[out++] = jid;
 	}
 	r->qlen = out;
+	/* The oldest job was refused (TP_EBUSY) with enough GPUs free, and every job after it
+	 * had its try: a policy that wants it (topoplace's floor) is asked once more, told the
+	 * wait ahead (sim_try_ahead), so that it may take GPUs nothing else took this pass. */
+	if (r->qlen && r->ctx.wants_ahead && head_busy && r->w->jobs[r->queue[0]].gpus <=
+	    sim_free(r) && sim_try_ahead(r, r->queue[0]) == 0) {
+		sim_start(r, r->queue[0]);
+		memmove(r->queue, r->queue + 1, --r->qlen * sizeof *r->queue);
+	}
 	r->resv_on = false; /* kept for the next pass while nothing changes */
 	for (size_t i = 0; i < r->nmemo; i++)
 		r->memo[r->memo_set[i]] = 0;
@@ -956,7 +995,6 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	uint64_t t0 = bench_now_ns(), last = t0;
 	size_t next = 0;
 	r.now = w->n ? w->jobs[0].submit_s : 0;
-	r.ctx.now = r.now;
 	r.next_sample = r.now;
 	struct sim_fail_hooks fh = {&r, sim_fail_repaired, sim_fail_requeue};
 	if ((r.fail = sim_failures_create(o, f, w, r.pol, r.ctx.c, res, r.now)))

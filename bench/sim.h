@@ -246,9 +246,13 @@ struct sim_ctx {
 	tp_cluster *c;
 	struct bench_rng rng;
 	uint32_t *scratch; /* [gpus] */
-	/* The simulated time (s) of the state the policy places on: the clock, or the end time a
-	 * projection (sim_easy_reserve) has released the running jobs up to. */
-	double now;
+	/* For a second try of the oldest waiting job (sim.c, sim_try_ahead), else 0 and NULL: the
+	 * wait still ahead of it (s; INFINITY: never) until the policy places it on the projected
+	 * state, the running jobs released at their ends, and that placement (the job's GPUs).
+	 * Only a policy that sets wants_ahead in create gets the second try. */
+	bool wants_ahead;
+	double ahead_s;
+	const uint32_t *ahead_devs;
 };
 
 struct sim_policy {

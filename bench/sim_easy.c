@@ -92,16 +92,13 @@ static void release_to(struct easy_proj *p, size_t k)
 	}
 }
 
-/* Place the top job with out[0..k) released (k > 0), at the time the last of them ends (the
- * policy may ask for more the sooner it is: topoplace's efficiency floor falls as a job
- * waits); the rng is the same for every trial. */
+/* Place the top job with out[0..k) released; the rng is the same for every trial. */
 static int try_at(struct easy_proj *p, size_t k, struct sim_ctx *ctx,
                   const struct sim_policy *pol, void *st, const struct sim_job *top,
                   uint32_t top_id, uint32_t *devs, const struct bench_rng *rng, long *calls)
 {
 	release_to(p, k);
 	ctx->rng = *rng;
-	ctx->now = p->o->out[k - 1].t;
 	(*calls)++;
 	return pol->place(st, ctx, top, top_id, devs);
 }
@@ -117,10 +114,7 @@ static int try_at(struct easy_proj *p, size_t k, struct sim_ctx *ctx,
  * O(log n) placements instead of O(n). On success the nodes of that placement are marked in
  * reserved[] (listed in list[0..*nlist)), devs[0..top->gpus) holds it (devs has room for
  * 2 x top->gpus) and the shadow time is returned; INFINITY when it never fits (nothing
- * marked). Each trial places at the time of its state (ctx->now: the end time it released
- * the jobs up to), so a policy whose demands fall with the wait (topoplace's efficiency floor)
- * keeps this monotone too. The cluster, ctx->rng and ctx->now are left as they were. *calls
- * counts the placements.
+ * marked). The cluster and ctx->rng are left as they were. *calls counts the placements.
  */
 double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
                         const struct sim_job *top, uint32_t top_id, struct sim_due *due,
@@ -148,7 +142,6 @@ double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void 
 		hi = group_end(&o, 0);
 	struct easy_proj p = {c, &o, 0};
 	const struct bench_rng rng = ctx->rng; /* trials draw nothing from the real stream */
-	const double now = ctx->now;
 	uint32_t *trial = devs + top->gpus;
 	size_t sp, sp_try;
 	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
@@ -189,7 +182,6 @@ double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void 
 		}
 	}
 	ctx->rng = rng;
-	ctx->now = now;
 	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
 	if (rc != 0)
 		return INFINITY;
