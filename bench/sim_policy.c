@@ -18,9 +18,8 @@
  *                     job, best fit over its leaf switches, best effort;
  *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus); on a
  *                     fleet of several fabric classes also its step model with an
- *                     efficiency floor (tp_step_model.min_efficiency; see fabric_floor),
- *                     relaxed for the oldest job by the wait ahead of it (see
- *                     fabric_floor);
+ *                     efficiency floor (tp_step_model.min_efficiency), relaxed for the
+ *                     oldest job by the wait ahead of it (see fabric_floor);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
  *   first-fit-box,
@@ -480,9 +479,9 @@ static double floor_of(struct fabric_floor *fl, const struct sim_fleet *f,
 	return floor;
 }
 
-/* The floor of job j (step model m, floor0 at its placement's ask) with ctx->ahead_s s still
- * to wait for ctx->ahead_devs (see above): min(floor0, D / (W + D / e1)); floor0 without a
- * projection. */
+/* The floor of job j (step model m, floor0 its fixed floor) told that it would wait
+ * ctx->ahead_s more for the placement ctx->ahead_devs (see above): min(floor0, D / (W + D /
+ * e1)); floor0 when it is told nothing, 0 when it would never be placed so. */
 static double floor_ahead(double floor0, const struct sim_ctx *ctx, const struct sim_job *j,
                           const struct tp_step_model *m)
 {
