@@ -599,6 +599,7 @@ static int sim_try_ahead(struct sim_run *r, uint32_t jid)
 	uint32_t nlist = 0;
 	long calls = 0;
 	uint64_t t0 = bench_now_ns();
+	r->ctx.oldest = true;
 	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, j, jid, r->running_end, n,
 	                            r->est_devs, r->est_node, r->est_list, &nlist, &calls);
 	for (uint32_t k = 0; k < nlist; k++)
@@ -716,8 +717,11 @@ static void sim_reservation(struct sim_run *r, uint32_t top)
 		r->extra = r->resv_extra;
 		return;
 	}
+	bool oldest = r->ctx.oldest;
+	r->ctx.oldest = true; /* the top job */
 	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->resv_devs,
 	                             r->resv_node, r->resv_list, &r->nresv, &r->res->resv_calls);
+	r->ctx.oldest = oldest;
 	r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
 }
 
@@ -797,6 +801,7 @@ static void sim_schedule(struct sim_run *r)
 		if (out == 0 && r->o->starve_h > 0) /* j is the oldest job still waiting */
 			strict = r->now - j->submit_s > r->o->starve_h * 3600;
 		r->oldest = out == 0;
+		r->ctx.oldest = r->oldest;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
 		if (may_try && top != UINT32_MAX) { /* computed when a later job needs it */

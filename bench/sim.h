@@ -253,6 +253,9 @@ struct sim_ctx {
 	bool wants_ahead;
 	double ahead_s;
 	const uint32_t *ahead_devs;
+	/* The job being placed is the oldest waiting one (also in the EASY reservation's trials,
+	 * for the top job). */
+	bool oldest;
 };
 
 struct sim_policy {
