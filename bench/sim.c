@@ -586,6 +586,36 @@ static void sim_finish(struct sim_run *r, uint32_t jid)
 
 static bool repairing(const struct sim_run *r) { return r->fail && sim_failures_repairing(r->fail); }
 
+/*
+ * Job jid, the oldest waiting, was refused (TP_EBUSY) by a policy that wants the wait ahead
+ * (topoplace's efficiency floor): project when the policy would place it as the running jobs
+ * end (as the EASY reservation and the pay rule do; estimates are exact, later arrivals are
+ * not foreseen) and place it again now, told that wait and that placement (ctx->ahead_s,
+ * ctx->ahead_devs). The placements count as planner calls.
+ */
+static int sim_try_ahead(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	size_t n = sim_due_ends(r, r->running_end);
+	uint32_t nlist = 0;
+	long calls = 0;
+	uint64_t t0 = bench_now_ns();
+	r->ctx.oldest = true;
+	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, j, jid, r->running_end, n,
+	                            r->est_devs, r->est_node, r->est_list, &nlist, &calls);
+	for (uint32_t k = 0; k < nlist; k++)
+		r->est_node[r->est_list[k]] = 0;
+	r->ctx.ahead_s = t > r->now ? t - r->now : isinf(t) ? INFINITY : 0;
+	r->ctx.ahead_devs = isinf(t) ? NULL : r->est_devs;
+	int rc = r->ctx.ahead_s > 0 ? r->pol->place(r->st, &r->ctx, j, jid, r->devs) : TP_EBUSY;
+	r->ctx.ahead_s = 0;
+	r->ctx.ahead_devs = NULL;
+	uint64_t dt = bench_now_ns() - t0;
+	r->res->place_calls += calls + 1;
+	sim_planner_time(r->res, dt);
+	return rc;
+}
+
 static int sim_try(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
@@ -689,8 +719,11 @@ static void sim_reservation(struct sim_run *r, uint32_t top)
 		r->extra = r->resv_extra;
 		return;
 	}
+	bool oldest = r->ctx.oldest;
+	r->ctx.oldest = true; /* the top job */
 	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->resv_devs,
 	                             r->resv_node, r->resv_list, &r->nresv, &r->res->resv_calls);
+	r->ctx.oldest = oldest;
 	r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
 }
 
@@ -753,11 +786,13 @@ static bool sim_easy_admits(struct sim_run *r, uint32_t jid, double end)
  *     either ends by the shadow time or uses none of the reserved nodes. A job refused for
  *     that is not a shape failure (another job of its shape may land elsewhere).
  * With --starve-h H > 0, once the oldest waiting job has waited H hours nothing may pass it.
+ * After the pass, a policy that sets ctx.wants_ahead tries the oldest job again if it was
+ * refused with enough GPUs free (sim_try_ahead).
  */
 static void sim_schedule(struct sim_run *r)
 {
 	size_t scanned = 0, out = 0;
-	bool strict = false, blocked = false;
+	bool strict = false, blocked = false, head_busy = false;
 	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
@@ -768,6 +803,7 @@ static void sim_schedule(struct sim_run *r)
 		if (out == 0 && r->o->starve_h > 0) /* j is the oldest job still waiting */
 			strict = r->now - j->submit_s > r->o->starve_h * 3600;
 		r->oldest = out == 0;
+		r->ctx.oldest = r->oldest;
 		bool may_try = scanned < r->o->backfill && (!strict || out == 0) && !blocked &&
 		               !r->memo[j->shape_key];
 		if (may_try && top != UINT32_MAX) { /* computed when a later job needs it */
@@ -780,6 +816,7 @@ static void sim_schedule(struct sim_run *r)
 		if (may_try) {
 			scanned++;
 			int rc = sim_try(r, jid);
+			head_busy |= rc == TP_EBUSY && out == 0;
 			if (rc == 0 && r->resv_on) { /* EASY: does it delay the top job? */
 				double end = r->now + j->duration_s / (r->pol->uses_cluster ?
 				             sim_efficiency(r->f, j, r->devs, r->o->use_cost) : 1.0);
@@ -806,6 +843,14 @@ static void sim_schedule(struct sim_run *r)
 			r->queue[out++] = jid;
 	}
 	r->qlen = out;
+	/* The oldest job was refused (TP_EBUSY) with enough GPUs free, and every job after it
+	 * had its try: a policy that wants it (topoplace's floor) is asked once more, told the
+	 * wait ahead (sim_try_ahead), so that it may take GPUs nothing else took this pass. */
+	if (r->qlen && r->ctx.wants_ahead && head_busy && r->w->jobs[r->queue[0]].gpus <=
+	    sim_free(r) && sim_try_ahead(r, r->queue[0]) == 0) {
+		sim_start(r, r->queue[0]);
+		memmove(r->queue, r->queue + 1, --r->qlen * sizeof *r->queue);
+	}
 	r->resv_on = false; /* kept for the next pass while nothing changes */
 	for (size_t i = 0; i < r->nmemo; i++)
 		r->memo[r->memo_set[i]] = 0;

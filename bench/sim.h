@@ -248,6 +248,16 @@ struct sim_ctx {
 	tp_cluster *c;
 	struct bench_rng rng;
 	uint32_t *scratch; /* [gpus] */
+	/* For a second try of the oldest waiting job (sim.c, sim_try_ahead), else 0 and NULL: the
+	 * wait still ahead of it (s; INFINITY: never) until the policy places it on the projected
+	 * state, the running jobs released at their ends, and that placement (the job's GPUs).
+	 * Only a policy that sets wants_ahead in create gets the second try. */
+	bool wants_ahead;
+	double ahead_s;
+	const uint32_t *ahead_devs;
+	/* The job being placed is the oldest waiting one (also in the EASY reservation's trials,
+	 * for the top job). */
+	bool oldest;
 };
 
 struct sim_policy {

@@ -28,6 +28,13 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
   JSON schema, one summary per workload, fleet and queue with an unflagged cell (its mean is the
   mean of the unflagged cells), no unflagged cell with an empty queue, two runs agree on every
   figure but wall times, progress on stderr, CSV rows for every cell and policy.
+- With TP_BENCH_FLOOR_AHEAD the efficiency floor on the mixed fleet gives way to the wait
+  ahead: a 256-GPU job that
+  only a placement across slower racks fits now, the fast racks being 100 h away, takes it at
+  once when it runs 10 h and waits for the fast racks when it runs 1,000 h.
+- When tp_place's own choice for the oldest job is below the floor, topoplace looks inside
+  each fabric class for a placement that meets it: a 32-GPU job that fits so starts at once
+  (without the search it waits for the first ends).
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
 """
 import json
@@ -58,9 +65,10 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(args, tmp, name, stderr=False):
+def run(args, tmp, name, stderr=False, env=None):
     out = os.path.join(tmp, name)
-    p = subprocess.run([TP_BENCH] + args + ["--json", out], capture_output=True, text=True)
+    p = subprocess.run([TP_BENCH] + args + ["--json", out], capture_output=True, text=True,
+                       env=dict(os.environ, **env) if env else None)
     if p.returncode != 0:
         sys.exit(f"tp-bench {' '.join(args)} exited {p.returncode}: {p.stderr}")
     with open(out) as f:
@@ -431,6 +439,55 @@ def check_mixed_fleet(tmp):
     check(share >= 0.8, f"mixed fleet: topoplace's effective share {share} below 0.8")
 
 
+# The floor gives way to the wait ahead (bench/sim_policy.c, floor_ahead; on with
+# TP_BENCH_FLOOR_AHEAD, off by default: it lost under EASY, docs/benchmarks.md). On mixed:576 (4
+# NVL72 racks of 288 GPUs, then 2 HGX and 2 PCIe-only racks) X holds the NVL72 racks for
+# 100 h; J (256 GPUs, which only the NVL72 racks hold at the floor, 0.9 x) arrives at 1 s
+# and fits now only across the HGX and PCIe racks, at an efficiency near 0.5. Refused, J is
+# projected to get the NVL72 racks when X ends, 100 h on; it takes the slow placement at once
+# when it then ends sooner (J runs 10 h: about 20 h there; a fixed floor made it wait the
+# 100 h) and waits for X when it does not (J runs 1,000 h). No other job arrives: the one
+# pass at J's arrival decides.
+def check_floor_ahead(tmp):
+    for case, dur, lo, hi in (("short", 36000, 0, 1), ("long", 3600000, 359999, 360000)):
+        rows = [(0, 360000, 288, "train"), (1, dur, 256, "train")]
+        trace = os.path.join(tmp, f"floor-{case}.csv")
+        write_csv(trace, rows)
+        d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies",
+                    "topoplace"], tmp, f"floor-{case}.json", env={"TP_BENCH_FLOOR_AHEAD": "1"})
+        m = d["policies"]["topoplace"]
+        check(m["jobs_started"] == len(rows), f"floor {case}: jobs left over")
+        check(lo <= m["max_wait_s"] <= hi,
+              f"floor {case}: the 256-GPU job of {dur} s waited {m['max_wait_s']} s, "
+              f"not in [{lo}, {hi}]")
+
+
+# The floor search (bench/sim_policy.c, floor_search, for the oldest waiting job): 11 jobs of
+# 8-64 GPUs (372 of 576) start at 0 s and run 100,000 s, then J (32 GPUs) arrives at 1 s.
+# tp_place's own choice for J spans racks of several classes below the floor; inside one
+# class (select_nodes) a placement meets it, and J starts at once (without the search,
+# TP_BENCH_NO_FLOOR_SEARCH set, as on main before it, J waits 99,999 s for the first ends).
+FLOOR_SEARCH_ROWS = [(0, 100000, g, "train") for g in
+                     (32, 36, 64, 16, 64, 16, 8, 16, 64, 8, 48)] + [(1, 1000, 32, "train")]
+
+
+def check_floor_search(tmp):
+    trace = os.path.join(tmp, "floor-search.csv")
+    write_csv(trace, FLOOR_SEARCH_ROWS)
+    d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace"],
+               tmp, "floor-search.json")
+    m = d["policies"]["topoplace"]
+    check(m["jobs_started"] == len(FLOOR_SEARCH_ROWS) and m["max_wait_s"] == 0,
+          f"floor search: {m['jobs_started']} jobs started, a wait of {m['max_wait_s']} s")
+    d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace"],
+               tmp, "floor-search-off.json", env={"TP_BENCH_NO_FLOOR_SEARCH": "1"})
+    m = d["policies"]["topoplace"]
+    total = m["mean_wait_s"] * len(FLOOR_SEARCH_ROWS)
+    check(m["max_wait_s"] == 99999 and abs(total - 99999) < 1,
+          f"floor search off: waits sum to {total} s, not 99999 (the trace no longer "
+          f"needs the search)")
+
+
 def check_compact(tmp):
     """Compaction: topoplace-defrag compacts for the blocked oldest job, within the moves and
     checkpoint GPU-seconds per hour; on by default (--compact says so, --no-compact turns it
@@ -569,6 +626,8 @@ if __name__ == "__main__":
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
         check_mixed_fleet(tmp)
+        check_floor_ahead(tmp)
+        check_floor_search(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
