@@ -98,6 +98,31 @@ static void migrant_request(const struct planner *P, const struct tp_job_impl *j
 	}
 }
 
+/*
+ * A migrant without a shape that fills every node it sits on, on nodes of the largest size
+ * (ndev = span(node) x the most devices of a node): a home as local spans at most as many
+ * nodes, so it too is whole nodes of that size. Asking for groups of a node's size then
+ * changes no answer that matters: the placements of the groups request are those of the plain
+ * one made of whole nodes, so when the plain request's best is as local (whole nodes), it is
+ * the groups request's best too (the same cost vector, hence the same spans); when the plain
+ * request's best is less local, the groups request's best may be as local, a home the plain
+ * request would only have found in the packing below. What it saves is the solver's knapsack:
+ * groups of 1 over partly used nodes have no fast path in a three-level tree (place.c), so
+ * the plain request of a 512-GPU migrant over several blocks of the 140-rack NVL72 fleet ran a
+ * knapsack over every rack (20-40 ms); whole nodes take the top-level dual and the uniform
+ * tables (well under a millisecond).
+ */
+static void whole_nodes(const struct tp_topology *t, const struct tp_job_impl *j,
+                        const uint32_t *old, tp_request *r)
+{
+	unsigned nl = tp_node_level(t);
+	uint32_t md = t->lv[nl].max_devices;
+	if (md > 1 && (uint64_t)old[nl] * md == j->ndev) {
+		r->group_size = md;
+		r->group_level = NULL; /* the node level */
+	}
+}
+
 /* The most free devices of any domain of level l: one Judy1 look-up where the level is
  * indexed; elsewhere (the node level) a bound that never stops a search (the largest node). */
 static uint32_t max_free(const struct planner *P, unsigned l)
@@ -290,6 +315,7 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 		mr.preferred = NULL;
 		if (deep < 0)
 			mr.preferred = t->lv[0].name; /* it spans top-level domains: as few as can be */
+		whole_nodes(t, j, old, &mr);
 	}
 	bool pass;
 	if ((rc = defrag_home_counts(P, j, old, deep, &pass)))
