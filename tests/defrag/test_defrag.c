@@ -1305,6 +1305,58 @@ Test(defrag, migrants_keep_their_own_shape)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/*
+ * A migrant without a shape on two whole nodes of two blocks (W) has one home as local once
+ * the request takes its rack: the two whole free nodes, one per block. The plain request of
+ * its size prefers the block with the most free devices (one block, three partial nodes:
+ * less local), and so did every retry and the packing; re-placed as groups of a node's size
+ * (defrag_migrate.c, whole_nodes), it lands on the whole nodes.
+ */
+Test(defrag, a_whole_node_migrant_finds_whole_nodes)
+{
+	const char *levels[] = {"block", "rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 3, &tp_test_allocator), 0);
+	unsigned counts[] = {2, 2, 2};
+	cr_assert_eq(tp_topology_builder_generate(b, counts, 4, NULL), 0);
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_build(b, &t), 0);
+	tp_topology_builder_destroy(b);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 0, 0, 60);
+	uint32_t w[] = {0, 1, 2, 3, 16, 17, 18, 19}; /* node 0 (block 0), node 4 (block 1) */
+	cr_assert_eq(tp_cluster_assign(c, "W", w, 8, &o), 0, "%s", tp_cluster_errmsg(c));
+	assign_with(c, "X1", 12, 4, opts(0, 0, 0, 60)); /* node 3 */
+	assign_with(c, "X3", 20, 4, opts(0, 0, 0, 60)); /* node 5 */
+	uint32_t x2[] = {24, 28};                       /* one device of nodes 6 and 7 */
+	tp_job_options ox = opts(0, 0, 0, 60);
+	cr_assert_eq(tp_cluster_assign(c, "X2", x2, 2, &ox), 0, "%s", tp_cluster_errmsg(c));
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "R";
+	r.count = 8;
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	tp_plan *p = NULL;
+	cr_assert_eq(tp_defrag_plan(c, &r, &pol, &p), 0, "%s", tp_plan_errmsg(p));
+	check_plan(c, &r, &pol, p);
+	cr_assert_eq(tp_plan_step_count(p), 2);
+	tp_step_action act;
+	const char *job;
+	const uint32_t *to;
+	size_t nto;
+	cr_assert_eq(tp_plan_step(p, 0, &act, &job, NULL, NULL, &to, &nto), 0);
+	cr_assert_eq(act, TP_STEP_MIGRATE);
+	cr_assert_str_eq(job, "W");
+	const uint32_t home[] = {8, 9, 10, 11, 16, 17, 18, 19}; /* nodes 2 and 4 */
+	cr_assert_eq(nto, 8);
+	cr_assert_eq(memcmp(to, home, sizeof home), 0, "W lands on %u..%u", to[0], to[nto - 1]);
+	tp_plan_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* ---- compaction ---------------------------------------------------------------------------- */
 
 Test(defrag, compaction_frees_the_cheapest_racks)
