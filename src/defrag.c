@@ -68,6 +68,7 @@ static void scan_free(struct planner *P)
 	tp_free(P->a, s->jdev);
 	tp_free(P->a, s->jdom);
 	tp_free(P->a, s->jrun);
+	tp_free(P->a, s->runcnt);
 	for (unsigned i = 0; i < TP_MAX_LEVELS; i++) {
 		tp_free(P->a, s->ly[i].f0);
 		tp_free(P->a, s->ly[i].f);

@@ -173,9 +173,11 @@ struct cscan {
 	/* each job's devices as runs of one domain of a layer, so that a tally adds a run at a
 	 * time (defrag_tally_job): a job's devices sit in few domains */
 	struct jrun {
-		uint32_t layer, e, n;
+		uint32_t layer, e, n; /* e TP_NONE: the units of domains only this job holds */
 	} *jrun;
 	size_t cap_jrun;
+	uint32_t *runcnt;  /* scratch of build_runs: jobs with a run in each layer's domain */
+	size_t cap_runcnt;
 	unsigned nlayers;
 	struct scan_layer ly[TP_MAX_LEVELS];
 	uint32_t nmov;     /* movable jobs (on the candidate, then outside ones once added) */

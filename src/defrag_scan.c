@@ -140,6 +140,59 @@ int defrag_scan_candidate(struct planner *P, int level, uint32_t dom)
 }
 
 
+/*
+ * A tally reads a layer's free counts only for its units (sum of f / size). In a domain where
+ * one job alone has devices, f is the free count f0 with or without that job's n, so the job
+ * changes the units there by the constant (f0 + n) / size - f0 / size, whatever else is
+ * tallied. Each job's runs of such domains fold into one run per layer carrying that sum
+ * (e TP_NONE): a 512-GPU job on 128 whole nodes is then a few runs, not 136, and every tally
+ * gives the same units. The free counts of those domains are no longer written (nothing
+ * reads them).
+ */
+static int fold_runs(struct planner *P)
+{
+	struct cscan *s = &P->scan;
+	size_t total = 0, base[TP_MAX_LEVELS];
+	for (unsigned i = 0; i < s->nlayers; i++) {
+		base[i] = total;
+		total += s->ly[i].ne;
+	}
+	if (defrag_grow_u32(P->a, &s->runcnt, &s->cap_runcnt, total))
+		return TP_ENOMEM;
+	memset(s->runcnt, 0, total * sizeof *s->runcnt);
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		const struct cjob *cj = &s->jobs[k];
+		for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++)
+			s->runcnt[base[s->jrun[r].layer] + s->jrun[r].e]++;
+	}
+	/* in place: a job's runs come layer by layer, and a folded run replaces at least one */
+	uint32_t out = 0;
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		struct cjob *cj = &s->jobs[k];
+		uint32_t r = cj->r0, end = cj->r0 + cj->nr;
+		cj->r0 = out;
+		while (r < end) {
+			uint32_t layer = s->jrun[r].layer, units = 0;
+			bool folded = false;
+			const struct scan_layer *ly = &s->ly[layer];
+			for (; r < end && s->jrun[r].layer == layer; r++) {
+				struct jrun run = s->jrun[r];
+				if (s->runcnt[base[layer] + run.e] == 1) {
+					uint32_t f0 = ly->f0[run.e];
+					units += (f0 + run.n) / ly->size - f0 / ly->size;
+					folded = true;
+				} else {
+					s->jrun[out++] = run;
+				}
+			}
+			if (folded)
+				s->jrun[out++] = (struct jrun){layer, TP_NONE, units};
+		}
+		cj->nr = out - cj->r0;
+	}
+	return 0;
+}
+
 /* Each job's devices of the candidate (jdom) as runs of one domain per layer: a tally then
  * costs a job's domains, not its devices. At most `ndev` runs per layer. */
 static int build_runs(struct planner *P, size_t ndev)
@@ -162,7 +215,7 @@ static int build_runs(struct planner *P, size_t ndev)
 			}
 		cj->nr = nr - cj->r0;
 	}
-	return 0;
+	return fold_runs(P);
 }
 
 /* With !full, only what bounding needs: the jobs, their usable devices on the candidate, their
@@ -357,6 +410,10 @@ void defrag_tally_job(struct planner *P, uint32_t k, int sign)
 	for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++) {
 		const struct jrun *run = &s->jrun[r];
 		struct scan_layer *ly = &s->ly[run->layer];
+		if (run->e == TP_NONE) { /* domains this job alone holds (fold_runs) */
+			ly->units = sign > 0 ? ly->units + run->n : ly->units - run->n;
+			continue;
+		}
 		uint32_t *f = &ly->f[run->e];
 		ly->units -= *f / ly->size;
 		*f = sign > 0 ? *f + run->n : *f - run->n;
