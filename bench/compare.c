@@ -560,9 +560,11 @@ static void cmp_print_overall(const struct cmp_group *groups, int ngroups, const
 	for (size_t k = 0; k < npol; k++) {
 		struct cmp_overall v;
 		cmp_overall(groups, ngroups, k, &v);
-		printf("%-17s %6d %+9.2f%% %6d %6d %6d %8.2f%%\n", sim_policies[pols[k]].name,
-		       v.cells, v.mean_gain * 100, v.gains, v.losses, v.cells - v.gains - v.losses,
-		       v.mean_gap * 100);
+		char gap[16] = "-"; /* no ideal bound among the policies */
+		if (!isnan(v.mean_gap))
+			snprintf(gap, sizeof gap, "%.2f%%", v.mean_gap * 100);
+		printf("%-17s %6d %+9.2f%% %6d %6d %6d %9s\n", sim_policies[pols[k]].name, v.cells,
+		       v.mean_gain * 100, v.gains, v.losses, v.cells - v.gains - v.losses, gap);
 	}
 	printf("(gain / loss / level: cells beyond the spread either way, or within it; the ideal "
 	       "bound's mean\ngain is the most a placement policy can gain on this grid)\n");
