@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* knap-repro: tp_place latency of plain requests (groups of 1) for 128-512 GPUs on the
+ * 140-rack NVL72 fleet (nvl72:10080: 10 blocks x 14 racks x 18 nodes x 4 GPUs) whose nodes are
+ * partly used, against the same counts as groups of a node's size. Prints the mean and max
+ * milliseconds per request shape and an FNV-1a checksum of every answer's devices, so a solver
+ * change can be checked for identical answers and timed the same way:
+ *
+ *     build-rel/bench/knap-repro [--reps N] [--seed N]
+ *
+ * Public API only, as tp-bench. */
+#include <topoplace.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NODE_GPUS 4
+
+static uint64_t rng_state;
+
+static uint32_t rng_below(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void check(int rc, const char *what, const tp_cluster *c)
+{
+	if (rc < 0) {
+		fprintf(stderr, "knap-repro: %s: %s (%s)\n", what, tp_err_name(rc),
+		        c ? tp_cluster_errmsg(c) : "");
+		exit(1);
+	}
+}
+
+/* Every node gets 1-3 GPUs taken by one-node jobs, and one node in ten is taken whole: no
+ * node, rack or block is empty, and a block has fewer than 512 GPUs free. */
+static void fill_partly(tp_cluster *c, const tp_topology *t)
+{
+	unsigned nl = tp_topology_level_count(t) - 1;
+	uint32_t nnodes = tp_topology_node_count(t);
+	long next = 0;
+	for (uint32_t node = 0; node < nnodes; node++) {
+		uint32_t first, n, take = rng_below(10) == 0 ? NODE_GPUS : 1 + rng_below(NODE_GPUS - 1);
+		check(tp_topology_domain_devices(t, nl, node, &first, &n), "domain_devices", c);
+		if (!take)
+			continue;
+		uint32_t devs[NODE_GPUS];
+		for (uint32_t i = 0; i < take; i++)
+			devs[i] = first + i;
+		char id[32];
+		snprintf(id, sizeof id, "fill-%ld", next++);
+		check(tp_cluster_assign(c, id, devs, take, NULL), "assign", c);
+	}
+}
+
+static uint64_t fnv(uint64_t h, uint32_t v)
+{
+	for (int i = 0; i < 4; i++) {
+		h ^= (v >> (8 * i)) & 0xff;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+int main(int argc, char **argv)
+{
+	int reps = 5;
+	rng_state = 88172645463325252ull;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			rng_state ^= strtoull(argv[++i], NULL, 10) * 0x9e3779b97f4a7c15ull;
+		else {
+			fprintf(stderr, "usage: knap-repro [--reps N] [--seed N]\n");
+			return 2;
+		}
+	}
+	if (reps < 1)
+		reps = 1;
+	tp_topology *t = NULL;
+	tp_cluster *c = NULL;
+	check(tp_topology_generate_nvl72(&t, 10, 14, NULL), "generate", NULL);
+	check(tp_cluster_create(&c, t, NULL), "cluster_create", NULL);
+	fill_partly(c, t);
+	printf("nvl72:10080 (10 blocks x 14 racks), %u of %u GPUs free, %d reps\n",
+	       (unsigned)tp_cluster_free_total_count(c), (unsigned)tp_topology_device_count(t),
+	       reps);
+	printf("%-6s %-8s %-6s %-4s %10s %10s\n", "count", "groups", "req", "rc", "mean_ms", "max_ms");
+	static const uint32_t counts[] = {128, 256, 512};
+	uint64_t h = 14695981039346656037ull;
+	for (unsigned ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+		for (int gs = 0; gs < 2; gs++)
+			for (int reqd = 0; reqd < 2; reqd++) {
+				tp_request r = TP_REQUEST_INIT;
+				r.id = "probe";
+				r.count = counts[ci];
+				if (gs) {
+					r.group_size = NODE_GPUS;
+					r.group_level = "node";
+				}
+				if (reqd)
+					r.required = "block";
+				double sum = 0, mx = 0;
+				int rc0 = 0;
+				for (int k = 0; k < reps; k++) {
+					tp_placement *pl = NULL;
+					double t0 = now_ms();
+					int rc = tp_place(c, &r, &pl);
+					double ms = now_ms() - t0;
+					sum += ms;
+					mx = ms > mx ? ms : mx;
+					h = fnv(h, (uint32_t)rc);
+					rc0 = rc;
+					size_t n = 0;
+					const uint32_t *d = rc == 0 ? tp_placement_devices(pl, &n) : NULL;
+					for (size_t i = 0; i < n; i++)
+						h = fnv(h, d[i]);
+					tp_placement_destroy(pl);
+				}
+				printf("%-6u %-8s %-6s %-4d %10.3f %10.3f\n", (unsigned)counts[ci],
+				       gs ? "node(4)" : "1", reqd ? "block" : "-", rc0, sum / reps, mx);
+			}
+	printf("checksum %016llx\n", (unsigned long long)h);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	return 0;
+}
