@@ -98,12 +98,13 @@ int main(int argc, char **argv)
 	printf("nvl72:10080 (10 blocks x 14 racks), %u of %u GPUs free, %d reps\n",
 	       (unsigned)tp_cluster_free_total_count(c), (unsigned)tp_topology_device_count(t),
 	       reps);
-	printf("%-6s %-8s %-6s %-4s %10s %10s\n", "count", "groups", "req", "rc", "mean_ms", "max_ms");
+	printf("%-6s %-8s %-6s %-4s %10s %10s\n", "count", "groups", "block", "rc", "mean_ms", "max_ms");
 	static const uint32_t counts[] = {128, 256, 512};
+	static const char *const kind[] = {"-", "req", "pref"};
 	uint64_t h = 14695981039346656037ull;
 	for (unsigned ci = 0; ci < sizeof counts / sizeof *counts; ci++)
 		for (int gs = 0; gs < 2; gs++)
-			for (int reqd = 0; reqd < 2; reqd++) {
+			for (int reqd = 0; reqd < 3; reqd++) {
 				tp_request r = TP_REQUEST_INIT;
 				r.id = "probe";
 				r.count = counts[ci];
@@ -111,8 +112,10 @@ int main(int argc, char **argv)
 					r.group_size = NODE_GPUS;
 					r.group_level = "node";
 				}
-				if (reqd)
+				if (reqd == 1)
 					r.required = "block";
+				else if (reqd == 2)
+					r.preferred = "block";
 				double sum = 0, mx = 0;
 				int rc0 = 0;
 				for (int k = 0; k < reps; k++) {
@@ -131,7 +134,7 @@ int main(int argc, char **argv)
 					tp_placement_destroy(pl);
 				}
 				printf("%-6u %-8s %-6s %-4d %10.3f %10.3f\n", (unsigned)counts[ci],
-				       gs ? "node(4)" : "1", reqd ? "block" : "-", rc0, sum / reps, mx);
+				       gs ? "node(4)" : "1", kind[reqd], rc0, sum / reps, mx);
 			}
 	printf("checksum %016llx\n", (unsigned long long)h);
 	tp_cluster_destroy(c);
