@@ -496,7 +496,7 @@ int tp_pl_emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 	struct knap kn;
 	unsigned cl = (unsigned)(l + 1);
 	uint32_t J = k / p->u[cl];
-	int rc = tp_pl_knap_run(p, l, d, J, true, &kn);
+	int rc = tp_pl_knap_run(p, l, d, J, J, true, &kn);
 	if (rc) {
 		tp_pl_ar_release(p, m);
 		return rc;

@@ -481,7 +481,8 @@ bool tp_pl_root_indexed(const struct pctx *p);
 struct kid *tp_pl_kids_of(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *n);
 bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32_t *dom);
 void tp_pl_takes_sort(struct take *tk, uint32_t n);
-int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, bool record, struct knap *kn);
+int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed, bool record,
+                   struct knap *kn);
 int tp_pl_lnode_cmp(const void *a, const void *b);
 struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n);
 bool tp_pl_leaf_fast(const struct pctx *p, int l);
