@@ -486,6 +486,10 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed
 int tp_pl_lnode_cmp(const void *a, const void *b);
 struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n);
 bool tp_pl_leaf_fast(const struct pctx *p, int l);
+/* place_counts.c: a child's leading counts without its table (plain requests) */
+bool tp_pl_counts_rank_ok(const struct pctx *p, int l, uint32_t k);
+int tp_pl_count_prefix(struct pctx *p, int l, uint32_t dom, uint32_t k, const uint32_t *best,
+                       uint32_t *out);
 uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d);
 bool tp_pl_linear_ok(const struct pctx *p, int l);
 unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col);
