@@ -38,9 +38,9 @@ bool tp_pl_counts_rank_ok(const struct pctx *p, int l, uint32_t k)
  * for R = 1). So R is the fewest children whose capacities (the node sum clipped by the
  * child's own) hold k, and N the fewest nodes of R children that hold k: a knapsack over the
  * children on (children, nodes), small beside one on devices. 1 with out set, 0 when it cannot
- * tell (then the child is evaluated), or an error. With best (the search's best, or NULL) at R children, N
- * is sought only up to best's: past it out says best's plus one, which parts from best and
- * from any later best where the real N would. */
+ * tell (then the child is evaluated), or an error. With best (the search's best, or NULL) at
+ * R children, N is sought only up to best's: past it out says best's plus one, which parts
+ * from best and from any later best where the real N would. */
 int tp_pl_count_prefix(struct pctx *p, int l, uint32_t dom, uint32_t k, const uint32_t *best,
                         uint32_t *out)
 {

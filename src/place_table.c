@@ -848,11 +848,12 @@ static int walk_settle(struct pctx *p, struct walk *w, int l, uint32_t k, unsign
 }
 
 /* The search over children two levels above the nodes, ranked by their count prefixes while
- * they decide (see tp_pl_count_prefix, place_counts.c): a child that parts from the best there wins or loses
- * without its table, and what decided reads the same from the prefix (losers are kept by
- * where they part from the best, which the prefix fixes). Only children that tie the best on
- * the whole prefix are evaluated (and the best then too). 1 offered (*done set when the walk
- * stops), 0 when it cannot rank dom so, or an error. */
+ * they decide (tp_pl_count_prefix, place_counts.c): a child that parts from the best there
+ * wins or loses without its table, and what decided reads the same from the prefix (losers
+ * are kept by where they part from the best, which the prefix fixes). Only children that tie
+ * the best on the whole prefix are evaluated, and the best (lazy until then) when the search
+ * ends. 1 offered (*done set when the walk stops), 0 when it cannot rank dom so, or an
+ * error. */
 static int walk_offer_counts(struct pctx *p, struct walk *w, int l, uint32_t k, unsigned col,
                              uint32_t dom, uint32_t *best, uint32_t *kid, int *done)
 {
