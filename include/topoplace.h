@@ -1077,13 +1077,30 @@ typedef struct tp_domain_cap {
  * rules leave room. NULL (the default, and what a request of version 1 or 2 has): no step
  * model; ties go to the lowest index as before. The model is copied with the request when a job
  * records it (tp_commit()). With `comm->min_efficiency` > 0 (model version 2) tp_place() also
- * computes the chosen placement's efficiency (tp_cost_efficiency(), O(count log count)) and
- * answers ::TP_EBUSY when it is below the floor ("request.comm.min_efficiency 0.9: the best
- * placement now reaches 0.58 (step 1.210e+06 us, 7.020e+05 us on the ideal layout)"); the
- * rules' choice is not searched further, so a placement elsewhere that would meet the floor is
- * not offered either. The planners place through tp_place(), so a plan honours the floor of
- * the request and of every moved job whose recorded shape has one; tp_replace() does not apply
- * it (a repair keeps the job running).
+ * computes the chosen placement's efficiency (tp_cost_efficiency(), O(count log count)). When
+ * it is below the floor, tp_place() searches the topology's *fabric classes* for a placement
+ * that meets it: a class is the nodes that share a device model, a node fabric and the fabric
+ * of the domain above the node (on a mixed fleet: the NVL72 racks, the HGX nodes, the
+ * PCIe-only nodes), derived once when the topology is built (a topology of one class, or of
+ * more than 32, is not searched). Each class is tried with the request restricted to its nodes
+ * (and to `select_nodes`), the floor unchanged; only classes whose e_c, the efficiency of the
+ * job packed in tree order into the class alone, meets the floor are tried, those with fewer
+ * free devices than `count` are passed over, and the rest go slowest first (the lowest e_c,
+ * ties to the lower class): best fit over the classes, so the fast fabrics stay free for the
+ * jobs only they hold at their floor. The first placement that meets the floor is the answer
+ * (its rules are those of the request inside the class; the job records the request as
+ * given). The search costs, per class that can hold the job, one efficiency and a sum of its
+ * nodes' free counts, and per class tried one placement restricted to its nodes; a request
+ * without a floor, or whose rules' choice meets it, pays none of it. With
+ * `comm->no_floor_search` (model version 3) there is no search. Without a placement that meets
+ * the floor the answer is ::TP_EBUSY, naming the floor, the best efficiency reachable now and
+ * where, and what the search found ("busy: request.comm.min_efficiency 0.9: the best placement
+ * now reaches 0.320 (step 3.654e+05 us, 1.169e+05 us on the ideal layout) inside fabric class 1
+ * (2 nodes like b0); 2 of the 2 fabric classes can reach it, none has such a placement now (1
+ * with too few free devices)"; docs/errors.md lists the others). The answer is deterministic
+ * and tp_place() still only reads the cluster. The planners place through tp_place(), so a plan
+ * honours the floor of the request and of every moved job whose recorded shape has one;
+ * tp_replace() does not apply it (a repair keeps the job running).
  *
  * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
  * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
@@ -2553,8 +2570,9 @@ TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
  *  @{ */
 
 /** @brief Version of ::tp_step_model this header describes (2 since 0.4.0: `min_efficiency`;
- *  a model of version 1 is still accepted and has no floor). */
-#define TP_STEP_MODEL_VERSION 2
+ *  3 since 0.4.0: `no_floor_search`; a model of version 1 is still accepted and has no floor,
+ *  one of version 2 has the floor and its search). */
+#define TP_STEP_MODEL_VERSION 3
 
 /**
  * @brief A training step: parallel degrees and what each kind of group exchanges.
@@ -2587,24 +2605,34 @@ typedef struct tp_step_model {
 	double ep_bytes;   /**< bytes each device sends in one all-to-all (>= 0) */
 	unsigned ep_msgs;  /**< expert all-to-alls per step */
 	/** The lowest placement efficiency (tp_cost_efficiency()) tp_place() may answer for a
-	 *  request whose `comm` is this model, in [0, 1]; 0 (the default): no floor. A placement
-	 *  the rules choose below it is refused with ::TP_EBUSY and a message naming
-	 *  `request.comm.min_efficiency`, its value and the efficiency the placement reached: the
-	 *  job waits for a better one instead of burning devices at a low speed. The other
+	 *  request whose `comm` is this model, in [0, 1]; 0 (the default): no floor. When the
+	 *  placement the rules choose is below it, tp_place() searches the topology's fabric
+	 *  classes for one that meets it (see ::tp_request, "How the job communicates"; unless
+	 *  @c no_floor_search) and, finding none, answers ::TP_EBUSY with a message naming
+	 *  `request.comm.min_efficiency`, its value and the best efficiency reachable now: the
+	 *  job waits for a better placement instead of burning devices at a low speed. The other
 	 *  functions of the cost model ignore it. @since 0.4.0 (version 2) */
 	double min_efficiency;
+	/** 1: tp_place() tests only the placement its rules choose against @c min_efficiency
+	 *  and does not search the fabric classes for another (a caller that searches only for
+	 *  some of its jobs, as the simulator does for the oldest waiting one); 0 (the default,
+	 *  and what a model of version 2 means): search. The other functions of the cost model
+	 *  ignore it. @since 0.4.0 (version 3) */
+	int no_floor_search;
 } tp_step_model;
 
-/** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0, no efficiency floor. */
+/** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0, no efficiency floor
+ *  (and its search on, should a floor be set). */
 #define TP_STEP_MODEL_INIT                                                                     \
-	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0}
+	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0, 0}
 
 /**
  * @brief Initialise a step model to ::TP_STEP_MODEL_INIT (for bindings that cannot use the
  * macro).
- * @param[out] m The model. @param version ::TP_STEP_MODEL_VERSION, or 1 (the fields up to
- *        @c ep_msgs only: a caller built against 0.3's header).
- * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 or 2 (@p m is then
+ * @param[out] m The model. @param version ::TP_STEP_MODEL_VERSION, 2 (the fields up to
+ *        @c min_efficiency) or 1 (the fields up to @c ep_msgs only: a caller built against
+ *        0.3's header).
+ * @return 0, or ::TP_EINVAL when @p m is NULL or @p version is not 1 to 3 (@p m is then
  *         unchanged; no object carries a message for this call).
  * @note Thread-safe. @since 0.3.0
  */

@@ -431,8 +431,8 @@ static const char *bad_figure(const struct tp_step_model *m, double *v)
 /* The model's own fields: version, degrees, figures. */
 static int model_check(const struct tp_step_model *m, size_t n, char *err, size_t len)
 {
-	if (m->version != 1 && m->version != TP_STEP_MODEL_VERSION)
-		return cost_err(err, len, TP_EINVAL, "model.version %u is not 1 or %d", m->version,
+	if (m->version < 1 || m->version > TP_STEP_MODEL_VERSION)
+		return cost_err(err, len, TP_EINVAL, "model.version %u is not 1 to %d", m->version,
 		                TP_STEP_MODEL_VERSION);
 	if (m->tp == 0 || m->pp == 0 || m->dp == 0)
 		return cost_err(err, len, TP_EINVAL, "model.%s is 0: every degree is at least 1",
@@ -463,6 +463,11 @@ static int model_check(const struct tp_step_model *m, size_t n, char *err, size_
 double tp_cost_model_floor(const tp_step_model *m)
 {
 	return m->version >= 2 ? m->min_efficiency : 0.0;
+}
+
+bool tp_cost_model_floor_search(const tp_step_model *m)
+{
+	return m->version < 3 || !m->no_floor_search;
 }
 
 int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len)

@@ -72,6 +72,10 @@ int tp_cost_model_check(const tp_step_model *m, size_t n, char *err, size_t len)
  * has no such field; nothing past its own fields is read). */
 double tp_cost_model_floor(const tp_step_model *m);
 
+/* Whether tp_place() searches the fabric classes when the floor refuses its rules' choice:
+ * true but for a model of version 3 or later with no_floor_search set. */
+bool tp_cost_model_floor_search(const tp_step_model *m);
+
 /* The training step model (tp_step_model, tp_cost_step_us, tp_cost_efficiency) is public:
  * include/topoplace.h. Its scratch comes from the caller's allocator, not the topology's. */
 

@@ -606,7 +606,7 @@ static int place_run(tp_placement *pl, const struct tp_cluster *c, const struct 
  * every node a partition could not use left out (the answer is then the best of what the
  * rules allow, not always the best overall: docs/concepts.md). A failure of a later pass says
  * what the rules took away. */
-static int place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
+int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q)
 {
 	char why[TP_ERRMSG_LEN] = "", again[TP_ERRMSG_LEN] = "";
 	int rc = place_run(pl, c, q, 0, why);
@@ -651,9 +651,9 @@ int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out)
 	                 : TP_ENOMEM;
 	if (!rc) {
 		pl->req = tp_request_dup(&pl->alloc, r);
-		rc = pl->req ? place_parts(pl, c, &q) : TP_ENOMEM;
+		rc = pl->req ? tp_pl_place_parts(pl, c, &q) : TP_ENOMEM;
 		if (!rc)
-			rc = tp_pl_step_floor(pl, &q);
+			rc = tp_pl_floor(&pl, c, &q);
 		tp_rq_release(&pl->alloc, &q);
 	}
 	if (rc == TP_ENOMEM) {

@@ -501,9 +501,16 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 
 bool tp_pl_step_on(const struct pctx *p, uint32_t k);
 double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col);
-/* The efficiency floor (request.comm.min_efficiency) on the placement pl holds: 0 when it
- * meets the floor or the request has none, else TP_EBUSY (or TP_ENOMEM) with pl's message. */
-int tp_pl_step_floor(tp_placement *pl, const struct tp_rq *q);
+
+/* place_floor.c: the efficiency floor (request.comm.min_efficiency) */
+
+/* tp_place's floor on the placement *plp its rules chose: 0 when it meets the floor, the
+ * request has none, or the search over the fabric classes found one that does (*plp is then
+ * that placement, the old one destroyed); else TP_EBUSY with (*plp)'s message, or TP_ENOMEM. */
+int tp_pl_floor(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q);
+
+/* place.c: one placement of q into pl with the NVLink partition rules (what tp_place runs). */
+int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q);
 
 /* place_choice.c: best fit at the level that holds a single-domain request */
 

@@ -2,8 +2,7 @@
 /*
  * Rule 4, refined: the modelled step time of the whole job breaks the ties that every earlier
  * rule leaves between candidate domains (request.comm; place.c explains where it applies).
- * And the efficiency floor (request.comm.min_efficiency): a placement the rules chose whose
- * modelled efficiency is below it is refused, so that the job waits for a better one.
+ * The efficiency floor (request.comm.min_efficiency) is place_floor.c's.
  */
 #include "cost.h"
 #include "place_internal.h"
@@ -38,26 +37,4 @@ double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col
 	p->capout = keep_cap;
 	tp_pl_ar_release(p, m);
 	return us;
-}
-
-int tp_pl_step_floor(tp_placement *pl, const struct tp_rq *q)
-{
-	double floor = q->comm ? tp_cost_model_floor(q->comm) : 0.0;
-	if (!(floor > 0.0))
-		return 0;
-	const struct tp_topology *t = pl->c->t;
-	double eff = 1.0, us = 0.0;
-	char why[TP_ERRMSG_LEN];
-	int rc = tp_cost_efficiency(&eff, t, pl->devs, pl->ndev, q->comm, &pl->alloc, why,
-	                            sizeof why);
-	if (!rc && eff < floor)
-		rc = tp_cost_step_us(&us, t, pl->devs, pl->ndev, q->comm, &pl->alloc, why, sizeof why);
-	if (rc) /* the model was checked when the request was resolved: only TP_ENOMEM is left */
-		return tp_seterr(pl->errmsg, rc, "request.comm: %s", why);
-	if (eff >= floor)
-		return 0;
-	return tp_seterr(pl->errmsg, TP_EBUSY,
-	                 "busy: request.comm.min_efficiency %g: the best placement now reaches "
-	                 "%.3f (step %.4g us, %.4g us on the ideal layout)",
-	                 floor, eff, us, us * eff);
 }

@@ -36,6 +36,8 @@ size_t tp_step_model_size(unsigned version)
 	switch (version) {
 	case 1:
 		return offsetof(tp_step_model, min_efficiency);
+	case 2:
+		return offsetof(tp_step_model, no_floor_search);
 	case TP_STEP_MODEL_VERSION:
 		return sizeof(tp_step_model);
 	default:
@@ -43,7 +45,8 @@ size_t tp_step_model_size(unsigned version)
 	}
 }
 
-/* A step model of version 1 is copied as version 2 with no floor; reads no byte past the
+/* A step model of an older version is copied as the current one, the fields it lacks at
+ * their defaults (version 1: no floor; version 2: the floor's search on); reads no byte past the
  * caller's own version (resolving checked it). */
 static tp_step_model *pack_model(struct packer *p, const tp_step_model *src)
 {

@@ -392,6 +392,8 @@ int tp_topology_build(tp_topology_builder *b, tp_topology **out)
 		rc = build_fd(&x);
 	if (!rc)
 		rc = tp_build_domain_fabrics(b, t, x.pid_to_dom);
+	if (!rc)
+		rc = tp_build_fabric_classes(t);
 	if (!rc) {
 		struct build_grid_in gin = {x.order, x.pid_to_dom};
 		rc = tp_build_grids(b, t, &gin);
@@ -452,6 +454,8 @@ void tp_topology_destroy(tp_topology *t)
 	}
 	tp_free(&a, t->fd);
 	tp_grids_free(t);
+	tp_free(&a, t->class_nodes);
+	tp_free(&a, t->node_class);
 	tp_free(&a, t->names);
 	tp_free(&a, t);
 }

@@ -123,6 +123,10 @@ void tp_builder_prefix_path(const tp_topology_builder *b, unsigned l, uint32_t p
 int tp_build_domain_fabrics(const tp_topology_builder *b, tp_topology *t,
                             uint32_t *const *pid_to_dom);
 
+/* Derive the fabric classes (t->nclass, t->fclass, t->class_nodes) once the nodes, their
+ * types and the domain fabrics are built (topology_fabric.c). */
+int tp_build_fabric_classes(tp_topology *t);
+
 /* Give every grid level its cell tables (topology_grid.c); a message goes to b on failure. */
 struct build_grid_in {
 	const uint32_t *order;               /* [nnodes] builder node index in tree order */

@@ -97,3 +97,73 @@ int tp_topology_domain_fabric(const tp_topology *t, int level, uint32_t dom, tp_
 		*latency_us = f->latency_us;
 	return !fabric_equal(f, &t->fabric[level + 1]);
 }
+
+/* ---- fabric classes --------------------------------------------------------------------- */
+
+/* What puts a node in a class: its device model, its own fabric, the fabric above it. */
+struct class_key {
+	uint16_t model;
+	const struct tp_fabric_impl *node, *up;
+};
+
+static struct class_key node_key(const tp_topology *t, uint32_t node)
+{
+	int nl = (int)tp_node_level(t);
+	uint32_t up = nl > 0 ? t->lv[nl].parent[node] : 0;
+	return (struct class_key){t->node_model[node], tp_dom_fabric(t, nl, node),
+	                          tp_dom_fabric(t, nl - 1, up)};
+}
+
+static bool same_key(const struct class_key *a, const struct class_key *b)
+{
+	return a->model == b->model && fabric_equal(a->node, b->node) && fabric_equal(a->up, b->up);
+}
+
+/*
+ * One pass over the nodes, each matched against the classes found so far (at most
+ * TP_FABRIC_CLASSES_MAX, so O(nodes x classes) once per topology); the node lists and each
+ * node's class are kept only when there are two classes or more, the only case a floor's
+ * search has anywhere else to look.
+ */
+int tp_build_fabric_classes(tp_topology *t)
+{
+	struct class_key key[TP_FABRIC_CLASSES_MAX];
+	uint8_t *cls = tp_mallocn(&t->alloc, t->nnodes, sizeof *cls);
+	if (!cls)
+		return TP_ENOMEM;
+	unsigned n = 0;
+	for (uint32_t node = 0; node < t->nnodes && n <= TP_FABRIC_CLASSES_MAX; node++) {
+		struct class_key k = node_key(t, node);
+		unsigned c = 0;
+		while (c < n && !same_key(&key[c], &k))
+			c++;
+		if (c == n && n++ < TP_FABRIC_CLASSES_MAX) {
+			key[c] = k;
+			t->fclass[c] = (struct tp_fclass){0, 0, 0};
+		}
+		if (c < TP_FABRIC_CLASSES_MAX) {
+			cls[node] = (uint8_t)c;
+			t->fclass[c].nnodes++;
+			t->fclass[c].ndev += tp_node_ndev(t, node);
+		}
+	}
+	t->nclass = n <= TP_FABRIC_CLASSES_MAX ? n : 0;
+	if (t->nclass >= 2) {
+		t->class_nodes = tp_mallocn(&t->alloc, t->nnodes, sizeof *t->class_nodes);
+		if (!t->class_nodes) {
+			tp_free(&t->alloc, cls);
+			return TP_ENOMEM;
+		}
+		uint32_t at[TP_FABRIC_CLASSES_MAX], sum = 0;
+		for (unsigned c = 0; c < t->nclass; c++) {
+			t->fclass[c].first = at[c] = sum;
+			sum += t->fclass[c].nnodes;
+		}
+		for (uint32_t node = 0; node < t->nnodes; node++)
+			t->class_nodes[at[cls[node]]++] = node;
+		t->node_class = cls; /* kept: where a refused placement lies (place_floor.c) */
+		return 0;
+	}
+	tp_free(&t->alloc, cls);
+	return 0;
+}

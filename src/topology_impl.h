@@ -116,6 +116,18 @@ struct tp_grid_impl {
 	uint32_t *xyz;                  /* [ncell * 3] each cell's coordinates */
 };
 
+/* Fabric classes (tp_build_fabric_classes): nodes that share a device model, a node fabric and
+ * the fabric of the domain above the node (on a mixed fleet: the NVL72 racks, the HGX nodes,
+ * the PCIe-only nodes). tp_place()'s search for a placement that meets an efficiency floor
+ * (place_floor.c) tries them one by one. */
+#define TP_FABRIC_CLASSES_MAX 32
+
+struct tp_fclass {
+	uint32_t first;  /* its nodes: class_nodes[first .. first + nnodes), in tree order */
+	uint32_t nnodes;
+	uint32_t ndev;   /* devices on those nodes */
+};
+
 struct tp_topology {
 	tp_allocator alloc;
 	uint64_t id;      /* tp_identity_next() at build time */
@@ -149,6 +161,13 @@ struct tp_topology {
 	struct tp_fd_kind *fd;
 
 	struct tp_grid_impl *grid[TP_MAX_LEVELS]; /* [level] the level's grid, or NULL */
+
+	unsigned nclass;        /* fabric classes: 1 or more; 0 when there are more than
+	                           TP_FABRIC_CLASSES_MAX (then none is kept) */
+	struct tp_fclass fclass[TP_FABRIC_CLASSES_MAX];
+	uint32_t *class_nodes;  /* [nnodes] the classes' nodes, class after class, or NULL when
+	                           nclass < 2 (nothing to search) */
+	uint8_t *node_class;    /* [nnodes] each node's class, or NULL when nclass < 2 */
 
 	char *names; /* one pool holding every domain and node name */
 	size_t names_len;

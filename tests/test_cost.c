@@ -334,7 +334,7 @@ Test(cost, step_messages_name_the_field)
 	expect_bad(t, all16, 17, &m, NULL, "n 17 is more than the topology's 16 devices");
 	bad = m;
 	bad.version = 7;
-	expect_bad(t, all16, 16, &bad, NULL, "model.version 7 is not 1 or 2");
+	expect_bad(t, all16, 16, &bad, NULL, "model.version 7 is not 1 to 3");
 	bad = m;
 	bad.pp = 0;
 	expect_bad(t, all16, 16, &bad, NULL, "model.pp is 0");

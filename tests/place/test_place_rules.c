@@ -374,3 +374,191 @@ Test(place_rules, efficiency_floor_survives_allocation_failures)
 	tp_topology_destroy(t);
 	cr_assert_eq(tp_test_alloc_state.live, 0);
 }
+
+/* ---- the search for a placement that meets the floor (place_floor.c) ---------------------- */
+
+/* Two racks of two 4-GPU nodes (a0 a1 in r0, b0 b1 in r1), NVLink 900 GB/s inside a node:
+ * r0 joins its nodes by NVLink at the same speed, r1 by InfiniBand at 50 GB/s, so the
+ * topology has two fabric classes (class 0: r0's nodes, class 1: r1's). Held: `r0_held` GPUs
+ * of r0 (1: one of a0, 7 free; 5: three of a0 and one of a1, 3 free), two on each node of r1
+ * (4 free, spread over b0 and b1). Without a floor a 4-GPU request takes r1, the tighter
+ * rack, over InfiniBand. */
+static void two_classes(tp_topology **t, tp_cluster **c, int r0_held)
+{
+	static const char *const levels[] = {"rack", "node"};
+	tp_topology_builder *b;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 1, TP_LINK_NVLINK, 900, 3.4), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50, 10), 0);
+	const char *p0[] = {"r0"}, *p1[] = {"r1"};
+	cr_assert_eq(tp_topology_builder_add_node(b, "a0", p0, 4, NULL), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "a1", p0, 4, NULL), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "b0", p1, 4, NULL), 0);
+	cr_assert_eq(tp_topology_builder_add_node(b, "b1", p1, 4, NULL), 0);
+	cr_assert_eq(tp_topology_builder_set_domain_fabric(b, 0, "r0", TP_LINK_NVLINK, 900, 3.4),
+	             0, "%s", tp_topology_builder_errmsg(b));
+	cr_assert_eq(tp_topology_build(b, t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	*c = tp_test_cluster(*t);
+	static const uint32_t r0[5] = {0, 1, 2, 4, 6}, r1[4] = {8, 9, 12, 13};
+	cr_assert_eq(tp_cluster_assign(*c, "x", r0, (size_t)r0_held, NULL), 0);
+	cr_assert_eq(tp_cluster_assign(*c, "y", r1, 4, NULL), 0, "%s", tp_cluster_errmsg(*c));
+}
+
+Test(place_rules, efficiency_floor_is_met_on_another_fabric_class)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 1);
+	/* no floor: best fit takes the tighter rack r1 (4 free against 7), over InfiniBand */
+	tp_step_model m = tensor4(0.0);
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_geq(d[i], 8, "the rules' choice is r1");
+	double slow;
+	cr_assert_eq(tp_cost_efficiency(&slow, t, d, n, &m, NULL, NULL, 0), 0);
+	cr_assert_lt(slow, 0.5);
+	tp_placement_destroy(p);
+	/* a floor of 0.9: the rules' choice is below it, r0's class meets it; the answer is there */
+	m = tensor4(0.9);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(tp_placement_status(p), 0);
+	d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_lt(d[i], 8, "device %u is not in r0", d[i]);
+	double eff;
+	cr_assert_eq(tp_cost_efficiency(&eff, t, d, n, &m, NULL, NULL, 0), 0);
+	cr_assert_geq(eff, 0.9);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "tp_place changed the cluster");
+	uint32_t first = d[0];
+	/* the same with the request's own allow-list (every node): the search keeps to it */
+	static const char *const all[4] = {"a0", "a1", "b0", "b1"};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.comm = &m;
+	r.select_nodes = all;
+	r.nselect_nodes = 4;
+	tp_placement *q;
+	cr_assert_eq(tp_place(c, &r, &q), 0, "%s", tp_placement_errmsg(q));
+	cr_assert_eq(tp_placement_devices(q, &n)[0], first);
+	tp_placement_destroy(q);
+	/* an allow-list without r0: nothing meets the floor */
+	r.nselect_nodes = 2;
+	r.select_nodes = all + 2;
+	cr_assert_eq(tp_place(c, &r, &q), TP_EBUSY);
+	tp_placement_destroy(q);
+	/* a version 2 model searches as well */
+	tp_step_model m2 = m;
+	m2.version = 2;
+	cr_assert_eq(place4(c, &m2, &q), 0, "%s", tp_placement_errmsg(q));
+	cr_assert_eq(tp_placement_devices(q, &n)[0], first);
+	tp_placement_destroy(q);
+	/* no_floor_search: the rules' choice or nothing */
+	m.no_floor_search = 1;
+	cr_assert_eq(place4(c, &m, &q), TP_EBUSY);
+	TP_ASSERT_ERR(TP_EBUSY, TP_EBUSY, tp_placement_errmsg(q),
+	              "; not searched further (request.comm.no_floor_search)");
+	tp_placement_destroy(q);
+	/* the job records the request as it was asked, without the class's nodes */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "new", &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(o.shape->nselect_nodes, 0);
+	cr_assert_eq(o.shape->comm->min_efficiency, 0.9);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place_rules, efficiency_floor_met_nowhere_names_the_floor_and_the_best)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 5); /* r0 keeps 3 free GPUs: too few for the job */
+	tp_step_model m = tensor4(0.0);
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	double eff;
+	cr_assert_eq(tp_cost_efficiency(&eff, t, d, n, &m, NULL, NULL, 0), 0);
+	tp_placement_destroy(p);
+	m = tensor4(0.9);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(place4(c, &m, &p), TP_EBUSY);
+	cr_assert_null(tp_placement_devices(p, &n));
+	const char *msg = tp_placement_errmsg(p);
+	char want[160];
+	snprintf(want, sizeof want, "busy: request.comm.min_efficiency 0.9: the best placement "
+	         "now reaches %.3f (step ", eff);
+	cr_assert(strstr(msg, want) == msg, "%s", msg);
+	cr_assert(strstr(msg, "us on the ideal layout) inside fabric class 1 (2 nodes like b0); 2 "
+	                      "of the 2 fabric classes can reach it, none has such a placement now "
+	                      "(1 with too few free devices)"), "%s", msg);
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a refused placement changed the cluster");
+	/* a job no class holds alone (12 GPUs, 8 in each class): nothing to search */
+	cr_assert_eq(tp_cluster_release(c, "x"), 0);
+	cr_assert_eq(tp_cluster_release(c, "y"), 0);
+	const uint32_t held[4] = {0, 4, 8, 12};
+	cr_assert_eq(tp_cluster_assign(c, "z", held, 4, NULL), 0);
+	tp_step_model m12 = tensor4(1.0);
+	m12.dp = 3;
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 12;
+	r.comm = &m12;
+	cr_assert_eq(tp_place(c, &r, &p), TP_EBUSY);
+	TP_ASSERT_ERR(TP_EBUSY, TP_EBUSY, tp_placement_errmsg(p),
+	              "across fabric classes; no fabric class holds the job's 12 devices alone");
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Every allocation of a call that searches fails in turn: TP_ENOMEM, no result, nothing
+ * leaked, the cluster unchanged; then the same answer as without failures. */
+Test(place_rules, efficiency_floor_search_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 1);
+	tp_step_model m = tensor4(0.9);
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	uint32_t want = tp_placement_devices(p, &n)[0];
+	tp_placement_destroy(p);
+	uint64_t fp = tp_cluster_fingerprint(c);
+	long live = tp_test_alloc_state.live, k = 0;
+	int rc;
+	do {
+		tp_test_alloc_fail_at(k++);
+		p = NULL;
+		rc = place4(c, &m, &p);
+		tp_test_alloc_fail_at(-1);
+		if (rc == TP_ENOMEM)
+			cr_assert_null(p);
+		else
+			cr_assert_eq(rc, 0, "allocation %ld: %s", k - 1, tp_err_name(rc));
+		cr_assert_eq(tp_cluster_fingerprint(c), fp);
+		if (rc == 0)
+			cr_assert_eq(tp_placement_devices(p, &n)[0], want);
+		tp_placement_destroy(p);
+		cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: a leak", k - 1);
+	} while (rc == TP_ENOMEM);
+	cr_assert_gt(k, 3, "the search allocates");
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}

@@ -24,9 +24,10 @@ class StepModel:
     device of relative speed 1, and the bytes and counts of each kind of message per step
     (``dp_overlap``: the share of the gradient all-reduce hidden behind compute).
     ``min_efficiency`` (0 to 1, default 0: none) is the floor a request's ``comm`` puts on
-    :meth:`Cluster.place`: a placement whose :func:`efficiency` is below it is answered
-    "busy" with a message naming ``request.comm.min_efficiency``; :func:`step_us` and
-    :func:`efficiency` ignore it."""
+    :meth:`Cluster.place`: when the rules' choice has an :func:`efficiency` below it, the
+    fabric classes are searched for a placement that meets it (``no_floor_search`` 1: not),
+    and without one the answer is "busy" with a message naming
+    ``request.comm.min_efficiency``; :func:`step_us` and :func:`efficiency` ignore both."""
     tp: int = _INIT.tp
     pp: int = _INIT.pp
     dp: int = _INIT.dp
@@ -41,6 +42,7 @@ class StepModel:
     ep_bytes: float = _INIT.ep_bytes
     ep_msgs: int = _INIT.ep_msgs
     min_efficiency: float = _INIT.min_efficiency
+    no_floor_search: int = _INIT.no_floor_search
 
     def _to_c(self):
         m = _defaults.c_init("step_model")

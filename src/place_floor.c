@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The efficiency floor (request.comm.min_efficiency, tp_step_model version 2) and the search
+ * for a placement that meets it.
+ *
+ * tp_place tests the placement its rules chose against the floor (tp_cost_efficiency,
+ * O(count log count)). When it is below, and the model does not opt out (no_floor_search,
+ * version 3), the search tries the topology's fabric classes one by one (topology_fabric.c,
+ * tp_build_fabric_classes: the nodes sharing a device model, a node fabric and the fabric of
+ * the domain above the node, derived once when the topology is built): the request
+ * restricted to the class's nodes (and to its own allow-list), the floor unchanged; the first
+ * placement that meets the floor is the answer.
+ *
+ * Order. e_c is the efficiency of the job's devices packed in tree order into class c alone,
+ * the layout the class gives it when empty; a class too small for the job has none. Only the
+ * classes with e_c >= floor are tried (no other can meet it), those with fewer free devices
+ * than the job needs are passed over, and the rest go slowest first (the lowest e_c; ties to
+ * the lower class index): best fit over the classes. A job that a slow class holds at its
+ * floor leaves the fast classes to the jobs that only they hold at theirs, as best fit over
+ * domains leaves the large free domains to the large jobs; fastest first would put every
+ * medium job on the fast fabric and the large ones behind it. The simulator measured both
+ * (docs/benchmarks.md, "A floor that gives way to the wait"): on llm / mixed:576 under
+ * besteffort fastest first lost 12.5 points more than slowest first.
+ *
+ * Cost. A request without a floor pays one test of a pointer; one whose rules' choice meets
+ * it pays that choice's efficiency. The search costs, per class that can hold the job, one
+ * efficiency (O(count log count)) and a sum of the free counts of its nodes; per class tried,
+ * a placement restricted to the class's node ids (kept with the topology: nothing is
+ * resolved or sorted per call, and the filtered solver walks the class's nodes, not the rest
+ * of the cluster). A topology of more than TP_FABRIC_CLASSES_MAX classes is not searched.
+ *
+ * The answer is deterministic: the order depends only on the topology, the request and the
+ * cluster's free counts. tp_place only reads the cluster, so a refusal leaves it as it was.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cost.h"
+#include "place_internal.h"
+
+/* The best placement seen: its efficiency and step time, and where (a class; -1: no class
+ * named, the topology has one; -2: across classes). */
+struct reach {
+	double eff, us;
+	int cls;
+};
+
+/* The efficiency of pl's devices and, when it is below the floor, their step time. */
+static int measure(const tp_placement *pl, const struct tp_rq *q, double floor, double *eff,
+                   double *us, char *why)
+{
+	const struct tp_topology *t = pl->c->t;
+	*us = 0.0;
+	int rc = tp_cost_efficiency(eff, t, pl->devs, pl->ndev, q->comm, &pl->alloc, why,
+	                            TP_ERRMSG_LEN);
+	if (!rc && *eff < floor)
+		rc = tp_cost_step_us(us, t, pl->devs, pl->ndev, q->comm, &pl->alloc, why,
+		                     TP_ERRMSG_LEN);
+	return rc;
+}
+
+/* e_c: the efficiency of the job's devices packed in tree order into class c (buf: count). */
+static int class_ideal(double *e, const struct tp_topology *t, unsigned c,
+                       const struct tp_rq *q, uint32_t *buf, const tp_allocator *a)
+{
+	const struct tp_fclass *fc = &t->fclass[c];
+	uint32_t got = 0;
+	for (uint32_t i = 0; i < fc->nnodes && got < q->count; i++) {
+		uint32_t node = t->class_nodes[fc->first + i];
+		for (uint32_t d = t->dev_first[node]; d < t->dev_first[node + 1] && got < q->count; d++)
+			buf[got++] = d;
+	}
+	return tp_cost_efficiency(e, t, buf, q->count, q->comm, a, NULL, 0);
+}
+
+static uint32_t class_free(const struct tp_cluster *c, unsigned k)
+{
+	const struct tp_topology *t = c->t;
+	const struct tp_fclass *fc = &t->fclass[k];
+	const uint32_t *fr = c->free[tp_node_level(t)];
+	uint32_t sum = 0;
+	for (uint32_t i = 0; i < fc->nnodes; i++)
+		sum += fr[t->class_nodes[fc->first + i]];
+	return sum;
+}
+
+/* The class's nodes that the request's own allow-list keeps (both sorted), into buf. */
+static size_t class_allowed(const struct tp_topology *t, unsigned k, const struct tp_rq *q,
+                            uint32_t *buf)
+{
+	const uint32_t *a = t->class_nodes + t->fclass[k].first;
+	size_t na = t->fclass[k].nnodes, i = 0, j = 0, n = 0;
+	while (i < na && j < q->nnodes) {
+		if (a[i] < q->nodes[j])
+			i++;
+		else if (a[i] > q->nodes[j])
+			j++;
+		else {
+			buf[n++] = a[i];
+			i++;
+			j++;
+		}
+	}
+	return n;
+}
+
+/* "fabric class 1 (18 nodes like rack0-n0, H100)" into buf (n bytes). */
+static void class_name(const struct tp_topology *t, int k, char *buf, size_t n)
+{
+	const struct tp_fclass *fc = &t->fclass[k];
+	uint32_t node = t->class_nodes[fc->first];
+	uint16_t m = t->node_model[node];
+	snprintf(buf, n, "fabric class %d (%u node%s like %s%s%s)", k, fc->nnodes,
+	         fc->nnodes == 1 ? "" : "s", t->lv[tp_node_level(t)].dname[node],
+	         m != TP_NO_MODEL ? ", " : "", m != TP_NO_MODEL ? t->models[m] : "");
+}
+
+/* The search's candidates: the classes whose e_c meets the floor, slowest first. Returns
+ * their number; *ideal: the best e_c of any class that holds the job (0: none does). */
+static int order_classes(const struct tp_cluster *c, const struct tp_rq *q, double floor,
+                         unsigned *cand, unsigned *ncand, double *ideal, int *ideal_cls,
+                         const tp_allocator *a)
+{
+	const struct tp_topology *t = c->t;
+	double e[TP_FABRIC_CLASSES_MAX];
+	uint32_t *buf = tp_mallocn(a, q->count, sizeof *buf);
+	if (!buf)
+		return TP_ENOMEM;
+	int rc = 0;
+	*ncand = 0;
+	*ideal = 0.0;
+	*ideal_cls = -1;
+	for (unsigned k = 0; k < t->nclass && !rc; k++) {
+		if (t->fclass[k].ndev < q->count)
+			continue;
+		rc = class_ideal(&e[k], t, k, q, buf, a);
+		if (rc)
+			break;
+		if (e[k] > *ideal) {
+			*ideal = e[k];
+			*ideal_cls = (int)k;
+		}
+		if (!(e[k] >= floor))
+			continue;
+		unsigned at = (*ncand)++; /* insertion: ascending e_c, the lower index on ties */
+		while (at > 0 && e[cand[at - 1]] > e[k]) {
+			cand[at] = cand[at - 1];
+			at--;
+		}
+		cand[at] = k;
+	}
+	tp_free(a, buf);
+	return rc;
+}
+
+/* Place q inside class k (its free devices suffice): 0 with *out the placement that meets the
+ * floor, 1 when the class has none (best updated with what it offered), or TP_ENOMEM. */
+static int try_class(const struct tp_cluster *c, const struct tp_rq *q, unsigned k,
+                     double floor, uint32_t *nodes_buf, struct reach *best, tp_placement **out)
+{
+	const struct tp_topology *t = c->t;
+	struct tp_rq qk = *q;
+	qk.has_nodes = true;
+	if (q->has_nodes) {
+		qk.nodes = nodes_buf;
+		qk.nnodes = class_allowed(t, k, q, nodes_buf);
+		if (qk.nnodes == 0)
+			return 1;
+	} else {
+		qk.nodes = t->class_nodes + t->fclass[k].first;
+		qk.nnodes = t->fclass[k].nnodes;
+	}
+	tp_placement *pk = tp_pl_placement_new(c, false);
+	if (!pk)
+		return TP_ENOMEM;
+	int rc = tp_pl_place_parts(pk, c, &qk);
+	if (rc == 0) {
+		double eff, us;
+		char why[TP_ERRMSG_LEN];
+		rc = measure(pk, q, floor, &eff, &us, why);
+		if (rc == 0 && eff >= floor) {
+			*out = pk;
+			return 0;
+		}
+		if (rc == 0 && eff > best->eff)
+			*best = (struct reach){eff, us, (int)k};
+	}
+	tp_placement_destroy(pk);
+	return rc == TP_ENOMEM ? TP_ENOMEM : 1;
+}
+
+/* The refusal's message: the floor, the best reached and where, then what the search found. */
+static int refuse(tp_placement *pl, double floor, const struct reach *best, const char *tail)
+{
+	char where[TP_ERRMSG_LEN / 2] = "";
+	if (best->cls == -2)
+		snprintf(where, sizeof where, " across fabric classes");
+	if (best->cls >= 0) {
+		char name[TP_ERRMSG_LEN / 2 - 16];
+		class_name(pl->c->t, best->cls, name, sizeof name);
+		snprintf(where, sizeof where, " inside %s", name);
+	}
+	return tp_seterr(pl->errmsg, TP_EBUSY,
+	                 "busy: request.comm.min_efficiency %g: the best placement now reaches "
+	                 "%.3f (step %.4g us, %.4g us on the ideal layout)%s%s", floor, best->eff,
+	                 best->us, best->us * best->eff, where, tail);
+}
+
+/* The search over the fabric classes for *plp's request (its rules' choice is best). */
+static int search(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q,
+                  double floor, struct reach *best)
+{
+	tp_placement *pl = *plp;
+	const struct tp_topology *t = c->t;
+	unsigned cand[TP_FABRIC_CLASSES_MAX], ncand, few = 0;
+	double ideal;
+	int ideal_cls;
+	int rc = order_classes(c, q, floor, cand, &ncand, &ideal, &ideal_cls, &pl->alloc);
+	if (rc)
+		return rc;
+	uint32_t *nodes_buf = NULL;
+	if (ncand && q->has_nodes && !(nodes_buf = tp_mallocn(&pl->alloc, q->nnodes ? q->nnodes : 1,
+	                                                      sizeof *nodes_buf)))
+		return TP_ENOMEM;
+	tp_placement *found = NULL;
+	rc = 1;
+	for (unsigned i = 0; i < ncand && rc == 1; i++) {
+		if (class_free(c, cand[i]) < q->count) {
+			few++;
+			continue;
+		}
+		rc = try_class(c, q, cand[i], floor, nodes_buf, best, &found);
+	}
+	tp_free(&pl->alloc, nodes_buf);
+	if (rc == 0) { /* the class's placement is the answer, for the request as it was asked */
+		found->job = pl->job;
+		found->req = pl->req;
+		pl->job = NULL;
+		pl->req = NULL;
+		tp_placement_destroy(pl);
+		*plp = found;
+		return 0;
+	}
+	if (rc != 1)
+		return rc;
+	char tail[TP_ERRMSG_LEN / 2], name[TP_ERRMSG_LEN / 4];
+	if (ideal_cls < 0)
+		snprintf(tail, sizeof tail, "; no fabric class holds the job's %u devices alone",
+		         q->count);
+	else if (ncand == 0) {
+		class_name(t, ideal_cls, name, sizeof name);
+		snprintf(tail, sizeof tail, "; no fabric class reaches it even when wholly free (the "
+		         "best, %s: %.3f)", name, ideal);
+	} else {
+		int n = snprintf(tail, sizeof tail, "; %u of the %u fabric classes can reach it, none "
+		                 "has such a placement now", ncand, t->nclass);
+		if (few && n > 0 && (size_t)n < sizeof tail)
+			snprintf(tail + n, sizeof tail - (size_t)n, " (%u with too few free devices)",
+			         few);
+	}
+	return refuse(pl, floor, best, tail);
+}
+
+int tp_pl_floor(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q)
+{
+	double floor = q->comm ? tp_cost_model_floor(q->comm) : 0.0;
+	if (!(floor > 0.0))
+		return 0;
+	tp_placement *pl = *plp;
+	struct reach best = {1.0, 0.0, -1};
+	char why[TP_ERRMSG_LEN];
+	int rc = measure(pl, q, floor, &best.eff, &best.us, why);
+	if (rc) /* the model was checked when the request was resolved: only TP_ENOMEM is left */
+		return tp_seterr(pl->errmsg, rc, "request.comm: %s", why);
+	if (best.eff >= floor)
+		return 0;
+	const struct tp_topology *t = c->t;
+	for (size_t i = 0; t->node_class && i < pl->ndev && best.cls != -2; i++) {
+		int k = t->node_class[t->dev_node[pl->devs[i]]];
+		best.cls = best.cls == -1 || best.cls == k ? k : -2;
+	}
+	char tail[96];
+	if (!tp_cost_model_floor_search(q->comm))
+		return refuse(pl, floor, &best, "; not searched further (request.comm.no_floor_search)");
+	if (t->nclass < 2) {
+		if (t->nclass == 0)
+			snprintf(tail, sizeof tail, "; not searched further: the topology has more than "
+			         "%d fabric classes", TP_FABRIC_CLASSES_MAX);
+		else
+			snprintf(tail, sizeof tail, "; the topology has one fabric class");
+		return refuse(pl, floor, &best, tail);
+	}
+	rc = search(plp, c, q, floor, &best);
+	if (rc && rc != TP_EBUSY)
+		return tp_seterr((*plp)->errmsg, rc, "out of memory searching the fabric classes "
+		                 "for request.comm.min_efficiency %g", floor);
+	return rc;
+}
