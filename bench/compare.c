@@ -753,6 +753,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--no-pay] [--defrag-every-s S] [--defrag-before-backfill]\n"
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
+	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -782,7 +783,8 @@ static void cmp_usage(FILE *f)
 	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
 	        "  per call).\n"
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
-	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
+	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n"
+	        SIM_FLOOR_USAGE);
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -826,6 +828,8 @@ int bench_compare_main(int argc, char **argv)
 		{"repair-h", required_argument, NULL, 1003},
 		{"ckpt-every-s", required_argument, NULL, 1004},
 		{"spares", required_argument, NULL, 1005},
+		{"floor-search", required_argument, NULL, 1006},
+		{"floor-ahead", no_argument, NULL, 1007},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -870,6 +874,8 @@ int bench_compare_main(int argc, char **argv)
 		case 1003: o.sim.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 1004: o.sim.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 1005: o.sim.spares = optarg; break;
+		case 1006: sim_floor_search_arg(optarg, &o.sim.floor_search); break;
+		case 1007: o.sim.floor_ahead = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

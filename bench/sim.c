@@ -967,6 +967,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.pool_free = f->gpus;
 	r.nodefrag_job = UINT32_MAX;
 	r.ctx.f = f;
+	r.ctx.floor_search = o->floor_search;
+	r.ctx.floor_ahead = o->floor_ahead;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1141,6 +1143,7 @@ static void sim_usage(FILE *f)
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                    [--no-pay] [--defrag-before-backfill]\n"
+	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1185,6 +1188,7 @@ static void sim_usage(FILE *f)
 	fputs("  Under --queue easy the defrag hook runs for the top job after backfill (a\n"
 	      "  second pass); --defrag-before-backfill: in the first pass, before it (the\n"
 	      "  order before 0.4.0).\n"
+	      SIM_FLOOR_USAGE
 	      "  --inference N: N services with replicas and an availability target instead of\n"
 	      "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	      "  service-hours that survive any single rack or power-feed loss, and effective\n"
@@ -1225,6 +1229,8 @@ int bench_sim_main(int argc, char **argv)
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
 		{"inference", required_argument, NULL, 'I'},
+		{"floor-search", required_argument, NULL, 1004},
+		{"floor-ahead", no_argument, NULL, 1005},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1249,6 +1255,8 @@ int bench_sim_main(int argc, char **argv)
 		case 1001: o.compact = false; break;
 		case 1002: o.no_pay = true; break;
 		case 1003: o.defrag_before_backfill = true; break;
+		case 1004: sim_floor_search_arg(optarg, &o.floor_search); break;
+		case 1005: o.floor_ahead = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

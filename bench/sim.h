@@ -124,6 +124,24 @@ struct sim_policy;
 #define SIM_DEFRAG_EVERY_S 0.0
 #define SIM_DEFRAG_MAX_CANDS 4u
 
+/* --floor-search: which jobs tp_place() may search the fabric classes for when the
+ * efficiency floor refuses its rules' choice (topoplace on a mixed fleet, sim_policy.c). */
+enum sim_floor_search {
+	SIM_FLOOR_OLDEST, /* the oldest waiting job only (the default) */
+	SIM_FLOOR_EVERY,  /* every job */
+	SIM_FLOOR_OFF,    /* none: the rules' choice or nothing */
+};
+/* --floor-search's value into *m; a name other than "oldest", "every" or "off" dies naming
+ * the option. */
+void sim_floor_search_arg(const char *name, enum sim_floor_search *m);
+/* The usage lines of --floor-search and --floor-ahead (tp-bench sim and compare). */
+#define SIM_FLOOR_USAGE                                                                          \
+	"  --floor-search oldest|every|off: on a fleet of several fabric classes topoplace asks\n" \
+	"  for an efficiency floor; when its rules' choice is below it, tp_place() searches the\n"  \
+	"  fabric classes for a placement that meets it for the oldest waiting job only (the\n"    \
+	"  default), for every job, or for none. --floor-ahead: for the oldest job the floor\n"    \
+	"  also gives way to the wait still ahead of it (off; bench/sim_policy.c).\n"
+
 struct sim_opts {
 	const char *fleet;
 	const char *trace;
@@ -156,6 +174,8 @@ struct sim_opts {
 	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
+	enum sim_floor_search floor_search; /* --floor-search (oldest by default) */
+	bool floor_ahead;      /* --floor-ahead: the floor gives way to the wait ahead (off) */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -258,6 +278,8 @@ struct sim_ctx {
 	/* The job being placed is the oldest waiting one (also in the EASY reservation's trials,
 	 * for the top job). */
 	bool oldest;
+	enum sim_floor_search floor_search; /* the run's --floor-search and --floor-ahead */
+	bool floor_ahead;
 };
 
 struct sim_policy {

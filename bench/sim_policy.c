@@ -19,8 +19,8 @@
  *   topoplace         tp_place with the job's shape (sim_job_shape; a box on a torus); on a
  *                     fleet of several fabric classes also its step model with an
  *                     efficiency floor (tp_step_model.min_efficiency) and, for the oldest
- *                     job, a search inside each fabric class for a placement that meets
- *                     it (see fabric_floor);
+ *                     job, the library's search inside each fabric class for a placement
+ *                     that meets it (see fabric_floor);
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
  *   first-fit-box,
@@ -350,18 +350,19 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  * fleet"): 0.4 for the first lost 16% there under besteffort, 0.8 or 0.9 for the second gave
  * the same figures.
  *
- * tp_place tests only the placement its rules choose against the floor (src/place_step.c).
- * When that one is refused for the oldest waiting job (ctx->oldest; under EASY also the top
- * job in its reservation's trials), the policy looks for another inside one class
- * (floor_search: the request restricted to the class's nodes with select_nodes), the floor
- * unchanged, the classes whose e_c meets the floor from the slowest up (best fit over the
- * classes: the fast ones stay for the jobs that only they hold at the floor), those with too
- * few free GPUs left out. Measured on llm / mixed:576 (docs/benchmarks.md, "A floor that
- * gives way to the wait"): for every job, fastest class first, besteffort lost 22 points;
- * slowest first, 10 points; for the oldest job alone besteffort is unchanged and EASY gains
- * 0.8 points. TP_BENCH_NO_FLOOR_SEARCH set: no search.
+ * When the placement its rules choose is below the floor, tp_place itself searches the
+ * fabric classes for one that meets it (src/place_floor.c: the same classes, derived by the
+ * library from the topology, tried from the slowest whose e_c meets the floor up, those with
+ * too few free GPUs passed over). The policy lets it search only for the oldest waiting job
+ * (ctx->oldest; under EASY also the top job in its reservation's trials) and sets
+ * tp_step_model.no_floor_search for every other: measured on llm / mixed:576
+ * (docs/benchmarks.md, "A floor that gives way to the wait"), a search for every job lost
+ * under besteffort (22 points fastest class first, 10 slowest first: the medium jobs it starts
+ * inside a class take the racks the large ones wait for), one for the oldest job alone keeps
+ * besteffort as it was and gains 0.8 points under EASY. --floor-search every: every job;
+ * --floor-search off: no job (the rules' choice or nothing).
  *
- * With TP_BENCH_FLOOR_AHEAD set (off by default: it lost under EASY), the floor also gives
+ * With --floor-ahead (off by default: it lost under EASY), the floor also gives
  * way, for the oldest waiting job, to the wait still ahead of it (floor_ahead). When a pass
  * has tried every job it may and the oldest is still refused with enough GPUs free, the
  * simulator projects it (bench/sim.c, sim_try_ahead: the running jobs released at their
@@ -383,9 +384,6 @@ struct fabric_floor {
 	unsigned nclass;
 	uint32_t *dev[FLOOR_CLASSES]; /* each class's devices in tree order */
 	uint32_t ndev[FLOOR_CLASSES];
-	uint32_t *node[FLOOR_CLASSES]; /* each class's nodes, and their names (select_nodes) */
-	const char **name[FLOOR_CLASSES];
-	uint32_t nnode[FLOOR_CLASSES];
 	unsigned nmemo;
 	struct floor_memo {
 		uint32_t gpus, group; /* the job's size; its replica size (inference), else 0 */
@@ -420,12 +418,20 @@ static void floor_destroy(struct fabric_floor *fl)
 {
 	if (!fl)
 		return;
-	for (unsigned c = 0; c < fl->nclass; c++) {
+	for (unsigned c = 0; c < fl->nclass; c++)
 		free(fl->dev[c]);
-		free(fl->node[c]);
-		free(fl->name[c]);
-	}
 	free(fl);
+}
+
+void sim_floor_search_arg(const char *name, enum sim_floor_search *m)
+{
+	static const char *const names[3] = {"oldest", "every", "off"};
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, names[i])) {
+			*m = (enum sim_floor_search)i;
+			return;
+		}
+	bench_die("--floor-search: 'oldest', 'every' or 'off', not '%s'", name);
 }
 
 /* The fleet's fabric classes, or NULL when it has one (or is a torus). */
@@ -456,13 +462,9 @@ static struct fabric_floor *floor_create(const struct sim_fleet *f)
 		if (c == fl->nclass) {
 			key[fl->nclass++] = k;
 			fl->dev[c] = malloc(nd * sizeof *fl->dev[c]);
-			fl->node[c] = malloc(nn * sizeof *fl->node[c]);
-			fl->name[c] = malloc(nn * sizeof *fl->name[c]);
-			if (!fl->dev[c] || !fl->node[c] || !fl->name[c])
+			if (!fl->dev[c])
 				bench_die("out of memory");
 		}
-		fl->node[c][fl->nnode[c]] = node;
-		fl->name[c][fl->nnode[c]++] = tp_topology_node_name(f->t, node);
 		uint32_t first, n;
 		BENCH_CHECK(tp_topology_domain_devices(f->t, f->node_level, node, &first, &n),
 		            "tp_topology_domain_devices");
@@ -507,48 +509,6 @@ static const struct floor_memo *floor_of(struct fabric_floor *fl, const struct s
 	return fm;
 }
 
-/* Free GPUs on class c's nodes. */
-static uint32_t class_free(const struct fabric_floor *fl, const struct sim_ctx *ctx, unsigned c)
-{
-	uint32_t fr = 0;
-	for (uint32_t i = 0; i < fl->nnode[c]; i++)
-		fr += tp_cluster_free_count(ctx->c, ctx->f->node_level, fl->node[c][i]);
-	return fr;
-}
-
-/*
- * tp_place refused request r for its floor: look for a placement that meets it inside one
- * class (r restricted to the class's nodes, select_nodes), over the classes whose e_c meets
- * the floor from the slowest up, those with too few free GPUs left out. The first answer, or
- * TP_EBUSY (*p: the placement, NULL if none).
- */
-static int floor_search(const struct fabric_floor *fl, const struct floor_memo *fm,
-                        struct sim_ctx *ctx, const tp_request *r, double floor, tp_placement **p)
-{
-	bool tried[FLOOR_CLASSES] = {false};
-	*p = NULL;
-	for (;;) {
-		unsigned best = FLOOR_CLASSES;
-		for (unsigned c = 0; c < fl->nclass; c++)
-			if (!tried[c] && fm->e[c] >= floor && fm->e[c] > 0 &&
-			    (best == FLOOR_CLASSES || fm->e[c] < fm->e[best]))
-				best = c;
-		if (best == FLOOR_CLASSES)
-			return TP_EBUSY;
-		tried[best] = true;
-		if (class_free(fl, ctx, best) < r->count)
-			continue;
-		tp_request rc_ = *r;
-		rc_.select_nodes = fl->name[best];
-		rc_.nselect_nodes = fl->nnode[best];
-		int rc = tp_place(ctx->c, &rc_, p);
-		if (rc != TP_EBUSY && rc != TP_EFRAGMENTED)
-			return rc;
-		tp_placement_destroy(*p);
-		*p = NULL;
-	}
-}
-
 /* The floor of job j (step model m, floor0 its fixed floor) told that it would wait
  * ctx->ahead_s more for the placement ctx->ahead_devs (see above): min(floor0, D / (W + D /
  * e1)); floor0 when it is told nothing, 0 when it would never be placed so. */
@@ -585,7 +545,7 @@ static void *topoplace_create(struct sim_ctx *ctx)
 		bench_die("out of memory");
 	L->on = m && !strcmp(m, "learn");
 	L->floor = floor_create(ctx->f);
-	ctx->wants_ahead = L->floor != NULL && getenv("TP_BENCH_FLOOR_AHEAD") != NULL;
+	ctx->wants_ahead = L->floor != NULL && ctx->floor_ahead;
 	return L;
 }
 
@@ -649,19 +609,14 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
 	struct tp_step_model m = sim_step_model(j);
-	const struct floor_memo *fm = NULL;
 	if (L->floor && !r.box_level) {
-		fm = floor_of(L->floor, ctx->f, j, &m);
-		m.min_efficiency = floor_ahead(fm->floor, ctx, j, &m);
+		m.min_efficiency = floor_ahead(floor_of(L->floor, ctx->f, j, &m)->floor, ctx, j, &m);
+		m.no_floor_search = ctx->floor_search == SIM_FLOOR_OFF ||
+		                    (ctx->floor_search == SIM_FLOOR_OLDEST && !ctx->oldest);
 		r.comm = &m;
 	}
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
-	if (rc == TP_EBUSY && fm && m.min_efficiency > 0 && ctx->oldest &&
-	    !getenv("TP_BENCH_NO_FLOOR_SEARCH")) {
-		tp_placement_destroy(p);
-		rc = floor_search(L->floor, fm, ctx, &r, m.min_efficiency, &p);
-	}
 	if (rc == 0) {
 		size_t n;
 		const uint32_t *d = tp_placement_devices(p, &n);
