@@ -28,13 +28,13 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
   JSON schema, one summary per workload, fleet and queue with an unflagged cell (its mean is the
   mean of the unflagged cells), no unflagged cell with an empty queue, two runs agree on every
   figure but wall times, progress on stderr, CSV rows for every cell and policy.
-- With TP_BENCH_FLOOR_AHEAD the efficiency floor on the mixed fleet gives way to the wait
+- With --floor-ahead the efficiency floor on the mixed fleet gives way to the wait
   ahead: a 256-GPU job that
   only a placement across slower racks fits now, the fast racks being 100 h away, takes it at
   once when it runs 10 h and waits for the fast racks when it runs 1,000 h.
-- When tp_place's own choice for the oldest job is below the floor, topoplace looks inside
+- When tp_place's rules' choice for the oldest job is below the floor, tp_place looks inside
   each fabric class for a placement that meets it: a 32-GPU job that fits so starts at once
-  (without the search it waits for the first ends).
+  (with --floor-search off it waits for the first ends; every job: the same here).
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
 """
 import json
@@ -440,7 +440,7 @@ def check_mixed_fleet(tmp):
 
 
 # The floor gives way to the wait ahead (bench/sim_policy.c, floor_ahead; on with
-# TP_BENCH_FLOOR_AHEAD, off by default: it lost under EASY, docs/benchmarks.md). On mixed:576 (4
+# --floor-ahead, off by default: it lost under EASY, docs/benchmarks.md). On mixed:576 (4
 # NVL72 racks of 288 GPUs, then 2 HGX and 2 PCIe-only racks) X holds the NVL72 racks for
 # 100 h; J (256 GPUs, which only the NVL72 racks hold at the floor, 0.9 x) arrives at 1 s
 # and fits now only across the HGX and PCIe racks, at an efficiency near 0.5. Refused, J is
@@ -454,7 +454,7 @@ def check_floor_ahead(tmp):
         trace = os.path.join(tmp, f"floor-{case}.csv")
         write_csv(trace, rows)
         d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies",
-                    "topoplace"], tmp, f"floor-{case}.json", env={"TP_BENCH_FLOOR_AHEAD": "1"})
+                    "topoplace", "--floor-ahead"], tmp, f"floor-{case}.json")
         m = d["policies"]["topoplace"]
         check(m["jobs_started"] == len(rows), f"floor {case}: jobs left over")
         check(lo <= m["max_wait_s"] <= hi,
@@ -462,11 +462,12 @@ def check_floor_ahead(tmp):
               f"not in [{lo}, {hi}]")
 
 
-# The floor search (bench/sim_policy.c, floor_search, for the oldest waiting job): 11 jobs of
-# 8-64 GPUs (372 of 576) start at 0 s and run 100,000 s, then J (32 GPUs) arrives at 1 s.
-# tp_place's own choice for J spans racks of several classes below the floor; inside one
-# class (select_nodes) a placement meets it, and J starts at once (without the search,
-# TP_BENCH_NO_FLOOR_SEARCH set, as on main before it, J waits 99,999 s for the first ends).
+# The floor search (src/place_floor.c; the simulator lets tp_place search for the oldest
+# waiting job, --floor-search): 11 jobs of 8-64 GPUs (372 of 576) start at 0 s and run
+# 100,000 s, then J (32 GPUs) arrives at 1 s. tp_place's rules' choice for J spans racks of
+# several classes below the floor; inside one class a placement meets it, and J starts at once
+# (--floor-search every: the same; --floor-search off, as before the search, J waits 99,999 s
+# for the first ends).
 FLOOR_SEARCH_ROWS = [(0, 100000, g, "train") for g in
                      (32, 36, 64, 16, 64, 16, 8, 16, 64, 8, 48)] + [(1, 1000, 32, "train")]
 
@@ -474,13 +475,15 @@ FLOOR_SEARCH_ROWS = [(0, 100000, g, "train") for g in
 def check_floor_search(tmp):
     trace = os.path.join(tmp, "floor-search.csv")
     write_csv(trace, FLOOR_SEARCH_ROWS)
-    d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace"],
-               tmp, "floor-search.json")
-    m = d["policies"]["topoplace"]
-    check(m["jobs_started"] == len(FLOOR_SEARCH_ROWS) and m["max_wait_s"] == 0,
-          f"floor search: {m['jobs_started']} jobs started, a wait of {m['max_wait_s']} s")
-    d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace"],
-               tmp, "floor-search-off.json", env={"TP_BENCH_NO_FLOOR_SEARCH": "1"})
+    for mode in ("oldest", "every"):
+        d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace",
+                    "--floor-search", mode], tmp, f"floor-search-{mode}.json")
+        m = d["policies"]["topoplace"]
+        check(m["jobs_started"] == len(FLOOR_SEARCH_ROWS) and m["max_wait_s"] == 0,
+              f"floor search {mode}: {m['jobs_started']} jobs started, a wait of "
+              f"{m['max_wait_s']} s")
+    d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace",
+                "--floor-search", "off"], tmp, "floor-search-off.json")
     m = d["policies"]["topoplace"]
     total = m["mean_wait_s"] * len(FLOOR_SEARCH_ROWS)
     check(m["max_wait_s"] == 99999 and abs(total - 99999) < 1,
@@ -589,6 +592,9 @@ def check_errors(tmp):
                          (["sim", "--jobs", "12x"], "--jobs: '12x'"),
                          (["sim", "--load", "fast"], "--load: 'fast'"),
                          (["sim", "--queue", "fifo"], "--queue: "),
+                         (["sim", "--floor-search", "first"],
+                          "--floor-search: 'oldest', 'every' or 'off', not 'first'"),
+                         (["compare", "--floor-search", "1"], "--floor-search: "),
                          (["sim", "--mix", "hpc"], "--mix: "),
                          (["sim", "--compact-budget", "-1"], "--compact-budget"),
                          (["sim", "--no-pay=1"], "no-pay"),
