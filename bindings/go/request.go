@@ -87,11 +87,15 @@ type StepModel struct {
 	EPBytes        float64
 	EPMsgs         uint32
 	// MinEfficiency is the lowest placement efficiency (CostEfficiency) Place may answer for
-	// a request whose Comm is this model, in [0, 1]; 0: no floor. A placement the rules choose
-	// below it is an ErrBusy whose message names request.comm.min_efficiency, the floor and
-	// the efficiency reached; a value outside [0, 1] is an ErrInvalid. The cost functions
-	// ignore it (tp_step_model.min_efficiency, since 0.4.0).
+	// a request whose Comm is this model, in [0, 1]; 0: no floor. When the rules' choice is
+	// below it, Place searches the topology's fabric classes for a placement that meets it;
+	// without one the answer is an ErrBusy whose message names request.comm.min_efficiency,
+	// the floor and the best efficiency reached; a value outside [0, 1] is an ErrInvalid. The
+	// cost functions ignore it (tp_step_model.min_efficiency, since 0.4.0).
 	MinEfficiency float64
+	// NoFloorSearch: Place tests only the rules' choice against MinEfficiency, no search
+	// (tp_step_model.no_floor_search, since 0.4.0).
+	NoFloorSearch bool
 }
 
 // Request is what a job asks for: every field of the C tp_request, with the semantics of the
@@ -233,6 +237,10 @@ func (s *StepModel) fill(m *C.tp_step_model) {
 	m.pp_bytes, m.pp_msgs = C.double(s.PPBytes), C.unsigned(s.PPMsgs)
 	m.ep_bytes, m.ep_msgs = C.double(s.EPBytes), C.unsigned(s.EPMsgs)
 	m.min_efficiency = C.double(s.MinEfficiency)
+	m.no_floor_search = 0
+	if s.NoFloorSearch {
+		m.no_floor_search = 1
+	}
 }
 
 // withC calls fn with the request as a C tp_request whose strings and arrays live in C memory
@@ -298,7 +306,7 @@ func requestFromC(q *C.tp_request) Request {
 			TPMsgs: uint32(m.tp_msgs), DPBytes: float64(m.dp_bytes),
 			DPOverlap: float64(m.dp_overlap), PPBytes: float64(m.pp_bytes),
 			PPMsgs: uint32(m.pp_msgs), EPBytes: float64(m.ep_bytes), EPMsgs: uint32(m.ep_msgs),
-			MinEfficiency: float64(m.min_efficiency)}
+			MinEfficiency: float64(m.min_efficiency), NoFloorSearch: m.no_floor_search != 0}
 	}
 	return r
 }
