@@ -1083,21 +1083,23 @@ typedef struct tp_domain_cap {
  * of the domain above the node (on a mixed fleet: the NVL72 racks, the HGX nodes, the
  * PCIe-only nodes), derived once when the topology is built (a topology of one class, or of
  * more than 32, is not searched). Each class is tried with the request restricted to its nodes
- * (and to `select_nodes`), the floor unchanged; only classes whose e_c, the efficiency of the
- * job packed in tree order into the class alone, meets the floor are tried, those with fewer
- * free devices than `count` are passed over, and the rest go slowest first (the lowest e_c,
- * ties to the lower class): best fit over the classes, so the fast fabrics stay free for the
- * jobs only they hold at their floor. The first placement that meets the floor is the answer
+ * (and to `select_nodes`), the floor unchanged; classes with fewer free devices than `count`
+ * are passed over, only those whose e_c, the efficiency of the job packed in tree order into
+ * the class alone, meets the floor are tried, and they go slowest first (the lowest e_c, ties
+ * to the lower class): best fit over the classes, so the fast fabrics stay free for the jobs
+ * only they hold at their floor. The first placement that meets the floor is the answer
  * (its rules are those of the request inside the class; the job records the request as
- * given). The search costs, per class that can hold the job, one efficiency and a sum of its
- * nodes' free counts, and per class tried one placement restricted to its nodes; a request
+ * given). The search costs, per class that can hold the job, a sum of its nodes' free counts,
+ * per class with room one efficiency, and per class tried one placement restricted to its
+ * nodes; a request
  * without a floor, or whose rules' choice meets it, pays none of it. With
  * `comm->no_floor_search` (model version 3) there is no search. Without a placement that meets
  * the floor the answer is ::TP_EBUSY, naming the floor, the best efficiency reachable now and
  * where, and what the search found ("busy: request.comm.min_efficiency 0.9: the best placement
  * now reaches 0.320 (step 3.654e+05 us, 1.169e+05 us on the ideal layout) inside fabric class 1
- * (2 nodes like b0); 2 of the 2 fabric classes can reach it, none has such a placement now (1
- * with too few free devices)"; docs/errors.md lists the others). The answer is deterministic
+ * (2 nodes like b0); of the 2 fabric classes that hold the job, 1 has too few free devices, 0
+ * cannot reach it even when wholly free, 1 has no such placement now"; docs/errors.md lists the
+ * others). The answer is deterministic
  * and tp_place() still only reads the cluster. The planners place through tp_place(), so a plan
  * honours the floor of the request and of every moved job whose recorded shape has one;
  * tp_replace() does not apply it (a repair keeps the job running).

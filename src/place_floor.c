@@ -12,9 +12,10 @@
  * placement that meets the floor is the answer.
  *
  * Order. e_c is the efficiency of the job's devices packed in tree order into class c alone,
- * the layout the class gives it when empty; a class too small for the job has none. Only the
- * classes with e_c >= floor are tried (no other can meet it), those with fewer free devices
- * than the job needs are passed over, and the rest go slowest first (the lowest e_c; ties to
+ * the layout the class gives it when empty; a class too small for the job has none. Classes
+ * with fewer free devices than the job needs are passed over first (their e_c is not even
+ * computed), only those with e_c >= floor are tried (no other can meet it), and they go
+ * slowest first (the lowest e_c; ties to
  * the lower class index): best fit over the classes. A job that a slow class holds at its
  * floor leaves the fast classes to the jobs that only they hold at theirs, as best fit over
  * domains leaves the large free domains to the large jobs; fastest first would put every
@@ -23,8 +24,9 @@
  * besteffort fastest first lost 12.5 points more than slowest first.
  *
  * Cost. A request without a floor pays one test of a pointer; one whose rules' choice meets
- * it pays that choice's efficiency. The search costs, per class that can hold the job, one
- * efficiency (O(count log count)) and a sum of the free counts of its nodes; per class tried,
+ * it pays that choice's efficiency. The search costs, per class that can hold the job, a sum
+ * of the free counts of its nodes, and per one with room one efficiency (O(count log count));
+ * per class tried,
  * a placement restricted to the class's node ids (kept with the topology: nothing is
  * resolved or sorted per call, and the filtered solver walks the class's nodes, not the rest
  * of the cluster). A topology of more than TP_FABRIC_CLASSES_MAX classes is not searched.
@@ -115,11 +117,16 @@ static void class_name(const struct tp_topology *t, int k, char *buf, size_t n)
 	         m != TP_NO_MODEL ? ", " : "", m != TP_NO_MODEL ? t->models[m] : "");
 }
 
-/* The search's candidates: the classes whose e_c meets the floor, slowest first. Returns
- * their number; *ideal: the best e_c of any class that holds the job (0: none does). */
+/* The classes that hold the job, by what the search can do in them: too few free devices
+ * now (skipped, their e_c not computed), e_c below the floor (skipped), or candidates,
+ * returned in cand slowest first. */
+struct tally {
+	unsigned hold, few, slow, ncand;
+	unsigned cand[TP_FABRIC_CLASSES_MAX];
+};
+
 static int order_classes(const struct tp_cluster *c, const struct tp_rq *q, double floor,
-                         unsigned *cand, unsigned *ncand, double *ideal, int *ideal_cls,
-                         const tp_allocator *a)
+                         struct tally *ty, const tp_allocator *a)
 {
 	const struct tp_topology *t = c->t;
 	double e[TP_FABRIC_CLASSES_MAX];
@@ -127,27 +134,28 @@ static int order_classes(const struct tp_cluster *c, const struct tp_rq *q, doub
 	if (!buf)
 		return TP_ENOMEM;
 	int rc = 0;
-	*ncand = 0;
-	*ideal = 0.0;
-	*ideal_cls = -1;
+	memset(ty, 0, sizeof *ty);
 	for (unsigned k = 0; k < t->nclass && !rc; k++) {
 		if (t->fclass[k].ndev < q->count)
 			continue;
+		ty->hold++;
+		if (class_free(c, k) < q->count) {
+			ty->few++;
+			continue;
+		}
 		rc = class_ideal(&e[k], t, k, q, buf, a);
 		if (rc)
 			break;
-		if (e[k] > *ideal) {
-			*ideal = e[k];
-			*ideal_cls = (int)k;
-		}
-		if (!(e[k] >= floor))
+		if (!(e[k] >= floor)) {
+			ty->slow++;
 			continue;
-		unsigned at = (*ncand)++; /* insertion: ascending e_c, the lower index on ties */
-		while (at > 0 && e[cand[at - 1]] > e[k]) {
-			cand[at] = cand[at - 1];
+		}
+		unsigned at = ty->ncand++; /* insertion: ascending e_c, the lower index on ties */
+		while (at > 0 && e[ty->cand[at - 1]] > e[k]) {
+			ty->cand[at] = ty->cand[at - 1];
 			at--;
 		}
-		cand[at] = k;
+		ty->cand[at] = k;
 	}
 	tp_free(a, buf);
 	return rc;
@@ -211,26 +219,18 @@ static int search(tp_placement **plp, const struct tp_cluster *c, const struct t
                   double floor, struct reach *best)
 {
 	tp_placement *pl = *plp;
-	const struct tp_topology *t = c->t;
-	unsigned cand[TP_FABRIC_CLASSES_MAX], ncand, few = 0;
-	double ideal;
-	int ideal_cls;
-	int rc = order_classes(c, q, floor, cand, &ncand, &ideal, &ideal_cls, &pl->alloc);
+	struct tally ty;
+	int rc = order_classes(c, q, floor, &ty, &pl->alloc);
 	if (rc)
 		return rc;
 	uint32_t *nodes_buf = NULL;
-	if (ncand && q->has_nodes && !(nodes_buf = tp_mallocn(&pl->alloc, q->nnodes ? q->nnodes : 1,
-	                                                      sizeof *nodes_buf)))
+	if (ty.ncand && q->has_nodes &&
+	    !(nodes_buf = tp_mallocn(&pl->alloc, q->nnodes ? q->nnodes : 1, sizeof *nodes_buf)))
 		return TP_ENOMEM;
 	tp_placement *found = NULL;
 	rc = 1;
-	for (unsigned i = 0; i < ncand && rc == 1; i++) {
-		if (class_free(c, cand[i]) < q->count) {
-			few++;
-			continue;
-		}
-		rc = try_class(c, q, cand[i], floor, nodes_buf, best, &found);
-	}
+	for (unsigned i = 0; i < ty.ncand && rc == 1; i++)
+		rc = try_class(c, q, ty.cand[i], floor, nodes_buf, best, &found);
 	tp_free(&pl->alloc, nodes_buf);
 	if (rc == 0) { /* the class's placement is the answer, for the request as it was asked */
 		found->job = pl->job;
@@ -243,21 +243,15 @@ static int search(tp_placement **plp, const struct tp_cluster *c, const struct t
 	}
 	if (rc != 1)
 		return rc;
-	char tail[TP_ERRMSG_LEN / 2], name[TP_ERRMSG_LEN / 4];
-	if (ideal_cls < 0)
+	char tail[TP_ERRMSG_LEN / 2];
+	if (ty.hold == 0)
 		snprintf(tail, sizeof tail, "; no fabric class holds the job's %u devices alone",
 		         q->count);
-	else if (ncand == 0) {
-		class_name(t, ideal_cls, name, sizeof name);
-		snprintf(tail, sizeof tail, "; no fabric class reaches it even when wholly free (the "
-		         "best, %s: %.3f)", name, ideal);
-	} else {
-		int n = snprintf(tail, sizeof tail, "; %u of the %u fabric classes can reach it, none "
-		                 "has such a placement now", ncand, t->nclass);
-		if (few && n > 0 && (size_t)n < sizeof tail)
-			snprintf(tail + n, sizeof tail - (size_t)n, " (%u with too few free devices)",
-			         few);
-	}
+	else
+		snprintf(tail, sizeof tail, "; of the %u fabric classes that hold the job, %u %s too "
+		         "few free devices, %u cannot reach it even when wholly free, %u %s no such "
+		         "placement now", ty.hold, ty.few, ty.few == 1 ? "has" : "have", ty.slow,
+		         ty.ncand, ty.ncand == 1 ? "has" : "have");
 	return refuse(pl, floor, best, tail);
 }
 

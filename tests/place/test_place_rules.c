@@ -501,9 +501,10 @@ Test(place_rules, efficiency_floor_met_nowhere_names_the_floor_and_the_best)
 	snprintf(want, sizeof want, "busy: request.comm.min_efficiency 0.9: the best placement "
 	         "now reaches %.3f (step ", eff);
 	cr_assert(strstr(msg, want) == msg, "%s", msg);
-	cr_assert(strstr(msg, "us on the ideal layout) inside fabric class 1 (2 nodes like b0); 2 "
-	                      "of the 2 fabric classes can reach it, none has such a placement now "
-	                      "(1 with too few free devices)"), "%s", msg);
+	cr_assert(strstr(msg, "us on the ideal layout) inside fabric class 1 (2 nodes like b0); of "
+	                      "the 2 fabric classes that hold the job, 1 has too few free devices, 0 "
+	                      "cannot reach it even when wholly free, 1 has no such placement now"),
+	          "%s", msg);
 	tp_placement_destroy(p);
 	cr_assert_eq(tp_cluster_fingerprint(c), fp, "a refused placement changed the cluster");
 	/* a job no class holds alone (12 GPUs, 8 in each class): nothing to search */
