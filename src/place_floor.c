@@ -25,7 +25,8 @@
  *
  * Cost. A request without a floor pays one test of a pointer; one whose rules' choice meets
  * it pays that choice's efficiency. The search costs, per class that can hold the job, a sum
- * of the free counts of its nodes, and per one with room one efficiency (O(count log count));
+ * of the free counts of its cover (the largest domains wholly of the class: its racks on a
+ * fleet of one class per rack), and per one with room one efficiency (O(count log count));
  * per class tried,
  * a placement restricted to the class's node ids (kept with the topology: nothing is
  * resolved or sorted per call, and the filtered solver walks the class's nodes, not the rest
@@ -75,14 +76,16 @@ static int class_ideal(double *e, const struct tp_topology *t, unsigned c,
 	return tp_cost_efficiency(e, t, buf, q->count, q->comm, a, NULL, 0);
 }
 
+/* Free devices of class k: a sum over its cover (the largest domains wholly of the class). */
 static uint32_t class_free(const struct tp_cluster *c, unsigned k)
 {
 	const struct tp_topology *t = c->t;
 	const struct tp_fclass *fc = &t->fclass[k];
-	const uint32_t *fr = c->free[tp_node_level(t)];
 	uint32_t sum = 0;
-	for (uint32_t i = 0; i < fc->nnodes; i++)
-		sum += fr[t->class_nodes[fc->first + i]];
+	for (uint32_t i = 0; i < fc->ncover; i++) {
+		uint64_t x = t->class_cover[fc->cover_first + i];
+		sum += c->free[x >> 32][(uint32_t)x];
+	}
 	return sum;
 }
 

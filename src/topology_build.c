@@ -456,6 +456,7 @@ void tp_topology_destroy(tp_topology *t)
 	tp_grids_free(t);
 	tp_free(&a, t->class_nodes);
 	tp_free(&a, t->node_class);
+	tp_free(&a, t->class_cover);
 	tp_free(&a, t->names);
 	tp_free(&a, t);
 }

@@ -119,6 +119,65 @@ static bool same_key(const struct class_key *a, const struct class_key *b)
 	return a->model == b->model && fabric_equal(a->node, b->node) && fabric_equal(a->up, b->up);
 }
 
+/* The class every node below (l, d) has, or -1 (pure[l] for the levels above the node). */
+static int pure_class(const tp_topology *t, int8_t *const *pure, const uint8_t *cls, unsigned l,
+                      uint32_t d)
+{
+	return l == tp_node_level(t) ? cls[d] : pure[l][d];
+}
+
+/*
+ * Each class's cover: the largest domains whose nodes are all of the class (a domain of it
+ * whose parent is not), so that a class's free devices are a sum over a few domains' free
+ * counts (on a fleet of one class per rack: its racks or blocks, not its nodes). Two passes
+ * over every domain of every level, once per topology.
+ */
+static int build_covers(tp_topology *t, const uint8_t *cls)
+{
+	unsigned nl = tp_node_level(t);
+	int8_t *pure[TP_MAX_LEVELS] = {NULL};
+	int rc = 0;
+	for (unsigned l = nl; l-- > 0 && !rc;) {
+		const struct tp_level_impl *lv = &t->lv[l];
+		if (!(pure[l] = tp_mallocn(&t->alloc, lv->ndom, 1))) {
+			rc = TP_ENOMEM;
+			break;
+		}
+		for (uint32_t d = 0; d < lv->ndom; d++) {
+			int k = -2;
+			for (uint32_t x = lv->child_first[d]; x < lv->child_first[d + 1] && k != -1; x++) {
+				int kx = pure_class(t, pure, cls, l + 1, x);
+				k = k == -2 || k == kx ? kx : -1;
+			}
+			pure[l][d] = (int8_t)(k < 0 ? -1 : k);
+		}
+	}
+	uint32_t ncover = 0, at[TP_FABRIC_CLASSES_MAX] = {0};
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		for (unsigned l = 0; l <= nl; l++)
+			for (uint32_t d = 0; d < t->lv[l].ndom; d++) {
+				int k = pure_class(t, pure, cls, l, d);
+				if (k < 0 || (l > 0 && pure_class(t, pure, cls, l - 1, t->lv[l].parent[d]) >= 0))
+					continue;
+				if (pass == 0)
+					t->fclass[k].ncover++;
+				else
+					t->class_cover[at[k]++] = (uint64_t)l << 32 | d;
+			}
+		if (pass == 0) {
+			for (unsigned k = 0; k < t->nclass; k++) {
+				t->fclass[k].cover_first = at[k] = ncover;
+				ncover += t->fclass[k].ncover;
+			}
+			t->class_cover = tp_mallocn(&t->alloc, ncover, sizeof *t->class_cover);
+			rc = t->class_cover ? 0 : TP_ENOMEM;
+		}
+	}
+	for (unsigned l = 0; l < nl; l++)
+		tp_free(&t->alloc, pure[l]);
+	return rc;
+}
+
 /*
  * One pass over the nodes, each matched against the classes found so far (at most
  * TP_FABRIC_CLASSES_MAX, so O(nodes x classes) once per topology); the node lists and each
@@ -139,7 +198,7 @@ int tp_build_fabric_classes(tp_topology *t)
 			c++;
 		if (c == n && n++ < TP_FABRIC_CLASSES_MAX) {
 			key[c] = k;
-			t->fclass[c] = (struct tp_fclass){0, 0, 0};
+			t->fclass[c] = (struct tp_fclass){0, 0, 0, 0, 0};
 		}
 		if (c < TP_FABRIC_CLASSES_MAX) {
 			cls[node] = (uint8_t)c;
@@ -162,7 +221,7 @@ int tp_build_fabric_classes(tp_topology *t)
 		for (uint32_t node = 0; node < t->nnodes; node++)
 			t->class_nodes[at[cls[node]]++] = node;
 		t->node_class = cls; /* kept: where a refused placement lies (place_floor.c) */
-		return 0;
+		return build_covers(t, cls);
 	}
 	tp_free(&t->alloc, cls);
 	return 0;

@@ -126,6 +126,8 @@ struct tp_fclass {
 	uint32_t first;  /* its nodes: class_nodes[first .. first + nnodes), in tree order */
 	uint32_t nnodes;
 	uint32_t ndev;   /* devices on those nodes */
+	uint32_t cover_first; /* the largest domains wholly of the class: class_cover[cover_first */
+	uint32_t ncover;      /* .. cover_first + ncover) */
 };
 
 struct tp_topology {
@@ -168,6 +170,7 @@ struct tp_topology {
 	uint32_t *class_nodes;  /* [nnodes] the classes' nodes, class after class, or NULL when
 	                           nclass < 2 (nothing to search) */
 	uint8_t *node_class;    /* [nnodes] each node's class, or NULL when nclass < 2 */
+	uint64_t *class_cover;  /* the classes' covers, level << 32 | domain, or NULL */
 
 	char *names; /* one pool holding every domain and node name */
 	size_t names_len;

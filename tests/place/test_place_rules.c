@@ -563,3 +563,37 @@ Test(place_rules, efficiency_floor_search_allocation_failures)
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
 }
+
+/* The fabric classes are derived when the topology is built: every allocation of a build of
+ * two classes fails in turn (TP_ENOMEM, nothing leaked), then the build succeeds and its
+ * classes serve the search. */
+Test(place_rules, fabric_classes_build_allocation_failures)
+{
+	tp_test_alloc_reset();
+	static const char *const levels[] = {"rack", "node"};
+	const char *p0[] = {"r0"}, *p1[] = {"r1"};
+	for (long k = 0;; k++) {
+		tp_topology_builder *b;
+		cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+		cr_assert_eq(tp_topology_builder_set_fabric(b, 0, TP_LINK_IB, 50, 10), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "a0", p0, 4, NULL), 0);
+		cr_assert_eq(tp_topology_builder_add_node(b, "b0", p1, 4, NULL), 0);
+		cr_assert_eq(tp_topology_builder_set_domain_fabric(b, 0, "r0", TP_LINK_NVLINK, 900, 3),
+		             0);
+		long live = tp_test_alloc_state.live;
+		tp_topology *t = NULL;
+		tp_test_alloc_fail_at(k);
+		int rc = tp_topology_build(b, &t);
+		tp_test_alloc_fail_at(-1);
+		tp_topology_builder_destroy(b);
+		if (rc == 0) {
+			cr_assert_gt(k, 0);
+			tp_topology_destroy(t);
+			break;
+		}
+		cr_assert_eq(rc, TP_ENOMEM, "allocation %ld: %s", k, tp_err_name(rc));
+		cr_assert_null(t);
+		cr_assert_leq(tp_test_alloc_state.live, live);
+	}
+	TP_ASSERT_NO_LEAKS();
+}
