@@ -340,6 +340,11 @@ def test_comm_efficiency_floor_answers_busy(tp):
     assert p.status == "busy" and not p.devices
     assert p.message.startswith("busy: request.comm.min_efficiency 0.5: the best placement "
                                 "now reaches %.3f" % eff), p.message
+    assert p.message.endswith("; the topology has one fabric class"), p.message
+    p = c.place(tp.Request(count=4, comm=dict(comm, min_efficiency=0.5, no_floor_search=1)))
+    assert p.status == "busy"
+    assert p.message.endswith("; not searched further (request.comm.no_floor_search)"), p.message
+    assert tp.StepModel().no_floor_search == 0
     c.release("x")
     p = c.place(tp.Request(count=4, comm=dict(comm, min_efficiency=1.0)))
     assert p.ok and len({d.split("/")[0] for d in p.devices}) == 1, p.devices
