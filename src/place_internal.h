@@ -510,6 +510,7 @@ int tp_pl_step_floor(tp_placement *pl, const struct tp_rq *q);
 int tp_pl_pin_choose(struct pctx *p, uint32_t k);
 int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
                     uint32_t *kid);
+int tp_pl_pin_kid(struct pctx *p, int l, uint32_t k, uint32_t *kid);
 
 /* place_dual.c: the top-level dual */
 
