@@ -805,6 +805,20 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 	}
 }
 
+/* Whether domain dom of level l cannot hold k because one of its children must hold all of it
+ * and none has k free devices (a capacity never exceeds the free count outside the emptied
+ * cluster): tp_pl_eval would answer 0 after a search that finds no child, with nothing else
+ * changed, so the children's free counts decide it without the search. */
+static bool no_grandchild_holds(const struct pctx *p, int l, uint32_t dom, uint32_t k)
+{
+	if (p->ideal || p->sl >= 0 || l + 1 >= (int)p->nl || !forced_single(p, l, k))
+		return false;
+	for (uint32_t ch = p->t->lv[l].child_first[dom]; ch < p->t->lv[l].child_first[dom + 1]; ch++)
+		if (dom_free(p, l + 1, ch) >= k)
+			return false;
+	return true;
+}
+
 /* Evaluate child dom of (l, d) for the search into tmp. Once the best uses one domain of level
  * l + 2 (the least possible), a child that no single child of its own can hold k in must use
  * several there: with every count above equal (one child, no domain already used), it loses
@@ -818,6 +832,8 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 static int eval_child(struct pctx *p, const struct walk *w, int l, uint32_t dom, uint32_t k,
                       unsigned cc, const uint32_t *best, uint32_t *tmp)
 {
+	if (no_grandchild_holds(p, l + 1, dom, k))
+		return 0;
 	int keep = p->skip_multi;
 	bool skip = w->found && l + 2 <= (int)p->nl && best[l + 2] == 1 && !p->have_used &&
 	            p->sl < 0 && no_bounds(p) && p->capdev[l + 1] == TP_RQ_NOCAP &&
