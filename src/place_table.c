@@ -437,6 +437,15 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 	uint32_t first = l < 0 ? 0 : p->t->lv[l].child_first[d];
 	uint32_t last = l < 0 ? p->t->lv[0].ndom : p->t->lv[l].child_first[d + 1];
 	uint32_t nd = 0;
+	if (l >= 0 && p->ncapk == 1 && !p->filtered && p->hist_ok[rl] && !p->scope[rl] &&
+	    c->hist[l]) {
+		/* one free count gives anything (groups of a whole node): the children's rows below
+		 * would find its capacity wherever a node has that count, which the domain's own row
+		 * (their sum) tells at once */
+		uint32_t k = p->capk[0];
+		nd = c->hist[l][(size_t)d * c->hstride + k] ? p->nodecap[k] : 0;
+		first = last;
+	}
 	for (uint32_t r = first; r < last; r++) {
 		if (!in_scope(p, rl, r))
 			continue;
