@@ -49,6 +49,7 @@ struct place_opts {
 	long baseline_requests;
 	double occupancy;
 	const char *json;
+	FILE *calls; /* --calls FILE: one CSV line per tp_place call, NULL: none */
 	bool mix_on; /* --mix on: tp_cluster_set_place_mix(c, NULL, 0), the frag report's mix */
 	unsigned torus[3]; /* --torus X,Y,Z (0: the NVL72 fleets) */
 };
@@ -80,11 +81,13 @@ static void place_usage(FILE *f)
 	fprintf(f,
 	        "usage: tp-bench place [--sizes 10000,100000,1000000] [--seed N] [--requests N]\n"
 	        "                      [--baseline-requests N] [--occupancy 0.7] [--json FILE]\n"
-	        "                      [--mix on|off] [--torus X,Y,Z]\n"
+	        "                      [--mix on|off] [--calls FILE] [--torus X,Y,Z]\n"
 	        "  p50/p99 of tp_place over a request mix on NVL72 fleets at ~70%% occupancy, and\n"
 	        "  of a Kueue-like baseline that recounts every node per request. --mix on: the\n"
 	        "  cluster protects tp_frag_report's default job mix (tp_cluster_set_place_mix\n"
 	        "  with NULL); off (default): no mix, best fit alone, as a new cluster has.\n"
+	        "  --calls FILE: every tp_place call as a CSV line (gpus,count,group,kind,\n"
+	        "  after_baseline,wall_us,cpu_us; after_baseline 1: a baseline call came just before).\n"
 	        "  --torus X,Y,Z: instead, box requests (1x1x1 to 8x8x8 chips) on one torus of\n"
 	        "  X x Y x Z chips filled to the occupancy with box jobs (tp_topology_generate_torus).\n");
 }
@@ -198,7 +201,7 @@ static uint64_t place_fold_answer(uint64_t h, int rc, const tp_placement *p)
 
 static void place_one(tp_cluster *c, struct kq *kq, const struct place_template *m,
                       struct place_tstats *st, bool run_baseline, uint32_t *devs,
-                      uint64_t *answers)
+                      uint64_t *answers, FILE *calls, bool after_baseline)
 {
 	uint32_t tp_rack = TP_NONE;
 	tp_slice slice;
@@ -214,6 +217,11 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 		          tp_err_name(rc), p ? tp_placement_errmsg(p) : "no result");
 	st->tp_cpu[st->ntp] = (double)(c1 - c0) * 1e-3;
 	st->tp_us[st->ntp++] = (double)(t1 - t0) * 1e-3;
+	if (calls)
+		fprintf(calls, "%u,%u,%u,%s,%d,%.3f,%.3f\n",
+		        tp_topology_device_count(tp_cluster_topology(c)), m->count, m->group,
+		        place_kind_name[m->kind], after_baseline, (double)(t1 - t0) * 1e-3,
+		        (double)(c1 - c0) * 1e-3);
 	if (rc == 0)
 		st->tp_ok++;
 	else if (rc == TP_EFRAGMENTED)
@@ -297,7 +305,10 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	for (long i = 0; i < per * (long)PLACE_NMIX; i++) {
 		size_t k = (size_t)i % PLACE_NMIX;
 		bool baseline = i < o->baseline_requests;
-		place_one(c, kq, &place_mix[k], &res->t[k], baseline, devs, &res->answers);
+		/* the previous request's baseline call ran just before this one (cold caches) */
+		bool after = i > 0 && i - 1 < o->baseline_requests;
+		place_one(c, kq, &place_mix[k], &res->t[k], baseline, devs, &res->answers, o->calls,
+		          after);
 		place_churn(c, &fill, &rng, o->occupancy);
 		uint64_t now = bench_now_ns();
 		if (now - last > 200000000u) {
@@ -494,6 +505,7 @@ int bench_place_main(int argc, char **argv)
 		{"json", required_argument, NULL, 'j'},
 		{"mix", required_argument, NULL, 'm'},
 		{"torus", required_argument, NULL, 't'},
+		{"calls", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int ch;
@@ -519,6 +531,13 @@ int bench_place_main(int argc, char **argv)
 			    !o.torus[0] || !o.torus[1] || !o.torus[2])
 				bench_die("--torus: expected X,Y,Z (each >= 1), not '%s'", optarg);
 			break;
+		case 'c':
+			if (o.calls)
+				fclose(o.calls);
+			if (!(o.calls = fopen(optarg, "w")))
+				bench_die("--calls: cannot write %s", optarg);
+			fputs("gpus,count,group,kind,after_baseline,wall_us,cpu_us\n", o.calls);
+			break;
 		case 'h': place_usage(stdout); return 0;
 		default: place_usage(stderr); return 2;
 		}
@@ -527,6 +546,8 @@ int bench_place_main(int argc, char **argv)
 	    o.occupancy > 0.95)
 		bench_die("--requests must be >= %zu, --baseline-requests >= 0, --occupancy in "
 		          "[0, 0.95]", PLACE_NMIX);
+	if (o.torus[0] && o.calls)
+		bench_die("--calls: not with --torus");
 	if (o.torus[0])
 		return bench_place_torus(o.torus, o.seed, o.requests, o.occupancy, o.json);
 	struct place_result *res = calloc(PLACE_MAX_SIZES, sizeof *res);
@@ -536,6 +557,8 @@ int bench_place_main(int argc, char **argv)
 		place_run_size(&o, o.sizes[i], &res[i]);
 	place_print(res, o.nsizes);
 	place_json(&o, res, o.nsizes);
+	if (o.calls && fclose(o.calls))
+		bench_die("--calls: write failed");
 	for (int i = 0; i < o.nsizes; i++)
 		for (size_t k = 0; k < PLACE_NMIX; k++) {
 			free(res[i].t[k].tp_us);

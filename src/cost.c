@@ -128,13 +128,20 @@ double tp_cost_ring_allreduce_us(const struct tp_topology *t, const uint32_t *de
 		uint32_t nb = known ? t->dev_node[b] : UINT32_MAX;
 		if (known && na == last_a && nb == last_b)
 			continue; /* same nodes as the pair before: the same step, already counted */
-		struct tp_fabric_impl f = tp_cost_pair(t, a, b);
+		/* two devices of one node without pair figures meet at the node's own fabric (what
+		 * tp_cost_pair gives them) */
+		bool same = known && na == nb && !t->type_nvlink;
+		struct tp_fabric_impl f = same ? *tp_dom_fabric(t, (int)tp_node_level(t), na)
+		                               : tp_cost_pair(t, a, b);
 		double s = message_us(&f, chunk);
 		if (s > step)
 			step = s;
 		bool reuse = known && (na != nb || !t->type_nvlink);
 		last_a = reuse ? na : UINT32_MAX;
 		last_b = reuse ? nb : UINT32_MAX;
+		/* the rest of a node's run pairs the same node with itself: skip it at once */
+		while (same && i + 2 < n && devs[i + 2] < t->ndevices && t->dev_node[devs[i + 2]] == na)
+			i++;
 	}
 	return 2.0 * (double)(n - 1) * step;
 }

@@ -166,15 +166,25 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
                     uint32_t *kid)
 {
-	if (!p->pin_on || l + 1 > p->pin_level || k != p->q->count)
+	if (tp_pl_pin_kid(p, l, k, kid) == 2)
 		return 2;
-	uint32_t first, n;
-	tp_dom_nodes(p->t, (unsigned)p->pin_level, p->pin_dom, &first, &n);
-	*kid = l + 1 == p->pin_level ? p->pin_dom : tp_node_ancestor(p->t, first, (unsigned)(l + 1));
 	int e = tp_pl_eval(p, l + 1, *kid, k, tp_pl_child_col(p, l, col), best);
 	if (e == 1 && l < 0 && p->pin_rule != TP_RULE_NONE) {
 		p->dec_level = -1;
 		p->dec_rule = p->pin_rule;
 	}
 	return e;
+}
+
+/* The child tp_pl_pin_offer offers, without evaluating it: 1 with it in *kid, 2 when no pin
+ * applies. Emission needs no more: the offer held k when the answer was evaluated, and what
+ * decided was recorded then. */
+int tp_pl_pin_kid(struct pctx *p, int l, uint32_t k, uint32_t *kid)
+{
+	if (!p->pin_on || l + 1 > p->pin_level || k != p->q->count)
+		return 2;
+	uint32_t first, n;
+	tp_dom_nodes(p->t, (unsigned)p->pin_level, p->pin_dom, &first, &n);
+	*kid = l + 1 == p->pin_level ? p->pin_dom : tp_node_ancestor(p->t, first, (unsigned)(l + 1));
+	return 1;
 }

@@ -458,7 +458,10 @@ int tp_pl_emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 	bool forced = forced_single(p, l, k);
 	if (use_single(p, l, k, col, forced)) {
 		uint32_t kid, best[W_MAX];
-		int r = tp_pl_best_single(p, l, d, k, col, best, &kid);
+		/* a pinned domain's ancestor is the child (its evaluation is not needed again) */
+		int r = tp_pl_pin_kid(p, l, k, &kid);
+		if (r == 2)
+			r = tp_pl_best_single(p, l, d, k, col, best, &kid);
 		if (r < 0)
 			return r;
 		if (r)

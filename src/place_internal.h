@@ -453,10 +453,17 @@ uint32_t tp_pl_node_usable(struct pctx *p, uint32_t node, uint32_t *list);
 uint32_t tp_pl_capd_any(struct pctx *p, unsigned l, uint32_t d);
 
 /* The most devices of the request domain d of level l can take (a multiple of u[l]):
- * tp_pl_capd_any (place_usable.c), with its most frequent case inline, a domain above the
- * node read from the histograms (no filter, no scope), the same sum and rounding. */
+ * tp_pl_capd_any (place_usable.c), with its most frequent cases inline, the same sums and
+ * rounding: a node without filters (its free count's nodecap, which is that count cut to the
+ * node cap and rounded to the unit), a domain above the node read from the histograms (no
+ * filter, no scope). */
 static inline uint32_t tp_pl_capd(struct pctx *p, unsigned l, uint32_t d)
 {
+	if (l == p->nl && !p->filtered && !p->ideal && !p->have_used) {
+		uint32_t f = p->c->free[l][d];
+		if (f <= TP_MAX_NODE_DEVICES)
+			return p->nodecap[f];
+	}
 	if (l < p->nl && !p->filtered && !p->ideal && p->hist_ok[l] && !p->scope[l]) {
 		const uint32_t *h = p->c->hist[l] + (size_t)d * p->c->hstride;
 		uint64_t sum = 0;
@@ -517,6 +524,7 @@ int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct
 int tp_pl_pin_choose(struct pctx *p, uint32_t k);
 int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
                     uint32_t *kid);
+int tp_pl_pin_kid(struct pctx *p, int l, uint32_t k, uint32_t *kid);
 
 /* place_dual.c: the top-level dual */
 

@@ -437,6 +437,15 @@ uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d)
 	uint32_t first = l < 0 ? 0 : p->t->lv[l].child_first[d];
 	uint32_t last = l < 0 ? p->t->lv[0].ndom : p->t->lv[l].child_first[d + 1];
 	uint32_t nd = 0;
+	if (l >= 0 && p->ncapk == 1 && !p->filtered && p->hist_ok[rl] && !p->scope[rl] &&
+	    c->hist[l]) {
+		/* one free count gives anything (groups of a whole node): the children's rows below
+		 * would find its capacity wherever a node has that count, which the domain's own row
+		 * (their sum) tells at once */
+		uint32_t k = p->capk[0];
+		nd = c->hist[l][(size_t)d * c->hstride + k] ? p->nodecap[k] : 0;
+		first = last;
+	}
 	for (uint32_t r = first; r < last; r++) {
 		if (!in_scope(p, rl, r))
 			continue;
@@ -805,6 +814,20 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 	}
 }
 
+/* Whether domain dom of level l cannot hold k because one of its children must hold all of it
+ * and none has k free devices (a capacity never exceeds the free count outside the emptied
+ * cluster): tp_pl_eval would answer 0 after a search that finds no child, with nothing else
+ * changed, so the children's free counts decide it without the search. */
+static bool no_grandchild_holds(const struct pctx *p, int l, uint32_t dom, uint32_t k)
+{
+	if (p->ideal || p->sl >= 0 || l + 1 >= (int)p->nl || !forced_single(p, l, k))
+		return false;
+	for (uint32_t ch = p->t->lv[l].child_first[dom]; ch < p->t->lv[l].child_first[dom + 1]; ch++)
+		if (dom_free(p, l + 1, ch) >= k)
+			return false;
+	return true;
+}
+
 /* Evaluate child dom of (l, d) for the search into tmp. Once the best uses one domain of level
  * l + 2 (the least possible), a child that no single child of its own can hold k in must use
  * several there: with every count above equal (one child, no domain already used), it loses
@@ -818,6 +841,8 @@ static void walk_record(struct pctx *p, const struct walk *w, int l, const uint3
 static int eval_child(struct pctx *p, const struct walk *w, int l, uint32_t dom, uint32_t k,
                       unsigned cc, const uint32_t *best, uint32_t *tmp)
 {
+	if (no_grandchild_holds(p, l + 1, dom, k))
+		return 0;
 	int keep = p->skip_multi;
 	bool skip = w->found && l + 2 <= (int)p->nl && best[l + 2] == 1 && !p->have_used &&
 	            p->sl < 0 && no_bounds(p) && p->capdev[l + 1] == TP_RQ_NOCAP &&

@@ -147,8 +147,13 @@ static uint32_t capd_sum_children(struct pctx *p, unsigned l, uint32_t d)
 			r = Judy1Next(p->scope[l + 1], &k, &je);
 		}
 	} else {
+		/* a child with fewer free devices than its unit adds 0 (its capacity never exceeds
+		 * its free count outside the emptied cluster), so its rows need not be read */
+		const uint32_t *fr = p->c->free[l + 1], u = p->u[l + 1];
+		bool skip = !p->ideal && !p->spares;
 		for (uint32_t ch = lv->child_first[d]; ch < lv->child_first[d + 1]; ch++)
-			sum += tp_pl_capd(p, l + 1, ch);
+			if (!skip || fr[ch] >= u)
+				sum += tp_pl_capd(p, l + 1, ch);
 	}
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }

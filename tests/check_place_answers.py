@@ -11,9 +11,13 @@ fixed seeds are those the solver gave at commit d429c9c, before that work (both 
 and one of ~100k). The run is repeated to show it is deterministic, and another seed must give
 another checksum, so the figure does depend on the answers.
 
+`--calls FILE` writes every timed call as a CSV line: one per call, in call order, cycling the
+request mix, with after_baseline 1 exactly for the calls right after a baseline call.
+
 A change that is meant to change answers (a new choice rule) updates EXPECTED here, saying why
 in its commit.
 """
+import csv
 import json
 import os
 import subprocess
@@ -56,8 +60,31 @@ def answers(tmp, gpus, mix, seed=1):
     return r["answers_fnv1a"]
 
 
+def calls_csv(tmp):
+    out = os.path.join(tmp, "calls.csv")
+    args = [TP_BENCH, "place", "--sizes", "10000", "--requests", "36", "--baseline-requests",
+            "5", "--calls", out]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)} exited {p.returncode}: {p.stderr}")
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 36, f"--calls: {len(rows)} lines, not 36")
+    check(rows and list(rows[0]) == ["gpus", "count", "group", "kind", "after_baseline",
+                                     "wall_us", "cpu_us"], "--calls: unexpected columns")
+    after = [i for i, r in enumerate(rows) if r["after_baseline"] == "1"]
+    check(after == [1, 2, 3, 4, 5], f"--calls: after_baseline on calls {after}, not 1 to 5")
+    check(all(r["count"] == rows[i % 18]["count"] and r["kind"] == rows[i % 18]["kind"]
+              for i, r in enumerate(rows)), "--calls: the calls do not cycle the mix of 18")
+    check(rows[0]["count"] == "1" and rows[17]["count"] == "1024",
+          "--calls: the mix does not run from 1 to 1024 GPUs")
+    check(all(float(r["wall_us"]) > 0 and float(r["cpu_us"]) > 0 for r in rows),
+          "--calls: a call without a time")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        calls_csv(tmp)
         for (gpus, mix), want in EXPECTED.items():
             got = answers(tmp, gpus, mix)
             check(got == want, f"place {gpus} GPUs mix {mix}: answers checksum {got}, expected "
