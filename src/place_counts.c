@@ -134,3 +134,157 @@ out:
 	tp_pl_ar_release(p, m);
 	return p->err ? p->err : ok;
 }
+
+/* ---- the root over blocks: which blocks, and which amounts of them, can be optimal -------- */
+
+/* Counts packed into one word, so that adding and comparing them is one operation each: the
+ * blocks (top-level domains) above bit 48, the racks above bit 24, the nodes below. */
+#define PK_B (1ull << 48)
+#define PK_R (1ull << 24)
+#define PK_INF UINT64_MAX
+
+static uint64_t pk_add(uint64_t a, uint64_t b) { return a == PK_INF || b == PK_INF ? PK_INF : a + b; }
+
+/* cb[0..J]: the least (racks, nodes) of block dom for each amount, packed (with one block), or
+ * PK_INF where it cannot hold it: exactly the leading counts of the block's table (a knapsack
+ * over its racks, each taking the shortest prefix of its node capacities, largest first, that
+ * holds its amount: leaf_table), on two counts instead of the whole vector. */
+static int block_counts(struct pctx *p, uint32_t dom, uint32_t J, uint64_t *cb)
+{
+	struct amark m = tp_pl_ar_mark(p);
+	uint32_t nr;
+	struct kid *ks = tp_pl_kids_of(p, 0, dom, 1, &nr);
+	uint64_t *nc = tp_pl_ar_alloc(p, ((size_t)J + 1) * sizeof *nc);
+	if (p->err || !nc) {
+		tp_pl_ar_release(p, m);
+		return p->err ? p->err : TP_ENOMEM;
+	}
+	struct amark rm = tp_pl_ar_mark(p); /* each rack's nodes */
+	cb[0] = 0;
+	for (uint32_t j = 1; j <= J; j++)
+		cb[j] = PK_INF;
+	uint32_t reach = 0;
+	for (uint32_t i = 0; i < nr && !p->err; i++) {
+		uint32_t n, jr = 0;
+		struct lnode *ln = tp_pl_leaf_nodes(p, 1, ks[i].dom, &n);
+		if (!ln)
+			break;
+		/* nc[j]: the nodes this rack needs for j (j up to jr, its capacity within J) */
+		uint64_t acc = 0;
+		uint32_t cap = min32(J, ks[i].cap);
+		for (uint32_t t = 0; t < n && jr < cap; t++) {
+			acc += ln[t].v;
+			while (jr < cap && jr < acc)
+				nc[++jr] = PK_R + t + 1;
+		}
+		for (uint32_t nj = min32(J, reach + jr); nj >= 1; nj--) {
+			uint64_t best = cb[nj];
+			for (uint32_t j2 = nj > reach ? nj - reach : 1; j2 <= min32(nj, jr); j2++) {
+				uint64_t v = pk_add(cb[nj - j2], nc[j2]);
+				if (v < best)
+					best = v;
+			}
+			cb[nj] = best;
+		}
+		reach = min32(J, reach + jr);
+		tp_pl_ar_release(p, rm);
+	}
+	for (uint32_t j = 1; j <= J; j++)
+		if (cb[j] != PK_INF)
+			cb[j] += PK_B;
+	tp_pl_ar_release(p, m);
+	return p->err;
+}
+
+/* dst[m] = min(a[m], the least b[m - j] + c[j]): a knapsack's row with one more part. */
+static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t *dst, uint32_t K)
+{
+	for (uint32_t m = 0; m <= K; m++) {
+		uint64_t best = a[m];
+		for (uint32_t j = 1; j <= min32(m, jc); j++) {
+			uint64_t v = pk_add(a[m - j], c[j]);
+			if (v < best)
+				best = v;
+		}
+		dst[m] = best;
+	}
+}
+
+/* The root's knapsack over the top-level domains (blocks) for K devices of a plain request
+ * (tp_pl_counts_rank_ok(p, -1, K)): the blocks ks[0..*nk) that are in some placement with the
+ * least (blocks, racks, nodes), the leading components of the root's vector, are kept in
+ * their order (*nk lowered), and each kept block's amounts in such placements lie in
+ * jlo[i]..jhi[i]. The knapsack over the kept blocks, their tables holding only those amounts,
+ * gives the same answer, ties and all: every option it loses is in no optimal placement, so
+ * no entry on the optimum's chain changes value, and an entry only ever takes a strictly
+ * better candidate, so no earlier one wins a tie (the knapsack over every block's full table
+ * cost 30 ms on 10 blocks of 14 racks; these counts are a knapsack on one word). The blocks'
+ * counts come from their racks and nodes alone (block_counts), so this works on any fleet with
+ * fewer than 2^16 blocks and 2^24 nodes; otherwise, or when nothing holds K, every block is
+ * kept with all its amounts. 0 or an error. */
+int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, uint32_t *jlo,
+                      uint32_t *jhi)
+{
+	uint32_t n = *nk;
+	for (uint32_t i = 0; i < n; i++) {
+		jlo[i] = 1;
+		jhi[i] = min32(K, ks[i].cap);
+	}
+	if (!n || n >= (1u << 16) || p->t->nnodes >= (1u << 24))
+		return 0;
+	struct amark m = tp_pl_ar_mark(p);
+	size_t row = (size_t)K + 1;
+	uint64_t *cb = tp_pl_ar_alloc(p, n * row * sizeof *cb);
+	uint64_t *F = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *F);
+	uint64_t *G = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *G);
+	uint64_t *E = tp_pl_ar_alloc(p, row * sizeof *E);
+	if (!cb || !F || !G || !E) {
+		tp_pl_ar_release(p, m);
+		return TP_ENOMEM;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = block_counts(p, ks[i].dom, jhi[i], cb + i * row);
+	if (rc) {
+		tp_pl_ar_release(p, m);
+		return rc;
+	}
+	/* F[i]: the blocks before i, G[i]: the blocks from i on */
+	for (uint32_t x = 0; x <= K; x++)
+		F[x] = G[(size_t)n * row + x] = x ? PK_INF : 0;
+	for (uint32_t i = 0; i < n; i++)
+		row_fold(F + i * row, cb + i * row, jhi[i], F + (i + 1) * row, K);
+	for (uint32_t i = n; i-- > 0;)
+		row_fold(G + (i + 1) * row, cb + i * row, jhi[i], G + i * row, K);
+	uint64_t opt = F[(size_t)n * row + K];
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < n && opt != PK_INF; i++) {
+		/* E[x]: the least counts of x devices on the blocks other than i */
+		const uint64_t *fi = F + i * row, *gi = G + (i + 1) * row, *ci = cb + i * row;
+		for (uint32_t x = 0; x <= K; x++) {
+			uint64_t best = PK_INF;
+			for (uint32_t a = 0; a <= x; a++) {
+				uint64_t v = pk_add(fi[a], gi[x - a]);
+				if (v < best)
+					best = v;
+			}
+			E[x] = best;
+		}
+		uint32_t lo = 0, hi = 0;
+		for (uint32_t j = 1; j <= jhi[i]; j++)
+			if (pk_add(ci[j], E[K - j]) == opt) {
+				lo = lo ? lo : j;
+				hi = j;
+			}
+		if (!lo)
+			continue;
+		ks[kept] = ks[i];
+		jlo[kept] = lo;
+		jhi[kept] = hi;
+		kept++;
+	}
+	if (opt != PK_INF)
+		*nk = kept;
+	tp_pl_ar_release(p, m);
+	return 0;
+}

@@ -490,6 +490,8 @@ bool tp_pl_leaf_fast(const struct pctx *p, int l);
 bool tp_pl_counts_rank_ok(const struct pctx *p, int l, uint32_t k);
 int tp_pl_count_prefix(struct pctx *p, int l, uint32_t dom, uint32_t k, const uint32_t *best,
                        uint32_t *out);
+int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, uint32_t *jlo,
+                      uint32_t *jhi);
 uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d);
 bool tp_pl_linear_ok(const struct pctx *p, int l);
 unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col);

@@ -307,6 +307,18 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed
 	kn->ks = tp_pl_kids_of(p, l, d, p->u[cl], &kn->nk);
 	if (p->err)
 		return p->err;
+	/* a plain request's point query at the root: only the blocks, and their amounts, that
+	 * can be optimal on the leading counts (place_counts.c) */
+	uint32_t *jlo = NULL, *jhi = NULL;
+	if (l < 0 && jneed == J && kn->nk > 1 && tp_pl_counts_rank_ok(p, l, J)) {
+		jlo = tp_pl_ar_alloc(p, kn->nk * sizeof *jlo);
+		jhi = tp_pl_ar_alloc(p, kn->nk * sizeof *jhi);
+		if (!jlo || !jhi)
+			return TP_ENOMEM;
+		int e = tp_pl_span_window(p, kn->ks, &kn->nk, J, jlo, jhi);
+		if (e)
+			return e;
+	}
 	int rc = tb_new(p, &kn->tb, J, kn->ns);
 	if (rc)
 		return rc;
@@ -322,13 +334,13 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed
 	/* after: the most units the children after i can add */
 	uint64_t after = 0, reach = 0;
 	for (uint32_t i = 0; i < kn->nk; i++)
-		after += min32(J, kn->ks[i].cap / p->u[cl]);
+		after += jhi ? jhi[i] : min32(J, kn->ks[i].cap / p->u[cl]);
 	for (uint32_t i = 0; i < kn->nk; i++) {
 		struct amark m = tp_pl_ar_mark(p);
 		struct table tc;
-		uint32_t jc = min32(J, kn->ks[i].cap / p->u[cl]);
+		uint32_t jc = jhi ? jhi[i] : min32(J, kn->ks[i].cap / p->u[cl]);
 		after -= jc;
-		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, 1, &tc);
+		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, jlo ? jlo[i] : 1, &tc);
 		if (rc)
 			return rc;
 		uint32_t lo = after >= jneed ? 1 : jneed - (uint32_t)after;
