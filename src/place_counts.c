@@ -141,9 +141,10 @@ out:
  * blocks (top-level domains) above bit 48, the racks above bit 24, the nodes below. */
 #define PK_B (1ull << 48)
 #define PK_R (1ull << 24)
-#define PK_INF UINT64_MAX
+#define PK_INF (1ull << 62) /* and above: three of them add up without wrapping, so the
+                                inner loops add and compare without a test */
 
-static uint64_t pk_add(uint64_t a, uint64_t b) { return a == PK_INF || b == PK_INF ? PK_INF : a + b; }
+static uint64_t pk_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* cb[0..J]: the least (racks, nodes) of block dom for each amount, packed (with one block), or
  * PK_INF where it cannot hold it: exactly the leading counts of the block's table (a knapsack
@@ -179,18 +180,15 @@ static int block_counts(struct pctx *p, uint32_t dom, uint32_t J, uint64_t *cb)
 		}
 		for (uint32_t nj = min32(J, reach + jr); nj >= 1; nj--) {
 			uint64_t best = cb[nj];
-			for (uint32_t j2 = nj > reach ? nj - reach : 1; j2 <= min32(nj, jr); j2++) {
-				uint64_t v = pk_add(cb[nj - j2], nc[j2]);
-				if (v < best)
-					best = v;
-			}
-			cb[nj] = best;
+			for (uint32_t j2 = nj > reach ? nj - reach : 1; j2 <= min32(nj, jr); j2++)
+				best = pk_min(best, cb[nj - j2] + nc[j2]);
+			cb[nj] = pk_min(best, PK_INF);
 		}
 		reach = min32(J, reach + jr);
 		tp_pl_ar_release(p, rm);
 	}
 	for (uint32_t j = 1; j <= J; j++)
-		if (cb[j] != PK_INF)
+		if (cb[j] < PK_INF)
 			cb[j] += PK_B;
 	tp_pl_ar_release(p, m);
 	return p->err;
@@ -201,12 +199,9 @@ static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t
 {
 	for (uint32_t m = 0; m <= K; m++) {
 		uint64_t best = a[m];
-		for (uint32_t j = 1; j <= min32(m, jc); j++) {
-			uint64_t v = pk_add(a[m - j], c[j]);
-			if (v < best)
-				best = v;
-		}
-		dst[m] = best;
+		for (uint32_t j = 1; j <= min32(m, jc); j++)
+			best = pk_min(best, a[m - j] + c[j]);
+		dst[m] = pk_min(best, PK_INF);
 	}
 }
 
@@ -220,7 +215,7 @@ static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t
  * better candidate, so no earlier one wins a tie (the knapsack over every block's full table
  * cost 30 ms on 10 blocks of 14 racks; these counts are a knapsack on one word). The blocks'
  * counts come from their racks and nodes alone (block_counts), so this works on any fleet with
- * fewer than 2^16 blocks and 2^24 nodes; otherwise, or when nothing holds K, every block is
+ * fewer than 2^13 blocks and 2^24 nodes; otherwise, or when nothing holds K, every block is
  * kept with all its amounts. 0 or an error. */
 int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, uint32_t *jlo,
                       uint32_t *jhi)
@@ -230,15 +225,14 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 		jlo[i] = 1;
 		jhi[i] = min32(K, ks[i].cap);
 	}
-	if (!n || n >= (1u << 16) || p->t->nnodes >= (1u << 24))
+	if (!n || n >= (1u << 13) || p->t->nnodes >= (1u << 24))
 		return 0;
 	struct amark m = tp_pl_ar_mark(p);
 	size_t row = (size_t)K + 1;
 	uint64_t *cb = tp_pl_ar_alloc(p, n * row * sizeof *cb);
 	uint64_t *F = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *F);
 	uint64_t *G = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *G);
-	uint64_t *E = tp_pl_ar_alloc(p, row * sizeof *E);
-	if (!cb || !F || !G || !E) {
+	if (!cb || !F || !G) {
 		tp_pl_ar_release(p, m);
 		return TP_ENOMEM;
 	}
@@ -258,24 +252,22 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 		row_fold(G + (i + 1) * row, cb + i * row, jhi[i], G + i * row, K);
 	uint64_t opt = F[(size_t)n * row + K];
 	uint32_t kept = 0;
-	for (uint32_t i = 0; i < n && opt != PK_INF; i++) {
-		/* E[x]: the least counts of x devices on the blocks other than i */
-		const uint64_t *fi = F + i * row, *gi = G + (i + 1) * row, *ci = cb + i * row;
-		for (uint32_t x = 0; x <= K; x++) {
-			uint64_t best = PK_INF;
-			for (uint32_t a = 0; a <= x; a++) {
-				uint64_t v = pk_add(fi[a], gi[x - a]);
-				if (v < best)
-					best = v;
-			}
-			E[x] = best;
-		}
+	for (uint32_t i = 0; i < n && opt < PK_INF; i++) {
+		/* block i takes j in an optimal placement exactly when, the blocks before it taking
+		 * some m with F[i][m] + c + G[i + 1][K - m - j] = opt; then F[i][m] + G[i][K - m] = opt
+		 * too, which few m meet: only those are tried */
+		const uint64_t *fi = F + i * row, *gi = G + i * row, *gn = G + (i + 1) * row;
+		const uint64_t *ci = cb + i * row;
 		uint32_t lo = 0, hi = 0;
-		for (uint32_t j = 1; j <= jhi[i]; j++)
-			if (pk_add(ci[j], E[K - j]) == opt) {
-				lo = lo ? lo : j;
-				hi = j;
-			}
+		for (uint32_t x = 0; x <= K; x++) {
+			if (fi[x] + gi[K - x] != opt)
+				continue;
+			for (uint32_t j = 1; j <= min32(K - x, jhi[i]); j++)
+				if (fi[x] + ci[j] + gn[K - x - j] == opt) {
+					lo = lo && lo < j ? lo : j;
+					hi = hi > j ? hi : j;
+				}
+		}
 		if (!lo)
 			continue;
 		ks[kept] = ks[i];
@@ -283,7 +275,7 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 		jhi[kept] = hi;
 		kept++;
 	}
-	if (opt != PK_INF)
+	if (opt < PK_INF)
 		*nk = kept;
 	tp_pl_ar_release(p, m);
 	return 0;
