@@ -231,8 +231,9 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 	size_t row = (size_t)K + 1;
 	uint64_t *cb = tp_pl_ar_alloc(p, n * row * sizeof *cb);
 	uint64_t *F = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *F);
-	uint64_t *G = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *G);
-	if (!cb || !F || !G) {
+	bool *on = tp_pl_ar_alloc(p, ((size_t)n + 1) * row * sizeof *on);
+	uint32_t *lo = tp_pl_ar_alloc(p, n * sizeof *lo), *hi = tp_pl_ar_alloc(p, n * sizeof *hi);
+	if (!cb || !F || !on || !lo || !hi) {
 		tp_pl_ar_release(p, m);
 		return TP_ENOMEM;
 	}
@@ -243,36 +244,41 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 		tp_pl_ar_release(p, m);
 		return rc;
 	}
-	/* F[i]: the blocks before i, G[i]: the blocks from i on */
+	/* F[i][x]: the least counts of x devices on the blocks before i */
 	for (uint32_t x = 0; x <= K; x++)
-		F[x] = G[(size_t)n * row + x] = x ? PK_INF : 0;
+		F[x] = x ? PK_INF : 0;
 	for (uint32_t i = 0; i < n; i++)
 		row_fold(F + i * row, cb + i * row, jhi[i], F + (i + 1) * row, K);
-	for (uint32_t i = n; i-- > 0;)
-		row_fold(G + (i + 1) * row, cb + i * row, jhi[i], G + i * row, K);
 	uint64_t opt = F[(size_t)n * row + K];
-	uint32_t kept = 0;
-	for (uint32_t i = 0; i < n && opt < PK_INF; i++) {
-		/* block i takes j in an optimal placement exactly when, the blocks before it taking
-		 * some m with F[i][m] + c + G[i + 1][K - m - j] = opt; then F[i][m] + G[i][K - m] = opt
-		 * too, which few m meet: only those are tried */
-		const uint64_t *fi = F + i * row, *gi = G + i * row, *gn = G + (i + 1) * row;
-		const uint64_t *ci = cb + i * row;
-		uint32_t lo = 0, hi = 0;
+	/* Back from (n, K): on[i][x] when the blocks before i taking x at their least counts
+	 * complete to the optimum. Every option reaching F[i + 1][x] from such a state is in an
+	 * optimal placement, and every optimal placement passes only such states (a prefix above
+	 * its least would leave the whole above the optimum). lo, hi: block i's amounts there. */
+	memset(on, 0, ((size_t)n + 1) * row * sizeof *on);
+	on[(size_t)n * row + K] = opt < PK_INF;
+	for (uint32_t i = n; i-- > 0;) {
+		const uint64_t *fi = F + i * row, *fn = F + (i + 1) * row, *ci = cb + i * row;
+		bool *oi = on + i * row, *onx = on + (i + 1) * row;
+		lo[i] = hi[i] = 0;
 		for (uint32_t x = 0; x <= K; x++) {
-			if (fi[x] + gi[K - x] != opt)
+			if (!onx[x])
 				continue;
-			for (uint32_t j = 1; j <= min32(K - x, jhi[i]); j++)
-				if (fi[x] + ci[j] + gn[K - x - j] == opt) {
-					lo = lo && lo < j ? lo : j;
-					hi = hi > j ? hi : j;
+			oi[x] = oi[x] || fi[x] == fn[x];
+			for (uint32_t j = 1; j <= min32(x, jhi[i]); j++)
+				if (fi[x - j] + ci[j] == fn[x]) {
+					oi[x - j] = true;
+					lo[i] = lo[i] && lo[i] < j ? lo[i] : j;
+					hi[i] = hi[i] > j ? hi[i] : j;
 				}
 		}
-		if (!lo)
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < n && opt < PK_INF; i++) {
+		if (!lo[i])
 			continue;
 		ks[kept] = ks[i];
-		jlo[kept] = lo;
-		jhi[kept] = hi;
+		jlo[kept] = lo[i];
+		jhi[kept] = hi[i];
 		kept++;
 	}
 	if (opt < PK_INF)
