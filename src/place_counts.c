@@ -194,7 +194,8 @@ static int block_counts(struct pctx *p, uint32_t dom, uint32_t J, uint64_t *cb)
 	return p->err;
 }
 
-/* dst[m] = min(a[m], the least b[m - j] + c[j]): a knapsack's row with one more part. */
+/* dst[m] = min(a[m], the least a[m - j] + c[j]): a knapsack's row with one more part, c (up
+ * to jc) the part's counts. */
 static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t *dst, uint32_t K)
 {
 	for (uint32_t m = 0; m <= K; m++) {
@@ -212,8 +213,9 @@ static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t
  * jlo[i]..jhi[i]. The knapsack over the kept blocks, their tables holding only those amounts,
  * gives the same answer, ties and all: every option it loses is in no optimal placement, so
  * no entry on the optimum's chain changes value, and an entry only ever takes a strictly
- * better candidate, so no earlier one wins a tie (the knapsack over every block's full table
- * cost 30 ms on 10 blocks of 14 racks; these counts are a knapsack on one word). The blocks'
+ * better candidate, so no earlier one wins a tie. The knapsack over every block's full table
+ * cost 30 ms on 10 blocks of 14 racks (bench/knap-repro); these counts are knapsacks on one
+ * word, about a tenth of it, and leave 2 blocks there. The blocks'
  * counts come from their racks and nodes alone (block_counts), so this works on any fleet with
  * fewer than 2^13 blocks and 2^24 nodes; otherwise, or when nothing holds K, every block is
  * kept with all its amounts. 0 or an error. */

@@ -105,7 +105,8 @@ struct pctx {
 	                                 * holds, in a full pool or running another tenant's job */
 
 	/* the root's decision, kept from tp_pl_eval() for tp_pl_emit() (same amount and column) */
-	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
+	int root_kind;                  /* 0 none, 1 single top-level domain, 2 a plan of
+	                                   takes (the dual's, or root_span's in place_table.c) */
 	uint32_t root_k, root_kid;
 	unsigned root_col;
 	uint32_t root_cost[W_MAX];
