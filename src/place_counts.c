@@ -217,8 +217,8 @@ static void row_fold(const uint64_t *a, const uint64_t *c, uint32_t jc, uint64_t
  * cost 30 ms on 10 blocks of 14 racks (bench/knap-repro); these counts are knapsacks on one
  * word, about a tenth of it, and leave 2 blocks there. The blocks'
  * counts come from their racks and nodes alone (block_counts), so this works on any fleet with
- * fewer than 2^13 blocks and 2^24 nodes; otherwise, or when nothing holds K, every block is
- * kept with all its amounts. 0 or an error. */
+ * fewer than 2^13 blocks and 2^24 nodes; otherwise every block is kept with all its amounts.
+ * 0 or an error. */
 int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, uint32_t *jlo,
                       uint32_t *jhi)
 {
@@ -283,8 +283,7 @@ int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, 
 		jhi[kept] = hi[i];
 		kept++;
 	}
-	if (opt < PK_INF)
-		*nk = kept;
+	*nk = kept; /* none when nothing holds K: the blocks' capacities decide both knapsacks */
 	tp_pl_ar_release(p, m);
 	return 0;
 }

@@ -1069,6 +1069,7 @@ static int root_span(struct pctx *p, uint32_t d, uint32_t k, unsigned col, uint3
 		s = kn.cs[at];
 		j -= j2;
 	}
+	p->root_kind = 0; /* until the new plan is kept */
 	tp_free(p->a, p->root_plan);
 	p->root_plan = j ? NULL : tp_mallocn(p->a, nt ? nt : 1, sizeof *tk);
 	if (p->root_plan) {
