@@ -6,7 +6,7 @@
  * checksum of the answers, so a solver change can be checked for identical answers and timed
  * the same way:
  *
- *     build-rel/bench/knap-repro [--reps N] [--seed N] [--expect CHECKSUM]
+ *     build-rel/bench/knap-repro [--reps N] [--seed N] [--count N] [--expect CHECKSUM]
  *
  * The checksum covers each shape's first answer (the repetitions only time it), so it does not
  * depend on --reps; with --expect the program exits 1 when it differs (the test
@@ -97,6 +97,8 @@ int main(int argc, char **argv)
 {
 	unsigned long long reps = 5, expect = 0;
 	bool expecting = false;
+	uint32_t counts[] = {128, 256, 512};
+	unsigned ncounts = sizeof counts / sizeof *counts;
 	rng_state = 88172645463325252ull;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -107,11 +109,20 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			rng_state ^= arg_num("--seed", argv[++i], 10) * 0x9e3779b97f4a7c15ull;
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			/* one count instead of the three (1024 or 1536 span 3 or 4 blocks) */
+			unsigned long long n = arg_num("--count", argv[++i], 10);
+			if (n < 1 || n > 10080) {
+				fprintf(stderr, "knap-repro: --count: %llu is not from 1 to 10080\n", n);
+				return 2;
+			}
+			counts[0] = (uint32_t)n;
+			ncounts = 1;
 		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
 			expect = arg_num("--expect", argv[++i], 16);
 			expecting = true;
 		} else {
-			fprintf(stderr, "usage: knap-repro [--reps N] [--seed N] [--expect CHECKSUM]\n");
+			fprintf(stderr, "usage: knap-repro [--reps N] [--seed N] [--count N] [--expect CHECKSUM]\n");
 			return 2;
 		}
 	}
@@ -124,10 +135,9 @@ int main(int argc, char **argv)
 	       (unsigned)tp_cluster_free_total_count(c), (unsigned)tp_topology_device_count(t),
 	       reps);
 	printf("%-6s %-8s %-6s %-4s %10s %10s\n", "count", "groups", "block", "rc", "mean_ms", "max_ms");
-	static const uint32_t counts[] = {128, 256, 512};
 	static const char *const kind[] = {"-", "req", "pref"};
 	uint64_t h = 14695981039346656037ull;
-	for (unsigned ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+	for (unsigned ci = 0; ci < ncounts; ci++)
 		for (int gs = 0; gs < 2; gs++)
 			for (int reqd = 0; reqd < 3; reqd++) {
 				tp_request r = TP_REQUEST_INIT;

@@ -105,7 +105,8 @@ struct pctx {
 	                                 * holds, in a full pool or running another tenant's job */
 
 	/* the root's decision, kept from tp_pl_eval() for tp_pl_emit() (same amount and column) */
-	int root_kind;                  /* 0 none, 1 single top-level domain, 2 dual plan */
+	int root_kind;                  /* 0 none, 1 single top-level domain, 2 a plan of
+	                                   takes (the dual's, or root_span's in place_table.c) */
 	uint32_t root_k, root_kid;
 	unsigned root_col;
 	uint32_t root_cost[W_MAX];
@@ -497,6 +498,8 @@ bool tp_pl_leaf_fast(const struct pctx *p, int l);
 bool tp_pl_counts_rank_ok(const struct pctx *p, int l, uint32_t k);
 int tp_pl_count_prefix(struct pctx *p, int l, uint32_t dom, uint32_t k, const uint32_t *best,
                        uint32_t *out);
+int tp_pl_span_window(struct pctx *p, struct kid *ks, uint32_t *nk, uint32_t K, uint32_t *jlo,
+                      uint32_t *jhi);
 uint32_t tp_pl_uniform_node_dev(struct pctx *p, int l, uint32_t d);
 bool tp_pl_linear_ok(const struct pctx *p, int l);
 unsigned tp_pl_child_col(const struct pctx *p, int l, unsigned col);

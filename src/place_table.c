@@ -307,6 +307,18 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed
 	kn->ks = tp_pl_kids_of(p, l, d, p->u[cl], &kn->nk);
 	if (p->err)
 		return p->err;
+	/* a plain request's point query at the root: only the blocks, and their amounts, that
+	 * can be optimal on the leading counts (place_counts.c) */
+	uint32_t *jlo = NULL, *jhi = NULL;
+	if (l < 0 && jneed == J && kn->nk > 1 && tp_pl_counts_rank_ok(p, l, J)) {
+		jlo = tp_pl_ar_alloc(p, kn->nk * sizeof *jlo);
+		jhi = tp_pl_ar_alloc(p, kn->nk * sizeof *jhi);
+		if (!jlo || !jhi)
+			return TP_ENOMEM;
+		int e = tp_pl_span_window(p, kn->ks, &kn->nk, J, jlo, jhi);
+		if (e)
+			return e;
+	}
 	int rc = tb_new(p, &kn->tb, J, kn->ns);
 	if (rc)
 		return rc;
@@ -322,13 +334,13 @@ int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed
 	/* after: the most units the children after i can add */
 	uint64_t after = 0, reach = 0;
 	for (uint32_t i = 0; i < kn->nk; i++)
-		after += min32(J, kn->ks[i].cap / p->u[cl]);
+		after += jhi ? jhi[i] : min32(J, kn->ks[i].cap / p->u[cl]);
 	for (uint32_t i = 0; i < kn->nk; i++) {
 		struct amark m = tp_pl_ar_mark(p);
 		struct table tc;
-		uint32_t jc = min32(J, kn->ks[i].cap / p->u[cl]);
+		uint32_t jc = jhi ? jhi[i] : min32(J, kn->ks[i].cap / p->u[cl]);
 		after -= jc;
-		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, 1, &tc);
+		rc = dom_table(p, (int)cl, kn->ks[i].dom, jc, jlo ? jlo[i] : 1, &tc);
 		if (rc)
 			return rc;
 		uint32_t lo = after >= jneed ? 1 : jneed - (uint32_t)after;
@@ -1049,6 +1061,54 @@ static int best_single_walk(struct pctx *p, int l, uint32_t d, uint32_t k, unsig
 	return p->err ? p->err : w.found;
 }
 
+/* The root's answer for a plain request over several blocks (tp_pl_counts_rank_ok): the
+ * knapsack over the blocks (only those that can be optimal, tp_pl_span_window), recorded, its
+ * plan kept for tp_pl_emit as the dual's is (root_kind 2): the emission would run the same
+ * knapsack again and walk it the same way (place_emit.c), which cost as much as this. 1 with
+ * the cost in out, 0 when the blocks cannot hold k, or an error. */
+static int root_span(struct pctx *p, uint32_t d, uint32_t k, unsigned col, uint32_t *out)
+{
+	struct amark m = tp_pl_ar_mark(p);
+	struct knap kn;
+	uint32_t J = k / p->u[0];
+	int rc = tp_pl_knap_run(p, -1, d, J, J, true, &kn);
+	if (!rc && c_inf(tb_at(p, &kn.tb, J, 0)))
+		rc = 1; /* nothing holds k: 0 below */
+	struct take *tk = rc ? NULL : tp_pl_ar_alloc(p, (kn.nk ? kn.nk : 1) * sizeof *tk);
+	if (!rc && !tk)
+		rc = TP_ENOMEM;
+	if (rc) {
+		tp_pl_ar_release(p, m);
+		return rc == 1 ? 0 : rc;
+	}
+	/* the takes, last block first, as tp_pl_emit walks a recorded knapsack */
+	uint32_t nt = 0, j = J;
+	unsigned s = 0;
+	size_t stride = ((size_t)J + 1) * kn.ns;
+	for (uint32_t i = kn.nk; i-- > 0;) {
+		size_t at = (size_t)i * stride + (size_t)j * kn.ns + s;
+		uint32_t j2 = kn.cj[at];
+		if (!j2)
+			continue;
+		tk[nt++] = (struct take){kn.ks[i].dom, j2 * p->u[0], kn.cc[at]};
+		s = kn.cs[at];
+		j -= j2;
+	}
+	p->root_kind = 0; /* until the new plan is kept */
+	tp_free(p->a, p->root_plan);
+	p->root_plan = j ? NULL : tp_mallocn(p->a, nt ? nt : 1, sizeof *tk);
+	if (p->root_plan) {
+		memcpy(p->root_plan, tk, nt * sizeof *tk);
+		p->root_nplan = nt;
+		p->root_kind = 2;
+		p->root_k = k;
+		p->root_col = col;
+		c_copy(p, out, tb_at(p, &kn.tb, J, 0));
+	}
+	tp_pl_ar_release(p, m);
+	return j ? TP_ECORRUPT : p->root_plan ? 1 : TP_ENOMEM;
+}
+
 /* f_D(k) for domain d of level l (the root for l = -1) at spread column col (colq(l) for
  * "spread met"): 1 and the cost in out, 0 when D cannot hold k so, or an error. */
 int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint32_t *out)
@@ -1105,6 +1165,8 @@ int tp_pl_eval(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col, uint
 			return r;
 		memset(out, 0, p->W * sizeof *out);
 	}
+	if (l < 0 && tp_pl_counts_rank_ok(p, l, k))
+		return root_span(p, d, k, col, out);
 	struct amark m = tp_pl_ar_mark(p);
 	struct table tb;
 	uint32_t J = k / ul(p, l);
