@@ -134,13 +134,22 @@ enum sim_floor_search {
 /* --floor-search's value into *m; a name other than "oldest", "every" or "off" dies naming
  * the option. */
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m);
-/* The usage lines of --floor-search and --floor-ahead (tp-bench sim and compare). */
+/* --fabric-fit's default: on a fleet of several fabric classes topoplace asks for fabric fit
+ * 0.9 (tp_step_model.fabric_fit; sim_policy.c). */
+#define SIM_FABRIC_FIT 0.9
+/* --fabric-fit's value, a number from 0 to 1; anything else dies naming the option. */
+double sim_fabric_fit_arg(const char *s);
+/* The usage lines of --floor-search, --floor-ahead and --fabric-fit (tp-bench sim and
+ * compare). */
 #define SIM_FLOOR_USAGE                                                                          \
 	"  --floor-search oldest|every|off: on a fleet of several fabric classes topoplace asks\n" \
 	"  for an efficiency floor; when its rules' choice is below it, tp_place() searches the\n"  \
 	"  fabric classes for a placement that meets it for the oldest waiting job only (the\n"    \
 	"  default), for every job, or for none. --floor-ahead: for the oldest job the floor\n"    \
-	"  also gives way to the wait still ahead of it (off; bench/sim_policy.c).\n"
+	"  also gives way to the wait still ahead of it (off; bench/sim_policy.c).\n"            \
+	"  --fabric-fit X: on such a fleet topoplace first tries the fabric classes on which the\n" \
+	"  job reaches X times its best efficiency, slowest first (tp_step_model.fabric_fit;\n"   \
+	"  default 0.9, 0: off).\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -176,6 +185,7 @@ struct sim_opts {
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
 	enum sim_floor_search floor_search; /* --floor-search (oldest by default) */
 	bool floor_ahead;      /* --floor-ahead: the floor gives way to the wait ahead (off) */
+	double fabric_fit;     /* --fabric-fit (SIM_FABRIC_FIT by default; 0: off) */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -278,8 +288,9 @@ struct sim_ctx {
 	/* The job being placed is the oldest waiting one (also in the EASY reservation's trials,
 	 * for the top job). */
 	bool oldest;
-	enum sim_floor_search floor_search; /* the run's --floor-search and --floor-ahead */
-	bool floor_ahead;
+	enum sim_floor_search floor_search; /* the run's --floor-search, --floor-ahead and */
+	bool floor_ahead;                   /* --fabric-fit */
+	double fabric_fit;
 };
 
 struct sim_policy {

@@ -423,6 +423,15 @@ static void floor_destroy(struct fabric_floor *fl)
 	free(fl);
 }
 
+double sim_fabric_fit_arg(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0.0 && v <= 1.0))
+		bench_die("--fabric-fit: a number from 0 to 1 (0: off), not '%s'", s);
+	return v;
+}
+
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m)
 {
 	static const char *const names[3] = {"oldest", "every", "off"};
@@ -613,6 +622,7 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		m.min_efficiency = floor_ahead(floor_of(L->floor, ctx->f, j, &m)->floor, ctx, j, &m);
 		m.no_floor_search = ctx->floor_search == SIM_FLOOR_OFF ||
 		                    (ctx->floor_search == SIM_FLOOR_OLDEST && !ctx->oldest);
+		m.fabric_fit = ctx->fabric_fit;
 		r.comm = &m;
 	}
 	tp_placement *p = NULL;

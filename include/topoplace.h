@@ -2572,7 +2572,7 @@ TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
  *  @{ */
 
 /** @brief Version of ::tp_step_model this header describes (2 since 0.4.0: `min_efficiency`;
- *  3 since 0.4.0: `no_floor_search`; a model of version 1 is still accepted and has no floor,
+ *  3 since 0.4.0: `no_floor_search` and `fabric_fit`; a model of version 1 is still accepted and has no floor,
  *  one of version 2 has the floor and its search). */
 #define TP_STEP_MODEL_VERSION 3
 
@@ -2621,12 +2621,28 @@ typedef struct tp_step_model {
 	 *  and what a model of version 2 means): search. The other functions of the cost model
 	 *  ignore it. @since 0.4.0 (version 3) */
 	int no_floor_search;
+	/** Fabric fit, in [0, 1]; 0 (the default): off. On a topology of two fabric classes or
+	 *  more (nodes sharing a device model, a node fabric and the fabric above the node: on a
+	 *  mixed fleet the NVL72 racks, the HGX nodes, the PCIe-only nodes), tp_place() first
+	 *  tries the classes on which the job, packed into the class alone, would reach at least
+	 *  @c fabric_fit x the best such efficiency of any class that holds it: slowest first
+	 *  (the lowest of those efficiencies, ties to the slower node fabric, then the slower
+	 *  fabric above the node), each with the request restricted to the class's nodes and the
+	 *  floor max(@c min_efficiency, @c fabric_fit x the class's packed efficiency). The
+	 *  first placement found is the answer; with none, the rules choose over the whole
+	 *  cluster as without it (and @c min_efficiency applies). Best fit over fabrics: a job
+	 *  that a slow fabric serves nearly as well as the fastest (a 1-GPU job, which does not
+	 *  communicate, on a PCIe-only node) leaves the fast fabric to the jobs that need it. It
+	 *  costs, per request that sets it on such a topology, one efficiency per class that
+	 *  holds the job (O(count log count) each) and a restricted placement per class tried.
+	 *  The other functions of the cost model ignore it. @since 0.4.0 (version 3) */
+	double fabric_fit;
 } tp_step_model;
 
 /** @brief Initialiser for ::tp_step_model: every degree 1, every figure 0, no efficiency floor
- *  (and its search on, should a floor be set). */
+ *  (and its search on, should a floor be set), no fabric fit. */
 #define TP_STEP_MODEL_INIT                                                                     \
-	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0, 0}
+	{TP_STEP_MODEL_VERSION, 1, 1, 1, 1, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0, 0, 0.0}
 
 /**
  * @brief Initialise a step model to ::TP_STEP_MODEL_INIT (for bindings that cannot use the

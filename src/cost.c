@@ -464,7 +464,15 @@ static int model_check(const struct tp_step_model *m, size_t n, char *err, size_
 	if (!(floor >= 0.0 && floor <= 1.0))
 		return cost_err(err, len, TP_EINVAL, "model.min_efficiency %g is outside [0, 1]",
 		                floor);
+	double fit = tp_cost_model_fit(m);
+	if (!(fit >= 0.0 && fit <= 1.0))
+		return cost_err(err, len, TP_EINVAL, "model.fabric_fit %g is outside [0, 1]", fit);
 	return 0;
+}
+
+double tp_cost_model_fit(const tp_step_model *m)
+{
+	return m->version >= 3 ? m->fabric_fit : 0.0;
 }
 
 double tp_cost_model_floor(const tp_step_model *m)

@@ -76,6 +76,9 @@ double tp_cost_model_floor(const tp_step_model *m);
  * true but for a model of version 3 or later with no_floor_search set. */
 bool tp_cost_model_floor_search(const tp_step_model *m);
 
+/* The fabric fit of a step model: its fabric_fit, 0 (off) for a model of version 1 or 2. */
+double tp_cost_model_fit(const tp_step_model *m);
+
 /* The training step model (tp_step_model, tp_cost_step_us, tp_cost_efficiency) is public:
  * include/topoplace.h. Its scratch comes from the caller's allocator, not the topology's. */
 

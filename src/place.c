@@ -651,8 +651,11 @@ int tp_place(const tp_cluster *c, const tp_request *r, tp_placement **out)
 	                 : TP_ENOMEM;
 	if (!rc) {
 		pl->req = tp_request_dup(&pl->alloc, r);
-		rc = pl->req ? tp_pl_place_parts(pl, c, &q) : TP_ENOMEM;
-		if (!rc)
+		bool fitted = false;
+		rc = pl->req ? tp_pl_fit(&pl, c, &q, &fitted) : TP_ENOMEM;
+		if (!rc && !fitted)
+			rc = tp_pl_place_parts(pl, c, &q);
+		if (!rc && !fitted)
 			rc = tp_pl_floor(&pl, c, &q);
 		tp_rq_release(&pl->alloc, &q);
 	}

@@ -217,6 +217,19 @@ static int refuse(tp_placement *pl, double floor, const struct reach *best, cons
 	                 best->us, best->us * best->eff, where, tail);
 }
 
+/* A class's placement becomes the answer, for the request as it was asked (*plp's job id and
+ * request go to it; *plp is destroyed). */
+static void adopt(tp_placement **plp, tp_placement *found)
+{
+	tp_placement *pl = *plp;
+	found->job = pl->job;
+	found->req = pl->req;
+	pl->job = NULL;
+	pl->req = NULL;
+	tp_placement_destroy(pl);
+	*plp = found;
+}
+
 /* The search over the fabric classes for *plp's request (its rules' choice is best). */
 static int search(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q,
                   double floor, struct reach *best)
@@ -235,13 +248,8 @@ static int search(tp_placement **plp, const struct tp_cluster *c, const struct t
 	for (unsigned i = 0; i < ty.ncand && rc == 1; i++)
 		rc = try_class(c, q, ty.cand[i], floor, nodes_buf, best, &found);
 	tp_free(&pl->alloc, nodes_buf);
-	if (rc == 0) { /* the class's placement is the answer, for the request as it was asked */
-		found->job = pl->job;
-		found->req = pl->req;
-		pl->job = NULL;
-		pl->req = NULL;
-		tp_placement_destroy(pl);
-		*plp = found;
+	if (rc == 0) {
+		adopt(plp, found);
 		return 0;
 	}
 	if (rc != 1)
@@ -292,4 +300,109 @@ int tp_pl_floor(tp_placement **plp, const struct tp_cluster *c, const struct tp_
 		return tp_seterr((*plp)->errmsg, rc, "out of memory searching the fabric classes "
 		                 "for request.comm.min_efficiency %g", floor);
 	return rc;
+}
+
+/* ---- fabric fit (request.comm.fabric_fit) ------------------------------------------------- */
+
+/*
+ * Best fit over fabrics. With fabric_fit f > 0 on a topology of two classes or more, before
+ * the rules choose over the whole cluster, the classes whose e_c is at least f x the best e_c
+ * of the classes that hold the job (room or not: the fast class stays the measure while it is
+ * full) and that have enough free devices are tried, slowest first: the lowest e_c, then the
+ * slower node fabric, then the slower fabric above the node, then the lower index (a 1-GPU job
+ * has e_c = 1 everywhere: it goes to the slowest fabric). Each try is the request restricted
+ * to the class, with the floor max(min_efficiency, f x e_c): a class's placement that a
+ * fragmented class would stretch over its slow fabric is no fit. The first placement found
+ * is the answer.
+ *
+ * Why: on a fleet of NVL72 racks, HGX nodes and PCIe-only nodes the rules alone (fewest
+ * domains, best fit by free devices) cannot tell the fabrics apart, and put a job that does
+ * not need NVLink on the NVL72 racks as readily as on a PCIe node; the job that needs them
+ * then waits, or runs over InfiniBand. Measured in the simulator on mixed:576, 4 workloads x
+ * 3 queue disciplines x 3 seeds (docs/benchmarks.md, "Fabric fit"): f = 0.9 against the
+ * same policy without it.
+ */
+
+/* Whether class a goes before class b (e: their e_c). */
+static bool fit_before(const struct tp_topology *t, const double *e, unsigned a, unsigned b)
+{
+	const struct tp_fclass *x = &t->fclass[a], *y = &t->fclass[b];
+	if (e[a] != e[b])
+		return e[a] < e[b];
+	if (x->node_gbps != y->node_gbps)
+		return x->node_gbps < y->node_gbps;
+	if (x->up_gbps != y->up_gbps)
+		return x->up_gbps < y->up_gbps;
+	return a < b;
+}
+
+/* The classes to try for fabric fit f, in order, into ty->cand (e: every class's e_c, 0 where
+ * the class cannot hold the job). */
+static int order_fit(const struct tp_cluster *c, const struct tp_rq *q, double f,
+                     struct tally *ty, double *e, const tp_allocator *a)
+{
+	const struct tp_topology *t = c->t;
+	uint32_t *buf = tp_mallocn(a, q->count, sizeof *buf);
+	if (!buf)
+		return TP_ENOMEM;
+	int rc = 0;
+	double best = 0.0;
+	memset(ty, 0, sizeof *ty);
+	for (unsigned k = 0; k < t->nclass && !rc; k++) {
+		e[k] = 0.0;
+		if (t->fclass[k].ndev < q->count)
+			continue;
+		rc = class_ideal(&e[k], t, k, q, buf, a);
+		best = e[k] > best ? e[k] : best;
+	}
+	tp_free(a, buf);
+	for (unsigned k = 0; k < t->nclass && !rc; k++) {
+		if (!(e[k] > 0.0 && e[k] >= f * best) || class_free(c, k) < q->count)
+			continue;
+		unsigned at = ty->ncand++;
+		while (at > 0 && fit_before(t, e, k, ty->cand[at - 1])) {
+			ty->cand[at] = ty->cand[at - 1];
+			at--;
+		}
+		ty->cand[at] = k;
+	}
+	return rc;
+}
+
+int tp_pl_fit(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q,
+              bool *fitted)
+{
+	*fitted = false;
+	const struct tp_topology *t = c->t;
+	double f = q->comm ? tp_cost_model_fit(q->comm) : 0.0;
+	if (!(f > 0.0) || t->nclass < 2 || q->count == 0)
+		return 0;
+	tp_placement *pl = *plp;
+	struct tally ty;
+	double e[TP_FABRIC_CLASSES_MAX];
+	int rc = order_fit(c, q, f, &ty, e, &pl->alloc);
+	uint32_t *nodes_buf = NULL;
+	if (!rc && ty.ncand && q->has_nodes &&
+	    !(nodes_buf = tp_mallocn(&pl->alloc, q->nnodes ? q->nnodes : 1, sizeof *nodes_buf)))
+		rc = TP_ENOMEM;
+	double floor = tp_cost_model_floor(q->comm);
+	struct reach best = {0.0, 0.0, -1};
+	tp_placement *found = NULL;
+	int got = 1;
+	for (unsigned i = 0; !rc && i < ty.ncand && got == 1; i++) {
+		unsigned k = ty.cand[i];
+		double fk = f * e[k] > floor ? f * e[k] : floor;
+		got = try_class(c, q, k, fk, nodes_buf, &best, &found);
+		if (got == TP_ENOMEM)
+			rc = TP_ENOMEM;
+	}
+	tp_free(&pl->alloc, nodes_buf);
+	if (rc)
+		return tp_seterr(pl->errmsg, rc, "out of memory fitting request.comm.fabric_fit %g",
+		                 f);
+	if (got == 0) {
+		adopt(plp, found);
+		*fitted = true;
+	}
+	return 0;
 }

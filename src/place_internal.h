@@ -519,6 +519,12 @@ double tp_pl_step_of(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col
  * that placement, the old one destroyed); else TP_EBUSY with (*plp)'s message, or TP_ENOMEM. */
 int tp_pl_floor(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q);
 
+/* tp_place's fabric fit (request.comm.fabric_fit), before its rules choose over the whole
+ * cluster: *fitted true when a class's placement is the answer (*plp is then that one), false
+ * when there is nothing to fit or no class placed it; 0, or TP_ENOMEM (message in *plp). */
+int tp_pl_fit(tp_placement **plp, const struct tp_cluster *c, const struct tp_rq *q,
+              bool *fitted);
+
 /* place.c: one placement of q into pl with the NVLink partition rules (what tp_place runs). */
 int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct tp_rq *q);
 

@@ -198,7 +198,7 @@ int tp_build_fabric_classes(tp_topology *t)
 			c++;
 		if (c == n && n++ < TP_FABRIC_CLASSES_MAX) {
 			key[c] = k;
-			t->fclass[c] = (struct tp_fclass){0, 0, 0, 0, 0};
+			t->fclass[c] = (struct tp_fclass){0, 0, 0, 0, 0, k.node->gbps, k.up->gbps};
 		}
 		if (c < TP_FABRIC_CLASSES_MAX) {
 			cls[node] = (uint8_t)c;

@@ -128,6 +128,8 @@ struct tp_fclass {
 	uint32_t ndev;   /* devices on those nodes */
 	uint32_t cover_first; /* the largest domains wholly of the class: class_cover[cover_first */
 	uint32_t ncover;      /* .. cover_first + ncover) */
+	double node_gbps;     /* its node fabric's and the fabric above the node's bandwidth (the */
+	double up_gbps;       /* fabric fit's order between classes of equal efficiency) */
 };
 
 struct tp_topology {

@@ -526,17 +526,13 @@ Test(place_rules, efficiency_floor_met_nowhere_names_the_floor_and_the_best)
 	TP_ASSERT_NO_LEAKS();
 }
 
-/* Every allocation of a call that searches fails in turn: TP_ENOMEM, no result, nothing
- * leaked, the cluster unchanged; then the same answer as without failures. */
-Test(place_rules, efficiency_floor_search_allocation_failures)
+/* Every allocation of a 4-GPU call with model m fails in turn: TP_ENOMEM, no result, nothing
+ * leaked, the cluster unchanged; then the same answer as without failures. More than `least`
+ * allocations are made. */
+static void assert_allocation_failures(tp_cluster *c, const tp_step_model *m, long least)
 {
-	tp_test_alloc_reset();
-	tp_topology *t;
-	tp_cluster *c;
-	two_classes(&t, &c, 1);
-	tp_step_model m = tensor4(0.9);
 	tp_placement *p;
-	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_eq(place4(c, m, &p), 0, "%s", tp_placement_errmsg(p));
 	size_t n;
 	uint32_t want = tp_placement_devices(p, &n)[0];
 	tp_placement_destroy(p);
@@ -546,7 +542,7 @@ Test(place_rules, efficiency_floor_search_allocation_failures)
 	do {
 		tp_test_alloc_fail_at(k++);
 		p = NULL;
-		rc = place4(c, &m, &p);
+		rc = place4(c, m, &p);
 		tp_test_alloc_fail_at(-1);
 		if (rc == TP_ENOMEM)
 			cr_assert_null(p);
@@ -558,7 +554,128 @@ Test(place_rules, efficiency_floor_search_allocation_failures)
 		tp_placement_destroy(p);
 		cr_assert_eq(tp_test_alloc_state.live, live, "allocation %ld: a leak", k - 1);
 	} while (rc == TP_ENOMEM);
-	cr_assert_gt(k, 3, "the search allocates");
+	cr_assert_gt(k, least, "the call allocates");
+}
+
+Test(place_rules, efficiency_floor_search_allocation_failures)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 1);
+	tp_step_model m = tensor4(0.9);
+	assert_allocation_failures(c, &m, 3);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* ---- fabric fit (request.comm.fabric_fit, place_floor.c) ------------------------------------ */
+
+/* A 1-GPU job has the same efficiency on every class: fabric fit sends it to the slowest
+ * fabric (r1, InfiniBand above the node), though best fit alone takes the tightest node (a0,
+ * one GPU free, in the NVLink rack r0). */
+Test(place_rules, fabric_fit_sends_a_job_that_does_not_communicate_to_the_slowest_fabric)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 5); /* r0: 1 free on a0, 2 on a1; r1: 2 free on b0 and on b1 */
+	tp_step_model m = TP_STEP_MODEL_INIT;
+	m.compute_us = 100000;
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 1;
+	r.comm = &m;
+	tp_placement *p;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	cr_assert_lt(tp_placement_devices(p, &n)[0], 4, "without fit: a0, the tightest node");
+	tp_placement_destroy(p);
+	m.fabric_fit = 0.9;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_geq(d[0], 8, "device %u is not in r1", d[0]);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp, "tp_place changed the cluster");
+	/* the job records the request as it was asked, without the class's nodes */
+	cr_assert_eq(tp_commit(c, p, NULL), 0, "%s", tp_cluster_errmsg(c));
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	cr_assert_eq(tp_cluster_job_options(c, "new", &o), 0, "%s", tp_cluster_errmsg(c));
+	cr_assert_eq(o.shape->nselect_nodes, 0);
+	cr_assert_eq(o.shape->comm->fabric_fit, 0.9);
+	tp_placement_destroy(p);
+	/* a version 2 model has no fabric fit: the rules' choice */
+	cr_assert_eq(tp_cluster_release(c, "new"), 0);
+	m.version = 2;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_lt(tp_placement_devices(p, &n)[0], 4);
+	tp_placement_destroy(p);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* A 4-GPU tensor group packs into one node of either class (e_c = 1 in both), so the slower
+ * class r1 is tried first; but r1's free GPUs are two on each node, over InfiniBand, below
+ * 0.9 x e_c: r1 is no fit, and r0 gives a whole node. Best fit alone takes r1 (the tighter
+ * rack) at under half the efficiency. With the allow-list b0 b1 there is no fit: the rules'
+ * choice. */
+Test(place_rules, fabric_fit_passes_over_a_class_whose_free_devices_are_scattered)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 1);
+	tp_step_model m = tensor4(0.0);
+	m.fabric_fit = 0.9;
+	tp_placement *p;
+	cr_assert_eq(place4(c, &m, &p), 0, "%s", tp_placement_errmsg(p));
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(d[i] >= 4 && d[i] < 8, "device %u is not on a1", d[i]);
+	double eff;
+	cr_assert_eq(tp_cost_efficiency(&eff, t, d, n, &m, NULL, NULL, 0), 0);
+	cr_assert_eq(eff, 1.0);
+	tp_placement_destroy(p);
+	static const char *const r1[2] = {"b0", "b1"};
+	tp_request r = TP_REQUEST_INIT;
+	r.count = 4;
+	r.comm = &m;
+	r.select_nodes = r1;
+	r.nselect_nodes = 2;
+	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", tp_placement_errmsg(p));
+	cr_assert_geq(tp_placement_devices(p, &n)[0], 8);
+	tp_placement_destroy(p);
+	/* every allocation of the fitting call fails in turn */
+	assert_allocation_failures(c, &m, 3);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+Test(place_rules, fabric_fit_outside_0_1_is_invalid)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_classes(&t, &c, 1);
+	tp_step_model m = tensor4(0.0);
+	m.fabric_fit = 1.5;
+	tp_placement *p;
+	uint64_t fp = tp_cluster_fingerprint(c);
+	cr_assert_eq(place4(c, &m, &p), TP_EINVAL);
+	TP_ASSERT_ERR(TP_EINVAL, TP_EINVAL, tp_placement_errmsg(p),
+	              "model.fabric_fit 1.5 is outside [0, 1]");
+	tp_placement_destroy(p);
+	m.fabric_fit = -0.1;
+	cr_assert_eq(place4(c, &m, &p), TP_EINVAL);
+	TP_ASSERT_ERR(TP_EINVAL, TP_EINVAL, tp_placement_errmsg(p),
+	              "model.fabric_fit -0.1 is outside [0, 1]");
+	tp_placement_destroy(p);
+	cr_assert_eq(tp_cluster_fingerprint(c), fp);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
