@@ -2572,8 +2572,8 @@ TP_API int tp_plan_stats(const tp_plan *p, tp_defrag_stats *out);
  *  @{ */
 
 /** @brief Version of ::tp_step_model this header describes (2 since 0.4.0: `min_efficiency`;
- *  3 since 0.4.0: `no_floor_search` and `fabric_fit`; a model of version 1 is still accepted and has no floor,
- *  one of version 2 has the floor and its search). */
+ *  3 since 0.4.0: `no_floor_search` and `fabric_fit`; a model of version 1 is still accepted
+ *  and has no floor, one of version 2 has the floor and its search and no fabric fit). */
 #define TP_STEP_MODEL_VERSION 3
 
 /**

@@ -454,7 +454,8 @@ def check_floor_ahead(tmp):
         trace = os.path.join(tmp, f"floor-{case}.csv")
         write_csv(trace, rows)
         d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies",
-                    "topoplace", "--floor-ahead"], tmp, f"floor-{case}.json")
+                    "topoplace", "--floor-ahead", "--fabric-fit", "0"], tmp,
+                   f"floor-{case}.json")
         m = d["policies"]["topoplace"]
         check(m["jobs_started"] == len(rows), f"floor {case}: jobs left over")
         check(lo <= m["max_wait_s"] <= hi,
@@ -467,7 +468,7 @@ def check_floor_ahead(tmp):
 # 100,000 s, then J (32 GPUs) arrives at 1 s. tp_place's rules' choice for J spans racks of
 # several classes below the floor; inside one class a placement meets it, and J starts at once
 # (--floor-search every: the same; --floor-search off, as before the search, J waits 99,999 s
-# for the first ends).
+# for the first ends). Fabric fit off (--fabric-fit 0): it would start J at once by itself.
 FLOOR_SEARCH_ROWS = [(0, 100000, g, "train") for g in
                      (32, 36, 64, 16, 64, 16, 8, 16, 64, 8, 48)] + [(1, 1000, 32, "train")]
 
@@ -477,18 +478,43 @@ def check_floor_search(tmp):
     write_csv(trace, FLOOR_SEARCH_ROWS)
     for mode in ("oldest", "every"):
         d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace",
-                    "--floor-search", mode], tmp, f"floor-search-{mode}.json")
+                    "--floor-search", mode, "--fabric-fit", "0"], tmp,
+                   f"floor-search-{mode}.json")
         m = d["policies"]["topoplace"]
         check(m["jobs_started"] == len(FLOOR_SEARCH_ROWS) and m["max_wait_s"] == 0,
               f"floor search {mode}: {m['jobs_started']} jobs started, a wait of "
               f"{m['max_wait_s']} s")
     d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace",
-                "--floor-search", "off"], tmp, "floor-search-off.json")
+                "--floor-search", "off", "--fabric-fit", "0"], tmp, "floor-search-off.json")
     m = d["policies"]["topoplace"]
     total = m["mean_wait_s"] * len(FLOOR_SEARCH_ROWS)
     check(m["max_wait_s"] == 99999 and abs(total - 99999) < 1,
           f"floor search off: waits sum to {total} s, not 99999 (the trace no longer "
           f"needs the search)")
+
+
+# Fabric fit (tp_step_model.fabric_fit; the simulator's topoplace asks for --fabric-fit 0.9
+# on a fleet of several fabric classes): 288 1-GPU jobs at 0 s, then 72 4-GPU jobs (tensor
+# groups of 4) at 1 s, all running 100,000 s, on mixed:576 (288 NVL72 GPUs, 144 HGX, 144
+# PCIe-only). Without the fit best fit puts the 1-GPU jobs on the first racks, the NVL72 ones,
+# and half the 4-GPU jobs run over PCIe; with it the 1-GPU jobs take the PCIe-only and HGX
+# nodes (the same efficiency there) and every 4-GPU job gets an NVL72 node.
+FABRIC_FIT_ROWS = ([(0, 100000, 1, "train")] * 288 + [(1, 100000, 4, "train")] * 72)
+
+
+def check_fabric_fit(tmp):
+    trace = os.path.join(tmp, "fabric-fit.csv")
+    write_csv(trace, FABRIC_FIT_ROWS)
+    eff = {}
+    for fit in ("0", "0.9"):
+        d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--policies", "topoplace",
+                    "--fabric-fit", fit], tmp, f"fabric-fit-{fit}.json")
+        m = d["policies"]["topoplace"]
+        check(m["jobs_started"] == len(FABRIC_FIT_ROWS), f"fabric fit {fit}: jobs left over")
+        eff[fit] = m["mean_efficiency"]
+    check(eff["0.9"] == 1 and eff["0"] < 0.97,
+          f"fabric fit: mean efficiency {eff['0.9']} with it, {eff['0']} without (want 1 "
+          f"and below 0.97)")
 
 
 def check_compact(tmp):
@@ -595,6 +621,9 @@ def check_errors(tmp):
                          (["sim", "--floor-search", "first"],
                           "--floor-search: 'oldest', 'every' or 'off', not 'first'"),
                          (["compare", "--floor-search", "1"], "--floor-search: "),
+                         (["sim", "--fabric-fit", "1.5"],
+                          "--fabric-fit: a number from 0 to 1 (0: off), not '1.5'"),
+                         (["compare", "--fabric-fit", "x"], "--fabric-fit: "),
                          (["sim", "--mix", "hpc"], "--mix: "),
                          (["sim", "--compact-budget", "-1"], "--compact-budget"),
                          (["sim", "--no-pay=1"], "no-pay"),
@@ -634,6 +663,7 @@ if __name__ == "__main__":
         check_mixed_fleet(tmp)
         check_floor_ahead(tmp)
         check_floor_search(tmp)
+        check_fabric_fit(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

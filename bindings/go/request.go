@@ -96,6 +96,10 @@ type StepModel struct {
 	// NoFloorSearch: Place tests only the rules' choice against MinEfficiency, no search
 	// (tp_step_model.no_floor_search, since 0.4.0).
 	NoFloorSearch bool
+	// FabricFit (0 to 1, 0: off): on a topology of several fabric classes Place first tries
+	// the classes on which the job packed reaches FabricFit x its best class efficiency,
+	// slowest first (tp_step_model.fabric_fit, since 0.4.0).
+	FabricFit float64
 }
 
 // Request is what a job asks for: every field of the C tp_request, with the semantics of the
@@ -237,6 +241,7 @@ func (s *StepModel) fill(m *C.tp_step_model) {
 	m.pp_bytes, m.pp_msgs = C.double(s.PPBytes), C.unsigned(s.PPMsgs)
 	m.ep_bytes, m.ep_msgs = C.double(s.EPBytes), C.unsigned(s.EPMsgs)
 	m.min_efficiency = C.double(s.MinEfficiency)
+	m.fabric_fit = C.double(s.FabricFit)
 	m.no_floor_search = 0
 	if s.NoFloorSearch {
 		m.no_floor_search = 1
@@ -306,7 +311,8 @@ func requestFromC(q *C.tp_request) Request {
 			TPMsgs: uint32(m.tp_msgs), DPBytes: float64(m.dp_bytes),
 			DPOverlap: float64(m.dp_overlap), PPBytes: float64(m.pp_bytes),
 			PPMsgs: uint32(m.pp_msgs), EPBytes: float64(m.ep_bytes), EPMsgs: uint32(m.ep_msgs),
-			MinEfficiency: float64(m.min_efficiency), NoFloorSearch: m.no_floor_search != 0}
+			MinEfficiency: float64(m.min_efficiency), NoFloorSearch: m.no_floor_search != 0,
+			FabricFit: float64(m.fabric_fit)}
 	}
 	return r
 }

@@ -491,3 +491,26 @@ def test_cycles_are_collected_without_crashing(tp):
     t.friend = c                        # and one through the topology
     del t, c
     gc.collect()
+
+
+def test_comm_fabric_fit(tp):
+    # two racks of one 4-GPU node each: r0 joined by NVLink, r1 by InfiniBand (two fabric
+    # classes); a 1-GPU job takes the tighter node without fabric_fit, the slower fabric with it
+    t = (tp.TopologyBuilder(["rack", "node"])
+         .set_fabric("node", "nvlink", 900, 3.4)
+         .set_fabric("rack", "ib", 50, 10)
+         .add_node("a", ["r0"], 4)
+         .add_node("b", ["r1"], 4)
+         .set_domain_fabric("rack", "r0", "nvlink", 900, 3.4)
+         .build())
+    c = tp.Cluster(t)
+    c.assign("x", ["a/0", "a/1", "a/2"])
+    comm = {"compute_us": 1e5}
+    p = c.place(tp.Request(count=1, comm=comm))
+    assert p.ok and p.devices == ["a/3"], p.devices
+    p = c.place(tp.Request(count=1, comm=dict(comm, fabric_fit=0.9)))
+    assert p.ok and p.devices[0].startswith("b/"), p.devices
+    assert tp.StepModel().fabric_fit == 0.0
+    with pytest.raises(tp.InvalidArgument) as e:
+        c.place(tp.Request(count=1, comm=dict(comm, fabric_fit=1.5)))
+    assert "request.comm: model.fabric_fit 1.5 is outside [0, 1]" in str(e.value)

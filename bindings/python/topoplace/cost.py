@@ -27,7 +27,11 @@ class StepModel:
     :meth:`Cluster.place`: when the rules' choice has an :func:`efficiency` below it, the
     fabric classes are searched for a placement that meets it (``no_floor_search`` 1: not),
     and without one the answer is "busy" with a message naming
-    ``request.comm.min_efficiency``; :func:`step_us` and :func:`efficiency` ignore both."""
+    ``request.comm.min_efficiency``. ``fabric_fit`` (0 to 1, default 0: off): on a topology
+    of several fabric classes, :meth:`Cluster.place` first tries the classes on which the job
+    packed reaches ``fabric_fit`` x its best class efficiency, slowest first (best fit over
+    fabrics, ``tp_step_model.fabric_fit``). :func:`step_us` and :func:`efficiency` ignore all
+    three."""
     tp: int = _INIT.tp
     pp: int = _INIT.pp
     dp: int = _INIT.dp
@@ -43,6 +47,7 @@ class StepModel:
     ep_msgs: int = _INIT.ep_msgs
     min_efficiency: float = _INIT.min_efficiency
     no_floor_search: int = _INIT.no_floor_search
+    fabric_fit: float = _INIT.fabric_fit
 
     def _to_c(self):
         m = _defaults.c_init("step_model")

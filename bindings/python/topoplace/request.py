@@ -17,7 +17,7 @@ __all__ = ["Slice", "DomainCap", "Spread", "Colocate", "Select", "Box", "Request
 _REQ = _defaults.REQUEST
 _COMM_FIELDS = ("tp", "pp", "dp", "ep", "compute_us", "tp_bytes", "tp_msgs", "dp_bytes",
                 "dp_overlap", "pp_bytes", "pp_msgs", "ep_bytes", "ep_msgs", "min_efficiency",
-                "no_floor_search")
+                "no_floor_search", "fabric_fit")
 _SEL = _defaults.SELECT
 
 
@@ -97,11 +97,13 @@ class Request:
     gpu_nic_pairs: bool = _REQ["gpu_nic_pairs"]
     #: how the job communicates (``comm``, a ``tp_step_model``): a dict of its fields (tp, pp,
     #: dp, ep, compute_us, tp_bytes, tp_msgs, dp_bytes, dp_overlap, pp_bytes, pp_msgs,
-    #: ep_bytes, ep_msgs, min_efficiency, no_floor_search; the others keep
+    #: ep_bytes, ep_msgs, min_efficiency, no_floor_search, fabric_fit; the others keep
     #: ``TP_STEP_MODEL_INIT``), or None. Rule 4: the modelled step time breaks the ties every
     #: earlier rule leaves; with ``min_efficiency`` > 0, when the rules' choice is modelled
     #: below that efficiency, the fabric classes are searched for a placement that meets it
-    #: (not with ``no_floor_search`` 1) and, with none, the answer is "busy".
+    #: (not with ``no_floor_search`` 1) and, with none, the answer is "busy"; with
+    #: ``fabric_fit`` > 0 the slowest fabric class that serves the job nearly as well as the
+    #: best is tried first (``tp_step_model.fabric_fit``).
     comm: Optional[dict] = None
     #: the service this job is a replica of (``service``): placement keeps it to the service's
     #: spread caps (:meth:`Cluster.set_service_caps`), and once committed it counts as one
