@@ -25,7 +25,7 @@ static const char *const select_keys[] = {"model", "min_perf", "min_memory_gb", 
 static const char *const comm_keys[] = {"tp",       "pp",         "dp",       "ep",
                                         "compute_us", "tp_bytes", "tp_msgs",  "dp_bytes",
                                         "dp_overlap", "pp_bytes", "pp_msgs",  "ep_bytes",
-                                        "ep_msgs",    "min_efficiency"};
+                                        "ep_msgs",    "min_efficiency", "fabric_fit"};
 static const char *const policy_keys[] = {"migrate", "preempt", "allow_interactive",
                                           "max_moves", "max_cost_s", "min_priority_gap"};
 static const char *const replace_keys[] = {"job", "failed"};
@@ -458,7 +458,8 @@ static bool read_comm(struct scen *s, const json_t *v, const char *p, struct sc_
 	    !comm_uint(s, v, cp, "pp_msgs", 0, &m.pp_msgs) ||
 	    !comm_num(s, v, cp, "ep_bytes", &m.ep_bytes) ||
 	    !comm_uint(s, v, cp, "ep_msgs", 0, &m.ep_msgs) ||
-	    !comm_num(s, v, cp, "min_efficiency", &m.min_efficiency))
+	    !comm_num(s, v, cp, "min_efficiency", &m.min_efficiency) ||
+	    !comm_num(s, v, cp, "fabric_fit", &m.fabric_fit))
 		return false;
 	if (m.dp_overlap > 1.0)
 		return sc_fail(s, sc_join(q, cp, "dp_overlap"), "%g is above 1 (the share of the "
@@ -468,6 +469,12 @@ static bool read_comm(struct scen *s, const json_t *v, const char *p, struct sc_
 		return sc_fail(s, sc_join(q, cp, "min_efficiency"),
 		               "%g is above 1 (the lowest placement efficiency the job accepts, "
 		               "from 0 to 1)", m.min_efficiency);
+	/* best fit over fabric classes (tp_step_model.fabric_fit): a share, at most 1 */
+	if (m.fabric_fit > 1.0)
+		return sc_fail(s, sc_join(q, cp, "fabric_fit"),
+		               "%g is above 1 (fabric fit: the share of its best fabric class's "
+		               "efficiency a slower class must give the job, from 0 to 1)",
+		               m.fabric_fit);
 	if (!(o->comm = sc_alloc(s, sizeof *o->comm)))
 		return sc_nomem(s, cp);
 	*o->comm = m;

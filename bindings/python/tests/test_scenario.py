@@ -265,6 +265,10 @@ INVALID = [
      "request.x_comm.min_efficiency: must not be negative"),
     (doc(request__x_comm={"min_efficiency": "0.5"}), "place",
      "request.x_comm.min_efficiency: must be a number"),
+    (doc(request__x_comm={"fabric_fit": 1.5}), "place",
+     "request.x_comm.fabric_fit: 1.5 is above 1"),
+    (doc(request__x_comm={"fabric_fit": -0.1}), "place",
+     "request.x_comm.fabric_fit: must not be negative"),
 ]
 
 
