@@ -514,20 +514,29 @@ int tp_pl_emit(struct pctx *p, int l, uint32_t d, uint32_t k, unsigned col)
 		tp_pl_ar_release(p, m);
 		return TP_ENOMEM;
 	}
-	uint32_t nt = 0, j = J;
-	size_t stride = ((size_t)J + 1) * kn.ns;
-	for (uint32_t i = kn.nk; i-- > 0;) {
-		size_t at = (size_t)i * stride + (size_t)j * kn.ns + s;
-		uint32_t j2 = kn.cj[at];
-		if (!j2)
-			continue;
-		tk[nt++] = (struct take){kn.ks[i].dom, j2 * p->u[cl], kn.cc[at]};
-		s = kn.cs[at];
-		j -= j2;
-	}
+	uint32_t j;
+	uint32_t nt = tp_pl_knap_takes(&kn, J, s, p->u[cl], tk, &j);
 	rc = j == 0 ? emit_takes(p, l, tk, nt) : TP_ECORRUPT;
 	tp_pl_ar_release(p, m);
 	return rc;
+}
+
+uint32_t tp_pl_knap_takes(const struct knap *kn, uint32_t J, unsigned s, uint32_t unit,
+                          struct take *tk, uint32_t *left)
+{
+	uint32_t nt = 0, j = J;
+	size_t stride = ((size_t)J + 1) * kn->ns;
+	for (uint32_t i = kn->nk; i-- > 0;) {
+		size_t at = (size_t)i * stride + (size_t)j * kn->ns + s;
+		uint32_t j2 = kn->cj[at];
+		if (!j2)
+			continue;
+		tk[nt++] = (struct take){kn->ks[i].dom, j2 * unit, kn->cc[at]};
+		s = kn->cs[at];
+		j -= j2;
+	}
+	*left = j;
+	return nt;
 }
 
 /* ---- unconstrained requests: tightest holes first ------------------------------------------- */

@@ -491,6 +491,11 @@ bool tp_pl_tightest_kid(struct pctx *p, int l, uint32_t d, uint32_t kmin, uint32
 void tp_pl_takes_sort(struct take *tk, uint32_t n);
 int tp_pl_knap_run(struct pctx *p, int l, uint32_t d, uint32_t J, uint32_t jneed, bool record,
                    struct knap *kn);
+/* The takes of recorded knapsack kn for J units of `unit` devices from column s, last child
+ * first (place_emit.c): their number, into tk (room for kn->nk); *left gets the units no take
+ * accounts for (0 unless the record is corrupt). */
+uint32_t tp_pl_knap_takes(const struct knap *kn, uint32_t J, unsigned s, uint32_t unit,
+                          struct take *tk, uint32_t *left);
 int tp_pl_lnode_cmp(const void *a, const void *b);
 struct lnode *tp_pl_leaf_nodes(struct pctx *p, int l, uint32_t d, uint32_t *n);
 bool tp_pl_leaf_fast(const struct pctx *p, int l);

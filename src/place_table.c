@@ -1082,18 +1082,8 @@ static int root_span(struct pctx *p, uint32_t d, uint32_t k, unsigned col, uint3
 		return rc == 1 ? 0 : rc;
 	}
 	/* the takes, last block first, as tp_pl_emit walks a recorded knapsack */
-	uint32_t nt = 0, j = J;
-	unsigned s = 0;
-	size_t stride = ((size_t)J + 1) * kn.ns;
-	for (uint32_t i = kn.nk; i-- > 0;) {
-		size_t at = (size_t)i * stride + (size_t)j * kn.ns + s;
-		uint32_t j2 = kn.cj[at];
-		if (!j2)
-			continue;
-		tk[nt++] = (struct take){kn.ks[i].dom, j2 * p->u[0], kn.cc[at]};
-		s = kn.cs[at];
-		j -= j2;
-	}
+	uint32_t j;
+	uint32_t nt = tp_pl_knap_takes(&kn, J, 0, p->u[0], tk, &j);
 	p->root_kind = 0; /* until the new plan is kept */
 	tp_free(p->a, p->root_plan);
 	p->root_plan = j ? NULL : tp_mallocn(p->a, nt ? nt : 1, sizeof *tk);
