@@ -1103,6 +1103,11 @@ typedef struct tp_domain_cap {
  * and tp_place() still only reads the cluster. The planners place through tp_place(), so a plan
  * honours the floor of the request and of every moved job whose recorded shape has one;
  * tp_replace() does not apply it (a repair keeps the job running).
+ * With `comm->fabric_fit` > 0 (model version 3) on a topology of two fabric classes or more,
+ * before the rules choose over the whole cluster, the classes on which the job packed reaches
+ * fabric_fit x its best class efficiency are tried slowest first, each restricted to the class
+ * with the floor fabric_fit x its efficiency, and the first placement found is the answer (best
+ * fit over fabrics: ::tp_step_model, `fabric_fit`).
  *
  * **GPU+NIC pairs** (`gpu_nic_pairs = 1`, version 2): every device of the placement is a GPU
  * paired with a NIC of its own node that is nearest to it, and no two devices of the placement
