@@ -11,6 +11,9 @@
  * second job's tensor group could only straddle the two HGX nodes: with an efficiency floor
  * (min_efficiency) tp_place() answers TP_EBUSY and says what the placement would reach, so
  * the job waits instead of running slowly. Once the inference job ends it fits in one node.
+ * Last, with both racks free, a 1-GPU job: the rules alone take the first rack, the NVL72
+ * one; with fabric fit (fabric_fit 0.9) it goes to the HGX rack, the slower fabric, which
+ * serves a job that does not communicate as well, and the NVLink rack stays whole.
  *
  *   build/examples/step_model
  */
@@ -70,8 +73,8 @@ static int place_job(tp_cluster *c, const char *id, uint32_t count, const tp_ste
 	tp_placement *p = NULL;
 	int rc = tp_place(c, &r, &p);
 	*out = NULL;
-	printf("%s: %u GPUs, tp %u x dp %u, floor %.2f: ", id, count, m->tp, m->dp,
-	       m->min_efficiency);
+	printf("%s: %u GPUs, tp %u x dp %u, floor %.2f, fabric fit %.2f: ", id, count, m->tp,
+	       m->dp, m->min_efficiency, m->fabric_fit);
 	if (rc) {
 		printf("%s\n  %s\n", tp_err_name(rc), p ? tp_placement_errmsg(p) : "");
 		tp_placement_destroy(p);
@@ -158,9 +161,33 @@ int main(void)
 	printf("(infer-0 ends)\n");
 	rc = place_job(c, "train-b", 8, &m, &p);
 	tp_placement_destroy(p);
+	if (busy != TP_EBUSY || rc) {
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+		return busy != TP_EBUSY ? fail("train-b with a floor", busy, "expected TP_EBUSY")
+		                        : fail("train-b once infer-0 ended", rc, "expected a placement");
+	}
+
+	/* Fabric fit: a 1-GPU job, which runs as fast on any GPU. */
+	printf("(train-a ends)\n");
+	rc = tp_cluster_release(c, "train-a");
+	tp_step_model one = TP_STEP_MODEL_INIT;
+	one.compute_us = 200000.0;
+	uint32_t node_plain = 0, node_fit = 0;
+	for (int fit = 0; fit < 2 && !rc; fit++) {
+		one.fabric_fit = fit ? 0.9 : 0.0;
+		rc = place_job(c, "notebook", 1, &one, &p);
+		if (!rc)
+			tp_placement_domain_at(p, 1, 0, fit ? &node_fit : &node_plain, NULL);
+		tp_placement_destroy(p);
+	}
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
-	if (busy != TP_EBUSY)
-		return fail("train-b with a floor", busy, "expected TP_EBUSY");
-	return rc ? fail("train-b once infer-0 ended", rc, "expected a placement") : 0;
+	if (rc)
+		return fail("notebook", rc, "expected a placement");
+	/* nodes 0-3 are the NVL72-like rack's, 4-5 the HGX-like rack's */
+	if (node_plain >= 4 || node_fit < 4)
+		return fail("notebook", TP_EINTERNAL, "expected the NVLink rack without fabric fit "
+		            "and the HGX rack with it");
+	return 0;
 }
