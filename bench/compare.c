@@ -754,7 +754,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                        [--fabric-fit X]\n"
+	        "                        [--fabric-fit X] [--top-floor X]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -801,6 +801,7 @@ int bench_compare_main(int argc, char **argv)
 	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
 	                          .compact_budget = SIM_COMPACT_BUDGET,
 	                          .fabric_fit = SIM_FABRIC_FIT,
+	                          .top_floor = SIM_TOP_FLOOR,
 	                          .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S};
 	const char *workloads = NULL, *fleets = NULL, *queues = NULL, *seeds = NULL;
 	const char *shared = TP_BENCH_SOURCE_DIR "/../../shared";
@@ -833,6 +834,7 @@ int bench_compare_main(int argc, char **argv)
 		{"floor-search", required_argument, NULL, 1006},
 		{"floor-ahead", no_argument, NULL, 1007},
 		{"fabric-fit", required_argument, NULL, 1008},
+		{"top-floor", required_argument, NULL, 1013},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -880,6 +882,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1006: sim_floor_search_arg(optarg, &o.sim.floor_search); break;
 		case 1007: o.sim.floor_ahead = true; break;
 		case 1008: o.sim.fabric_fit = sim_fabric_fit_arg(optarg); break;
+		case 1013: o.sim.top_floor = sim_top_floor_arg(optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

@@ -970,6 +970,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.floor_search = o->floor_search;
 	r.ctx.floor_ahead = o->floor_ahead;
 	r.ctx.fabric_fit = o->fabric_fit;
+	r.ctx.top_floor = o->queue == SIM_QUEUE_EASY ? o->top_floor : 0;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1145,7 +1146,7 @@ static void sim_usage(FILE *f)
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                    [--no-pay] [--defrag-before-backfill]\n"
 	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                    [--fabric-fit X]\n"
+	        "                    [--fabric-fit X] [--top-floor X]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1206,7 +1207,8 @@ int bench_sim_main(int argc, char **argv)
 	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                     .use_cost = true, .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S,
 	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
-	                     .compact_budget = SIM_COMPACT_BUDGET, .fabric_fit = SIM_FABRIC_FIT};
+	                     .compact_budget = SIM_COMPACT_BUDGET, .fabric_fit = SIM_FABRIC_FIT,
+	                     .top_floor = SIM_TOP_FLOOR};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
 		{"limit", required_argument, NULL, 'L'},    {"jobs", required_argument, NULL, 'n'},
@@ -1234,6 +1236,7 @@ int bench_sim_main(int argc, char **argv)
 		{"floor-search", required_argument, NULL, 1004},
 		{"floor-ahead", no_argument, NULL, 1005},
 		{"fabric-fit", required_argument, NULL, 1006},
+		{"top-floor", required_argument, NULL, 1007},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1261,6 +1264,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1004: sim_floor_search_arg(optarg, &o.floor_search); break;
 		case 1005: o.floor_ahead = true; break;
 		case 1006: o.fabric_fit = sim_fabric_fit_arg(optarg); break;
+		case 1007: o.top_floor = sim_top_floor_arg(optarg); break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

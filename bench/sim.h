@@ -139,6 +139,11 @@ void sim_floor_search_arg(const char *name, enum sim_floor_search *m);
 #define SIM_FABRIC_FIT 0.9
 /* --fabric-fit's value, a number from 0 to 1; anything else dies naming the option. */
 double sim_fabric_fit_arg(const char *s);
+/* The efficiency floor topoplace asks for the top job under EASY on a fleet of one fabric
+ * class (--top-floor; sim_policy.c, "The top job's floor"): full locality. */
+#define SIM_TOP_FLOOR 0.999
+/* --top-floor's value, a number from 0 to 1; anything else dies naming the option. */
+double sim_top_floor_arg(const char *s);
 /* The usage lines of --floor-search, --floor-ahead and --fabric-fit (tp-bench sim and
  * compare). */
 #define SIM_FLOOR_USAGE                                                                          \
@@ -149,7 +154,11 @@ double sim_fabric_fit_arg(const char *s);
 	"  also gives way to the wait still ahead of it (off; bench/sim_policy.c).\n"            \
 	"  --fabric-fit X: on such a fleet topoplace first tries the fabric classes on which the\n" \
 	"  job reaches X times its best efficiency, slowest first (tp_step_model.fabric_fit;\n"   \
-	"  default 0.9, 0: off).\n"
+	"  default 0.9, 0: off).\n"                                                              \
+	"  --top-floor X: under EASY on a fleet of one fabric class topoplace asks for the top\n"  \
+	"  job's placement an efficiency of at least X (at most the one its rules reach on the\n"  \
+	"  empty fleet): it waits, with its reservation, for one as good (default 0.999, full\n"   \
+	"  locality; 0: off).\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -186,6 +195,7 @@ struct sim_opts {
 	enum sim_floor_search floor_search; /* --floor-search (oldest by default) */
 	bool floor_ahead;      /* --floor-ahead: the floor gives way to the wait ahead (off) */
 	double fabric_fit;     /* --fabric-fit (SIM_FABRIC_FIT by default; 0: off) */
+	double top_floor;      /* --top-floor (SIM_TOP_FLOOR by default; 0: off) */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -291,6 +301,7 @@ struct sim_ctx {
 	enum sim_floor_search floor_search; /* the run's --floor-search, --floor-ahead and */
 	bool floor_ahead;                   /* --fabric-fit */
 	double fabric_fit;
+	double top_floor; /* --top-floor under EASY, else 0 */
 };
 
 struct sim_policy {

@@ -20,7 +20,8 @@
  *                     fleet of several fabric classes also its step model with an
  *                     efficiency floor (tp_step_model.min_efficiency) and, for the oldest
  *                     job, the library's search inside each fabric class for a placement
- *                     that meets it (see fabric_floor);
+ *                     that meets it (see fabric_floor); on a fleet of one class, under EASY,
+ *                     a floor of full locality for the top job (see "The top job's floor");
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
  *                     library's planner (tp_defrag_plan);
  *   first-fit-box,
@@ -375,7 +376,22 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  * floor falling with the wait already spent (e >= floor x T / (T + W_spent), T = D / floor,
  * the ski-rental rule) and this rule tried at once, before the later jobs of the pass.
  */
+/*
+ * The top job's floor. Under EASY, on a fleet of one fabric class (no fabric_floor), the top
+ * job (ctx->oldest, also in its reservation's trials) asks for an efficiency of at least
+ * ctx->top_floor (--top-floor, SIM_TOP_FLOOR 0.999: full locality), capped at the efficiency
+ * its rules give it on the empty fleet so that every job can be placed once enough has ended.
+ * Refused (TP_EBUSY), it waits with its reservation, which the same floor places, while
+ * backfill fills the GPUs around it; then it runs its whole duration at full speed. This is
+ * what slurm-block-like gets by its block rule (a job waits for an aligned block of its
+ * level), and what it won by on hgx:4096 under EASY, where topoplace's 65-256 GPU jobs ran
+ * over several scalable units at 0.97. Backfilled jobs keep no floor (they run now or not in
+ * this pass), and under besteffort or strict there is no reservation to wait with: a floor
+ * there starves the large jobs. Measured: docs/benchmarks.md, "The top job's floor".
+ */
 #define FLOOR_MANY 0.5
+/* shape_key's range (sim_workload.c: kind x 4096 + size, kinds 0-3) */
+#define SHAPE_KEYS (4 * 4096)
 #define FLOOR_ONE 0.9
 #define FLOOR_CLASSES 8
 #define FLOOR_MEMO 64
@@ -399,6 +415,10 @@ struct tp_learn {
 	uint32_t size[LEARN_SIZES];
 	double gpus[LEARN_SIZES];
 	struct fabric_floor *floor; /* NULL: one fabric class (or a torus): no step model asked */
+	/* The top job's floor on a one-class fleet (see below): the efficiency the rules give each
+	 * job shape on the empty fleet, NAN until asked (indexed by shape_key), and that fleet. */
+	double *e_empty;
+	tp_cluster *empty;
 };
 
 struct class_key {
@@ -429,6 +449,15 @@ double sim_fabric_fit_arg(const char *s)
 	double v = strtod(s, &end);
 	if (end == s || *end || !(v >= 0.0 && v <= 1.0))
 		bench_die("--fabric-fit: a number from 0 to 1 (0: off), not '%s'", s);
+	return v;
+}
+
+double sim_top_floor_arg(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0.0 && v <= 1.0))
+		bench_die("--top-floor: a number from 0 to 1 (0: off), not '%s'", s);
 	return v;
 }
 
@@ -555,6 +584,14 @@ static void *topoplace_create(struct sim_ctx *ctx)
 	L->on = m && !strcmp(m, "learn");
 	L->floor = floor_create(ctx->f);
 	ctx->wants_ahead = L->floor != NULL && ctx->floor_ahead;
+	if (!L->floor && ctx->top_floor > 0 && ctx->f->kind != FLEET_TORUS) {
+		L->e_empty = malloc(SHAPE_KEYS * sizeof *L->e_empty);
+		if (!L->e_empty)
+			bench_die("out of memory");
+		for (size_t k = 0; k < SHAPE_KEYS; k++)
+			L->e_empty[k] = NAN;
+		BENCH_CHECK(tp_cluster_create(&L->empty, ctx->f->t, NULL), "tp_cluster_create");
+	}
 	return L;
 }
 
@@ -562,7 +599,33 @@ static void topoplace_destroy(void *st)
 {
 	struct tp_learn *L = st;
 	floor_destroy(L->floor);
+	free(L->e_empty);
+	tp_cluster_destroy(L->empty);
 	free(L);
+}
+
+/* Job j's top-job floor (see "The top job's floor"): min(ctx->top_floor, the efficiency its
+ * rules give it on the empty fleet), that efficiency memoised per shape (a key stands for one
+ * size below 4,095 GPUs); 0 when it cannot be placed there. */
+static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
+                        const tp_request *r, const struct tp_step_model *m)
+{
+	double once = NAN, *e = j->gpus < 4095 ? &L->e_empty[j->shape_key] : &once;
+	if (isnan(*e)) {
+		tp_placement *p = NULL;
+		*e = 0;
+		if (tp_place(L->empty, r, &p) == 0) {
+			size_t n;
+			const uint32_t *d = tp_placement_devices(p, &n);
+			char err[256];
+			int rc = tp_cost_efficiency(e, ctx->f->t, d, n, m, NULL, err, sizeof err);
+			if (rc)
+				bench_die("tp_cost_efficiency(%u GPUs): %s: %s", j->gpus, tp_err_name(rc),
+				          err);
+		}
+		tp_placement_destroy(p);
+	}
+	return *e < ctx->top_floor ? *e : ctx->top_floor;
 }
 
 static int cmp_learn(const void *a, const void *b)
@@ -623,6 +686,9 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		m.no_floor_search = ctx->floor_search == SIM_FLOOR_OFF ||
 		                    (ctx->floor_search == SIM_FLOOR_OLDEST && !ctx->oldest);
 		m.fabric_fit = ctx->fabric_fit;
+		r.comm = &m;
+	} else if (L->e_empty && ctx->top_floor > 0 && ctx->oldest && !r.box_level) {
+		m.min_efficiency = top_floor(L, ctx, j, &r, &m);
 		r.comm = &m;
 	}
 	tp_placement *p = NULL;

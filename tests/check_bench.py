@@ -35,6 +35,10 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
 - When tp_place's rules' choice for the oldest job is below the floor, tp_place looks inside
   each fabric class for a placement that meets it: a 32-GPU job that fits so starts at once
   (with --floor-search off it waits for the first ends; every job: the same here).
+- Under EASY on a one-class fleet the top job waits for a placement at full locality: a
+  96-GPU job that fits now only across two scalable units waits 999 s for one of them
+  (with --top-floor 0, and under besteffort, it starts at once, spread); a job that no
+  placement holds at full locality still starts at once.
 No figure here is a speed target: those are measured by the harness itself (docs/benchmarks.md).
 """
 import json
@@ -502,6 +506,42 @@ def check_floor_search(tmp):
 FABRIC_FIT_ROWS = ([(0, 100000, 1, "train")] * 288 + [(1, 100000, 4, "train")] * 72)
 
 
+# The top job's floor (bench/sim_policy.c; --top-floor, 0.999 by default under EASY on a fleet
+# of one fabric class). hgx:512 is 2 scalable units (SU) of 32 nodes of 8 GPUs. At 0 s A
+# (192 GPUs) takes SU0, C (128) SU1 and B (96, ending at 1,000 s) SU1 too, leaving 64 + 32
+# GPUs free; T (96 GPUs, 1 s) fits now only across both SUs, below full locality. Under EASY
+# T waits 999 s for B's end and runs inside SU1; with --top-floor 0, or under besteffort, it
+# starts at once, spread (mean efficiency below 1). A 384-GPU job spans both SUs whatever it
+# gets: its floor is the efficiency of its rules' choice on the empty fleet, and it starts at
+# once.
+TOP_FLOOR_ROWS = [(0, 100000, 192, "train"), (0, 100000, 128, "train"),
+                  (0, 1000, 96, "train"), (1, 10000, 96, "train")]
+
+
+def check_top_floor(tmp):
+    trace = os.path.join(tmp, "top-floor.csv")
+    write_csv(trace, TOP_FLOOR_ROWS)
+    got = {}
+    for case, args in (("easy", ["--queue", "easy"]),
+                       ("easy-off", ["--queue", "easy", "--top-floor", "0"]),
+                       ("besteffort", ["--queue", "besteffort"])):
+        d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--policies",
+                    "topoplace"] + args, tmp, f"top-floor-{case}.json")
+        m = d["policies"]["topoplace"]
+        check(m["jobs_started"] == len(TOP_FLOOR_ROWS), f"top floor {case}: jobs left over")
+        got[case] = (m["max_wait_s"], m["mean_efficiency"] == 1)
+    check(got == {"easy": (999, True), "easy-off": (0, False), "besteffort": (0, False)},
+          f"top floor: (longest wait, every job at efficiency 1) {got}")
+    trace = os.path.join(tmp, "top-floor-wide.csv")
+    write_csv(trace, [(0, 1000, 384, "train")])
+    d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", "easy",
+                "--policies", "topoplace"], tmp, "top-floor-wide.json")
+    m = d["policies"]["topoplace"]
+    check(m["jobs_started"] == 1 and m["max_wait_s"] == 0 and m["mean_efficiency"] < 1,
+          f"top floor: a job wider than a SU: {m['jobs_started']} started, waited "
+          f"{m['max_wait_s']} s at efficiency {m['mean_efficiency']}")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -624,6 +664,9 @@ def check_errors(tmp):
                          (["sim", "--fabric-fit", "1.5"],
                           "--fabric-fit: a number from 0 to 1 (0: off), not '1.5'"),
                          (["compare", "--fabric-fit", "x"], "--fabric-fit: "),
+                         (["sim", "--top-floor", "2"],
+                          "--top-floor: a number from 0 to 1 (0: off), not '2'"),
+                         (["compare", "--top-floor", "-0.5"], "--top-floor: "),
                          (["sim", "--mix", "hpc"], "--mix: "),
                          (["sim", "--compact-budget", "-1"], "--compact-budget"),
                          (["sim", "--no-pay=1"], "no-pay"),
@@ -664,6 +707,7 @@ if __name__ == "__main__":
         check_floor_ahead(tmp)
         check_floor_search(tmp)
         check_fabric_fit(tmp)
+        check_top_floor(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
