@@ -443,22 +443,24 @@ static void floor_destroy(struct fabric_floor *fl)
 	free(fl);
 }
 
-double sim_fabric_fit_arg(const char *s)
+/* Option opt's value s, a number from 0 to 1; anything else dies naming the option. */
+static double unit_arg(const char *opt, const char *s)
 {
 	char *end;
 	double v = strtod(s, &end);
 	if (end == s || *end || !(v >= 0.0 && v <= 1.0))
-		bench_die("--fabric-fit: a number from 0 to 1 (0: off), not '%s'", s);
+		bench_die("%s: a number from 0 to 1 (0: off), not '%s'", opt, s);
 	return v;
+}
+
+double sim_fabric_fit_arg(const char *s)
+{
+	return unit_arg("--fabric-fit", s);
 }
 
 double sim_top_floor_arg(const char *s)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= 0.0 && v <= 1.0))
-		bench_die("--top-floor: a number from 0 to 1 (0: off), not '%s'", s);
-	return v;
+	return unit_arg("--top-floor", s);
 }
 
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m)
