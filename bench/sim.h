@@ -144,8 +144,8 @@ double sim_fabric_fit_arg(const char *s);
 #define SIM_TOP_FLOOR 0.999
 /* --top-floor's value, a number from 0 to 1; anything else dies naming the option. */
 double sim_top_floor_arg(const char *s);
-/* The usage lines of --floor-search, --floor-ahead and --fabric-fit (tp-bench sim and
- * compare). */
+/* The usage lines of --floor-search, --floor-ahead, --fabric-fit and --top-floor (tp-bench
+ * sim and compare). */
 #define SIM_FLOOR_USAGE                                                                          \
 	"  --floor-search oldest|every|off: on a fleet of several fabric classes topoplace asks\n" \
 	"  for an efficiency floor; when its rules' choice is below it, tp_place() searches the\n"  \

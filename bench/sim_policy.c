@@ -376,25 +376,12 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  * floor falling with the wait already spent (e >= floor x T / (T + W_spent), T = D / floor,
  * the ski-rental rule) and this rule tried at once, before the later jobs of the pass.
  */
-/*
- * The top job's floor. Under EASY, on a fleet of one fabric class (no fabric_floor), the top
- * job (ctx->oldest, also in its reservation's trials) asks for an efficiency of at least
- * ctx->top_floor (--top-floor, SIM_TOP_FLOOR 0.999: full locality), capped at the efficiency
- * its rules give it on the empty fleet so that every job can be placed once enough has ended.
- * Refused (TP_EBUSY), it waits with its reservation, which the same floor places, while
- * backfill fills the GPUs around it; then it runs its whole duration at full speed. This is
- * what slurm-block-like gets by its block rule (a job waits for an aligned block of its
- * level), and what it won by on hgx:4096 under EASY, where topoplace's 65-256 GPU jobs ran
- * over several scalable units at 0.97. Backfilled jobs keep no floor (they run now or not in
- * this pass), and under besteffort or strict there is no reservation to wait with: a floor
- * there starves the large jobs. Measured: docs/benchmarks.md, "The top job's floor".
- */
 #define FLOOR_MANY 0.5
-/* shape_key's range (sim_workload.c: kind x 4096 + size, kinds 0-3) */
-#define SHAPE_KEYS (4 * 4096)
 #define FLOOR_ONE 0.9
 #define FLOOR_CLASSES 8
 #define FLOOR_MEMO 64
+/* shape_key's range (sim_workload.c: kind x 4096 + size, kinds 0-3) */
+#define SHAPE_KEYS (4 * 4096)
 
 struct fabric_floor {
 	unsigned nclass;
@@ -606,9 +593,23 @@ static void topoplace_destroy(void *st)
 	free(L);
 }
 
-/* Job j's top-job floor (see "The top job's floor"): min(ctx->top_floor, the efficiency its
- * rules give it on the empty fleet), that efficiency memoised per shape (a key stands for one
- * size below 4,095 GPUs); 0 when it cannot be placed there. */
+/*
+ * The top job's floor. Under EASY, on a fleet of one fabric class (no fabric_floor), the top
+ * job (ctx->oldest, also in its reservation's trials) asks for an efficiency of at least
+ * ctx->top_floor (--top-floor, SIM_TOP_FLOOR 0.999: full locality), capped at the efficiency
+ * its rules give it on the empty fleet so that every job can be placed once enough has ended.
+ * Refused (TP_EBUSY), it waits with its reservation, which the same floor places, while
+ * backfill fills the GPUs around it; then it runs its whole duration at full speed. This is
+ * what slurm-block-like gets by its block rule (a job waits for an aligned block of its
+ * level), and what it won by on hgx:4096 under EASY, where topoplace's 65-256 GPU jobs ran
+ * over several scalable units at 0.97. Backfilled jobs keep no floor (they run now or not in
+ * this pass), and under besteffort or strict there is no reservation to wait with: a floor
+ * there starves the large jobs. Measured: docs/benchmarks.md, "The top job's floor".
+ *
+ * Job j's floor: min(ctx->top_floor, the efficiency its rules give it on the empty fleet),
+ * that efficiency memoised per shape (a key stands for one size below 4,095 GPUs); 0 when it
+ * cannot be placed there.
+ */
 static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
                         const tp_request *r, const struct tp_step_model *m)
 {
