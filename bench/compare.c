@@ -585,6 +585,7 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 		bench_json_num(&j, "checkpoint_every_s", o->sim.ckpt_every_s);
 		bench_json_str(&j, "spares", o->sim.spares ? o->sim.spares : "0");
 	}
+	sim_json_policy_settings(&j, &o->sim);
 	bench_json_arr(&j, "cells");
 	for (int c = 0; c < ncells; c++) {
 		const struct cmp_cell *cell = &cells[c];

@@ -134,6 +134,8 @@ enum sim_floor_search {
 /* --floor-search's value into *m; a name other than "oldest", "every" or "off" dies naming
  * the option. */
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m);
+/* The option's name of m ("oldest", "every", "off"). */
+const char *sim_floor_search_name(enum sim_floor_search m);
 /* --fabric-fit's default: on a fleet of several fabric classes topoplace asks for fabric fit
  * 0.9 (tp_step_model.fabric_fit; sim_policy.c). */
 #define SIM_FABRIC_FIT 0.9
@@ -516,5 +518,10 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 void sim_csv(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_result *res,
              size_t n);
 void sim_plot(const struct sim_opts *o, const struct sim_result *res, size_t n);
+struct bench_json;
+/* The object "policy_settings": every option that changes what a policy does (the defrag
+ * hook's, compaction's, the pay rule's, the floors'), so that a JSON file says how its figures
+ * were made. tp-bench sim and compare write it alike. */
+void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o);
 
 #endif

@@ -77,6 +77,25 @@ void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct
 	       "with an empty queue.\n");
 }
 
+void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
+{
+	bench_json_obj(j, "policy_settings");
+	bench_json_num(j, "defrag_every_s", o->defrag_every_s);
+	bench_json_num(j, "defrag_max_cost", o->defrag_max_cost);
+	bench_json_int(j, "defrag_max_sims", o->defrag_max_sims);
+	bench_json_int(j, "defrag_max_cands", o->defrag_max_cands);
+	bench_json_bool(j, "defrag_before_backfill", o->defrag_before_backfill);
+	bench_json_bool(j, "compact", o->compact);
+	bench_json_num(j, "compact_moves_h", o->compact_moves_h);
+	bench_json_num(j, "compact_budget", o->compact_budget);
+	bench_json_bool(j, "pay_rule", !o->no_pay);
+	bench_json_str(j, "floor_search", sim_floor_search_name(o->floor_search));
+	bench_json_bool(j, "floor_ahead", o->floor_ahead);
+	bench_json_num(j, "fabric_fit", o->fabric_fit);
+	bench_json_num(j, "top_floor", o->top_floor);
+	bench_json_end_obj(j);
+}
+
 void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct sim_workload *w,
               double w0, double w1, const struct sim_result *res, size_t n)
 {
@@ -119,6 +138,7 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 	bench_json_num(&j, "defrag_max_cost", o->defrag_max_cost);
 	bench_json_int(&j, "defrag_max_sims", o->defrag_max_sims);
 	bench_json_int(&j, "defrag_max_cands", o->defrag_max_cands);
+	sim_json_policy_settings(&j, o);
 	bench_json_obj(&j, "policies");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];

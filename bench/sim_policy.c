@@ -450,11 +450,17 @@ double sim_top_floor_arg(const char *s)
 	return unit_arg("--top-floor", s);
 }
 
+static const char *const floor_search_names[3] = {"oldest", "every", "off"};
+
+const char *sim_floor_search_name(enum sim_floor_search m)
+{
+	return (unsigned)m < 3 ? floor_search_names[m] : "?";
+}
+
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m)
 {
-	static const char *const names[3] = {"oldest", "every", "off"};
 	for (int i = 0; i < 3; i++)
-		if (!strcmp(name, names[i])) {
+		if (!strcmp(name, floor_search_names[i])) {
 			*m = (enum sim_floor_search)i;
 			return;
 		}

@@ -288,6 +288,11 @@ def check_easy_defrag_after_backfill(tmp):
     be = ["sim", "--fleet", "nvl72:144", "--trace", trace, "--policies", "topoplace-defrag"]
     x, _ = run(be, tmp, "be-after.json")
     y, _ = run(be + ["--defrag-before-backfill"], tmp, "be-before.json")
+    check(y["policy_settings"]["defrag_before_backfill"] and
+          not x["policy_settings"]["defrag_before_backfill"],
+          "easy defrag: policy_settings do not record --defrag-before-backfill")
+    x.pop("policy_settings")
+    y.pop("policy_settings")
     check(strip_wall(x) == strip_wall(y), "easy defrag: --defrag-before-backfill changed a "
           "besteffort run")
 
@@ -530,6 +535,9 @@ def check_top_floor(tmp):
         m = d["policies"]["topoplace"]
         check(m["jobs_started"] == len(TOP_FLOOR_ROWS), f"top floor {case}: jobs left over")
         got[case] = (m["max_wait_s"], m["mean_efficiency"] == 1)
+        want = 0 if case == "easy-off" else 0.999
+        check(d["policy_settings"]["top_floor"] == want,
+              f"top floor {case}: the JSON's policy_settings say {d['policy_settings']}")
     check(got == {"easy": (999, True), "easy-off": (0, False), "besteffort": (0, False)},
           f"top floor: (longest wait, every job at efficiency 1) {got}")
     trace = os.path.join(tmp, "top-floor-wide.csv")
@@ -632,6 +640,18 @@ def check_compare_failures(tmp):
           f"compare --failures: settings {[on.get(k) for k in ('failures_per_gpu_day', 'spares')]}")
     check(off["failures_per_gpu_day"] == 0 and "spares" not in off,
           "compare without --failures: failure settings in the JSON")
+    want = {"defrag_every_s": 0, "defrag_max_cost": 0.05, "defrag_max_sims": 2,
+            "defrag_max_cands": 4, "defrag_before_backfill": False, "compact": True,
+            "compact_moves_h": 4, "compact_budget": 0.005, "pay_rule": True,
+            "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999}
+    check(off["policy_settings"] == want,
+          f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
+    tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
+                           "--no-pay", "--floor-search", "every"], tmp, "cmp-tuned.json")
+    got = {k: tuned["policy_settings"][k]
+           for k in ("top_floor", "fabric_fit", "compact", "pay_rule", "floor_search")}
+    check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "pay_rule": False,
+                  "floor_search": "every"}, f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
             m = c["policies"][name]
