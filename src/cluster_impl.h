@@ -14,9 +14,11 @@
  *                       reading them (see tp_ck_bucket);
  *   - index[l]          a Judy1 set of keys (free << 32 | d) for every domain with free > 0, so
  *                       that "the tightest domain with at least k free" is one Judy1First call.
- *                       Kept for every level above the node, and for the node level only when
- *                       it is the only level (elsewhere a rack's nodes are scanned, 18 at most in
- *                       an NVL72 rack, which is cheaper than keeping a 250k-entry index current).
+ *                       Kept for every level, the node level included: the choice of the
+ *                       tightest node of the fleet for a job one node must hold where the node
+ *                       is the NVLink domain (HGX, PCIe nodes; place_choice.c) walks it, and a
+ *                       change updates it once per node touched (tp-bench place at 1M GPUs
+ *                       showed no difference beyond its run-to-run noise; docs/benchmarks.md).
  */
 #ifndef TP_CLUSTER_IMPL_H
 #define TP_CLUSTER_IMPL_H

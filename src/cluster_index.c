@@ -116,9 +116,8 @@ static void node_changed(struct tp_cluster *c, struct batch *b, uint32_t node, u
 	uint32_t full = tp_node_ndev(t, node);
 	c->free[nl][node] = now;
 	c->nfree = c->nfree - old + now;
-	if (nl == 0)
-		idx_move(c, 0, node, old, now);
-	else if (c->grid[nl - 1])
+	idx_move(c, nl, node, old, now);
+	if (nl > 0 && c->grid[nl - 1])
 		tp_cl_grid_changed(c, nl, node, old, now);
 	int dfull = (now == full) - (old == full);
 	uint32_t d = node;

@@ -8,7 +8,9 @@
  * it breaks a rack that a later rack-sized slice needed, to keep a block's free count high.
  * What later jobs of that size need is whole racks, and a block is only as useful as the racks
  * it keeps whole. So for a request with a required level L below the top (or a required node:
- * then L is the node's parent, the NVLink rack of an NVL72 fleet), the domain of L is chosen
+ * then L is the NVLink domain's level, the node's parent when NVLink joins its nodes, as in the
+ * rack of an NVL72 fleet, else the node itself, as on HGX and PCIe fleets, where a scalable
+ * unit is worth only the whole nodes it keeps), the domain of L is chosen
  * over the whole level, by this order (rules 1 and 2 untouched: every candidate uses one domain
  * at each level down to L, and the counts below L come first):
  *     the domains used below L (rule 1), the candidate's own free devices (the tightest rack),
@@ -33,6 +35,18 @@
 /* Candidates as tight as the best compared on their ancestors' free devices. */
 #define PIN_TIES 16
 
+/* For a request that one node must hold: the node's parent when it is an NVLink domain (an
+ * NVL72 rack, or a level with a fabric of its own per domain: a mixed fleet), else the node
+ * itself (an HGX or PCIe node under InfiniBand or Ethernet: the node is the NVLink domain). */
+static unsigned node_pin_level(const struct pctx *p)
+{
+	const struct tp_topology *t = p->t;
+	unsigned up = p->nl - 1;
+	if (t->lv[up].dfab || t->fabric[up + 1].kind == TP_LINK_NVLINK)
+		return up;
+	return p->nl;
+}
+
 /* The level whose domains the choice walks for this request, or -1 for none. */
 static int pin_level(const struct pctx *p, uint32_t k)
 {
@@ -41,7 +55,7 @@ static int pin_level(const struct pctx *p, uint32_t k)
 	    p->have_used || p->mix_on || p->sl >= 0 || q->balanced || tp_pl_step_on(p, k) ||
 	    tp_pl_has_fd_rules(q) || q->colocate_slot != TP_NO_JOB_SLOT)
 		return -1;
-	unsigned L = (unsigned)p->single_to < p->nl ? (unsigned)p->single_to : p->nl - 1;
+	unsigned L = (unsigned)p->single_to < p->nl ? (unsigned)p->single_to : node_pin_level(p);
 	if (L < 1 || !p->c->indexed[L] || !p->c->index[L])
 		return -1;
 	for (unsigned l = 0; l < p->nlev; l++)

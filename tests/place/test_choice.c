@@ -2,9 +2,10 @@
 /*
  * Rule 3 as the solver refines it for requests one domain must hold (src/place_choice.c): best
  * fit at the level that holds the job (the tightest rack over the whole fleet, not the tightest
- * rack of the tightest block), the ancestors as the tie-break, rule 1 first; and the tightest
- * of equally large children when a job spans several (emission, src/place_emit.c).
- * The oracle check is place_oracle/choice_is_the_tightest_rack_among_rule12_optima.
+ * rack of the tightest block; for a node-sized job the NVLink domain's level: the rack of an
+ * NVL72 fleet, the node of an HGX one), the ancestors as the tie-break, rule 1 first; and the
+ * tightest of equally large children when a job spans several (emission, src/place_emit.c).
+ * The oracle check is place_oracle/choice_is_the_tightest_domain_among_rule12_optima.
  */
 #include <stdio.h>
 
@@ -93,6 +94,103 @@ Test(choice, required_node_takes_the_tightest_rack_then_its_tightest_node)
 	const uint32_t *d = tp_placement_devices(p, &n);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(d[0], 144 + 62, "device %u, not node 15 of rack 2", d[0]);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+/* The node of the device p starts with, for nodes of `per` devices. */
+static unsigned node_of(const tp_placement *p, unsigned per)
+{
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_gt(n, 0);
+	for (size_t i = 1; i < n; i++)
+		cr_assert_eq(d[i] / per, d[0] / per, "device %u outside node %u", d[i], d[0] / per);
+	return d[0] / per;
+}
+
+/* On HGX the node is the NVLink domain (InfiniBand joins a scalable unit's nodes): a job one
+ * node must hold goes to the fleet's tightest node, whatever unit it is in. Units of two
+ * 8-GPU nodes: su0 with node 0 at 2 free and node 1 empty (10 free), su1 with node 2 at 3
+ * free and node 3 full (3 free). The tightest unit first would break node 2. */
+Test(choice, required_node_on_hgx_takes_the_tightest_node_of_the_fleet)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	hold(c, "a", 0, 6);
+	hold(c, "b", 16, 5);
+	hold(c, "c", 24, 8);
+	tp_placement *p = place(c, 2, 1, "node");
+	cr_assert_eq(node_of(p, 8), 0);
+	tp_placement_destroy(p);
+	p = place(c, 3, 1, "node"); /* node 2's 3 free fit exactly */
+	cr_assert_eq(node_of(p, 8), 2);
+	tp_placement_destroy(p);
+	p = place(c, 4, 1, "node"); /* only node 1 has 4 */
+	cr_assert_eq(node_of(p, 8), 1);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+/* Nodes as tight go to the tighter unit: node 0 (su0, 10 free) and node 2 (su1, 5 free) both
+ * have 2 free. */
+Test(choice, nodes_as_tight_go_to_the_tighter_unit)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	hold(c, "a", 0, 6);
+	hold(c, "b", 16, 6);
+	hold(c, "c", 24, 5);
+	tp_placement *p = place(c, 2, 1, "node");
+	cr_assert_eq(node_of(p, 8), 2);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+/* Two racks of two 4-GPU nodes, the racks' fabric `kind`: rack 0 with node 0 at 2 free and
+ * node 1 empty (6 free), rack 1 with node 2 at 3 free and node 3 full (3 free). */
+static void two_racks(tp_link_kind kind, tp_topology **t, tp_cluster **c)
+{
+	static const char *const levels[] = {"rack", "node"};
+	tp_topology_builder *b = NULL;
+	cr_assert_eq(tp_topology_builder_create(&b, levels, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_topology_builder_set_fabric(b, 0, kind, kind == TP_LINK_NVLINK ? 900 : 50,
+	                                            kind == TP_LINK_NVLINK ? 3.4 : 14),
+	             0);
+	unsigned counts[2] = {2, 2};
+	tp_node_options o = TP_NODE_OPTIONS_INIT;
+	cr_assert_eq(tp_topology_builder_generate(b, counts, 4, &o), 0,
+	             "%s", tp_topology_builder_errmsg(b));
+	cr_assert_eq(tp_topology_build(b, t), 0, "%s", tp_topology_builder_errmsg(b));
+	tp_topology_builder_destroy(b);
+	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+	hold(*c, "a", 0, 2);
+	hold(*c, "b", 8, 1);
+	hold(*c, "c", 12, 4);
+}
+
+/* The level the choice walks for a node-sized job follows the fabric above the node: the rack
+ * when NVLink joins its nodes (keep NVLink domains whole: the tightest rack, then its tightest
+ * node), the node otherwise. */
+Test(choice, the_fabric_above_the_node_decides_the_level_of_the_choice)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	two_racks(TP_LINK_IB, &t, &c);
+	tp_placement *p = place(c, 2, 1, "node");
+	cr_assert_eq(node_of(p, 4), 0, "InfiniBand racks: the tightest node");
+	tp_placement_destroy(p);
+	done(t, c);
+	two_racks(TP_LINK_NVLINK, &t, &c);
+	p = place(c, 2, 1, "node");
+	cr_assert_eq(node_of(p, 4), 2, "NVLink racks: the tightest rack's node");
 	tp_placement_destroy(p);
 	done(t, c);
 }
