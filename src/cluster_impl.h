@@ -14,11 +14,13 @@
  *                       reading them (see tp_ck_bucket);
  *   - index[l]          a Judy1 set of keys (free << 32 | d) for every domain with free > 0, so
  *                       that "the tightest domain with at least k free" is one Judy1First call.
- *                       Kept for every level, the node level included: the choice of the
- *                       tightest node of the fleet for a job one node must hold where the node
- *                       is the NVLink domain (HGX, PCIe nodes; place_choice.c) walks it, and a
- *                       change updates it once per node touched (tp-bench place at 1M GPUs
- *                       showed no difference beyond its run-to-run noise; docs/benchmarks.md).
+ *                       Kept for every level above the node, and for the node level where
+ *                       the node is the NVLink domain (tp_node_is_nvlink_domain: HGX and PCIe
+ *                       nodes, a one-level topology), whose tightest node placement chooses
+ *                       over the whole fleet (place_choice.c). Elsewhere (an NVL72 rack's
+ *                       nodes) placement reads a rack's 18 nodes, and the index would cost a
+ *                       Judy1 update per node a change touches for nothing (72-GPU assign p50
+ *                       1.4 -> 2.4 us at 1M GPUs, tp-bench model).
  */
 #ifndef TP_CLUSTER_IMPL_H
 #define TP_CLUSTER_IMPL_H

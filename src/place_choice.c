@@ -35,16 +35,12 @@
 /* Candidates as tight as the best compared on their ancestors' free devices. */
 #define PIN_TIES 16
 
-/* For a request that one node must hold: the node's parent when it is an NVLink domain (an
- * NVL72 rack, or a level with a fabric of its own per domain: a mixed fleet), else the node
- * itself (an HGX or PCIe node under InfiniBand or Ethernet: the node is the NVLink domain). */
+/* For a request that one node must hold: the node itself when it is the NVLink domain (an
+ * HGX or PCIe node under InfiniBand or Ethernet), else the node's parent (an NVL72 rack, or a
+ * level whose domains have fabrics of their own: a mixed fleet). */
 static unsigned node_pin_level(const struct pctx *p)
 {
-	const struct tp_topology *t = p->t;
-	unsigned up = p->nl - 1;
-	if (t->lv[up].dfab || t->fabric[up + 1].kind == TP_LINK_NVLINK)
-		return up;
-	return p->nl;
+	return tp_node_is_nvlink_domain(p->t) ? p->nl : p->nl - 1;
 }
 
 /* The level whose domains the choice walks for this request, or -1 for none. */

@@ -445,34 +445,73 @@ Test(cluster, flat_topology_node_index)
 	TP_ASSERT_NO_LEAKS();
 }
 
-/* The tightest node with at least k free, from the node level's index and, as after a Judy
- * failure dropped it, from the histograms: the same answers. */
-Test(cluster, tightest_node_level_with_and_without_index)
+/* The tightest node with at least k free: from the histograms where the node level keeps no
+ * index (nodes under NVLink racks). */
+Test(cluster, tightest_node_level_without_index)
 {
 	tp_test_alloc_reset();
 	tp_topology *t = nvl72(3, 2);
 	tp_cluster *c = tp_test_cluster(t);
-	cr_assert(c->indexed[2], "nodes are indexed");
+	cr_assert(!c->indexed[2], "nodes are not indexed under NVLink racks");
 	/* Leave 1 free on node 40 and 3 on node 100 and node 7 (lowest wins among equals). */
 	uint32_t take[] = {40 * 4, 40 * 4 + 1, 40 * 4 + 2, 100 * 4, 7 * 4 + 3};
 	cr_assert_eq(tp_cluster_assign(c, "x", take, 5, NULL), 0);
 	STEP(c);
+	uint32_t tight;
+	cr_assert_eq(tp_cluster_tightest(c, 2, 1, &tight), 0);
+	cr_assert_eq(tight, 40);
+	cr_assert_eq(tp_cluster_tightest(c, 2, 2, &tight), 0);
+	cr_assert_eq(tight, 7);
+	cr_assert_eq(tp_cluster_tightest(c, 2, 4, &tight), 0);
+	cr_assert_eq(tight, 0);
+	cr_assert_eq(tp_cluster_tightest(c, 2, 5, &tight), TP_ENOTFOUND);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
+/* Where the node is the NVLink domain (HGX: InfiniBand joins a unit's nodes) the node level
+ * keeps an index, kept current by every change; its answers are the histograms' (as after a
+ * Judy failure dropped it). */
+Test(cluster, tightest_node_level_with_and_without_index)
+{
+	tp_test_alloc_reset();
+	tp_topology *t = NULL;
+	cr_assert_eq(tp_topology_generate_hgx(&t, 3, 4, &tp_test_allocator), 0);
+	tp_cluster *c = tp_test_cluster(t);
+	cr_assert(c->indexed[1], "HGX nodes are indexed");
+	/* Leave 1 free on node 9, 5 on node 6 and node 2 (lowest wins among equals). */
+	uint32_t take[12];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < 7; i++)
+		take[n++] = 9 * 8 + i;
+	take[n++] = 6 * 8 + 1, take[n++] = 6 * 8 + 2, take[n++] = 6 * 8 + 7;
+	take[n++] = 2 * 8, take[n++] = 2 * 8 + 4;
+	cr_assert_eq(tp_cluster_assign(c, "x", take, n, NULL), 0);
+	take[0] = 2 * 8 + 5;
+	cr_assert_eq(tp_cluster_assign(c, "y", take, 1, NULL), 0);
+	STEP(c);
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass) { /* the index dropped: the histograms answer */
-			c->indexed[2] = false;
+			c->indexed[1] = false;
 			c->index_lost = true;
 		}
 		uint32_t tight;
-		cr_assert_eq(tp_cluster_tightest(c, 2, 1, &tight), 0);
-		cr_assert_eq(tight, 40, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 2, &tight), 0);
-		cr_assert_eq(tight, 7, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 4, &tight), 0);
+		cr_assert_eq(tp_cluster_tightest(c, 1, 1, &tight), 0);
+		cr_assert_eq(tight, 9, "pass %d", pass);
+		cr_assert_eq(tp_cluster_tightest(c, 1, 2, &tight), 0);
+		cr_assert_eq(tight, 2, "pass %d", pass);
+		cr_assert_eq(tp_cluster_tightest(c, 1, 6, &tight), 0);
 		cr_assert_eq(tight, 0, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 5, &tight), TP_ENOTFOUND);
+		cr_assert_eq(tp_cluster_tightest(c, 1, 9, &tight), TP_ENOTFOUND);
 	}
-	c->indexed[2] = true;
+	c->indexed[1] = true;
 	c->index_lost = false;
+	CHECK(c);
+	cr_assert_eq(tp_cluster_release(c, "y"), 0); /* node 2 back to 6 free: node 6 is tighter */
+	uint32_t tight;
+	cr_assert_eq(tp_cluster_tightest(c, 1, 2, &tight), 0);
+	cr_assert_eq(tight, 6);
 	CHECK(c);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
@@ -1494,7 +1533,7 @@ Test(cluster, tightest_node_reports_inconsistent_histograms)
 	h[8] = 0;                                          /* the zone still counts it */
 	cr_assert_eq(tp_cluster_tightest(c, nl, 8, &dom), TP_EINTERNAL);
 	h[8] = 1;
-	c->indexed[nl] = true;
+	c->indexed[nl] = c->index_kept[nl];
 	c->index_lost = false;
 	CHECK(c);
 	tp_cluster_destroy(c);
