@@ -109,47 +109,44 @@ static unsigned node_of(const tp_placement *p, unsigned per)
 	return d[0] / per;
 }
 
+/* Two HGX scalable units of two 8-GPU nodes (node n holds devices 8n .. 8n + 7): node 0 with
+ * 2 free, node 1 empty, and of su1 the first `b` devices of node 2 and the first `c` of node 3
+ * held. */
+static void hgx_units(tp_topology **t, tp_cluster **cl, uint32_t b, uint32_t c)
+{
+	cr_assert_eq(tp_topology_generate_hgx(t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(cl, *t, &tp_test_allocator), 0);
+	hold(*cl, "a", 0, 6);
+	hold(*cl, "b", 16, b);
+	hold(*cl, "c", 24, c);
+}
+
+/* `count` devices required in one node go to node `want` (8-GPU nodes). */
+static void expect_node(tp_cluster *c, uint32_t count, unsigned want)
+{
+	tp_placement *p = place(c, count, 1, "node");
+	cr_assert_eq(node_of(p, 8), want, "%u GPUs", count);
+	tp_placement_destroy(p);
+}
+
 /* On HGX the node is the NVLink domain (InfiniBand joins a scalable unit's nodes): a job one
- * node must hold goes to the fleet's tightest node, whatever unit it is in. Units of two
- * 8-GPU nodes: su0 with node 0 at 2 free and node 1 empty (10 free), su1 with node 2 at 3
- * free and node 3 full (3 free). The tightest unit first would break node 2. */
+ * node must hold goes to the fleet's tightest node, whatever unit it is in, and of nodes as
+ * tight to the one in the tighter unit. */
 Test(choice, required_node_on_hgx_takes_the_tightest_node_of_the_fleet)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
-	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
-	hold(c, "a", 0, 6);
-	hold(c, "b", 16, 5);
-	hold(c, "c", 24, 8);
-	tp_placement *p = place(c, 2, 1, "node");
-	cr_assert_eq(node_of(p, 8), 0);
-	tp_placement_destroy(p);
-	p = place(c, 3, 1, "node"); /* node 2's 3 free fit exactly */
-	cr_assert_eq(node_of(p, 8), 2);
-	tp_placement_destroy(p);
-	p = place(c, 4, 1, "node"); /* only node 1 has 4 */
-	cr_assert_eq(node_of(p, 8), 1);
-	tp_placement_destroy(p);
+	/* su0 has 10 free (node 0 at 2, node 1 empty), su1 3 (node 2 at 3, node 3 full): the
+	 * tightest unit first would break node 2 for 2 GPUs */
+	hgx_units(&t, &c, 5, 8);
+	expect_node(c, 2, 0);
+	expect_node(c, 3, 2); /* node 2's 3 free fit exactly */
+	expect_node(c, 4, 1); /* only node 1 has 4 */
 	done(t, c);
-}
-
-/* Nodes as tight go to the tighter unit: node 0 (su0, 10 free) and node 2 (su1, 5 free) both
- * have 2 free. */
-Test(choice, nodes_as_tight_go_to_the_tighter_unit)
-{
-	tp_test_alloc_reset();
-	tp_topology *t;
-	tp_cluster *c;
-	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
-	hold(c, "a", 0, 6);
-	hold(c, "b", 16, 6);
-	hold(c, "c", 24, 5);
-	tp_placement *p = place(c, 2, 1, "node");
-	cr_assert_eq(node_of(p, 8), 2);
-	tp_placement_destroy(p);
+	/* node 0 (su0, 10 free) and node 2 (su1, 5 free) both have 2 free: the tighter unit */
+	hgx_units(&t, &c, 6, 5);
+	expect_node(c, 2, 2);
 	done(t, c);
 }
 
