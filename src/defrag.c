@@ -90,6 +90,11 @@ void defrag_planner_fini(struct planner *P)
 	tp_free(P->a, P->roomvals);
 	tp_free(P->a, P->jointbuf);
 	tp_free(P->a, P->jointsize);
+	for (unsigned l = 0; l < TP_MAX_LEVELS; l++) {
+		tp_free(P->a, P->jstat[l].v);
+		tp_free(P->a, P->jstat[l].d);
+		tp_free(P->a, P->jstat[l].sum);
+	}
 	tp_free(P->a, P->tbuf);
 	tp_free(P->a, P->tprefbuf);
 	defrag_draft_clear(P->a, &P->best);

@@ -22,8 +22,15 @@ static int cmp_desc_u32(const void *x, const void *y)
 	return (a < b) - (a > b);
 }
 
-/* The nodes the devices of the jobs S sit on, sorted, one entry per device. */
-static int set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *k)
+static int cmp_desc_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return (a < b) - (a > b);
+}
+
+/* The nodes the devices of the jobs S sit on, sorted, one entry per device, into P->roombuf
+ * (*k of them): what the bounds below read as "the set". */
+int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *k)
 {
 	const struct tp_topology *t = P->t;
 	size_t total = 0;
@@ -157,33 +164,206 @@ static uint64_t cand_after(const struct planner *P, size_t nset)
 	return cand;
 }
 
+/* Whether domain d of level `level` (-1: the cluster) could be j's home once the set left. */
+static bool home_in(struct planner *P, int level, uint32_t d, const struct tp_job_impl *j,
+                    const uint32_t *old, size_t nset, uint64_t cand)
+{
+	if (level >= 0 && domain_gives(P, (unsigned)level, d, nset, cand) < j->ndev)
+		return false;
+	bool ok = true;
+	for (unsigned u = (unsigned)(level + 1); u <= tp_node_level(P->t) && ok; u++)
+		ok = level_room(P, level, d, u, old[u], j->ndev, nset, cand);
+	return ok;
+}
+
+static int joint_static(struct planner *P, unsigned l, const struct joint_static **out);
+static void cand_range(const struct planner *P, unsigned l, uint32_t *x0, uint32_t *nx);
+
 /* Whether job j (its current spans `old`, one per level, and `level` the deepest level one of
- * whose domains holds it, -1: none) may have a home once the jobs S left: *room false when
- * the counts say it cannot. */
-int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
-                     const struct tp_job_impl *j, const uint32_t *old, int level, bool *room)
+ * whose domains holds it, -1: none) may have a home once the set (its nodes in P->roombuf,
+ * defrag_set_nodes) left: *room false when the counts say it cannot. The domains looked at:
+ * those outside the candidate with j's size free before the set left (largest first, from
+ * joint_static), those the set's jobs touch, and those of the candidate's range; no other
+ * domain can give j's size. */
+int defrag_home_room(struct planner *P, size_t nset, const struct tp_job_impl *j,
+                     const uint32_t *old, int level, bool *room)
 {
 	const struct tp_topology *t = P->t;
-	unsigned nl = tp_node_level(t);
 	*room = true;
-	size_t nset;
-	int rc = set_nodes(P, S, n, &nset);
-	if (rc)
-		return rc;
 	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(P, level)))
 		return TP_ENOMEM;
 	uint64_t cand = cand_after(P, nset);
-	uint32_t ndom = level < 0 ? 1 : t->lv[level].ndom;
-	for (uint32_t d = 0; d < ndom; d++) {
-		if (level >= 0 && domain_gives(P, (unsigned)level, d, nset, cand) < j->ndev)
-			continue;
-		bool ok = true;
-		for (unsigned u = (unsigned)(level + 1); u <= nl && ok; u++)
-			ok = level_room(P, level, d, u, old[u], j->ndev, nset, cand);
-		if (ok)
-			return 0;
+	if (level < 0) {
+		*room = home_in(P, level, 0, j, old, nset, cand);
+		return 0;
 	}
+	unsigned l = (unsigned)level;
+	const struct joint_static *js;
+	int rc = joint_static(P, l, &js);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < js->n && js->v[i] >= j->ndev; i++)
+		if (home_in(P, level, js->d[i], j, old, nset, cand))
+			return 0;
+	for (size_t a = 0; a < nset;) { /* the set's nodes are sorted, so are their domains */
+		uint32_t d = tp_node_ancestor(t, P->roombuf[a], l);
+		if (home_in(P, level, d, j, old, nset, cand))
+			return 0;
+		while (a < nset && tp_node_ancestor(t, P->roombuf[a], l) == d)
+			a++;
+	}
+	uint32_t x0, nx;
+	cand_range(P, l, &x0, &nx);
+	for (uint32_t d = x0; d < x0 + nx; d++)
+		if (home_in(P, level, d, j, old, nset, cand))
+			return 0;
 	*room = false;
+	return 0;
+}
+
+/* The most free devices a domain of level l has once the set (P->roombuf) left (the
+ * request's share not subtracted: an over-estimate), UINT32_MAX when the level keeps no
+ * index of free counts. */
+int defrag_most_free_after(struct planner *P, size_t nset, unsigned l, uint32_t *most)
+{
+	const struct tp_cluster *c = P->c;
+	const struct tp_topology *t = P->t;
+	*most = UINT32_MAX;
+	if (!c->indexed[l])
+		return 0;
+	Word_t k = ~(Word_t)0;
+	JError_t err;
+	*most = Judy1Last(c->index[l], &k, &err) == 1 ? (uint32_t)(k >> 32) : 0;
+	for (size_t a = 0; a < nset;) {
+		uint32_t d = tp_node_ancestor(t, P->roombuf[a], l);
+		size_t b = a + 1;
+		while (b < nset && tp_node_ancestor(t, P->roombuf[b], l) == d)
+			b++;
+		uint32_t f = c->free[l][d] + (uint32_t)(b - a);
+		if (f > *most)
+			*most = f;
+		a = b;
+	}
+	return 0;
+}
+
+/* The domains of level l that lie in the candidate or hold it: [*x0, *x0 + *nx). */
+static void cand_range(const struct planner *P, unsigned l, uint32_t *x0, uint32_t *nx)
+{
+	const struct cscan *s = &P->scan;
+	if ((int)l >= s->level) {
+		defrag_desc_range(P->t, s->level, s->dom, l, x0, nx);
+	} else {
+		*x0 = tp_node_ancestor(P->t, s->node0, l);
+		*nx = 1;
+	}
+}
+
+static bool joint_static_fresh(const struct planner *P, const struct joint_static *js)
+{
+	return js->ok && js->generation == P->c->generation && js->level == P->scan.level &&
+	       js->dom == P->scan.dom;
+}
+
+/* The free counts of level l's domains outside the candidate, largest first, with their
+ * running sums: made once per candidate and cluster state (every set of a candidate is
+ * counted on the same state, the simulations roll back), so a set costs only the domains its
+ * jobs and the candidate touch, not a walk of the level. */
+static int joint_static(struct planner *P, unsigned l, const struct joint_static **out)
+{
+	struct joint_static *js = &P->jstat[l];
+	*out = js;
+	if (joint_static_fresh(P, js))
+		return 0;
+	js->ok = false;
+	uint32_t nd = P->t->lv[l].ndom, x0, nx;
+	cand_range(P, l, &x0, &nx);
+	if (tp_grow(P->a, (void **)&js->v, &js->cap_v, nd ? nd : 1, sizeof *js->v) ||
+	    tp_grow(P->a, (void **)&js->d, &js->cap_d, nd ? nd : 1, sizeof *js->d) ||
+	    tp_grow(P->a, (void **)&js->sum, &js->cap_sum, (size_t)nd + 1, sizeof *js->sum))
+		return TP_ENOMEM;
+	/* sorted by a key in js->sum first: most free first, then the lower domain */
+	uint32_t n = 0;
+	for (uint32_t d = 0; d < nd; d++)
+		if (d < x0 || d >= x0 + nx)
+			js->sum[n++] = (uint64_t)P->c->free[l][d] << 32 | (uint32_t)~d;
+	qsort(js->sum, n, sizeof *js->sum, cmp_desc_u64);
+	for (uint32_t i = 0; i < n; i++) {
+		js->v[i] = (uint32_t)(js->sum[i] >> 32);
+		js->d[i] = ~(uint32_t)js->sum[i];
+	}
+	js->sum[0] = 0;
+	for (uint32_t i = 0; i < n; i++)
+		js->sum[i + 1] = js->sum[i] + js->v[i];
+	js->n = n;
+	js->generation = P->c->generation;
+	js->level = P->scan.level;
+	js->dom = P->scan.dom;
+	js->ok = true;
+	return 0;
+}
+
+/* The free counts of js's domains of at least x, added up (the domains are largest first). */
+static uint64_t static_at_least(const struct joint_static *js, uint32_t x)
+{
+	uint32_t lo = 0, hi = js->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (js->v[mid] >= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return js->sum[lo];
+}
+
+/* What domains of level l give once the set left, split as level_joint counts them: the
+ * domains the set's jobs touch outside the candidate (their free count before and after), the
+ * domains holding the candidate, and those inside it. */
+struct joint_dyn {
+	uint32_t *before, *after, nt; /* touched outside */
+	bool held;                    /* a domain holds the candidate: it gives `hold` */
+	uint32_t hold;
+	uint32_t *in, ni;             /* inside */
+};
+
+static int joint_dynamic(struct planner *P, unsigned l, size_t nset, uint64_t cand,
+                         struct joint_dyn *dy)
+{
+	const struct tp_topology *t = P->t;
+	const struct cscan *s = &P->scan;
+	uint32_t x0, nx;
+	cand_range(P, l, &x0, &nx);
+	if (defrag_grow_u32(P->a, &P->jointbuf, &P->cap_joint, 2 * nset + nx + 1))
+		return TP_ENOMEM;
+	dy->before = P->jointbuf;
+	dy->after = P->jointbuf + nset;
+	dy->in = P->jointbuf + 2 * nset;
+	dy->nt = dy->ni = 0;
+	for (size_t a = 0; a < nset;) { /* the set's nodes are sorted, so are their domains */
+		uint32_t d = tp_node_ancestor(t, P->roombuf[a], l);
+		size_t b = a + 1;
+		while (b < nset && tp_node_ancestor(t, P->roombuf[b], l) == d)
+			b++;
+		if (d < x0 || d >= x0 + nx) {
+			dy->before[dy->nt] = P->c->free[l][d];
+			dy->after[dy->nt++] = P->c->free[l][d] + (uint32_t)(b - a);
+		}
+		a = b;
+	}
+	/* the domains the candidate's range holds: inside it, or (one, above its level) holding
+	 * it; a holding domain is counted with the outside ones, as domain_gives takes it */
+	dy->held = false;
+	dy->hold = 0;
+	for (uint32_t d = x0; d < x0 + nx; d++) {
+		uint64_t g = domain_gives(P, l, d, nset, cand);
+		uint32_t gv = g > UINT32_MAX ? UINT32_MAX : (uint32_t)g, f, cnt;
+		tp_dom_nodes(t, l, d, &f, &cnt);
+		if (f >= s->node0 && f + cnt <= s->node0 + s->nnodes)
+			dy->in[dy->ni++] = gv;
+		else
+			dy->held = true, dy->hold = gv;
+	}
 	return 0;
 }
 
@@ -196,44 +376,32 @@ int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
  * request leaves of it). A level with fewer than two such migrants is left to
  * defrag_home_room. Like it, the bound ignores where the request lands and how the domains'
  * devices sit below l, so it never rules out a set that could work.
+ *
+ * level_joint counts it at one level for the migrants of sizes size[0 .. m), largest first;
+ * the domains outside the candidate come from joint_static, the rest from joint_dynamic.
  */
 static int level_joint(struct planner *P, unsigned l, const uint32_t *size, uint32_t m,
                        size_t nset, uint64_t cand, bool *room)
 {
-	const struct tp_topology *t = P->t;
-	const struct cscan *s = &P->scan;
-	uint32_t nd = t->lv[l].ndom, smallest = size[m - 1];
-	if (defrag_grow_u32(P->a, &P->jointbuf, &P->cap_joint, nd))
-		return TP_ENOMEM;
-	/* the domains that could hold the smallest migrant: outside the candidate from the
-	 * front of jointbuf, inside it from the back */
-	uint32_t *v = P->jointbuf, nout = 0, nin = 0;
-	for (uint32_t d = 0; d < nd; d++) {
-		uint64_t g = domain_gives(P, l, d, nset, cand);
-		if (g < smallest)
-			continue;
-		uint32_t f, cnt;
-		tp_dom_nodes(t, l, d, &f, &cnt);
-		bool inside = f >= s->node0 && f + cnt <= s->node0 + s->nnodes;
-		uint32_t gv = g > UINT32_MAX ? UINT32_MAX : (uint32_t)g;
-		if (inside)
-			v[nd - 1 - nin++] = gv;
-		else
-			v[nout++] = gv;
-	}
-	uint32_t *in = v + nd - nin;
-	qsort(v, nout, sizeof *v, cmp_desc_u32);
-	qsort(in, nin, sizeof *in, cmp_desc_u32);
-	uint64_t left = cand > P->count ? cand - P->count : 0;
-	uint64_t need = 0, osum = 0, isum = 0;
-	uint32_t xo = 0, xi = 0;
+	const struct joint_static *js;
+	struct joint_dyn dy;
+	int rc;
+	if ((rc = joint_static(P, l, &js)) || (rc = joint_dynamic(P, l, nset, cand, &dy)))
+		return rc;
+	uint64_t left = cand > P->count ? cand - P->count : 0, need = 0;
 	for (uint32_t k = 0; k < m; k++) {
-		need += size[k];
-		while (xo < nout && v[xo] >= size[k])
-			osum += v[xo++];
-		while (xi < nin && in[xi] >= size[k])
-			isum += in[xi++];
-		if (need > osum + (isum < left ? isum : left)) {
+		uint32_t x = size[k];
+		need += x;
+		uint64_t out = static_at_least(js, x), in = 0;
+		for (uint32_t i = 0; i < dy.nt; i++) {
+			out -= dy.before[i] >= x ? dy.before[i] : 0;
+			out += dy.after[i] >= x ? dy.after[i] : 0;
+		}
+		if (dy.held && dy.hold >= x)
+			out += dy.hold;
+		for (uint32_t i = 0; i < dy.ni; i++)
+			in += dy.in[i] >= x ? dy.in[i] : 0;
+		if (need > out + (in < left ? in : left)) {
 			*room = false;
 			return 0;
 		}
@@ -241,16 +409,13 @@ static int level_joint(struct planner *P, unsigned l, const uint32_t *size, uint
 	return 0;
 }
 
-int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
-                       const int *level, uint32_t m, bool *room)
+int defrag_homes_joint(struct planner *P, size_t nset, const uint32_t *size, const int *level,
+                       uint32_t m, bool *room)
 {
 	*room = true;
 	if (m < 2)
 		return 0;
-	size_t nset;
-	int rc = set_nodes(P, S, n, &nset);
-	if (rc)
-		return rc;
+	int rc;
 	uint64_t cand = cand_after(P, nset);
 	if (defrag_grow_u32(P->a, &P->jointsize, &P->cap_jointsize, m))
 		return TP_ENOMEM;

@@ -80,6 +80,21 @@ static inline int64_t defrag_cost_add(int64_t a, int64_t b)
 	return a > COST_CAP - b ? COST_CAP : a + b;
 }
 
+/* The free counts of one level's domains that lie outside the candidate (neither in it nor
+ * holding it), largest first, and their running sums: the part of the joint bound that is
+ * the same for every set of one candidate in one cluster state (defrag_homes.c). */
+struct joint_static {
+	bool ok;
+	uint64_t generation; /* the cluster's, when made */
+	int level;           /* the candidate's */
+	uint32_t dom;
+	uint32_t n;
+	uint32_t *v;   /* [n] */
+	uint32_t *d;   /* [n] the domain of each */
+	uint64_t *sum; /* [n + 1]: sum[i] the first i of v added up */
+	size_t cap_v, cap_d, cap_sum;
+};
+
 struct pstep {
 	tp_step_action action;
 	char *job;
@@ -141,6 +156,9 @@ struct cjob {
 	uint8_t can;   /* CAN_MIGRATE | CAN_PREEMPT, 0: it stays */
 	bool outside;  /* not on the candidate: moving it only makes room for migrants */
 	bool force_preempt; /* a room maker: preempted, not migrated */
+	bool placed;   /* deep and span are known (the home bounds, defrag_migrate.c) */
+	int8_t deep;   /* the deepest level one domain of which holds it, -1: none */
+	uint32_t span[TP_MAX_LEVELS]; /* the domains of each level it spans */
 };
 
 /* Units the request needs in the candidate's sub-domains of one level: `need` runs of `size`
@@ -249,6 +267,7 @@ struct planner {
 	size_t cap_room, cap_roomvals;
 	uint32_t *jointbuf, *jointsize; /* defrag_homes_joint: domains' room, migrants' sizes */
 	size_t cap_joint, cap_jointsize;
+	struct joint_static jstat[TP_MAX_LEVELS]; /* defrag_homes_joint: per level, see there */
 	uint32_t room_widest[TP_MAX_LEVELS + 1]; /* [level + 1]: its widest domain below, 0: not
 	                                          * yet counted */
 	/* the last migrant place_migrants found no home for: whether a home existed but was less
@@ -324,13 +343,16 @@ int defrag_restrict_request(struct planner *P, bool *empty);
 /* defrag_migrate.c */
 int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct draft *d, int *out,
                       const struct tp_job_impl **nohome);
+int defrag_homeless_mask(struct planner *P, const uint32_t *S, uint32_t n, uint32_t *mask);
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
 
 /* defrag_homes.c */
-int defrag_home_room(struct planner *P, const uint32_t *S, uint32_t n,
-                     const struct tp_job_impl *j, const uint32_t *old, int level, bool *room);
-int defrag_homes_joint(struct planner *P, const uint32_t *S, uint32_t n, const uint32_t *size,
-                       const int *level, uint32_t m, bool *room);
+int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *nset);
+int defrag_most_free_after(struct planner *P, size_t nset, unsigned l, uint32_t *most);
+int defrag_home_room(struct planner *P, size_t nset, const struct tp_job_impl *j,
+                     const uint32_t *old, int level, bool *room);
+int defrag_homes_joint(struct planner *P, size_t nset, const uint32_t *size, const int *level,
+                       uint32_t m, bool *room);
 int defrag_home_counts(struct planner *P, const struct tp_job_impl *j, const uint32_t *old,
                        int deep, bool *pass);
 

@@ -910,91 +910,107 @@ static int deepest_common(const struct planner *P, const struct tp_job_impl *j)
 	return -1;
 }
 
-/* The most free devices a domain of level l has once the jobs S left (the request's share not
- * subtracted: an over-estimate), UINT32_MAX when the level keeps no index of free counts. */
-static int most_free_after(struct planner *P, const uint32_t *S, uint32_t n, unsigned l,
-                           uint32_t *most)
+/* Whether the counts leave job cj no home once the set (its nodes in P->roombuf,
+ * defrag_set_nodes) left (*none), for a migrant that may not fall back to preemption;
+ * *level: the deepest level that holds it now (-1: none, then no bound applies). Every count
+ * below only grows as the set grows (its jobs' devices are counted free), so a job with no
+ * home after a set has none after any subset of it either. */
+static int job_homeless(struct planner *P, size_t nset, struct cjob *cj, int *level, bool *none)
 {
-	const struct tp_topology *t = P->t;
-	*most = max_free(P, l);
-	if (*most == UINT32_MAX)
+	*none = false;
+	*level = -1;
+	if (!migrates(cj) || (cj->can & CAN_PREEMPT))
 		return 0;
-	size_t total = 0;
-	for (uint32_t i = 0; i < n; i++)
-		total += P->scan.jobs[S[i]].j->ndev;
-	if (defrag_grow_u32(P->a, &P->spanbuf, &P->cap_span, total))
-		return TP_ENOMEM;
-	uint32_t *v = P->spanbuf;
-	size_t k = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct tp_job_impl *j = P->scan.jobs[S[i]].j;
-		for (uint32_t x = 0; x < j->ndev; x++)
-			v[k++] = tp_node_ancestor(t, t->dev_node[j->devs[x]], l);
+	int rc;
+	if (!cj->placed) { /* the job's own figures, the same for every set */
+		cj->deep = (int8_t)deepest_common(P, cj->j);
+		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, cj->span)))
+			return rc;
+		cj->placed = true;
 	}
-	qsort(v, k, sizeof *v, defrag_cmp_u32);
-	for (size_t a = 0; a < k;) {
-		size_t b = a;
-		while (b < k && v[b] == v[a])
-			b++;
-		uint32_t f = P->c->free[l][v[a]] + (uint32_t)(b - a);
-		if (f > *most)
-			*most = f;
-		a = b;
+	int l = cj->deep;
+	if (l < 0)
+		return 0;
+	*level = l;
+	uint32_t most;
+	if ((rc = defrag_most_free_after(P, nset, (unsigned)l, &most)))
+		return rc;
+	if (most < cj->j->ndev) {
+		*none = true;
+		return 0;
 	}
+	bool room = true;
+	if (P->room_bound && (rc = defrag_home_room(P, nset, cj->j, cj->span, l, &room)))
+		return rc;
+	*none = !room;
 	return 0;
+}
+
+/* Whether the counts rule sets out at all: with the locality rule, once a simulation has
+ * given the failed plan's message (the counts do not say whether a less local home exists). */
+static bool counts_rule_out(const struct planner *P)
+{
+	return !P->pol.allow_less_local && P->diag.nohome && !P->compact;
 }
 
 /* Counts that rule a set out before any simulation: with the locality rule, a migrant that
  * may not be preempted lands inside one domain of the deepest level that holds it now, so
  * some domain of that level must have its size free once the set left, on no more nodes than
- * it spans now (defrag_home_room, defrag_homes.c). *nohome: the first
- * migrant that has no such domain, else NULL. Only used once a simulation has given the
- * failed plan's message (the counts do not say whether a less local home exists). */
+ * it spans now (defrag_home_room, defrag_homes.c), and the migrants together must find their
+ * sizes (defrag_homes_joint). *nohome: the first migrant that has no such domain, else NULL. */
 static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
                            const struct tp_job_impl **nohome)
 {
 	*nohome = NULL;
-	if (P->pol.allow_less_local || !P->diag.nohome || P->compact)
+	if (!counts_rule_out(P))
 		return 0;
+	size_t nset;
 	uint32_t *size = tp_mallocn(P->a, n ? n : 1, sizeof *size);
 	int *level = tp_mallocn(P->a, n ? n : 1, sizeof *level);
 	const struct tp_job_impl *first = NULL; /* the first migrant the joint bound counts */
 	uint32_t m = 0;
-	int rc = size && level ? 0 : TP_ENOMEM;
+	int rc = size && level ? defrag_set_nodes(P, S, n, &nset) : TP_ENOMEM;
 	for (uint32_t i = 0; i < n && !rc && !*nohome; i++) {
-		const struct cjob *cj = &P->scan.jobs[S[i]];
-		if (!migrates(cj) || (cj->can & CAN_PREEMPT))
-			continue;
-		int l = deepest_common(P, cj->j);
-		if (l < 0)
-			continue;
-		uint32_t most;
-		if ((rc = most_free_after(P, S, n, (unsigned)l, &most)))
+		struct cjob *cj = &P->scan.jobs[S[i]];
+		int l;
+		bool none;
+		if ((rc = job_homeless(P, nset, cj, &l, &none)))
 			break;
-		if (most < cj->j->ndev) {
+		if (none) {
 			*nohome = cj->j;
-			break;
+		} else if (l >= 0) {
+			if (!first)
+				first = cj->j;
+			size[m] = cj->j->ndev;
+			level[m++] = l;
 		}
-		if (!first)
-			first = cj->j;
-		size[m] = cj->j->ndev;
-		level[m++] = l;
-		uint32_t old[TP_MAX_LEVELS];
-		bool room = true;
-		if (!P->room_bound)
-			continue;
-		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, old)) ||
-		    (rc = defrag_home_room(P, S, n, cj->j, old, l, &room)))
-			break;
-		if (!room)
-			*nohome = cj->j;
 	}
 	bool room = true;
 	if (!rc && !*nohome && P->joint_bound &&
-	    (rc = defrag_homes_joint(P, S, n, size, level, m, &room)) == 0 && !room)
+	    (rc = defrag_homes_joint(P, nset, size, level, m, &room)) == 0 && !room)
 		*nohome = first; /* one of them has no home; the message was made already */
 	tp_free(P->a, size);
 	tp_free(P->a, level);
+	return rc;
+}
+
+/* The jobs among S[0..n) that the counts leave no home even when all of S left: bit i of
+ * *mask for S[i] (n <= 32). Every set holding one of them is ruled out by homes_ruled_out, so
+ * a search over the subsets of S may pass such sets by without trying them. 0 while the
+ * counts rule nothing out (counts_rule_out). */
+int defrag_homeless_mask(struct planner *P, const uint32_t *S, uint32_t n, uint32_t *mask)
+{
+	*mask = 0;
+	if (!counts_rule_out(P) || n > 32)
+		return 0;
+	size_t nset;
+	int rc = defrag_set_nodes(P, S, n, &nset);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		int l;
+		bool none;
+		if (!(rc = job_homeless(P, nset, &P->scan.jobs[S[i]], &l, &none)) && none)
+			*mask |= 1u << i;
+	}
 	return rc;
 }
 

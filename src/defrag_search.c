@@ -146,27 +146,29 @@ static int exact_search(struct planner *P)
 	int64_t bound = defrag_cost_bound(P);
 	bool over_moves = false, over_cost = false;
 	uint32_t min_moves_over = UINT32_MAX;
-	for (uint32_t mask = 1; mask < nsub; mask++) {
-		int64_t cost = 0;
-		uint32_t devices = 0;
-		for (uint32_t i = 0; i < m; i++)
-			if (mask >> i & 1) {
-				cost = defrag_cost_add(cost, s->jobs[mv[i]].w);
-				devices += s->jobs[mv[i]].j->ndev;
-			}
-		uint32_t moves = popcount32(mask);
-		defrag_tally_reset(P);
-		for (uint32_t i = 0; i < m; i++)
-			if (mask >> i & 1)
-				defrag_tally_job(P, mv[i], +1);
+	/* The subsets in Gray-code order: each differs from the one before by one job, so the
+	 * tally follows by one job's counts rather than being made anew. */
+	defrag_tally_reset(P);
+	for (uint32_t i = 1, mask = 0; i < nsub; i++) {
+		uint32_t b = (uint32_t)__builtin_ctz(i);
+		mask ^= 1u << b;
+		defrag_tally_job(P, mv[b], mask >> b & 1 ? +1 : -1);
 		if (!defrag_tally_enough(P))
 			continue;
+		uint32_t moves = popcount32(mask);
 		if (moves > P->max_moves) {
 			over_moves = true;
 			if (moves < min_moves_over)
 				min_moves_over = moves;
 			continue;
 		}
+		int64_t cost = 0;
+		uint32_t devices = 0;
+		for (uint32_t x = 0; x < m; x++)
+			if (mask >> x & 1) {
+				cost = defrag_cost_add(cost, s->jobs[mv[x]].w);
+				devices += s->jobs[mv[x]].j->ndev;
+			}
 		if (cost > bound) {
 			over_cost |= cost > P->max_cost;
 			continue;
@@ -175,11 +177,27 @@ static int exact_search(struct planner *P)
 	}
 	if (ns > 1)
 		qsort(subs, ns, sizeof *subs, sub_cmp);
+	/* Jobs the counts leave no home even when all m jobs left: every set holding one is ruled
+	 * out (defrag_try_subset would say so after its counts), so such sets are passed by. Made
+	 * again once a simulation first lets the counts rule sets out. */
+	uint32_t homeless = 0;
+	bool counted = P->diag.nohome;
+	if (counted && (rc = defrag_homeless_mask(P, mv, m, &homeless))) {
+		tp_free(P->a, subs);
+		return rc;
+	}
 	bool found = false;
 	uint32_t S[32];
 	for (size_t x = 0; x < ns && !found; x++) {
 		if (subs[x].cost > defrag_cost_bound(P))
 			break;
+		if (!counted && P->diag.nohome) {
+			counted = true;
+			if ((rc = defrag_homeless_mask(P, mv, m, &homeless)))
+				break;
+		}
+		if (subs[x].mask & homeless)
+			continue;
 		uint32_t n = 0;
 		for (uint32_t i = 0; i < m; i++)
 			if (subs[x].mask >> i & 1)
