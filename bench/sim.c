@@ -90,6 +90,8 @@ struct sim_run {
 	struct sim_failures *fail; /* NULL: no failures (the default) */
 	struct sim_compact *compact; /* NULL: no compaction (--no-compact, or no defrag hook) */
 	bool head_frag;              /* the oldest waiting job was answered TP_EFRAGMENTED */
+	bool head_floor;             /* or TP_EBUSY by topoplace's top-job floor (the defrag
+	                              * hook's second EASY pass runs for either) */
 	double *remain;            /* [2 jobs] a requeued job's work and redo (s), else -1 */
 };
 
@@ -627,6 +629,7 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
 	uint64_t dt = bench_now_ns() - t0;
 	r->head_frag |= rc == TP_EFRAGMENTED && r->oldest;
+	r->head_floor |= rc == TP_EBUSY && r->ctx.floor_refused && r->oldest;
 	r->res->place_us_mean += (double)dt * 1e-3;
 	r->res->place_calls++;
 	sim_planner_time(r->res, dt);
@@ -635,7 +638,8 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	 * job it found no plan for until some job has finished. Also under EASY: without it there
 	 * (measured, docs/benchmarks.md "The pay rule and compaction for the head") the LLM mix
 	 * was level over 10 seeds and the Philly cells of the quick grid lost 0.4-0.5%. */
-	if (rc == TP_EFRAGMENTED && r->pol->defrag && r->oldest && !r->defrag_tried &&
+	bool floor_wait = rc == TP_EBUSY && r->ctx.floor_refused; /* the top job's floor */
+	if ((rc == TP_EFRAGMENTED || floor_wait) && r->pol->defrag && r->oldest && !r->defrag_tried &&
 	    (r->o->queue != SIM_QUEUE_EASY || r->post_pass || r->o->defrag_before_backfill) &&
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
@@ -1033,16 +1037,16 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			sim_failures_due(r.fail, t, &fh);
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
-		r.head_frag = false;
+		r.head_frag = r.head_floor = false;
 		sim_schedule(&r);
 		/* EASY: the planner runs for the top job after backfill has had the free GPUs, in a
 		 * second pass (its in-pass run stands aside): a plan then moves jobs only into what
 		 * backfill left idle. Before backfill its moves took the holes backfill would have
 		 * filled: on l4:2304 (llm, seeds 1-3) topoplace-defrag lost 0.37% to topoplace so,
 		 * and gains 0.09% so (docs/benchmarks.md, "The defrag hook after backfill"). */
-		if (r.head_frag && o->queue == SIM_QUEUE_EASY && r.pol->defrag &&
+		if ((r.head_frag || r.head_floor) && o->queue == SIM_QUEUE_EASY && r.pol->defrag &&
 		    !o->defrag_before_backfill) {
-			r.head_frag = false;
+			r.head_frag = r.head_floor = false;
 			r.post_pass = true;
 			sim_schedule(&r);
 			r.post_pass = false;

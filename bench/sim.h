@@ -304,6 +304,11 @@ struct sim_ctx {
 	bool floor_ahead;                   /* --fabric-fit */
 	double fabric_fit;
 	double top_floor; /* --top-floor under EASY, else 0 */
+	/* Set by topoplace's place: the top job's floor refused the placement its rules chose
+	 * (TP_EBUSY), and the deepest level one domain of which held the job on the empty fleet
+	 * (-1: none), the level the defrag hook then asks a plan for (sim_defrag_make_room). */
+	bool floor_refused;
+	int floor_level;
 };
 
 struct sim_policy {

@@ -405,6 +405,7 @@ struct tp_learn {
 	/* The top job's floor on a one-class fleet (see below): the efficiency the rules give each
 	 * job shape on the empty fleet, NAN until asked (indexed by shape_key), and that fleet. */
 	double *e_empty;
+	int8_t *l_empty; /* the deepest level one domain of which held that placement, -1: none */
 	tp_cluster *empty;
 };
 
@@ -581,10 +582,13 @@ static void *topoplace_create(struct sim_ctx *ctx)
 	ctx->wants_ahead = L->floor != NULL && ctx->floor_ahead;
 	if (!L->floor && ctx->top_floor > 0 && ctx->f->kind != FLEET_TORUS) {
 		L->e_empty = malloc(SHAPE_KEYS * sizeof *L->e_empty);
-		if (!L->e_empty)
+		L->l_empty = malloc(SHAPE_KEYS * sizeof *L->l_empty);
+		if (!L->e_empty || !L->l_empty)
 			bench_die("out of memory");
-		for (size_t k = 0; k < SHAPE_KEYS; k++)
+		for (size_t k = 0; k < SHAPE_KEYS; k++) {
 			L->e_empty[k] = NAN;
+			L->l_empty[k] = -1;
+		}
 		BENCH_CHECK(tp_cluster_create(&L->empty, ctx->f->t, NULL), "tp_cluster_create");
 	}
 	return L;
@@ -595,8 +599,24 @@ static void topoplace_destroy(void *st)
 	struct tp_learn *L = st;
 	floor_destroy(L->floor);
 	free(L->e_empty);
+	free(L->l_empty);
 	tp_cluster_destroy(L->empty);
 	free(L);
+}
+
+/* The deepest level above the node one domain of which holds all n devices, or -1 (they span
+ * top-level domains). */
+static int one_domain_level(const struct sim_fleet *f, const uint32_t *d, size_t n)
+{
+	int deep = -1;
+	for (unsigned l = 0; l < f->node_level; l++) {
+		uint32_t dom = tp_topology_node_domain(f->t, tp_topology_device_node(f->t, d[0]), l);
+		for (size_t i = 1; i < n; i++)
+			if (tp_topology_node_domain(f->t, tp_topology_device_node(f->t, d[i]), l) != dom)
+				return deep;
+		deep = (int)l;
+	}
+	return deep;
 }
 
 /*
@@ -620,6 +640,7 @@ static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct si
                         const tp_request *r, const struct tp_step_model *m)
 {
 	double once = NAN, *e = j->gpus < 4095 ? &L->e_empty[j->shape_key] : &once;
+	int8_t lonce = -1, *lv = j->gpus < 4095 ? &L->l_empty[j->shape_key] : &lonce;
 	if (isnan(*e)) {
 		tp_placement *p = NULL;
 		*e = 0;
@@ -631,9 +652,11 @@ static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct si
 			if (rc)
 				bench_die("tp_cost_efficiency(%u GPUs): %s: %s", j->gpus, tp_err_name(rc),
 				          err);
+			*lv = (int8_t)one_domain_level(ctx->f, d, n);
 		}
 		tp_placement_destroy(p);
 	}
+	ctx->floor_level = *lv;
 	return *e < ctx->top_floor ? *e : ctx->top_floor;
 }
 
@@ -702,6 +725,7 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	}
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
+	ctx->floor_refused = rc == TP_EBUSY && r.comm && m.min_efficiency > 0 && !L->floor;
 	if (rc == 0) {
 		size_t n;
 		const uint32_t *d = tp_placement_devices(p, &n);
@@ -784,6 +808,13 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	char id[24];
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
+	if (ctx->floor_refused) { /* room for the top job at the floor: one domain of its level */
+		if (ctx->floor_level < 0 || j->shape.required >= ctx->floor_level)
+			return TP_ENOPLAN; /* no level to ask for beyond the job's own */
+		r.required = ctx->f->level_name[ctx->floor_level];
+		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)
+			r.preferred = NULL; /* held by the required level */
+	}
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
 	pol.max_moves = 8;

@@ -523,6 +523,13 @@ TOP_FLOOR_ROWS = [(0, 100000, 192, "train"), (0, 100000, 128, "train"),
                   (0, 1000, 96, "train"), (1, 10000, 96, "train")]
 
 
+# hgx:512 (2 units of 256): su0 holds 176 + 16 (64 free), su1 200 (56 free) when a 72-GPU job
+# comes: 120 free, but no unit has 72, so the top job's floor makes it wait for the 16-GPU job
+# to end (4,970 s); topoplace-defrag moves that job into su1 and the 72 start at once in su0.
+FLOOR_DEFRAG_ROWS = [(0, 100000, 176, "train"), (0, 10, 256, "train"), (0, 5000, 16, "train"),
+                     (20, 100000, 200, "train"), (30, 1000, 72, "train")]
+
+
 def check_top_floor(tmp):
     trace = os.path.join(tmp, "top-floor.csv")
     write_csv(trace, TOP_FLOOR_ROWS)
@@ -540,6 +547,15 @@ def check_top_floor(tmp):
               f"top floor {case}: the JSON's policy_settings say {d['policy_settings']}")
     check(got == {"easy": (999, True), "easy-off": (0, False), "besteffort": (0, False)},
           f"top floor: (longest wait, every job at efficiency 1) {got}")
+    trace = os.path.join(tmp, "floor-defrag.csv")
+    write_csv(trace, FLOOR_DEFRAG_ROWS)
+    d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", "easy",
+                "--policies", "topoplace,topoplace-defrag"], tmp, "floor-defrag.json")
+    got = {k: (m["jobs_started"], m["max_wait_s"], m["defrag_calls"], m["defrag_moves"],
+               m["mean_efficiency"] == 1) for k, m in d["policies"].items()}
+    check(got == {"topoplace": (5, 4970, 0, 0, True), "topoplace-defrag": (5, 0, 1, 1, True)},
+          f"top floor: the defrag hook for a job the floor keeps waiting "
+          f"(started, longest wait, planner calls, moves, all at efficiency 1): {got}")
     trace = os.path.join(tmp, "top-floor-wide.csv")
     write_csv(trace, [(0, 1000, 384, "train")])
     d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", "easy",
