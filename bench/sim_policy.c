@@ -725,7 +725,10 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	}
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
-	ctx->floor_refused = rc == TP_EBUSY && r.comm && m.min_efficiency > 0 && !L->floor;
+	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY:
+	 * with --failures a busy answer may also come from down nodes */
+	ctx->floor_refused = rc == TP_EBUSY && r.comm && m.min_efficiency > 0 && !L->floor && p &&
+	                     strstr(tp_placement_errmsg(p), "request.comm.min_efficiency") != NULL;
 	if (rc == 0) {
 		size_t n;
 		const uint32_t *d = tp_placement_devices(p, &n);
