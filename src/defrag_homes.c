@@ -228,12 +228,9 @@ int defrag_most_free_after(struct planner *P, size_t nset, unsigned l, uint32_t 
 {
 	const struct tp_cluster *c = P->c;
 	const struct tp_topology *t = P->t;
-	*most = UINT32_MAX;
-	if (!c->indexed[l])
+	*most = defrag_max_free(P, l);
+	if (*most == UINT32_MAX)
 		return 0;
-	Word_t k = ~(Word_t)0;
-	JError_t err;
-	*most = Judy1Last(c->index[l], &k, &err) == 1 ? (uint32_t)(k >> 32) : 0;
 	for (size_t a = 0; a < nset;) {
 		uint32_t d = tp_node_ancestor(t, P->roombuf[a], l);
 		size_t b = a + 1;

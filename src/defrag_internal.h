@@ -343,6 +343,7 @@ int defrag_restrict_request(struct planner *P, bool *empty);
 /* defrag_migrate.c */
 int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct draft *d, int *out,
                       const struct tp_job_impl **nohome);
+uint32_t defrag_max_free(const struct planner *P, unsigned l);
 int defrag_homeless_mask(struct planner *P, const uint32_t *S, uint32_t n, uint32_t *mask);
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
 

@@ -124,8 +124,8 @@ static void whole_nodes(const struct tp_topology *t, const struct tp_job_impl *j
 }
 
 /* The most free devices of any domain of level l: one Judy1 look-up where the level is
- * indexed; elsewhere (the node level) a bound that never stops a search (the largest node). */
-static uint32_t max_free(const struct planner *P, unsigned l)
+ * indexed; elsewhere (the node level) UINT32_MAX, a bound that never stops a search. */
+uint32_t defrag_max_free(const struct planner *P, unsigned l)
 {
 	const struct tp_cluster *c = P->c;
 	if (!c->indexed[l])
@@ -326,7 +326,7 @@ static int find_home(struct planner *P, const struct tp_job_impl *j, tp_placemen
 	uint32_t hint = 0; /* the domain of level `start` tp_place chose */
 	bool hinted = false;
 	for (int l = start; l <= (int)nl; l++) {
-		if (l >= 0 && max_free(P, (unsigned)l) < j->ndev)
+		if (l >= 0 && defrag_max_free(P, (unsigned)l) < j->ndev)
 			break; /* no domain of this level (or deeper) has room: skip the calls */
 		tp_request r = mr;
 		if (l >= 0 && l > have) {
