@@ -305,8 +305,9 @@ struct sim_ctx {
 	double fabric_fit;
 	double top_floor; /* --top-floor under EASY, else 0 */
 	/* Set by topoplace's place: the top job's floor refused the placement its rules chose
-	 * (TP_EBUSY), and the deepest level one domain of which held the job on the empty fleet
-	 * (-1: none), the level the defrag hook then asks a plan for (sim_defrag_make_room). */
+	 * (TP_EBUSY) and floor_level, the deepest level one domain of which held the job on the
+	 * empty fleet, lies below the job's required level: the level the defrag hook then asks a
+	 * plan for (sim_defrag_make_room). floor_level -1: no single domain held it. */
 	bool floor_refused;
 	int floor_level;
 };

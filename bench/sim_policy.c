@@ -725,10 +725,12 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	}
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
-	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY:
-	 * with --failures a busy answer may also come from down nodes */
+	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY
+	 * (with --failures a busy answer may also come from down nodes), and only where the
+	 * defrag hook has a level to ask for beyond the job's own */
 	ctx->floor_refused = rc == TP_EBUSY && r.comm && m.min_efficiency > 0 && !L->floor && p &&
-	                     strstr(tp_placement_errmsg(p), "request.comm.min_efficiency") != NULL;
+	                     strstr(tp_placement_errmsg(p), "request.comm.min_efficiency") != NULL &&
+	                     ctx->floor_level >= 0 && j->shape.required < ctx->floor_level;
 	if (rc == 0) {
 		size_t n;
 		const uint32_t *d = tp_placement_devices(p, &n);
@@ -812,8 +814,6 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
 	if (ctx->floor_refused) { /* room for the top job at the floor: one domain of its level */
-		if (ctx->floor_level < 0 || j->shape.required >= ctx->floor_level)
-			return TP_ENOPLAN; /* no level to ask for beyond the job's own */
 		r.required = ctx->f->level_name[ctx->floor_level];
 		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)
 			r.preferred = NULL; /* held by the required level */
