@@ -50,6 +50,7 @@ struct cmp_cell_pol {
 	long defrag_calls;               /* the defrag planner's calls alone */
 	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
 	long defrag_unpaid, compact_unpaid; /* plans the pay rule refused (sim_plan_pays) */
+	long upgrade_calls, upgrade_moves;  /* the locality upgrade (sim.c, sim_upgrade) */
 	double idle_shape_gpu_h, idle_count_gpu_h; /* idle while the oldest job waits */
 	long fail_jobs, fail_on_spare;   /* --failures: running jobs hit, repaired on a spare */
 	double fail_lost_gpu_h, fail_restart_gpu_h;
@@ -343,6 +344,8 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->defrag_p99_ms = res.defrag_p99_ms;
 		p->defrag_unpaid = res.defrag_unpaid;
 		p->compact_unpaid = res.compact_unpaid;
+		p->upgrade_calls = res.upgrade_calls;
+		p->upgrade_moves = res.upgrade_moves;
 		p->idle_shape_gpu_h = res.idle_shape_gpu_h;
 		p->idle_count_gpu_h = res.idle_count_gpu_h;
 		p->fail_jobs = res.fail_jobs;
@@ -611,6 +614,8 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
 			bench_json_int(&j, "defrag_unpaid", p->defrag_unpaid);
 			bench_json_int(&j, "compact_unpaid", p->compact_unpaid);
+			bench_json_int(&j, "upgrade_calls", p->upgrade_calls);
+			bench_json_int(&j, "upgrade_moves", p->upgrade_moves);
 			bench_json_num(&j, "idle_shape_gpu_h", p->idle_shape_gpu_h);
 			bench_json_num(&j, "idle_count_gpu_h", p->idle_count_gpu_h);
 			if (o->sim.fail_rate > 0) {
@@ -755,7 +760,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                        [--fabric-fit X] [--top-floor X]\n"
+	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -785,8 +790,8 @@ static void cmp_usage(FILE *f)
 	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
 	        "  per call).\n"
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
-	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n"
-	        SIM_FLOOR_USAGE);
+	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
+	fputs(SIM_FLOOR_USAGE, f);
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -836,6 +841,7 @@ int bench_compare_main(int argc, char **argv)
 		{"floor-ahead", no_argument, NULL, 1007},
 		{"fabric-fit", required_argument, NULL, 1008},
 		{"top-floor", required_argument, NULL, 1013},
+		{"no-upgrade", no_argument, NULL, 1014},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -884,6 +890,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1007: o.sim.floor_ahead = true; break;
 		case 1008: o.sim.fabric_fit = sim_fabric_fit_arg(optarg); break;
 		case 1013: o.sim.top_floor = sim_top_floor_arg(optarg); break;
+		case 1014: o.sim.no_upgrade = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

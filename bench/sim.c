@@ -618,6 +618,54 @@ static int sim_try_ahead(struct sim_run *r, uint32_t jid)
 	return rc;
 }
 
+/*
+ * The locality upgrade (topoplace-defrag; --no-upgrade: off). Job jid was just placed, by rules
+ * that asked no floor, below the efficiency they give it on the empty fleet (ctx.upgrade, set
+ * by topoplace's place): a 512-GPU job on NVL72 racks spread over two blocks though one block
+ * held it there. Placed so, it holds its GPUs 1 / placed_eff - 1 / upgrade_eff times its work
+ * longer than it would at that efficiency. The planner is asked for the moves that free one
+ * domain of the level that held it (sim_defrag_make_room, as for the top job's floor), under
+ * the usual cost cap and, unless --no-pay, at most SIM_PAY_SHARE of the GPU-seconds the slower
+ * placement would cost; the pay rule's wait estimate does not apply (the job starts now either
+ * way). With moves made, the job is placed again asking for that efficiency, and without the
+ * floor if it is refused. Only outside an EASY backfill (moves there could land on the top
+ * job's reserved nodes). Returns place's code; the job's devices are in r->devs.
+ */
+static int sim_upgrade(struct sim_run *r, uint32_t jid)
+{
+	const struct sim_job *j = &r->w->jobs[jid];
+	struct sim_ctx *ctx = &r->ctx;
+	double saved = 1 / ctx->placed_eff - 1 / ctx->upgrade_eff; /* per GPU-second of work */
+	double share = r->o->no_pay ? r->o->defrag_max_cost
+	                            : fmin(r->o->defrag_max_cost, SIM_PAY_SHARE * saved);
+	struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, share, &r->res->defrag_refused,
+	                       r->o->defrag_max_sims, r->o->defrag_max_cands, NULL,
+	                       &r->res->defrag_unpaid};
+	double cost = 0;
+	uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
+	int moves = sim_defrag_make_room(ctx, j, jid, &mv, &cost);
+	ctx->upgrade = false;
+	sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
+	sim_planner_time(r->res, bench_now_ns() - d0);
+	r->res->upgrade_calls++;
+	if (moves <= 0)
+		return 0; /* the first placement stands */
+	r->res->upgrade_moves += moves;
+	r->res->upgrade_cost_s += cost;
+	r->res->defrag_moves += moves;
+	r->res->defrag_cost_s += cost;
+	d0 = bench_now_ns();
+	ctx->want_eff = ctx->upgrade_eff;
+	int rc = r->pol->place(r->st, ctx, j, jid, r->devs);
+	ctx->want_eff = 0;
+	if (rc != 0)
+		rc = r->pol->place(r->st, ctx, j, jid, r->devs);
+	ctx->upgrade = false;
+	sim_planner_time(r->res, bench_now_ns() - d0);
+	r->res->place_calls++;
+	return rc;
+}
+
 static int sim_try(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
@@ -668,6 +716,9 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 			r->res->place_calls++;
 		}
 	}
+	if (rc == 0 && r->ctx.upgrade && r->pol->defrag && !r->resv_on)
+		rc = sim_upgrade(r, jid);
+	r->ctx.upgrade = false;
 	return rc;
 }
 
@@ -975,6 +1026,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.floor_ahead = o->floor_ahead;
 	r.ctx.fabric_fit = o->fabric_fit;
 	r.ctx.top_floor = o->queue == SIM_QUEUE_EASY ? o->top_floor : 0;
+	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1150,7 +1202,7 @@ static void sim_usage(FILE *f)
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
 	        "                    [--no-pay] [--defrag-before-backfill]\n"
 	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                    [--fabric-fit X] [--top-floor X]\n"
+	        "                    [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1241,6 +1293,7 @@ int bench_sim_main(int argc, char **argv)
 		{"floor-ahead", no_argument, NULL, 1005},
 		{"fabric-fit", required_argument, NULL, 1006},
 		{"top-floor", required_argument, NULL, 1007},
+		{"no-upgrade", no_argument, NULL, 1008},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1269,6 +1322,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1005: o.floor_ahead = true; break;
 		case 1006: o.fabric_fit = sim_fabric_fit_arg(optarg); break;
 		case 1007: o.top_floor = sim_top_floor_arg(optarg); break;
+		case 1008: o.no_upgrade = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;

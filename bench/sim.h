@@ -160,7 +160,12 @@ double sim_top_floor_arg(const char *s);
 	"  --top-floor X: under EASY on a fleet of one fabric class topoplace asks for the top\n"  \
 	"  job's placement an efficiency of at least X (at most the one its rules reach on the\n"  \
 	"  empty fleet): it waits, with its reservation, for one as good (default 0.999, full\n"   \
-	"  locality; 0: off).\n"
+	"  locality; 0: off).\n"                                                              \
+	"  --no-upgrade: topoplace-defrag's locality upgrade off. With it, a job wider than an\n" \
+	"  NVLink domain that tp_place() puts below the efficiency its rules give it on the\n"   \
+	"  empty fleet gets the moves that free one domain of the level that held it there, if\n" \
+	"  they cost under half of the GPU-seconds the slower placement would (not during an\n"  \
+	"  EASY backfill; upgrade_calls and upgrade_moves in the JSON; bench/sim.c).\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -198,6 +203,7 @@ struct sim_opts {
 	bool floor_ahead;      /* --floor-ahead: the floor gives way to the wait ahead (off) */
 	double fabric_fit;     /* --fabric-fit (SIM_FABRIC_FIT by default; 0: off) */
 	double top_floor;      /* --top-floor (SIM_TOP_FLOOR by default; 0: off) */
+	bool no_upgrade;       /* --no-upgrade: topoplace-defrag's locality upgrade off */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -242,6 +248,8 @@ struct sim_result {
 	double *defrag_cpu_ms;
 	size_t ndefrag_cpu, cap_defrag_cpu;
 	double defrag_p50_ms, defrag_p99_ms;
+	long upgrade_calls, upgrade_moves; /* the locality upgrade (sim.c, sim_upgrade); its */
+	double upgrade_cost_s;             /* moves count in defrag_moves and defrag_cost_s too */
 	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
 	long compact_refused;              /* EASY: plans after which the top job still waits */
 	long compact_plans;                /* plans carried out, */
@@ -310,6 +318,13 @@ struct sim_ctx {
 	 * plan for (sim_defrag_make_room). floor_level -1: no single domain held it. */
 	bool floor_refused;
 	int floor_level;
+	/* The locality upgrade (topoplace-defrag; --no-upgrade: off). With upgrade_on set,
+	 * topoplace's place sets upgrade when it placed a job wider than an NVLink domain below
+	 * upgrade_eff, the efficiency its rules give it on the empty fleet (placed_eff: the one it
+	 * got), with floor_level as above; want_eff > 0 asks place for at least that efficiency
+	 * (the place after an upgrade's moves). */
+	bool upgrade_on, upgrade;
+	double upgrade_eff, placed_eff, want_eff;
 };
 
 struct sim_policy {

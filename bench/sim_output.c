@@ -93,6 +93,7 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "floor_ahead", o->floor_ahead);
 	bench_json_num(j, "fabric_fit", o->fabric_fit);
 	bench_json_num(j, "top_floor", o->top_floor);
+	bench_json_bool(j, "upgrade", !o->no_upgrade);
 	bench_json_end_obj(j);
 }
 
@@ -175,6 +176,9 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_int(&j, "defrag_refused", r->defrag_refused);
 		bench_json_int(&j, "defrag_unpaid", r->defrag_unpaid);
 		bench_json_int(&j, "compact_unpaid", r->compact_unpaid);
+		bench_json_int(&j, "upgrade_calls", r->upgrade_calls);
+		bench_json_int(&j, "upgrade_moves", r->upgrade_moves);
+		bench_json_num(&j, "upgrade_cost_s", r->upgrade_cost_s);
 		bench_json_num(&j, "idle_shape_gpu_h", r->idle_shape_gpu_h);
 		bench_json_num(&j, "idle_count_gpu_h", r->idle_count_gpu_h);
 		bench_json_int(&j, "compact_calls", r->compact_calls);

@@ -580,7 +580,7 @@ static void *topoplace_create(struct sim_ctx *ctx)
 	L->on = m && !strcmp(m, "learn");
 	L->floor = floor_create(ctx->f);
 	ctx->wants_ahead = L->floor != NULL && ctx->floor_ahead;
-	if (!L->floor && ctx->top_floor > 0 && ctx->f->kind != FLEET_TORUS) {
+	if (!L->floor && (ctx->top_floor > 0 || ctx->upgrade_on) && ctx->f->kind != FLEET_TORUS) {
 		L->e_empty = malloc(SHAPE_KEYS * sizeof *L->e_empty);
 		L->l_empty = malloc(SHAPE_KEYS * sizeof *L->l_empty);
 		if (!L->e_empty || !L->l_empty)
@@ -636,8 +636,8 @@ static int one_domain_level(const struct sim_fleet *f, const uint32_t *d, size_t
  * that efficiency memoised per shape (a key stands for one size below 4,095 GPUs); 0 when it
  * cannot be placed there.
  */
-static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
-                        const tp_request *r, const struct tp_step_model *m)
+static double empty_efficiency(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
+                               const tp_request *r, const struct tp_step_model *m)
 {
 	double once = NAN, *e = j->gpus < 4095 ? &L->e_empty[j->shape_key] : &once;
 	int8_t lonce = -1, *lv = j->gpus < 4095 ? &L->l_empty[j->shape_key] : &lonce;
@@ -657,7 +657,35 @@ static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct si
 		tp_placement_destroy(p);
 	}
 	ctx->floor_level = *lv;
-	return *e < ctx->top_floor ? *e : ctx->top_floor;
+	return *e;
+}
+
+static double top_floor(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
+                        const tp_request *r, const struct tp_step_model *m)
+{
+	double e = empty_efficiency(L, ctx, j, r, m);
+	return e < ctx->top_floor ? e : ctx->top_floor;
+}
+
+/* The locality upgrade's test (sim.c, sim_upgrade): job j, placed on devs d[0..n) by rules
+ * that asked no floor, runs below the efficiency they give it on the empty fleet, and one
+ * domain of a level above its required one held it there. */
+static void upgrade_check(struct tp_learn *L, struct sim_ctx *ctx, const struct sim_job *j,
+                          const tp_request *r, const struct tp_step_model *m, const uint32_t *d,
+                          size_t n)
+{
+	double goal = empty_efficiency(L, ctx, j, r, m), e;
+	if (!(goal > 0) || ctx->floor_level < 0 || j->shape.required >= ctx->floor_level)
+		return;
+	char err[256];
+	int rc = tp_cost_efficiency(&e, ctx->f->t, d, n, m, NULL, err, sizeof err);
+	if (rc)
+		bench_die("tp_cost_efficiency(%u GPUs): %s: %s", j->gpus, tp_err_name(rc), err);
+	if (e < goal * (1 - 1e-9)) {
+		ctx->upgrade = true;
+		ctx->upgrade_eff = goal;
+		ctx->placed_eff = e;
+	}
 }
 
 static int cmp_learn(const void *a, const void *b)
@@ -723,12 +751,17 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		m.min_efficiency = top_floor(L, ctx, j, &r, &m);
 		r.comm = &m;
 	}
+	if (ctx->want_eff > 0 && !r.box_level) { /* after an upgrade's moves */
+		m.min_efficiency = ctx->want_eff;
+		r.comm = &m;
+	}
+	ctx->upgrade = false;
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
 	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY
 	 * (with --failures a busy answer may also come from down nodes), and only where the
 	 * defrag hook has a level to ask for beyond the job's own */
-	ctx->floor_refused = rc == TP_EBUSY && r.comm && m.min_efficiency > 0 && !L->floor && p &&
+	ctx->floor_refused = rc == TP_EBUSY && ctx->want_eff == 0 && r.comm && m.min_efficiency > 0 && !L->floor && p &&
 	                     strstr(tp_placement_errmsg(p), "request.comm.min_efficiency") != NULL &&
 	                     ctx->floor_level >= 0 && j->shape.required < ctx->floor_level;
 	if (rc == 0) {
@@ -737,6 +770,9 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		if (n != j->gpus)
 			bench_die("tp_place returned %zu devices for %u", n, j->gpus);
 		memcpy(devs, d, n * sizeof *devs);
+		if (ctx->upgrade_on && L->e_empty && !r.comm && !r.box_level &&
+		    j->gpus > ctx->f->nv_gpus)
+			upgrade_check(L, ctx, j, &r, &m, d, n);
 	} else if (rc == TP_EINVAL || rc == TP_ENOTFOUND || rc == TP_ENOMEM) {
 		bench_die("tp_place(job %u, %u GPUs): %s: %s", jid, j->gpus, tp_err_name(rc),
 		          p ? tp_placement_errmsg(p) : "");
@@ -813,7 +849,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	char id[24];
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
-	if (ctx->floor_refused) { /* room for the top job at the floor: one domain of its level */
+	if (ctx->floor_refused || ctx->upgrade) { /* room at the floor: one domain of its level */
 		r.required = ctx->f->level_name[ctx->floor_level];
 		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)
 			r.preferred = NULL; /* held by the required level */

@@ -53,7 +53,8 @@ POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree
 CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
                "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms",
-               "defrag_unpaid", "compact_unpaid", "idle_shape_gpu_h", "idle_count_gpu_h"}
+               "defrag_unpaid", "compact_unpaid", "idle_shape_gpu_h", "idle_count_gpu_h",
+               "upgrade_calls", "upgrade_moves"}
 CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms"}  # times: not deterministic
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
@@ -566,6 +567,35 @@ def check_top_floor(tmp):
           f"{m['max_wait_s']} s at efficiency {m['mean_efficiency']}")
 
 
+# The locality upgrade (bench/sim.c, sim_upgrade; topoplace-defrag, --no-upgrade: off). The
+# rows of the floor test above under BestEffortFIFO, the 72-GPU job running 10,000 s: no unit
+# has 72 free, so topoplace spreads it over both (efficiency below 1) and starts it at once;
+# topoplace-defrag asks the planner for room in one unit, moves the 16-GPU job (its checkpoint
+# well under half of the GPU-seconds the spread placement would cost) and the 72 start at once
+# in su0 at efficiency 1. With --no-upgrade it places as topoplace does.
+UPGRADE_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(30, 10000, 72, "train")]
+
+
+def check_upgrade(tmp):
+    trace = os.path.join(tmp, "upgrade.csv")
+    write_csv(trace, UPGRADE_ROWS)
+    got = {}
+    for case, extra in (("on", []), ("off", ["--no-upgrade"])):
+        d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", "besteffort",
+                    "--policies", "topoplace,topoplace-defrag"] + extra, tmp,
+                   f"upgrade-{case}.json")
+        check(d["policy_settings"]["upgrade"] == (case == "on"),
+              f"upgrade {case}: the JSON's policy_settings say {d['policy_settings']}")
+        got[case] = {k: (m["jobs_started"], m["max_wait_s"], m["upgrade_calls"],
+                         m["upgrade_moves"], m["defrag_moves"], m["mean_efficiency"] == 1)
+                     for k, m in d["policies"].items()}
+    spread = (5, 0, 0, 0, 0, False)
+    check(got == {"on": {"topoplace": spread, "topoplace-defrag": (5, 0, 1, 1, 1, True)},
+                  "off": {"topoplace": spread, "topoplace-defrag": spread}},
+          f"upgrade: (started, longest wait, upgrade calls, upgrade moves, defrag moves, all "
+          f"at efficiency 1) {got}")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -659,7 +689,8 @@ def check_compare_failures(tmp):
     want = {"defrag_every_s": 0, "defrag_max_cost": 0.05, "defrag_max_sims": 2,
             "defrag_max_cands": 4, "defrag_before_backfill": False, "compact": True,
             "compact_moves_h": 4, "compact_budget": 0.005, "pay_rule": True,
-            "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999}
+            "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
+            "upgrade": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
@@ -744,6 +775,7 @@ if __name__ == "__main__":
         check_floor_search(tmp)
         check_fabric_fit(tmp)
         check_top_floor(tmp)
+        check_upgrade(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
