@@ -761,7 +761,8 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY
 	 * (with --failures a busy answer may also come from down nodes), and only where the
 	 * defrag hook has a level to ask for beyond the job's own */
-	ctx->floor_refused = rc == TP_EBUSY && ctx->want_eff == 0 && r.comm && m.min_efficiency > 0 && !L->floor && p &&
+	ctx->floor_refused = rc == TP_EBUSY && ctx->want_eff == 0 && r.comm &&
+	                     m.min_efficiency > 0 && !L->floor && p &&
 	                     strstr(tp_placement_errmsg(p), "request.comm.min_efficiency") != NULL &&
 	                     ctx->floor_level >= 0 && j->shape.required < ctx->floor_level;
 	if (rc == 0) {

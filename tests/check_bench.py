@@ -572,8 +572,12 @@ def check_top_floor(tmp):
 # has 72 free, so topoplace spreads it over both (efficiency below 1) and starts it at once;
 # topoplace-defrag asks the planner for room in one unit, moves the 16-GPU job (its checkpoint
 # well under half of the GPU-seconds the spread placement would cost) and the 72 start at once
-# in su0 at efficiency 1. With --no-upgrade it places as topoplace does.
+# in su0 at efficiency 1. With --no-upgrade it places as topoplace does. When the 72 run
+# 1,000 s the move (about 1,040 GPU-s) is within --defrag-max-cost (0.05 x 72 x 1,000) but
+# costs more than half of what the spread placement loses (about 126 GPU-s): the planner is
+# asked (1 call), nothing moves and the job runs spread; with --no-pay the job moves.
 UPGRADE_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(30, 10000, 72, "train")]
+UPGRADE_SHORT_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(30, 1000, 72, "train")]
 
 
 def check_upgrade(tmp):
@@ -594,6 +598,18 @@ def check_upgrade(tmp):
                   "off": {"topoplace": spread, "topoplace-defrag": spread}},
           f"upgrade: (started, longest wait, upgrade calls, upgrade moves, defrag moves, all "
           f"at efficiency 1) {got}")
+    trace = os.path.join(tmp, "upgrade-short.csv")
+    write_csv(trace, UPGRADE_SHORT_ROWS)
+    for case, extra, want in (("pay", [], (5, 0, 1, 0, 0, False)),
+                              ("no-pay", ["--no-pay"], (5, 0, 1, 1, 1, True))):
+        d, _ = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", "besteffort",
+                    "--policies", "topoplace,topoplace-defrag"] + extra, tmp,
+                   f"upgrade-short-{case}.json")
+        got = {k: (m["jobs_started"], m["max_wait_s"], m["upgrade_calls"], m["upgrade_moves"],
+                   m["defrag_moves"], m["mean_efficiency"] == 1)
+               for k, m in d["policies"].items()}
+        check(got == {"topoplace": spread, "topoplace-defrag": want},
+              f"upgrade: a short job, {case}: {got}")
 
 
 def check_fabric_fit(tmp):
