@@ -381,6 +381,7 @@ struct cmp_group_pol {
 	double p99_ms;
 	long calls;
 	long dcalls;             /* defrag planner calls, all seeds */
+	long ucalls, umoves;     /* the locality upgrade's calls and moves, all seeds */
 	double dp50_ms, dp99_ms; /* their largest per-seed p50 and p99 of CPU time */
 };
 
@@ -400,7 +401,7 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 	g->intensity_max = 0;
 	for (size_t k = 0; k < npol; k++) {
 		int n = 0;
-		double calls = 0, p99 = 0, dcalls = 0, dp50 = 0, dp99 = 0;
+		double calls = 0, p99 = 0, dcalls = 0, dp50 = 0, dp99 = 0, ucalls = 0, umoves = 0;
 		for (int c = 0; c < ncells; c++) {
 			const struct cmp_cell *cell = &cells[c];
 			if (cell->wl != g->wl || cell->fl != g->fl || cell->q != g->q)
@@ -413,6 +414,8 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 			calls += cell->pol[k].planner_calls;
 			p99 = fmax(p99, cell->pol[k].planner_p99_ms);
 			dcalls += cell->pol[k].defrag_calls;
+			ucalls += cell->pol[k].upgrade_calls;
+			umoves += cell->pol[k].upgrade_moves;
 			dp50 = fmax(dp50, cell->pol[k].defrag_p50_ms);
 			dp99 = fmax(dp99, cell->pol[k].defrag_p99_ms);
 			if (cell->flagged)
@@ -433,6 +436,8 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 		p->calls = (long)calls;
 		p->p99_ms = p99;
 		p->dcalls = (long)dcalls;
+		p->ucalls = (long)ucalls;
+		p->umoves = (long)umoves;
 		p->dp50_ms = dp50;
 		p->dp99_ms = dp99;
 	}
@@ -506,10 +511,15 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 		       p->gain_spread * 100, cmp_verdict(p), p->gap * 100, p->calls, p->p99_ms);
 	}
 	for (size_t k = 0; k < npol; k++)
-		if (g->pol[k].dcalls)
+		if (g->pol[k].dcalls) {
 			printf("%s: defrag planner %ld calls, CPU per call p50 %.3f ms, p99 %.3f ms "
-			       "(largest per seed)\n", sim_policies[pols[k]].name, g->pol[k].dcalls,
+			       "(largest per seed)", sim_policies[pols[k]].name, g->pol[k].dcalls,
 			       g->pol[k].dp50_ms, g->pol[k].dp99_ms);
+			if (g->pol[k].ucalls)
+				printf("; of them the locality upgrade: %ld calls, %ld jobs moved",
+				       g->pol[k].ucalls, g->pol[k].umoves);
+			printf("\n");
+		}
 }
 
 /* A policy's figures over the whole grid: the groups with an unflagged seed. */

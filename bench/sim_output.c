@@ -49,6 +49,11 @@ void sim_print(const struct sim_opts *o, const struct sim_fleet *f, const struct
 			       res[i].defrag_calls, res[i].defrag_us_mean / 1000, res[i].defrag_refused,
 			       res[i].defrag_unpaid, res[i].compact_unpaid, res[i].defrag_moves,
 			       res[i].defrag_cost_s);
+	for (size_t i = 0; i < n; i++)
+		if (res[i].pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS)
+			printf("%s: locality upgrade: %ld planner calls besides those, %ld of the jobs "
+			       "moved, %.0f GPU-seconds of the cost\n", res[i].pol->name,
+			       res[i].upgrade_calls, res[i].upgrade_moves, res[i].upgrade_cost_s);
 	if (f->kind == FLEET_TORUS) {
 		printf("\ntorus %ux%ux%u (%u chips; GPUs above are chips): mean over the window's samples\n",
 		       f->dims[0], f->dims[1], f->dims[2], f->gpus);

@@ -578,6 +578,10 @@ def check_top_floor(tmp):
 # asked (1 call), nothing moves and the job runs spread; with --no-pay the job moves.
 UPGRADE_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(30, 10000, 72, "train")]
 UPGRADE_SHORT_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(30, 1000, 72, "train")]
+# The same, with a 300-GPU job ahead of the 72-GPU one (120 GPUs free: it waits until 100,000 s).
+# Under besteffort the 72-GPU job is upgraded as above; under EASY it is backfilled (it ends
+# before the 300-GPU job's shadow time), where the upgrade does not act: it stays spread.
+UPGRADE_EASY_ROWS = FLOOR_DEFRAG_ROWS[:-1] + [(25, 1000, 300, "train"), (30, 10000, 72, "train")]
 
 
 def check_upgrade(tmp):
@@ -610,6 +614,21 @@ def check_upgrade(tmp):
                for k, m in d["policies"].items()}
         check(got == {"topoplace": spread, "topoplace-defrag": want},
               f"upgrade: a short job, {case}: {got}")
+    trace = os.path.join(tmp, "upgrade-easy.csv")
+    write_csv(trace, UPGRADE_EASY_ROWS)
+    for queue, wait, want in (("besteffort", 99975, (1, 1, 1)), ("easy", 99995, (0, 0, 0))):
+        spread = (6, wait, 0, 0, 0, False)
+        want = (6, wait) + want + (False,)
+        d, out = run(["sim", "--fleet", "hgx:512", "--trace", trace, "--queue", queue,
+                      "--policies", "topoplace,topoplace-defrag"], tmp, f"upgrade-{queue}.json")
+        got = {k: (m["jobs_started"], m["max_wait_s"], m["upgrade_calls"], m["upgrade_moves"],
+                   m["defrag_moves"], m["mean_efficiency"] == 1)
+               for k, m in d["policies"].items()}
+        check(got == {"topoplace": spread, "topoplace-defrag": want},
+              f"upgrade: behind a waiting 300-GPU job, {queue}: {got}")
+        line = (f"topoplace-defrag: locality upgrade: {want[2]} planner calls besides those, "
+                f"{want[3]} of the jobs moved")
+        check(line in out, f"upgrade, {queue}: the text output lacks '{line}':\n{out}")
 
 
 def check_fabric_fit(tmp):
