@@ -790,8 +790,8 @@ static void cmp_usage(FILE *f)
 	        "  hgx:4096, l4:2304 and each trace's own size, every queue discipline.\n"
 	        "  --trace and --fleet add cells. --trace-rows all: every seed replays the whole\n"
 	        "  trace (no spread between seeds). topoplace-defrag also compacts for a fragmented\n"
-	        "  oldest job, as tp-bench sim does (on by default; --no-compact: off), and carries\n"
-	        "  out a plan only if it pays (tp-bench sim's pay rule; --no-pay: off), under EASY\n"
+	        "  oldest job, as tp-bench sim does (on by default but under EASY; --no-compact:\n"
+	        "  off; --compact: on under EASY too), and carries out a plan only if it pays (tp-bench sim's pay rule; --no-pay: off), under EASY\n"
 	        "  after backfill (--defrag-before-backfill: before, the old order). The JSON\n"
 	        "  gives per policy defrag_unpaid and compact_unpaid (plans the pay rule refused)\n"
 	        "  and idle_shape_gpu_h / idle_count_gpu_h (idle GPU-hours in the window while the\n"
@@ -879,8 +879,8 @@ int bench_compare_main(int argc, char **argv)
 		case 'p': o.policies = optarg; break;
 		case 'S': shared = optarg; break;
 		case 'x': o.sim.starve_h = bench_arg_num("--starve-h", optarg); break;
-		case 'k': o.sim.compact = true; break;
-		case 1001: o.sim.compact = false; break;
+		case 'k': o.sim.compact = o.sim.compact_easy = true; break;
+		case 1001: o.sim.compact = o.sim.compact_easy = false; break;
 		case 1010: o.sim.no_pay = true; break;
 		case 1012: o.sim.defrag_before_backfill = true; break;
 		case 1011: o.sim.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;

@@ -1235,8 +1235,9 @@ static void sim_usage(FILE *f)
 	        "  --failures RATE: node failures per GPU-day (off; Llama 3: 0.000474), see\n"
 	        "  bench/sim_failures.c; --spares K[/LEVEL]: hot spares per rack (or LEVEL).\n"
 	        "  topoplace-defrag also compacts for the oldest waiting job when it is fragmented\n"
-	        "  (bench/sim_compact.c; --no-compact: off; --compact: on, the default): the moves\n"
-	        "  after which it starts at once, at most --compact-moves-h jobs (default %g) and\n"
+	        "  (bench/sim_compact.c; on by default but under --queue easy; --no-compact: off;\n"
+	        "  --compact: on under EASY too): the moves after which it starts at once, at most\n"
+	        "  --compact-moves-h jobs (default %g) and\n"
 	        "  --compact-budget checkpoint GPU-seconds (a share of the fleet's, default %g) per\n"
 	        "  simulated hour.\n"
 	        "  Pay rule: a defrag or compaction plan is carried out only if its checkpoint\n"
@@ -1314,8 +1315,8 @@ int bench_sim_main(int argc, char **argv)
 		case 'R': o.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 'K': o.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;
 		case 'A': o.spares = optarg; break;
-		case 'k': o.compact = true; break;
-		case 1001: o.compact = false; break;
+		case 'k': o.compact = o.compact_easy = true; break;
+		case 1001: o.compact = o.compact_easy = false; break;
 		case 1002: o.no_pay = true; break;
 		case 1003: o.defrag_before_backfill = true; break;
 		case 1004: sim_floor_search_arg(optarg, &o.floor_search); break;

@@ -194,6 +194,7 @@ struct sim_opts {
 	const char *spares;    /* "K" hot spares per base domain, or "K/LEVEL", for the topoplace
 	                        * policies (NULL: none) */
 	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
+	bool compact_easy;     /* the same under --queue easy (off by default; --compact: on) */
 	bool no_pay;           /* --no-pay: plans carried out without the pay rule */
 	bool defrag_before_backfill; /* EASY: the defrag hook in the first pass, before backfill
 	                              * (--defrag-before-backfill; after it by default) */
@@ -455,7 +456,7 @@ int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struc
 #define SIM_COMPACT_BUDGET 0.005
 
 struct sim_compact;
-/* NULL unless o->compact and the policy has the defrag hook. */
+/* NULL unless o->compact (o->compact_easy under EASY) and the policy has the defrag hook. */
 struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
                                        const struct sim_policy *pol, double now);
 void sim_compact_destroy(struct sim_compact *k);

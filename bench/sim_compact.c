@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0,
- * --no-compact turns it off), for the topoplace-defrag policy: after a scheduling pass in
+ * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0
+ * but under EASY, --no-compact turns it off, --compact on under EASY too), for the topoplace-defrag policy: after a scheduling pass in
  * which the oldest waiting job (the queue's head; under EASY the top job) was answered
  * TP_EFRAGMENTED, the simulator asks the library for the moves that free as many whole NVLink
  * domains as that job needs such that it then places (tp_defrag_compact_for at the fleet's
@@ -26,7 +26,11 @@
  * 5-18% there in session 5); the plan, which starts the top job at once, costs at most half of
  * what starting it now instead of at its shadow time gains (its GPUs x the wait; half, as a
  * moved job also ends its checkpoint time later, which delays whatever was to start on its
- * GPUs): the pay rule with the wait known from the reservation.
+ * GPUs): the pay rule with the wait known from the reservation. Off by default under EASY
+ * since session 15 (--compact turns it on there too): on the full grid's LLM EASY cells it
+ * cost 0.05-0.58% per seed on 140 NVL72 racks (topoplace-defrag below topoplace there) and
+ * was level elsewhere, 12 seeds +0.06% on average without it (docs/benchmarks.md, "Figures:
+ * full grid, session 15").
  */
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +53,7 @@ struct sim_compact {
 struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct sim_fleet *f,
                                        const struct sim_policy *pol, double now)
 {
-	if (!o->compact || !pol->defrag)
+	if (!(o->queue == SIM_QUEUE_EASY ? o->compact_easy : o->compact) || !pol->defrag)
 		return NULL;
 	struct sim_compact *k = calloc(1, sizeof *k);
 	if (!k)

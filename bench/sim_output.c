@@ -91,6 +91,7 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_int(j, "defrag_max_cands", o->defrag_max_cands);
 	bench_json_bool(j, "defrag_before_backfill", o->defrag_before_backfill);
 	bench_json_bool(j, "compact", o->compact);
+	bench_json_bool(j, "compact_easy", o->compact_easy);
 	bench_json_num(j, "compact_moves_h", o->compact_moves_h);
 	bench_json_num(j, "compact_budget", o->compact_budget);
 	bench_json_bool(j, "pay_rule", !o->no_pay);

@@ -657,7 +657,7 @@ def check_compact(tmp):
     off, _ = run(base + ["--no-compact"], tmp, "compact-off.json")
     on, _ = run(base + ["--compact"], tmp, "compact-on.json")
     again, _ = run(base, tmp, "compact-again.json")
-    check(strip_wall(on) == strip_wall(again),
+    check(strip_wall(on["policies"]) == strip_wall(again["policies"]),
           "compact: the default differs from --compact, or two runs with one seed differ")
     for name in ("topoplace", "topoplace-defrag"):
         m = off["policies"][name]
@@ -707,6 +707,19 @@ def check_compact_easy(tmp):
     m = off["policies"]["topoplace-defrag"]
     check(m["compact_calls"] == 0 and m["compact_plans"] == 0,
           f"compact easy: {m['compact_calls']} calls with --no-compact")
+    # off by default under EASY (since session 15), on under the other disciplines
+    default, _ = run(base, tmp, "compact-easy-default.json")
+    m = default["policies"]["topoplace-defrag"]
+    check(m["compact_calls"] == 0 and
+          strip_wall(default["policies"]) == strip_wall(off["policies"]),
+          f"compact easy: {m['compact_calls']} calls by default, or not --no-compact's run")
+    s = default["policy_settings"]
+    check((s["compact"], s["compact_easy"]) == (True, False) and
+          (on["policy_settings"]["compact"], on["policy_settings"]["compact_easy"]) ==
+          (True, True) and
+          (off["policy_settings"]["compact"], off["policy_settings"]["compact_easy"]) ==
+          (False, False), "compact easy: policy_settings compact / compact_easy "
+          f"{[(d['policy_settings']['compact'], d['policy_settings']['compact_easy']) for d in (default, on, off)]}")
 
 
 def check_compare_failures(tmp):
@@ -723,6 +736,7 @@ def check_compare_failures(tmp):
           "compare without --failures: failure settings in the JSON")
     want = {"defrag_every_s": 0, "defrag_max_cost": 0.05, "defrag_max_sims": 2,
             "defrag_max_cands": 4, "defrag_before_backfill": False, "compact": True,
+            "compact_easy": False,
             "compact_moves_h": 4, "compact_budget": 0.005, "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
             "upgrade": True}
@@ -731,8 +745,10 @@ def check_compare_failures(tmp):
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
                            "--no-pay", "--floor-search", "every"], tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
-           for k in ("top_floor", "fabric_fit", "compact", "pay_rule", "floor_search")}
-    check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "pay_rule": False,
+           for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
+                     "floor_search")}
+    check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
+                  "pay_rule": False,
                   "floor_search": "every"}, f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
