@@ -713,13 +713,11 @@ def check_compact_easy(tmp):
     check(m["compact_calls"] == 0 and
           strip_wall(default["policies"]) == strip_wall(off["policies"]),
           f"compact easy: {m['compact_calls']} calls by default, or not --no-compact's run")
-    s = default["policy_settings"]
-    check((s["compact"], s["compact_easy"]) == (True, False) and
-          (on["policy_settings"]["compact"], on["policy_settings"]["compact_easy"]) ==
-          (True, True) and
-          (off["policy_settings"]["compact"], off["policy_settings"]["compact_easy"]) ==
-          (False, False), "compact easy: policy_settings compact / compact_easy "
-          f"{[(d['policy_settings']['compact'], d['policy_settings']['compact_easy']) for d in (default, on, off)]}")
+    got = [(d["policy_settings"]["compact"], d["policy_settings"]["compact_easy"])
+           for d in (default, on, off)]
+    check(got == [(True, False), (True, True), (False, False)],
+          f"compact easy: policy_settings (compact, compact_easy) by default, with --compact, "
+          f"with --no-compact: {got}")
 
 
 def check_compare_failures(tmp):
