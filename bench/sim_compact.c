@@ -3,8 +3,8 @@
  * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0
  * but under EASY, --no-compact turns it off, --compact on under EASY too), for the
  * topoplace-defrag policy: after a scheduling pass in which the oldest waiting job (the
- * queue's head; under EASY the top job) was answered TP_EFRAGMENTED, the simulator asks the library for the moves that free as many whole NVLink
- * domains as that job needs such that it then places (tp_defrag_compact_for at the fleet's
+ * queue's head; under EASY the top job) was answered TP_EFRAGMENTED, the simulator asks the
+ * library for the moves that free as many whole NVLink domains as that job needs such that it then places (tp_defrag_compact_for at the fleet's
  * NVLink level, which tries it on a savepoint), with migrations only (no preemption), no job
  * less local (the planner's default) and within two budgets that refill with simulated time:
  * --compact-moves-h jobs moved per hour and --compact-budget checkpoint GPU-seconds per hour
