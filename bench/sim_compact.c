@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0
- * but under EASY, --no-compact turns it off, --compact on under EASY too), for the
- * topoplace-defrag policy: after a scheduling pass in which the oldest waiting job (the
- * queue's head; under EASY the top job) was answered TP_EFRAGMENTED, the simulator asks the
- * library for the moves that free as many whole NVLink domains as that job needs such that it then places (tp_defrag_compact_for at the fleet's
- * NVLink level, which tries it on a savepoint), with migrations only (no preemption), no job
- * less local (the planner's default) and within two budgets that refill with simulated time:
- * --compact-moves-h jobs moved per hour and --compact-budget checkpoint GPU-seconds per hour
- * (a share of the fleet's GPU-seconds). A budget holds at most one hour's worth. As with the
- * defrag hook, a plan is carried out only if no moved job runs less efficiently afterwards and
- * it pays (sim_plan_pays: its checkpoint GPU-seconds under half of the head's GPUs x the wait
- * it saves, estimated from the running jobs' ends; --no-pay: off), and a moved job pays its
- * checkpoint and restart time. A call that finds no plan, or one that does not pay, is not
- * repeated until another job has finished.
+ * Compaction for the blocked oldest job (tp-bench sim and compare; on by default since 0.4.0 but
+ * under EASY, --no-compact turns it off, --compact on under EASY too), for the topoplace-defrag
+ * policy: after a scheduling pass in which the oldest waiting job (the queue's head; under EASY the
+ * top job) was answered TP_EFRAGMENTED, the simulator asks the library for the moves that free as
+ * many whole NVLink domains as that job needs such that it then places (tp_defrag_compact_for at
+ * the fleet's NVLink level, which tries it on a savepoint), with migrations only (no preemption),
+ * no job less local (the planner's default) and within two budgets that refill with simulated time:
+ * --compact-moves-h jobs moved per hour and --compact-budget checkpoint GPU-seconds per hour (a
+ * share of the fleet's GPU-seconds). A budget holds at most one hour's worth. As with the defrag
+ * hook, a plan is carried out only if no moved job runs less efficiently afterwards and it pays
+ * (sim_plan_pays: its checkpoint GPU-seconds under half of the head's GPUs x the wait it saves,
+ * estimated from the running jobs' ends; --no-pay: off), and a moved job pays its checkpoint and
+ * restart time. A call that finds no plan, or one that does not pay, is not repeated until another
+ * job has finished.
  *
  * Until 0.4.0 the rule under BestEffortFIFO was blind: after jobs ended, whole domains for the
  * mix of the queue's first 8 jobs, whether or not one was blocked. It gained on 12 NVL72 racks
