@@ -791,6 +791,7 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->pol = policy_copy(pol);
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
 	P->room_bound = !k || !k->no_room_bound;
+	P->moves_bound = !k || !k->no_moves_bound;
 	P->joint_bound = !k || !k->no_joint_bound;
 	P->lb_open = COST_NONE;
 	policy_limits(P);
@@ -943,6 +944,8 @@ static int plan_unguarded(tp_cluster *c, const tp_request *r, const tp_defrag_po
 	p->stats = P.stats;
 	if (stats)
 		*stats = P.stats;
+	if (knobs && knobs->branches)
+		*knobs->branches = P.branches;
 	defrag_planner_fini(&P);
 	if (rc == TP_ENOMEM) {
 		tp_plan_destroy(p);

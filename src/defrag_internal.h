@@ -30,6 +30,8 @@ struct tp_defrag_knobs {
 	unsigned exact_max; /* exact subset search up to this many movable jobs (0: greedy only) */
 	bool no_room_bound; /* no defrag_home_room (the tests compare plans with and without) */
 	bool no_joint_bound; /* no defrag_homes_joint (the same) */
+	bool no_moves_bound; /* no defrag_moves_over (the same) */
+	uint64_t *branches;  /* when set: the depth-first searches' branches (their work) */
 };
 
 /* tp_defrag_plan with knobs (NULL: the defaults) and optional figures (as tp_plan_stats). */
@@ -244,6 +246,8 @@ struct planner {
 	unsigned exact_max;
 	bool room_bound; /* sets ruled out by defrag_home_room */
 	bool joint_bound; /* sets ruled out by defrag_homes_joint */
+	bool moves_bound; /* candidates passed by on defrag_moves_over */
+	uint64_t branches; /* of the depth-first searches (tp_defrag_knobs.branches) */
 	int level;       /* candidate level, -1: the whole cluster */
 	unsigned flevel; /* level of the fragmentation score */
 	/* the candidate being searched */
@@ -333,6 +337,19 @@ int defrag_append_outside(struct planner *P);
 void defrag_tally_reset(struct planner *P);
 void defrag_tally_job(struct planner *P, uint32_t k, int sign);
 bool defrag_tally_enough(const struct planner *P);
+
+/* Moves lower bounds for the depth-first searches: the DEFRAG_TOPK largest usable-device counts
+ * (cjob.a) of the jobs ord[i .. n), descending and 0-padded, at top[i * DEFRAG_TOPK] for every
+ * i <= n; top holds (n + 1) * DEFRAG_TOPK entries. */
+#define DEFRAG_TOPK 8u
+void defrag_top_build(const struct planner *P, const uint32_t *ord, uint32_t n, uint32_t *top);
+/* The fewest jobs of a suffix (its row of defrag_top_build) whose devices reach `left`:
+ * UINT32_MAX when all of them do not. */
+uint32_t defrag_moves_lb(const uint32_t *top, uint32_t nrest, uint64_t left);
+/* Whether the candidate as scanned needs more than max_moves jobs moved whatever the plan
+ * (*at_least: a lower bound on the moves; UINT32_MAX when no set of its movable jobs makes
+ * room). */
+int defrag_moves_over(const struct planner *P, bool *over, uint32_t *at_least);
 void defrag_sort_jobs(const struct planner *P, uint32_t *v, size_t n, job_order cmp);
 int defrag_by_rate(const struct planner *P, uint32_t x, uint32_t y);
 int defrag_by_size(const struct planner *P, uint32_t x, uint32_t y);

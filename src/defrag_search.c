@@ -674,6 +674,7 @@ struct bnb {
 	uint32_t devices;
 	unsigned long nodes, tries, cold;
 	bool stop;
+	uint32_t top[(BNB_JOBS + 1) * DEFRAG_TOPK]; /* defrag_top_build over ord */
 };
 
 /* The fractional lower bound on the cost of the devices still missing, from ord[i..]. */
@@ -749,6 +750,12 @@ static int bnb_dfs(struct planner *P, struct bnb *b, uint32_t i)
 	}
 	if (i == b->n || b->nS + 1 > P->max_moves)
 		return 0;
+	if (P->moves_bound && P->scan.tally < P->count) { /* too few jobs left for the devices */
+		uint32_t more = defrag_moves_lb(b->top + (size_t)i * DEFRAG_TOPK, b->n - i,
+		                                P->count - P->scan.tally);
+		if (more == UINT32_MAX || b->nS + more > P->max_moves)
+			return 0;
+	}
 	int64_t rest = bnb_rest(P, b, i);
 	if (rest == COST_NONE || defrag_cost_add(b->cost, rest) > defrag_cost_bound(P))
 		return 0;
@@ -805,8 +812,10 @@ static int bnb_search(struct planner *P)
 				b.ord[b.n++] = k;
 		defrag_sort_jobs(P, b.ord + n0, b.n - n0, defrag_by_index);
 	}
+	defrag_top_build(P, b.ord, b.n, b.top);
 	defrag_tally_reset(P);
 	rc = bnb_dfs(P, &b, 0);
+	P->branches += b.nodes;
 out:
 	tp_free(P->a, b.ord);
 	tp_free(P->a, b.S);
@@ -825,6 +834,16 @@ int defrag_evaluate_candidate(struct planner *P)
 	rc = defrag_restrict_request(P, &empty);
 	if (rc || empty)
 		return rc;
+	/* more moves than allowed whatever the plan: no search (defrag_bound.c) */
+	bool over = false;
+	uint32_t at_least;
+	if (P->moves_bound && (rc = defrag_moves_over(P, &over, &at_least)))
+		return rc;
+	if (over) {
+		if (at_least != UINT32_MAX)
+			defrag_note_moves(P, at_least);
+		return 0;
+	}
 	if (defrag_grow_u32(P->a, &P->u32c, &P->cap_c, s->njobs))
 		return TP_ENOMEM;
 	/* the candidate's bound, for the plan's lower bound when its search is not exact */

@@ -272,6 +272,7 @@ struct tdfs {
 	 * more than the k-th cannot matter */
 	int64_t kc[TARGET_TRIES + 1];
 	uint32_t nk, k;
+	uint32_t top[65 * DEFRAG_TOPK]; /* defrag_top_build over mv[0 .. mt) */
 };
 
 /* The sets simulate_list can look at, at most: TARGET_TRIES simulated and one for the bound;
@@ -386,6 +387,14 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 		return 0;
 	}
 	if (beyond_k(d, defrag_cost_add(d->cost, rest)))
+		return 0;
+	/* too few jobs left to free the devices missing within max_moves: only sets over it are
+	 * below, and they could not lower min_moves_over */
+	uint32_t more = P->scan.tally >= P->count ? 0
+	                : defrag_moves_lb(d->top + (size_t)i * DEFRAG_TOPK, d->mt - i,
+	                                  P->count - P->scan.tally);
+	if (P->moves_bound && more != UINT32_MAX && d->nS + more > P->max_moves && d->over_moves &&
+	    d->min_moves_over <= d->nS + more)
 		return 0;
 	dfs_take(P, d, i, +1);
 	int rc = dfs(P, d, i + 1);
@@ -595,8 +604,11 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 	d->min_moves_over = UINT32_MAX;
 	d->k = looked_at(P);
 	d->max_nodes = P->have_best ? TARGET_NODES : TARGET_NODES_COLD;
+	defrag_top_build(P, d->mv, d->mt, d->top);
 	defrag_tally_reset(P);
-	if ((rc = dfs(P, d, 0)))
+	rc = dfs(P, d, 0);
+	P->branches += d->nodes;
+	if (rc)
 		goto out;
 	if (d->stopped) {
 		res->exact = false;

@@ -950,6 +950,65 @@ Test(defrag, two_moves_needed_with_max_moves_one)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Three NVL72 racks whose 54 nodes each hold two 1-GPU jobs: four whole nodes in one rack take
+ * eight moves. With max_moves 7 the moves bound (defrag_bound.c) passes each rack by without a
+ * search (a budget of 2 candidates ends the call before the explanation's search without
+ * limits); the answer is the same as without the bound, and so is the plan once 8 moves are
+ * allowed. */
+Test(defrag, moves_bound_passes_by_a_rack_of_small_jobs)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 0, 0, 60);
+	for (uint32_t node = 0; node < 54; node++)
+		for (uint32_t i = 0; i < 2; i++) {
+			char id[16];
+			snprintf(id, sizeof id, "n%u.%u", node, i);
+			assign_range(c, id, node * 4 + i, 1, &o);
+		}
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "nodes";
+	r.count = 16;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	pol.max_moves = 7;
+	pol.max_candidates = 2;
+	uint64_t bon = 0, boff = 0;
+	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
+	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_moves_bound = true,
+	                              .branches = &boff};
+	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+	tp_plan *p = NULL, *q = NULL;
+	const char *want = "policy.max_candidates 2 (candidate domains searched) is spent";
+	TP_ASSERT_ERR(tp_defrag_plan_ex(c, &r, &pol, &on, &st, &p), TP_ENOPLAN, tp_plan_errmsg(p),
+	              want);
+	cr_assert_eq(st.simulated, 0);
+	TP_ASSERT_ERR(tp_defrag_plan_ex(c, &r, &pol, &off, &st, &q), TP_ENOPLAN, tp_plan_errmsg(q),
+	              want);
+	fprintf(stderr, "moves bound, max_moves 7: %llu search branches with it, %llu without\n",
+	        (unsigned long long)bon, (unsigned long long)boff);
+	cr_assert(bon == 0 && boff > 1000, "%llu search branches with the bound, %llu without",
+	          (unsigned long long)bon, (unsigned long long)boff);
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	pol.max_moves = 8;
+	pol.max_candidates = 0; /* the default */
+	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &on, &st, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &off, &st, &q), 0, "%s", tp_plan_errmsg(q));
+	cr_assert_eq(tp_plan_moved_job_count(p), 8);
+	cr_assert_eq(tp_plan_moved_job_count(q), 8);
+	cr_assert_float_eq(tp_plan_cost_s(p), tp_plan_cost_s(q), 1e-9);
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 Test(defrag, colocate_target_never_moves)
 {
 	tp_topology *t = s01_topology();

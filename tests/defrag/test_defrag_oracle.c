@@ -318,6 +318,51 @@ Test(defrag_oracle, the_joint_home_bound_changes_no_plan, .timeout = 600)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* The moves bound (defrag_bound.c: candidates that need more than max_moves jobs moved are
+ * passed by, and depth-first branches that do are cut) changes no answer either: on the
+ * oracle's cases, the same code, cost and moves with and without it, and never more
+ * simulations or search branches with it (test_defrag.c's moves_bound_passes_by_a_rack_of_
+ * small_jobs shows it cutting a search short). */
+Test(defrag_oracle, the_moves_bound_changes_no_plan, .timeout = 600)
+{
+	uint64_t with = 0, without = 0, bwith = 0, bwithout = 0;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		struct od_case k;
+		od_gen(&k, seed);
+		tp_topology *t;
+		tp_cluster *c;
+		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
+		uint64_t ba = 0, bb = 0;
+		struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &ba};
+		struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_moves_bound = true,
+		                              .branches = &bb};
+		int ra, rb;
+		double ca, cb;
+		unsigned ma, mb;
+		uint64_t sa, sb;
+		plan_knobs(&k, c, on, &ra, &ca, &ma, &sa);
+		plan_knobs(&k, c, off, &rb, &cb, &mb, &sb);
+		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
+		          "seed %llu: with the moves bound %s %g s %u moves, without %s %g s %u moves",
+		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
+		cr_assert(sa <= sb && ba <= bb,
+		          "seed %llu: %llu simulations, %llu branches with the moves bound, %llu and "
+		          "%llu without",
+		          (unsigned long long)seed, (unsigned long long)sa, (unsigned long long)ba,
+		          (unsigned long long)sb, (unsigned long long)bb);
+		with += sa;
+		without += sb;
+		bwith += ba;
+		bwithout += bb;
+		tp_cluster_destroy(c);
+		tp_topology_destroy(t);
+	}
+	fprintf(stderr, "moves bound: %llu simulations and %llu search branches with it, %llu and "
+	        "%llu without\n", (unsigned long long)with, (unsigned long long)bwith,
+	        (unsigned long long)without, (unsigned long long)bwithout);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Budget-limited answers (the simulator's budget: 4 simulations, 4 candidates): a plan that
  * the budget stopped is still a plan the oracle has, costs no less than the bound, and
  * reports a lower bound (tp_plan_lower_bound_s) that is at most its own cost and the strict

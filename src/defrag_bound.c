@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bounds on the number of jobs a plan must move, for the searches of defrag_search.c and
+ * defrag_targets.c: a candidate that cannot be made to fit within max_moves is passed by without
+ * a search, and a branch of a depth-first search that cannot is cut.
+ *
+ * The units bound. A request of groups needs `need` whole units (free runs of `size` usable
+ * devices) in the sub-domains of a level (a layer of the scan). A domain e of the layer that
+ * has f free devices holds f / size units; to hold t more, the movable jobs on it that leave
+ * must free at least (f / size + t) * size - f of its devices, so at least k_e(t) of them leave,
+ * k_e(t) being the fewest whose devices on e reach that (the largest first). A job on s domains
+ * of the layer is counted 1/s on each (in units of 1/BOUND_SCALE, rounded down), so the counts
+ * of a set of jobs summed over the domains are at most the set's size; on domain e the k_e(t)
+ * jobs that leave weigh at least the k_e(t) lightest of its jobs. The least total weight over
+ * every way to share the missing units among the domains (a knapsack over the domains, made
+ * exactly by dynamic programming) is then a lower bound on the moves. The domains only one job
+ * holds (the folded runs of defrag_scan.c) are one item of that job's units.
+ */
+#include "defrag_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The weight of one move: divisible by every span up to 16. */
+#define BOUND_SCALE UINT64_C(720720)
+
+/* Layers too large for the knapsack (its work is about domains x missing units) get no bound. */
+#define BOUND_MAX_WORK (UINT64_C(1) << 20)
+
+/* ---- the devices bound --------------------------------------------------------------------- */
+
+void defrag_top_build(const struct planner *P, const uint32_t *ord, uint32_t n, uint32_t *top)
+{
+	memset(top + (size_t)n * DEFRAG_TOPK, 0, DEFRAG_TOPK * sizeof *top);
+	for (uint32_t i = n; i-- > 0;) {
+		const uint32_t *next = top + (size_t)(i + 1) * DEFRAG_TOPK;
+		uint32_t *row = top + (size_t)i * DEFRAG_TOPK, a = P->scan.jobs[ord[i]].a, x = 0;
+		for (; x < DEFRAG_TOPK && next[x] >= a; x++) /* the larger ones of the rest */
+			row[x] = next[x];
+		if (x < DEFRAG_TOPK)
+			row[x++] = a;
+		for (; x < DEFRAG_TOPK; x++) /* then the rest, shifted by one */
+			row[x] = next[x - 1];
+	}
+}
+
+uint32_t defrag_moves_lb(const uint32_t *top, uint32_t nrest, uint64_t left)
+{
+	uint32_t k = 0;
+	for (; k < DEFRAG_TOPK && k < nrest && left; k++) {
+		if (!top[k])
+			return UINT32_MAX;
+		left -= top[k] < left ? top[k] : left;
+	}
+	if (!left)
+		return k;
+	if (k < DEFRAG_TOPK || !top[DEFRAG_TOPK - 1] || nrest == k)
+		return UINT32_MAX; /* the whole suffix is listed, or the rest frees nothing */
+	/* every job after the DEFRAG_TOPK largest frees at most as much as the last of them */
+	uint64_t per = top[DEFRAG_TOPK - 1], more = (left + per - 1) / per;
+	return more > nrest - k ? UINT32_MAX : k + (uint32_t)more;
+}
+
+/* ---- the units bound ----------------------------------------------------------------------- */
+
+static int cmp_u32_desc(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a < b) - (a > b);
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* One item of the knapsack: t more units for cost[t - 1], t = 1 .. nt (a domain), or gain1 > 0
+ * units for cost[0] (a folded run, nt 1). best[d]: the least weight that gives d of the D
+ * missing units (best[D]: at least D); nxt is scratch of the same size. */
+static void knap_add(uint64_t *best, uint64_t *nxt, uint32_t D, const uint64_t *cost, uint32_t nt,
+                     uint32_t gain1)
+{
+	memcpy(nxt, best, ((size_t)D + 1) * sizeof *nxt);
+	for (uint32_t d = 0; d < D; d++) {
+		if (best[d] == UINT64_MAX)
+			continue;
+		for (uint32_t t = 1; t <= nt; t++) {
+			uint32_t g = gain1 ? gain1 : t;
+			uint32_t nd = g >= D - d ? D : d + g;
+			if (best[d] + cost[t - 1] < nxt[nd])
+				nxt[nd] = best[d] + cost[t - 1];
+		}
+	}
+	memcpy(best, nxt, ((size_t)D + 1) * sizeof *best);
+}
+
+struct ubuf {
+	uint32_t *off, *span, *n; /* per domain: its items' devices (CSR by off); per job: span */
+	uint64_t *w, *best, *nxt, *cost;
+};
+
+static void ubuf_free(const struct planner *P, struct ubuf *u)
+{
+	tp_free(P->a, u->off);
+	tp_free(P->a, u->span);
+	tp_free(P->a, u->n);
+	tp_free(P->a, u->w);
+	tp_free(P->a, u->best);
+	tp_free(P->a, u->nxt);
+	tp_free(P->a, u->cost);
+}
+
+/* The units bound of one layer, in 1/BOUND_SCALE moves (UINT64_MAX: no set of the movable
+ * jobs gives the units; 0: none missing, or the layer too large to bound). */
+static int layer_bound(const struct planner *P, unsigned li, uint64_t *lb)
+{
+	const struct cscan *s = &P->scan;
+	const struct scan_layer *ly = &s->ly[li];
+	*lb = 0;
+	uint64_t units = 0;
+	for (uint32_t e = 0; e < ly->ne; e++)
+		units += ly->f0[e] / ly->size;
+	if (units >= ly->need)
+		return 0;
+	uint32_t D = (uint32_t)(ly->need - units);
+	struct ubuf u = {0};
+	u.off = tp_calloc(P->a, (size_t)ly->ne + 2, sizeof *u.off);
+	u.span = tp_calloc(P->a, s->njobs ? s->njobs : 1, sizeof *u.span);
+	if (!u.off || !u.span)
+		goto nomem;
+	/* per domain, its movable jobs (folded runs: domain index ne, one item each) */
+	size_t items = 0;
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		const struct cjob *cj = &s->jobs[k];
+		if (!cj->can || !cj->a)
+			continue;
+		for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++)
+			if (s->jrun[r].layer == li) {
+				uint32_t e = s->jrun[r].e == TP_NONE ? ly->ne : s->jrun[r].e;
+				u.off[e + 1]++;
+				u.span[k]++;
+				items++;
+			}
+	}
+	if (((uint64_t)ly->ne + u.off[ly->ne + 1]) * D > BOUND_MAX_WORK) {
+		ubuf_free(P, &u);
+		return 0;
+	}
+	for (uint32_t e = 0; e <= ly->ne; e++)
+		u.off[e + 1] += u.off[e];
+	u.n = tp_mallocn(P->a, items ? items : 1, sizeof *u.n);
+	u.w = tp_mallocn(P->a, items ? items : 1, sizeof *u.w);
+	u.best = tp_mallocn(P->a, (size_t)D + 1, sizeof *u.best);
+	u.nxt = tp_mallocn(P->a, (size_t)D + 1, sizeof *u.nxt);
+	u.cost = tp_mallocn(P->a, (size_t)D, sizeof *u.cost);
+	if (!u.n || !u.w || !u.best || !u.nxt || !u.cost)
+		goto nomem;
+	{
+		uint32_t *cur = tp_mallocn(P->a, (size_t)ly->ne + 1, sizeof *cur);
+		if (!cur)
+			goto nomem;
+		memcpy(cur, u.off, ((size_t)ly->ne + 1) * sizeof *cur);
+		for (uint32_t k = 0; k < s->njobs; k++) {
+			const struct cjob *cj = &s->jobs[k];
+			if (!cj->can || !cj->a)
+				continue;
+			for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++)
+				if (s->jrun[r].layer == li) {
+					uint32_t e = s->jrun[r].e == TP_NONE ? ly->ne : s->jrun[r].e;
+					u.n[cur[e]] = s->jrun[r].n;
+					u.w[cur[e]++] = BOUND_SCALE / u.span[k];
+				}
+		}
+		tp_free(P->a, cur);
+	}
+	for (uint32_t d = 0; d <= D; d++)
+		u.best[d] = UINT64_MAX;
+	u.best[0] = 0;
+	for (uint32_t e = 0; e < ly->ne; e++) {
+		uint32_t i0 = u.off[e], m = u.off[e + 1] - i0;
+		if (!m)
+			continue;
+		uint32_t f = ly->f0[e], u0 = f / ly->size;
+		uint64_t total = f;
+		for (uint32_t i = 0; i < m; i++)
+			total += u.n[i0 + i];
+		uint64_t T = total / ly->size - u0;
+		if (T > D)
+			T = D;
+		if (!T)
+			continue;
+		qsort(u.n + i0, m, sizeof *u.n, cmp_u32_desc);
+		qsort(u.w + i0, m, sizeof *u.w, cmp_u64);
+		uint64_t freed = 0, wsum = 0;
+		uint32_t k = 0;
+		for (uint32_t t = 1; t <= T; t++) {
+			uint64_t want = (uint64_t)(u0 + t) * ly->size - f;
+			while (freed < want) { /* T keeps it within the m jobs */
+				freed += u.n[i0 + k];
+				wsum += u.w[i0 + k];
+				k++;
+			}
+			u.cost[t - 1] = wsum;
+		}
+		knap_add(u.best, u.nxt, D, u.cost, (uint32_t)T, 0);
+	}
+	for (uint32_t i = u.off[ly->ne]; i < u.off[ly->ne + 1]; i++)
+		if (u.n[i])
+			knap_add(u.best, u.nxt, D, &u.w[i], 1, u.n[i]);
+	*lb = u.best[D];
+	ubuf_free(P, &u);
+	return 0;
+nomem:
+	ubuf_free(P, &u);
+	return TP_ENOMEM;
+}
+
+/* ---- the candidate ------------------------------------------------------------------------- */
+
+int defrag_moves_over(const struct planner *P, bool *over, uint32_t *at_least)
+{
+	const struct cscan *s = &P->scan;
+	*over = false;
+	*at_least = 0;
+	if (P->max_moves >= s->nmov)
+		return 0; /* every movable job may move: no bound can say more */
+	uint64_t lb = 0;
+	/* the devices: the fewest jobs, the largest first, that free what is missing */
+	if (s->free < P->count) {
+		uint32_t *a = tp_mallocn(P->a, s->njobs ? s->njobs : 1, sizeof *a), n = 0;
+		if (!a)
+			return TP_ENOMEM;
+		for (uint32_t k = 0; k < s->njobs; k++)
+			if (s->jobs[k].can && s->jobs[k].a)
+				a[n++] = s->jobs[k].a;
+		qsort(a, n, sizeof *a, cmp_u32_desc);
+		uint64_t left = P->count - s->free, k = 0;
+		for (; k < n && left; k++)
+			left -= a[k] < left ? a[k] : left;
+		tp_free(P->a, a);
+		lb = left ? UINT64_MAX : k * BOUND_SCALE;
+	}
+	for (unsigned li = 0; li < s->nlayers && lb != UINT64_MAX; li++) {
+		uint64_t l;
+		int rc = layer_bound(P, li, &l);
+		if (rc)
+			return rc;
+		if (l > lb)
+			lb = l;
+	}
+	if (lb <= (uint64_t)P->max_moves * BOUND_SCALE)
+		return 0;
+	*over = true;
+	uint64_t moves = lb == UINT64_MAX ? UINT32_MAX : (lb + BOUND_SCALE - 1) / BOUND_SCALE;
+	*at_least = moves > UINT32_MAX ? UINT32_MAX : (uint32_t)moves;
+	return 0;
+}
