@@ -94,6 +94,8 @@ int bench_parse_sizes(const char *s, uint64_t *out, int max);
 
 /* An option's value as a whole number or a finite number; dies naming the option otherwise. */
 uint64_t bench_arg_uint(const char *opt, const char *s);
+/* The same, at most UINT32_MAX (a 32-bit count). */
+unsigned bench_arg_u32(const char *opt, const char *s);
 double bench_arg_num(const char *opt, const char *s);
 
 /* ---- occupancy fill ---------------------------------------------------------------------- */

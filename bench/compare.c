@@ -766,6 +766,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--shared DIR] [--starve-h H]\n"
 	        "                        [--defrag-max-sims N] [--defrag-max-cands N]\n"
 	        "                        [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
+	        "                        [--compact-max-sims N]\n"
 	        "                        [--no-pay] [--defrag-every-s S] [--defrag-before-backfill]\n"
 	        "                        [--failures RATE [--repair-h H] [--ckpt-every-s S]\n"
 	        "                        [--spares K[/LEVEL]]]\n"
@@ -799,7 +800,8 @@ static void cmp_usage(FILE *f)
 	        "  oldest job waits with enough free GPUs, for shape, or too few, for count).\n"
 	        "  --defrag-every-s, --defrag-max-sims, --defrag-max-cands: as tp-bench sim's (how\n"
 	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
-	        "  per call).\n"
+	        "  per call); --compact-moves-h, --compact-budget, --compact-max-sims: as tp-bench\n"
+	        "  sim's (compaction's budgets).\n"
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
 	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 	fputs(SIM_FLOOR_USAGE, f);
@@ -817,6 +819,7 @@ int bench_compare_main(int argc, char **argv)
 	                          .use_cost = true, .quiet = true, .compact = true,
 	                          .compact_moves_h = SIM_COMPACT_MOVES_H,
 	                          .compact_budget = SIM_COMPACT_BUDGET,
+	                          .compact_max_sims = SIM_COMPACT_MAX_SIMS,
 	                          .fabric_fit = SIM_FABRIC_FIT,
 	                          .top_floor = SIM_TOP_FLOOR,
 	                          .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S};
@@ -844,6 +847,7 @@ int bench_compare_main(int argc, char **argv)
 		{"defrag-max-cands", required_argument, NULL, 'Y'},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
+		{"compact-max-sims", required_argument, NULL, 1015},
 		{"failures", required_argument, NULL, 1002},
 		{"repair-h", required_argument, NULL, 1003},
 		{"ckpt-every-s", required_argument, NULL, 1004},
@@ -886,13 +890,14 @@ int bench_compare_main(int argc, char **argv)
 		case 1012: o.sim.defrag_before_backfill = true; break;
 		case 1011: o.sim.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'W':
-			o.sim.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg);
+			o.sim.defrag_max_sims = bench_arg_u32("--defrag-max-sims", optarg);
 			break;
 		case 'Y':
-			o.sim.defrag_max_cands = (unsigned)bench_arg_uint("--defrag-max-cands", optarg);
+			o.sim.defrag_max_cands = bench_arg_u32("--defrag-max-cands", optarg);
 			break;
 		case 'm': o.sim.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.sim.compact_budget = bench_arg_num("--compact-budget", optarg); break;
+		case 1015: o.sim.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;
 		case 1002: o.sim.fail_rate = bench_arg_num("--failures", optarg); break;
 		case 1003: o.sim.repair_h = bench_arg_num("--repair-h", optarg); break;
 		case 1004: o.sim.ckpt_every_s = bench_arg_num("--ckpt-every-s", optarg); break;

@@ -154,8 +154,8 @@ int bench_layout_main(int argc, char **argv)
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (ch) {
-		case 't': o.tp = (unsigned)bench_arg_uint("--tp", optarg); break;
-		case 'p': o.pp = (unsigned)bench_arg_uint("--pp", optarg); break;
+		case 't': o.tp = bench_arg_u32("--tp", optarg); break;
+		case 'p': o.pp = bench_arg_u32("--pp", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;
 		case 'j': o.json = optarg; break;
 		case 'h': layout_usage(stdout); return 0;

@@ -1200,6 +1200,7 @@ static void sim_usage(FILE *f)
 	        "                    [--efficiency cost|standin]\n"
 	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
 	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
+	        "                    [--compact-max-sims N]\n"
 	        "                    [--no-pay] [--defrag-before-backfill]\n"
 	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                    [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
@@ -1239,12 +1240,14 @@ static void sim_usage(FILE *f)
 	        "  --compact: on under EASY too): the moves after which it starts at once, at most\n"
 	        "  --compact-moves-h jobs (default %g) and\n"
 	        "  --compact-budget checkpoint GPU-seconds (a share of the fleet's, default %g) per\n"
-	        "  simulated hour.\n"
+	        "  simulated hour; one call simulates at most --compact-max-sims job sets\n"
+	        "  (default %u; 0: the library's default).\n"
 	        "  Pay rule: a defrag or compaction plan is carried out only if its checkpoint\n"
 	        "  GPU-seconds are under half of the waiting job's GPUs x the wait it saves\n"
 	        "  (estimated from the running jobs' ends); refusals are defrag_unpaid and\n"
 	        "  compact_unpaid in the JSON. --no-pay: no pay rule.\n",
-	        SIM_DEFRAG_MAX_SIMS, SIM_DEFRAG_MAX_CANDS, SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET);
+	        SIM_DEFRAG_MAX_SIMS, SIM_DEFRAG_MAX_CANDS, SIM_COMPACT_MOVES_H, SIM_COMPACT_BUDGET,
+	        SIM_COMPACT_MAX_SIMS);
 	fputs("  Under --queue easy the defrag hook runs for the top job after backfill (a\n"
 	      "  second pass); --defrag-before-backfill: in the first pass, before it (the\n"
 	      "  order before 0.4.0).\n"
@@ -1264,7 +1267,8 @@ int bench_sim_main(int argc, char **argv)
 	                     .defrag_max_cands = SIM_DEFRAG_MAX_CANDS,
 	                     .use_cost = true, .repair_h = SIM_REPAIR_H, .ckpt_every_s = SIM_CKPT_EVERY_S,
 	                     .compact = true, .compact_moves_h = SIM_COMPACT_MOVES_H,
-	                     .compact_budget = SIM_COMPACT_BUDGET, .fabric_fit = SIM_FABRIC_FIT,
+	                     .compact_budget = SIM_COMPACT_BUDGET,
+	                     .compact_max_sims = SIM_COMPACT_MAX_SIMS, .fabric_fit = SIM_FABRIC_FIT,
 	                     .top_floor = SIM_TOP_FLOOR};
 	static const struct option lopts[] = {
 		{"fleet", required_argument, NULL, 'f'},    {"trace", required_argument, NULL, 't'},
@@ -1289,6 +1293,7 @@ int bench_sim_main(int argc, char **argv)
 		{"defrag-before-backfill", no_argument, NULL, 1003},
 		{"compact-moves-h", required_argument, NULL, 'm'},
 		{"compact-budget", required_argument, NULL, 'B'},
+		{"compact-max-sims", required_argument, NULL, 1009},
 		{"inference", required_argument, NULL, 'I'},
 		{"floor-search", required_argument, NULL, 1004},
 		{"floor-ahead", no_argument, NULL, 1005},
@@ -1306,9 +1311,9 @@ int bench_sim_main(int argc, char **argv)
 		case 'C': o.compress = bench_arg_num("--compress", optarg); break;
 		case 'D': o.defrag_every_s = bench_arg_num("--defrag-every-s", optarg); break;
 		case 'M': o.defrag_max_cost = bench_arg_num("--defrag-max-cost", optarg); break;
-		case 'W': o.defrag_max_sims = (unsigned)bench_arg_uint("--defrag-max-sims", optarg); break;
+		case 'W': o.defrag_max_sims = bench_arg_u32("--defrag-max-sims", optarg); break;
 		case 'Y':
-			o.defrag_max_cands = (unsigned)bench_arg_uint("--defrag-max-cands", optarg);
+			o.defrag_max_cands = bench_arg_u32("--defrag-max-cands", optarg);
 			break;
 		case 'n': o.jobs = bench_arg_uint("--jobs", optarg); break;
 		case 'F': o.fail_rate = bench_arg_num("--failures", optarg); break;
@@ -1326,6 +1331,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1008: o.no_upgrade = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
+		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;
 		case 'I': o.inference = bench_arg_uint("--inference", optarg); break;
 		case 'l': o.load = bench_arg_num("--load", optarg); break;
 		case 'S': o.seed = bench_arg_uint("--seed", optarg); break;

@@ -200,6 +200,7 @@ struct sim_opts {
 	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
 	double compact_budget;  /* checkpoint GPU-seconds per hour as a share of the fleet's */
+	unsigned compact_max_sims; /* the work budget of one compaction call (job sets simulated) */
 	enum sim_floor_search floor_search; /* --floor-search (oldest by default) */
 	bool floor_ahead;      /* --floor-ahead: the floor gives way to the wait ahead (off) */
 	double fabric_fit;     /* --fabric-fit (SIM_FABRIC_FIT by default; 0: off) */
@@ -454,6 +455,12 @@ int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struc
 /* Defaults of --compact-moves-h and --compact-budget. */
 #define SIM_COMPACT_MOVES_H 4.0
 #define SIM_COMPACT_BUDGET 0.005
+/* Default of --compact-max-sims: job sets one compaction call may simulate
+ * (tp_defrag_policy::max_simulations). With the library's default (512) a call that found no
+ * plan cost 10-19 ms of CPU on the full grid's mixed fleet (philly-like, strict) while the
+ * 1,240 that found one simulated at most 3 sets (docs/benchmarks.md, "Session 16: the moves
+ * bound and the compaction budget"). */
+#define SIM_COMPACT_MAX_SIMS 32u
 
 struct sim_compact;
 /* NULL unless o->compact (o->compact_easy under EASY) and the policy has the defrag hook. */

@@ -8,7 +8,8 @@
  * the fleet's NVLink level, which tries it on a savepoint), with migrations only (no preemption),
  * no job less local (the planner's default) and within two budgets that refill with simulated time:
  * --compact-moves-h jobs moved per hour and --compact-budget checkpoint GPU-seconds per hour (a
- * share of the fleet's GPU-seconds). A budget holds at most one hour's worth. As with the defrag
+ * share of the fleet's GPU-seconds). A budget holds at most one hour's worth; one call simulates
+ * at most --compact-max-sims job sets (its work budget, SIM_COMPACT_MAX_SIMS). As with the defrag
  * hook, a plan is carried out only if no moved job runs less efficiently afterwards and it pays
  * (sim_plan_pays: its checkpoint GPU-seconds under half of the head's GPUs x the wait it saves,
  * estimated from the running jobs' ends; --no-pay: off), and a moved job pays its checkpoint and
@@ -44,6 +45,7 @@ struct sim_compact {
 	double moves_h, gpu_s_h;  /* budget refills per hour */
 	double moves, gpu_s;      /* what is left of them */
 	double last;              /* simulated time of the last refill */
+	unsigned max_sims;        /* --compact-max-sims */
 	uint64_t failed_releases; /* releases when a call last found no plan (UINT64_MAX: none) */
 	uint32_t *dom_gpus;       /* [NVLink domains] devices of each */
 	uint32_t ndom;
@@ -64,6 +66,7 @@ struct sim_compact *sim_compact_create(const struct sim_opts *o, const struct si
 	k->moves = k->moves_h;
 	k->gpu_s = k->gpu_s_h;
 	k->last = now;
+	k->max_sims = o->compact_max_sims;
 	k->failed_releases = UINT64_MAX;
 	k->easy = o->queue == SIM_QUEUE_EASY;
 	k->ndom = tp_topology_domain_count(f->t, f->nv_level);
@@ -118,6 +121,7 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	pol.preempt = 0;
 	pol.max_moves = (uint32_t)k->moves;
 	pol.max_cost_s = max_cost;
+	pol.max_simulations = k->max_sims; /* 0: the library's default */
 	tp_plan *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
 	const char *lv = k->f->level_name[k->f->nv_level];
@@ -127,7 +131,8 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	tp_request r = sim_tp_request(k->f, top, queue[0], &slice, id);
 	int rc = tp_defrag_compact_for(c, lv, &r, &pol, &p);
 	size_t nsteps = rc == 0 ? tp_plan_step_count(p) - 1 : 0;
-	sim_defrag_cpu_time(res, bench_thread_cpu_ns() - c0);
+	uint64_t cpu_ns = bench_thread_cpu_ns() - c0;
+	sim_defrag_cpu_time(res, cpu_ns);
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_compact: %s: %s", tp_err_name(rc), p ? tp_plan_errmsg(p) : "");
@@ -146,6 +151,18 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 		        free_domains(k, c),
 		        (unsigned long long)tp_cluster_free_total_count(c), rc, moved,
 		        rc == 0 ? tp_plan_cost_s(p) : 0, max_cost);
+	if (getenv("TP_BENCH_DEFRAG_TRACE")) { /* as sim_policy.c's trace_defrag_call */
+		tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+		if (p)
+			tp_plan_stats(p, &st);
+		fprintf(stderr,
+		        "compact-trace %s gpus %u -> %s cpu_ms %.3f scanned %llu evaluated %llu "
+		        "simulated %llu moves %zu%s%s\n",
+		        id, top->gpus, rc ? tp_err_name(rc) : "ok", (double)cpu_ns * 1e-6,
+		        (unsigned long long)st.scanned, (unsigned long long)st.evaluated,
+		        (unsigned long long)st.simulated, nsteps, rc && p ? ": " : "",
+		        rc && p ? tp_plan_errmsg(p) : "");
+	}
 	if (moved < 0) {
 		k->failed_releases = releases;
 	} else {

@@ -94,6 +94,7 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "compact_easy", o->compact_easy);
 	bench_json_num(j, "compact_moves_h", o->compact_moves_h);
 	bench_json_num(j, "compact_budget", o->compact_budget);
+	bench_json_int(j, "compact_max_sims", o->compact_max_sims);
 	bench_json_bool(j, "pay_rule", !o->no_pay);
 	bench_json_str(j, "floor_search", sim_floor_search_name(o->floor_search));
 	bench_json_bool(j, "floor_ahead", o->floor_ahead);

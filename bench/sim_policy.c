@@ -825,12 +825,13 @@ static void trace_defrag_call(const tp_request *r, int rc, const tp_plan *p, uin
 		tp_plan_stats(p, &st);
 	fprintf(stderr,
 	        "defrag-trace %s gpus %u group %u required %s slice %s/%u -> %s cpu_ms %.3f "
-	        "scanned %llu evaluated %llu simulated %llu budget %d moves %zu cost_s %.0f\n",
+	        "scanned %llu evaluated %llu simulated %llu budget %d moves %zu cost_s %.0f%s%s\n",
 	        r->id, r->count, r->group_size, r->required ? r->required : "-",
 	        r->nslices ? r->slices[0].level : "-", r->nslices ? r->slices[0].size : 0,
 	        rc ? tp_err_name(rc) : "ok", (double)cpu_ns * 1e-6, (unsigned long long)st.scanned,
 	        (unsigned long long)st.evaluated, (unsigned long long)st.simulated, (int)st.budget,
-	        p && !rc ? tp_plan_step_count(p) - 1 : 0, p && !rc ? tp_plan_cost_s(p) : 0.0);
+	        p && !rc ? tp_plan_step_count(p) - 1 : 0, p && !rc ? tp_plan_cost_s(p) : 0.0,
+	        rc && p ? ": " : "", rc && p ? tp_plan_errmsg(p) : "");
 }
 
 /*

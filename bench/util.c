@@ -388,6 +388,14 @@ uint64_t bench_arg_uint(const char *opt, const char *s)
 	return (uint64_t)v;
 }
 
+unsigned bench_arg_u32(const char *opt, const char *s)
+{
+	uint64_t v = bench_arg_uint(opt, s);
+	if (v > UINT32_MAX)
+		bench_die("%s: '%s' is above %u", opt, s, (unsigned)UINT32_MAX);
+	return (unsigned)v;
+}
+
 double bench_arg_num(const char *opt, const char *s)
 {
 	char *end;

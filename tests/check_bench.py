@@ -682,6 +682,19 @@ def check_compact(tmp):
     check(strip_wall(none["policies"]["topoplace-defrag"]) ==
           strip_wall(off["policies"]["topoplace-defrag"]),
           "compact: a budget of 0 moves is not the same as no compaction")
+    # the work budget of one call (--compact-max-sims): the calls' own figures, as
+    # TP_BENCH_DEFRAG_TRACE prints them, stay within it; by default some call needs more
+    sims = {}
+    for n in (None, 2):
+        d, _, err = run(base + (["--compact-max-sims", str(n)] if n else []), tmp,
+                        f"compact-sims-{n}.json", stderr=True, env={"TP_BENCH_DEFRAG_TRACE": "1"})
+        sims[n] = [int(line.split(" simulated ")[1].split()[0])
+                   for line in err.splitlines() if line.startswith("compact-trace ")]
+        check(len(sims[n]) == d["policies"]["topoplace-defrag"]["compact_calls"] > 0,
+              f"compact: {len(sims[n])} traced compaction calls, not the JSON's")
+    check(max(sims[2]) <= 2 < max(sims[None]),
+          f"compact: --compact-max-sims 2: calls simulated up to {max(sims[2])} sets "
+          f"(by default up to {max(sims[None])})")
 
 
 def check_compact_easy(tmp):
@@ -735,19 +748,21 @@ def check_compare_failures(tmp):
     want = {"defrag_every_s": 0, "defrag_max_cost": 0.05, "defrag_max_sims": 2,
             "defrag_max_cands": 4, "defrag_before_backfill": False, "compact": True,
             "compact_easy": False,
-            "compact_moves_h": 4, "compact_budget": 0.005, "pay_rule": True,
+            "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
+            "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
             "upgrade": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
-                           "--no-pay", "--floor-search", "every"], tmp, "cmp-tuned.json")
+                           "--no-pay", "--floor-search", "every", "--compact-max-sims", "5"],
+                   tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
-                     "floor_search")}
+                     "floor_search", "compact_max_sims")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
-                  "pay_rule": False,
-                  "floor_search": "every"}, f"compare: policy_settings of the options {got}")
+                  "pay_rule": False, "floor_search": "every", "compact_max_sims": 5},
+          f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
             m = c["policies"][name]
@@ -783,6 +798,11 @@ def check_errors(tmp):
                          (["sim", "--top-floor", "2"],
                           "--top-floor: a number from 0 to 1 (0: off), not '2'"),
                          (["compare", "--top-floor", "-0.5"], "--top-floor: "),
+                         (["sim", "--compact-max-sims", "-1"],
+                          "--compact-max-sims: '-1' is not a whole number >= 0"),
+                         (["compare", "--compact-max-sims", "abc"], "--compact-max-sims: "),
+                         (["sim", "--defrag-max-sims", "99999999999"],
+                          "--defrag-max-sims: '99999999999' is above 4294967295"),
                          (["sim", "--mix", "hpc"], "--mix: "),
                          (["sim", "--compact-budget", "-1"], "--compact-budget"),
                          (["sim", "--no-pay=1"], "no-pay"),
