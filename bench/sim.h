@@ -444,6 +444,11 @@ bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t
                    const tp_plan *p);
 int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid,
                          const struct sim_mover *mv, double *cost_s);
+/* TP_BENCH_DEFRAG_TRACE set: one line per planner call on stderr, "<what>-trace" (defrag,
+ * compact) with the request's shape, the answer, the work the call did (tp_plan_stats), its CPU
+ * time and a failure's message, to see where the planner's time goes (sim_policy.c). */
+void sim_trace_call(const char *what, const tp_request *r, int rc, const tp_plan *p,
+                    uint64_t cpu_ns);
 
 /* Carry out the first ns steps of a plan (migrations) unless a moved job would run less
  * efficiently: the number of jobs moved, or -1 for a plan refused (sim_policy.c). */

@@ -151,18 +151,8 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 		        free_domains(k, c),
 		        (unsigned long long)tp_cluster_free_total_count(c), rc, moved,
 		        rc == 0 ? tp_plan_cost_s(p) : 0, max_cost);
-	if (getenv("TP_BENCH_DEFRAG_TRACE")) { /* as sim_policy.c's trace_defrag_call */
-		tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
-		if (p)
-			tp_plan_stats(p, &st);
-		fprintf(stderr,
-		        "compact-trace %s gpus %u -> %s cpu_ms %.3f scanned %llu evaluated %llu "
-		        "simulated %llu moves %zu%s%s\n",
-		        id, top->gpus, rc ? tp_err_name(rc) : "ok", (double)cpu_ns * 1e-6,
-		        (unsigned long long)st.scanned, (unsigned long long)st.evaluated,
-		        (unsigned long long)st.simulated, nsteps, rc && p ? ": " : "",
-		        rc && p ? tp_plan_errmsg(p) : "");
-	}
+	if (getenv("TP_BENCH_DEFRAG_TRACE"))
+		sim_trace_call("compact", &r, rc, p, cpu_ns);
 	if (moved < 0) {
 		k->failed_releases = releases;
 	} else {

@@ -816,17 +816,16 @@ int sim_apply_migrations(tp_cluster *c, const tp_plan *p, size_t ns, const struc
 	return (int)ns;
 }
 
-/* TP_BENCH_DEFRAG_TRACE set: one line per planner call on stderr (the request's shape, the
- * answer, the work the call did and its CPU time), to see where the planner's time goes. */
-static void trace_defrag_call(const tp_request *r, int rc, const tp_plan *p, uint64_t cpu_ns)
+void sim_trace_call(const char *what, const tp_request *r, int rc, const tp_plan *p,
+                    uint64_t cpu_ns)
 {
 	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
 	if (p)
 		tp_plan_stats(p, &st);
 	fprintf(stderr,
-	        "defrag-trace %s gpus %u group %u required %s slice %s/%u -> %s cpu_ms %.3f "
+	        "%s-trace %s gpus %u group %u required %s slice %s/%u -> %s cpu_ms %.3f "
 	        "scanned %llu evaluated %llu simulated %llu budget %d moves %zu cost_s %.0f%s%s\n",
-	        r->id, r->count, r->group_size, r->required ? r->required : "-",
+	        what, r->id, r->count, r->group_size, r->required ? r->required : "-",
 	        r->nslices ? r->slices[0].level : "-", r->nslices ? r->slices[0].size : 0,
 	        rc ? tp_err_name(rc) : "ok", (double)cpu_ns * 1e-6, (unsigned long long)st.scanned,
 	        (unsigned long long)st.evaluated, (unsigned long long)st.simulated, (int)st.budget,
@@ -867,7 +866,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	uint64_t c0 = bench_thread_cpu_ns();
 	int rc = tp_defrag_plan(ctx->c, &r, &pol, &p);
 	if (getenv("TP_BENCH_DEFRAG_TRACE"))
-		trace_defrag_call(&r, rc, p, bench_thread_cpu_ns() - c0);
+		sim_trace_call("defrag", &r, rc, p, bench_thread_cpu_ns() - c0);
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_plan(job %u): %s: %s", jid, tp_err_name(rc),
 		          p ? tp_plan_errmsg(p) : "");

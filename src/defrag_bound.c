@@ -96,13 +96,42 @@ static void knap_add(uint64_t *best, uint64_t *nxt, uint32_t D, const uint64_t *
 }
 
 struct ubuf {
-	uint32_t *off, *span, *n; /* per domain: its items' devices (CSR by off); per job: span */
-	uint64_t *w, *best, *nxt, *cost;
+	uint32_t *off, *cur; /* [ne + 2] domain e's items at off[e] .. off[e + 1]; fill cursors */
+	uint32_t *span;      /* [njobs] domains of the layer each job is on */
+	uint32_t *n;         /* per item: the job's devices on the domain (a folded run: units) */
+	uint64_t *w;         /* per item: the job's weight there, BOUND_SCALE / span */
+	uint64_t *best, *nxt, *cost; /* the knapsack's [D + 1], [D + 1], [D] */
 };
+
+/* One pass over the movable jobs' runs on layer li (folded runs: domain ne): without u->cur,
+ * count the items of every domain and the span of every job; with it, fill the items. */
+static void layer_items(const struct planner *P, unsigned li, struct ubuf *u)
+{
+	const struct cscan *s = &P->scan;
+	uint32_t ne = s->ly[li].ne;
+	for (uint32_t k = 0; k < s->njobs; k++) {
+		const struct cjob *cj = &s->jobs[k];
+		if (!cj->can || !cj->a)
+			continue;
+		for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++) {
+			if (s->jrun[r].layer != li)
+				continue;
+			uint32_t e = s->jrun[r].e == TP_NONE ? ne : s->jrun[r].e;
+			if (!u->cur) {
+				u->off[e + 1]++;
+				u->span[k]++;
+			} else {
+				u->n[u->cur[e]] = s->jrun[r].n;
+				u->w[u->cur[e]++] = BOUND_SCALE / u->span[k];
+			}
+		}
+	}
+}
 
 static void ubuf_free(const struct planner *P, struct ubuf *u)
 {
 	tp_free(P->a, u->off);
+	tp_free(P->a, u->cur);
 	tp_free(P->a, u->span);
 	tp_free(P->a, u->n);
 	tp_free(P->a, u->w);
@@ -129,51 +158,24 @@ static int layer_bound(const struct planner *P, unsigned li, uint64_t *lb)
 	u.span = tp_calloc(P->a, s->njobs ? s->njobs : 1, sizeof *u.span);
 	if (!u.off || !u.span)
 		goto nomem;
-	/* per domain, its movable jobs (folded runs: domain index ne, one item each) */
-	size_t items = 0;
-	for (uint32_t k = 0; k < s->njobs; k++) {
-		const struct cjob *cj = &s->jobs[k];
-		if (!cj->can || !cj->a)
-			continue;
-		for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++)
-			if (s->jrun[r].layer == li) {
-				uint32_t e = s->jrun[r].e == TP_NONE ? ly->ne : s->jrun[r].e;
-				u.off[e + 1]++;
-				u.span[k]++;
-				items++;
-			}
-	}
-	if (((uint64_t)ly->ne + u.off[ly->ne + 1]) * D > BOUND_MAX_WORK) {
+	layer_items(P, li, &u);
+	for (uint32_t e = 0; e <= ly->ne; e++)
+		u.off[e + 1] += u.off[e];
+	size_t items = u.off[ly->ne + 1], folded = items - u.off[ly->ne];
+	if (((uint64_t)ly->ne + folded) * D > BOUND_MAX_WORK) {
 		ubuf_free(P, &u);
 		return 0;
 	}
-	for (uint32_t e = 0; e <= ly->ne; e++)
-		u.off[e + 1] += u.off[e];
+	u.cur = tp_mallocn(P->a, (size_t)ly->ne + 1, sizeof *u.cur);
 	u.n = tp_mallocn(P->a, items ? items : 1, sizeof *u.n);
 	u.w = tp_mallocn(P->a, items ? items : 1, sizeof *u.w);
 	u.best = tp_mallocn(P->a, (size_t)D + 1, sizeof *u.best);
 	u.nxt = tp_mallocn(P->a, (size_t)D + 1, sizeof *u.nxt);
 	u.cost = tp_mallocn(P->a, (size_t)D, sizeof *u.cost);
-	if (!u.n || !u.w || !u.best || !u.nxt || !u.cost)
+	if (!u.cur || !u.n || !u.w || !u.best || !u.nxt || !u.cost)
 		goto nomem;
-	{
-		uint32_t *cur = tp_mallocn(P->a, (size_t)ly->ne + 1, sizeof *cur);
-		if (!cur)
-			goto nomem;
-		memcpy(cur, u.off, ((size_t)ly->ne + 1) * sizeof *cur);
-		for (uint32_t k = 0; k < s->njobs; k++) {
-			const struct cjob *cj = &s->jobs[k];
-			if (!cj->can || !cj->a)
-				continue;
-			for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++)
-				if (s->jrun[r].layer == li) {
-					uint32_t e = s->jrun[r].e == TP_NONE ? ly->ne : s->jrun[r].e;
-					u.n[cur[e]] = s->jrun[r].n;
-					u.w[cur[e]++] = BOUND_SCALE / u.span[k];
-				}
-		}
-		tp_free(P->a, cur);
-	}
+	memcpy(u.cur, u.off, ((size_t)ly->ne + 1) * sizeof *u.cur);
+	layer_items(P, li, &u);
 	for (uint32_t d = 0; d <= D; d++)
 		u.best[d] = UINT64_MAX;
 	u.best[0] = 0;

@@ -223,109 +223,20 @@ Test(defrag_oracle, plans_are_never_above_the_optimum, .timeout = 600)
 	run(300);
 }
 
-/* The count bound on a migrant's home (defrag_homes.c) rules sets out without simulating
- * them, and changes no answer: on the oracle's cases, the same code, cost and moves with and
- * without it, never more simulations with it, and fewer on some. */
-static void plan_knobs(const struct od_case *k, tp_cluster *c, struct tp_defrag_knobs kn,
-                       int *rc, double *cost, unsigned *moves, uint64_t *sims)
-{
-	tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
-	tp_plan *p = NULL;
-	*rc = tp_defrag_plan_ex(c, &k->r, &k->pol, &kn, &st, &p);
-	*cost = *rc == 0 ? tp_plan_cost_s(p) : 0;
-	*moves = *rc == 0 ? tp_plan_moved_job_count(p) : 0;
-	*sims = st.simulated;
-	tp_plan_destroy(p);
-}
+/* A bound the planner applies changes no answer: on the oracle's 300 cases, the same code, cost
+ * and moves with the default knobs and with `off` (the bound turned off), never more
+ * simulations with it and, when `branches`, never more search branches. Prints and returns the
+ * totals: simulations with and without, branches with and without, cases with fewer
+ * simulations. */
+struct bound_totals {
+	uint64_t sims_on, sims_off, branches_on, branches_off;
+	unsigned fewer;
+};
 
-static void plan_with(const struct od_case *k, tp_cluster *c, bool bound, int *rc,
-                      double *cost, unsigned *moves, uint64_t *sims)
+static struct bound_totals bound_changes_no_plan(const char *name, struct tp_defrag_knobs off,
+                                                 bool branches)
 {
-	struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_room_bound = !bound};
-	plan_knobs(k, c, kn, rc, cost, moves, sims);
-}
-
-Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
-{
-	uint64_t with = 0, without = 0;
-	unsigned fewer = 0;
-	for (uint64_t seed = 1; seed <= 300; seed++) {
-		struct od_case k;
-		od_gen(&k, seed);
-		tp_topology *t;
-		tp_cluster *c;
-		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
-		int ra, rb;
-		double ca, cb;
-		unsigned ma, mb;
-		uint64_t sa, sb;
-		plan_with(&k, c, true, &ra, &ca, &ma, &sa);
-		plan_with(&k, c, false, &rb, &cb, &mb, &sb);
-		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
-		          "seed %llu: with the bound %s %g s %u moves, without %s %g s %u moves",
-		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
-		cr_assert_leq(sa, sb, "seed %llu: %llu simulations with the bound, %llu without",
-		              (unsigned long long)seed, (unsigned long long)sa,
-		              (unsigned long long)sb);
-		with += sa;
-		without += sb;
-		fewer += sa < sb;
-		tp_cluster_destroy(c);
-		tp_topology_destroy(t);
-	}
-	fprintf(stderr, "home bound: %llu simulations with it, %llu without; fewer in %u of 300 "
-	        "cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
-	cr_assert_gt(fewer, 0, "the bound never ruled a set out");
-	TP_ASSERT_NO_LEAKS();
-}
-
-/* The joint bound on the migrants' homes (defrag_homes_joint) changes no answer either: on the
- * oracle's cases, the same code, cost and moves with and without it, and never more
- * simulations with it (test_defrag.c's joint_home_bound_rules_out_competing_migrants shows
- * it ruling sets out). */
-Test(defrag_oracle, the_joint_home_bound_changes_no_plan, .timeout = 600)
-{
-	uint64_t with = 0, without = 0;
-	unsigned fewer = 0;
-	for (uint64_t seed = 1; seed <= 300; seed++) {
-		struct od_case k;
-		od_gen(&k, seed);
-		tp_topology *t;
-		tp_cluster *c;
-		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
-		struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX};
-		struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_joint_bound = true};
-		int ra, rb;
-		double ca, cb;
-		unsigned ma, mb;
-		uint64_t sa, sb;
-		plan_knobs(&k, c, on, &ra, &ca, &ma, &sa);
-		plan_knobs(&k, c, off, &rb, &cb, &mb, &sb);
-		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
-		          "seed %llu: with the joint bound %s %g s %u moves, without %s %g s %u moves",
-		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
-		cr_assert_leq(sa, sb, "seed %llu: %llu simulations with the joint bound, %llu without",
-		              (unsigned long long)seed, (unsigned long long)sa,
-		              (unsigned long long)sb);
-		with += sa;
-		without += sb;
-		fewer += sa < sb;
-		tp_cluster_destroy(c);
-		tp_topology_destroy(t);
-	}
-	fprintf(stderr, "joint home bound: %llu simulations with it, %llu without; fewer in %u of "
-	        "300 cases\n", (unsigned long long)with, (unsigned long long)without, fewer);
-	TP_ASSERT_NO_LEAKS();
-}
-
-/* The moves bound (defrag_bound.c: candidates that need more than max_moves jobs moved are
- * passed by, and depth-first branches that do are cut) changes no answer either: on the
- * oracle's cases, the same code, cost and moves with and without it, and never more
- * simulations or search branches with it (test_defrag.c's moves_bound_passes_by_a_rack_of_
- * small_jobs shows it cutting a search short). */
-Test(defrag_oracle, the_moves_bound_changes_no_plan, .timeout = 600)
-{
-	uint64_t with = 0, without = 0, bwith = 0, bwithout = 0;
+	struct bound_totals tot = {0};
 	for (uint64_t seed = 1; seed <= 300; seed++) {
 		struct od_case k;
 		od_gen(&k, seed);
@@ -334,33 +245,72 @@ Test(defrag_oracle, the_moves_bound_changes_no_plan, .timeout = 600)
 		cr_assert_eq(od_build(&k, &tp_test_allocator, &t, &c), 0);
 		uint64_t ba = 0, bb = 0;
 		struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &ba};
-		struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_moves_bound = true,
-		                              .branches = &bb};
-		int ra, rb;
-		double ca, cb;
-		unsigned ma, mb;
-		uint64_t sa, sb;
-		plan_knobs(&k, c, on, &ra, &ca, &ma, &sa);
-		plan_knobs(&k, c, off, &rb, &cb, &mb, &sb);
-		cr_assert(ra == rb && fabs(ca - cb) < 1e-9 && ma == mb,
-		          "seed %llu: with the moves bound %s %g s %u moves, without %s %g s %u moves",
-		          (unsigned long long)seed, tp_err_name(ra), ca, ma, tp_err_name(rb), cb, mb);
-		cr_assert(sa <= sb && ba <= bb,
-		          "seed %llu: %llu simulations, %llu branches with the moves bound, %llu and "
-		          "%llu without",
-		          (unsigned long long)seed, (unsigned long long)sa, (unsigned long long)ba,
-		          (unsigned long long)sb, (unsigned long long)bb);
-		with += sa;
-		without += sb;
-		bwith += ba;
-		bwithout += bb;
+		off.exact_max = TP_DEFRAG_EXACT_MAX;
+		off.branches = &bb;
+		int rc[2];
+		double cost[2];
+		unsigned moves[2];
+		uint64_t sims[2];
+		for (int i = 0; i < 2; i++) {
+			tp_defrag_stats st = TP_DEFRAG_STATS_INIT;
+			tp_plan *p = NULL;
+			rc[i] = tp_defrag_plan_ex(c, &k.r, &k.pol, i ? &off : &on, &st, &p);
+			cost[i] = rc[i] == 0 ? tp_plan_cost_s(p) : 0;
+			moves[i] = rc[i] == 0 ? tp_plan_moved_job_count(p) : 0;
+			sims[i] = st.simulated;
+			tp_plan_destroy(p);
+		}
+		cr_assert(rc[0] == rc[1] && fabs(cost[0] - cost[1]) < 1e-9 && moves[0] == moves[1],
+		          "seed %llu: with the %s %s %g s %u moves, without %s %g s %u moves",
+		          (unsigned long long)seed, name, tp_err_name(rc[0]), cost[0], moves[0],
+		          tp_err_name(rc[1]), cost[1], moves[1]);
+		cr_assert(sims[0] <= sims[1] && (!branches || ba <= bb),
+		          "seed %llu: %llu simulations, %llu branches with the %s, %llu and %llu "
+		          "without",
+		          (unsigned long long)seed, (unsigned long long)sims[0],
+		          (unsigned long long)ba, name, (unsigned long long)sims[1],
+		          (unsigned long long)bb);
+		tot.sims_on += sims[0];
+		tot.sims_off += sims[1];
+		tot.branches_on += ba;
+		tot.branches_off += bb;
+		tot.fewer += sims[0] < sims[1];
 		tp_cluster_destroy(c);
 		tp_topology_destroy(t);
 	}
-	fprintf(stderr, "moves bound: %llu simulations and %llu search branches with it, %llu and "
-	        "%llu without\n", (unsigned long long)with, (unsigned long long)bwith,
-	        (unsigned long long)without, (unsigned long long)bwithout);
+	fprintf(stderr, "%s: %llu simulations and %llu search branches with it, %llu and %llu "
+	        "without; fewer simulations in %u of 300 cases\n", name,
+	        (unsigned long long)tot.sims_on, (unsigned long long)tot.branches_on,
+	        (unsigned long long)tot.sims_off, (unsigned long long)tot.branches_off, tot.fewer);
 	TP_ASSERT_NO_LEAKS();
+	return tot;
+}
+
+/* The count bound on a migrant's home (defrag_homes.c) rules sets out without simulating
+ * them, and changes no answer. */
+Test(defrag_oracle, the_home_bound_changes_no_plan, .timeout = 600)
+{
+	struct tp_defrag_knobs off = {.no_room_bound = true};
+	struct bound_totals tot = bound_changes_no_plan("home bound", off, false);
+	cr_assert_gt(tot.fewer, 0, "the bound never ruled a set out");
+}
+
+/* The joint bound on the migrants' homes (defrag_homes_joint) changes no answer either
+ * (test_defrag.c's joint_home_bound_rules_out_competing_migrants shows it ruling sets out). */
+Test(defrag_oracle, the_joint_home_bound_changes_no_plan, .timeout = 600)
+{
+	struct tp_defrag_knobs off = {.no_joint_bound = true};
+	bound_changes_no_plan("joint home bound", off, false);
+}
+
+/* The moves bound (defrag_bound.c: candidates that need more than max_moves jobs moved are
+ * passed by, and depth-first branches that do are cut) changes no answer either, and never
+ * costs a branch (test_defrag.c's moves_bound_passes_by_a_rack_of_small_jobs shows it cutting
+ * a search short). */
+Test(defrag_oracle, the_moves_bound_changes_no_plan, .timeout = 600)
+{
+	struct tp_defrag_knobs off = {.no_moves_bound = true};
+	bound_changes_no_plan("moves bound", off, true);
 }
 
 /* Budget-limited answers (the simulator's budget: 4 simulations, 4 candidates): a plan that
