@@ -2,7 +2,8 @@
 /*
  * Bounds on the number of jobs a plan must move, for the searches of defrag_search.c and
  * defrag_targets.c: a candidate that cannot be made to fit within max_moves is passed by without
- * a search, and a branch of a depth-first search that cannot is cut.
+ * a search, and a branch of a depth-first search that cannot is cut. Last, the space bound
+ * (defrag_space_over): a candidate whose jobs that cannot leave it leave the request no room.
  *
  * The units bound. A request of groups needs `need` whole units (free runs of `size` usable
  * devices) in the sub-domains of a level (a layer of the scan). A domain e of the layer that
@@ -256,5 +257,87 @@ int defrag_moves_over(const struct planner *P, bool *over, uint32_t *at_least)
 	*over = true;
 	uint64_t moves = lb == UINT64_MAX ? UINT32_MAX : (lb + BOUND_SCALE - 1) / BOUND_SCALE;
 	*at_least = moves > UINT32_MAX ? UINT32_MAX : (uint32_t)moves;
+	return 0;
+}
+
+/* ---- the space bound ------------------------------------------------------------------- */
+
+/* The nodes of every movable job's devices, sorted, into P->roombuf (*nset): the most room
+ * any set could make elsewhere on a small cluster, where the searches add the jobs elsewhere
+ * (defrag_append_outside). */
+static int movable_nodes(struct planner *P, size_t *nset)
+{
+	const struct tp_cluster *c = P->c;
+	const struct tp_topology *t = P->t;
+	*nset = 0;
+	for (size_t slot = 0; slot < c->njobs; slot++) {
+		const struct tp_job_impl *j = c->jobs[slot];
+		if (j->id[0] == '\x01' || !defrag_job_can(P, j))
+			continue;
+		if (defrag_grow_u32(P->a, &P->roombuf, &P->cap_room, *nset + j->ndev + 1))
+			return TP_ENOMEM;
+		for (uint32_t x = 0; x < j->ndev; x++)
+			P->roombuf[(*nset)++] = t->dev_node[j->devs[x]];
+	}
+	if (*nset > 1)
+		qsort(P->roombuf, *nset, sizeof *P->roombuf, defrag_cmp_u32);
+	return 0;
+}
+
+/*
+ * The space bound: whether no set of the candidate's jobs can make room for the request,
+ * because of the jobs that cannot leave it (*over). A job held wholly inside the candidate
+ * whose deepest level (one domain of which holds it) is the candidate's or deeper either
+ * stays (it may not move), or, migrating as local as it sits with no preemption to fall back
+ * on, lands inside one domain of that level; when the counts give it no home in any such
+ * domain outside the candidate (defrag_home_outside), it lands inside. Either way it holds
+ * its size of the candidate's devices, apart from the request's. So when the request's
+ * devices and those jobs' sizes add up to more than the candidate has, every set fails, and
+ * the candidate is passed by without listing or simulating a set.
+ *
+ * The room elsewhere only grows as jobs elsewhere leave: with preemption on any of them may
+ * be a room maker, so the bound is off; on a small cluster the searches move the jobs
+ * elsewhere too, so every movable job is counted gone. Only once a simulation has given the
+ * failed plan's message, as the other count bounds (defrag_counts_rule_out).
+ */
+int defrag_space_over(struct planner *P, bool *over)
+{
+	struct cscan *s = &P->scan;
+	const struct tp_topology *t = P->t;
+	*over = false;
+	if (!defrag_counts_rule_out(P) || P->pol.preempt || s->level < 0)
+		return 0;
+	size_t nset = 0;
+	uint32_t small = P->exact_max > TP_DEFRAG_EXACT_MAX ? P->exact_max : TP_DEFRAG_EXACT_MAX;
+	int rc;
+	if (P->c->njobs <= 2 * (size_t)small && (rc = movable_nodes(P, &nset)))
+		return rc;
+	uint64_t held = P->count, room = s->dev1 - s->dev0;
+	for (uint32_t k = 0; k < s->ninside && held <= room; k++) {
+		struct cjob *cj = &s->jobs[k];
+		const struct tp_job_impl *j = cj->j;
+		if (cj->can & CAN_PREEMPT)
+			continue;
+		bool inside = true;
+		for (uint32_t x = 0; x < j->ndev && inside; x++) {
+			uint32_t node = t->dev_node[j->devs[x]];
+			inside = node >= s->node0 && node < s->node0 + s->nnodes;
+		}
+		if (!inside)
+			continue;
+		if (cj->can) {
+			if ((rc = defrag_job_reach(P, cj)))
+				return rc;
+			if (cj->deep < s->level)
+				continue;
+			bool yes;
+			if ((rc = defrag_home_outside(P, nset, j, cj->span, (unsigned)cj->deep, &yes)))
+				return rc;
+			if (yes)
+				continue;
+		}
+		held += j->ndev;
+	}
+	*over = held > room;
 	return 0;
 }

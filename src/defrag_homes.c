@@ -221,6 +221,38 @@ int defrag_home_room(struct planner *P, size_t nset, const struct tp_job_impl *j
 	return 0;
 }
 
+/* Whether some domain of `level`, at or below the candidate's level, that lies outside the
+ * candidate could be j's home once the jobs whose nodes are in P->roombuf (nset of them,
+ * sorted) left: *yes false when the counts say none can. Looked at: the domains with j's size
+ * free before (largest first, joint_static), then those the set touches. */
+int defrag_home_outside(struct planner *P, size_t nset, const struct tp_job_impl *j,
+                        const uint32_t *old, unsigned level, bool *yes)
+{
+	const struct tp_topology *t = P->t;
+	*yes = true;
+	if (defrag_grow_u32(P->a, &P->roomvals, &P->cap_roomvals, 2 * (size_t)widest(P, (int)level)))
+		return TP_ENOMEM;
+	uint64_t cand = cand_after(P, nset);
+	const struct joint_static *js;
+	int rc = joint_static(P, level, &js);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < js->n && js->v[i] >= j->ndev; i++)
+		if (home_in(P, (int)level, js->d[i], j, old, nset, cand))
+			return 0;
+	uint32_t x0, nx;
+	cand_range(P, level, &x0, &nx);
+	for (size_t a = 0; a < nset;) {
+		uint32_t d = tp_node_ancestor(t, P->roombuf[a], level);
+		if ((d < x0 || d >= x0 + nx) && home_in(P, (int)level, d, j, old, nset, cand))
+			return 0;
+		while (a < nset && tp_node_ancestor(t, P->roombuf[a], level) == d)
+			a++;
+	}
+	*yes = false;
+	return 0;
+}
+
 /* The most free devices a domain of level l has once the set (P->roombuf) left (the
  * request's share not subtracted: an over-estimate), UINT32_MAX when the level keeps no
  * index of free counts. */

@@ -31,6 +31,7 @@ struct tp_defrag_knobs {
 	bool no_room_bound; /* no defrag_home_room (the tests compare plans with and without) */
 	bool no_joint_bound; /* no defrag_homes_joint (the same) */
 	bool no_moves_bound; /* no defrag_moves_over (the same) */
+	bool no_space_bound; /* no defrag_space_over (the same) */
 	uint64_t *branches;  /* when set: the depth-first searches' branches (their work) */
 };
 
@@ -247,6 +248,7 @@ struct planner {
 	bool room_bound; /* sets ruled out by defrag_home_room */
 	bool joint_bound; /* sets ruled out by defrag_homes_joint */
 	bool moves_bound; /* candidates passed by on defrag_moves_over */
+	bool space_bound; /* candidates passed by on defrag_space_over */
 	uint64_t branches; /* of the depth-first searches (tp_defrag_knobs.branches) */
 	int level;       /* candidate level, -1: the whole cluster */
 	unsigned flevel; /* level of the fragmentation score */
@@ -350,6 +352,9 @@ uint32_t defrag_moves_lb(const uint32_t *top, uint32_t nrest, uint64_t left);
  * (*at_least: a lower bound on the moves; UINT32_MAX when no set of its movable jobs makes
  * room). */
 int defrag_moves_over(const struct planner *P, bool *over, uint32_t *at_least);
+/* Whether the jobs that cannot leave the candidate leave the request no room, whatever set
+ * moves (*over). */
+int defrag_space_over(struct planner *P, bool *over);
 void defrag_sort_jobs(const struct planner *P, uint32_t *v, size_t n, job_order cmp);
 int defrag_by_rate(const struct planner *P, uint32_t x, uint32_t y);
 int defrag_by_size(const struct planner *P, uint32_t x, uint32_t y);
@@ -362,11 +367,18 @@ int defrag_try_subset(struct planner *P, const uint32_t *S, uint32_t n, struct d
                       const struct tp_job_impl **nohome);
 uint32_t defrag_max_free(const struct planner *P, unsigned l);
 int defrag_homeless_mask(struct planner *P, const uint32_t *S, uint32_t n, uint32_t *mask);
+/* Whether the count bounds on migrants' homes apply (the locality rule, once a simulation has
+ * given the failed plan's message). */
+bool defrag_counts_rule_out(const struct planner *P);
+/* Fill cj's deepest level and spans (cj->deep, cj->span) once. */
+int defrag_job_reach(struct planner *P, struct cjob *cj);
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
 
 /* defrag_homes.c */
 int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *nset);
 int defrag_most_free_after(struct planner *P, size_t nset, unsigned l, uint32_t *most);
+int defrag_home_outside(struct planner *P, size_t nset, const struct tp_job_impl *j,
+                        const uint32_t *old, unsigned level, bool *yes);
 int defrag_home_room(struct planner *P, size_t nset, const struct tp_job_impl *j,
                      const uint32_t *old, int level, bool *room);
 int defrag_homes_joint(struct planner *P, size_t nset, const uint32_t *size, const int *level,

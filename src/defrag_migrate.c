@@ -910,6 +910,19 @@ static int deepest_common(const struct planner *P, const struct tp_job_impl *j)
 	return -1;
 }
 
+/* cj's own figures, the same for every set: its deepest level and its spans. */
+int defrag_job_reach(struct planner *P, struct cjob *cj)
+{
+	if (cj->placed)
+		return 0;
+	cj->deep = (int8_t)deepest_common(P, cj->j);
+	int rc = dev_spans(P, cj->j->devs, cj->j->ndev, cj->span);
+	if (rc)
+		return rc;
+	cj->placed = true;
+	return 0;
+}
+
 /* Whether the counts leave job cj no home once the set (its nodes in P->roombuf,
  * defrag_set_nodes) left (*none), for a migrant that may not fall back to preemption;
  * *level: the deepest level that holds it now (-1: none, then no bound applies). Every count
@@ -921,13 +934,9 @@ static int job_homeless(struct planner *P, size_t nset, struct cjob *cj, int *le
 	*level = -1;
 	if (!migrates(cj) || (cj->can & CAN_PREEMPT))
 		return 0;
-	int rc;
-	if (!cj->placed) { /* the job's own figures, the same for every set */
-		cj->deep = (int8_t)deepest_common(P, cj->j);
-		if ((rc = dev_spans(P, cj->j->devs, cj->j->ndev, cj->span)))
-			return rc;
-		cj->placed = true;
-	}
+	int rc = defrag_job_reach(P, cj);
+	if (rc)
+		return rc;
 	int l = cj->deep;
 	if (l < 0)
 		return 0;
@@ -948,7 +957,7 @@ static int job_homeless(struct planner *P, size_t nset, struct cjob *cj, int *le
 
 /* Whether the counts rule sets out at all: with the locality rule, once a simulation has
  * given the failed plan's message (the counts do not say whether a less local home exists). */
-static bool counts_rule_out(const struct planner *P)
+bool defrag_counts_rule_out(const struct planner *P)
 {
 	return !P->pol.allow_less_local && P->diag.nohome && !P->compact;
 }
@@ -962,7 +971,7 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
                            const struct tp_job_impl **nohome)
 {
 	*nohome = NULL;
-	if (!counts_rule_out(P))
+	if (!defrag_counts_rule_out(P))
 		return 0;
 	size_t nset;
 	uint32_t *size = tp_mallocn(P->a, n ? n : 1, sizeof *size);
@@ -1001,7 +1010,7 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 int defrag_homeless_mask(struct planner *P, const uint32_t *S, uint32_t n, uint32_t *mask)
 {
 	*mask = 0;
-	if (!counts_rule_out(P) || n > 32)
+	if (!defrag_counts_rule_out(P) || n > 32)
 		return 0;
 	size_t nset;
 	int rc = defrag_set_nodes(P, S, n, &nset);

@@ -844,6 +844,13 @@ int defrag_evaluate_candidate(struct planner *P)
 			defrag_note_moves(P, at_least);
 		return 0;
 	}
+	/* no room beside the jobs that cannot leave the candidate, whatever set moves */
+	if (P->space_bound && (rc = defrag_space_over(P, &over)))
+		return rc;
+	if (over) {
+		P->ruled_out++;
+		return 0;
+	}
 	if (defrag_grow_u32(P->a, &P->u32c, &P->cap_c, s->njobs))
 		return TP_ENOMEM;
 	/* the candidate's bound, for the plan's lower bound when its search is not exact */

@@ -313,6 +313,15 @@ Test(defrag_oracle, the_moves_bound_changes_no_plan, .timeout = 600)
 	bound_changes_no_plan("moves bound", off, true);
 }
 
+/* The space bound (defrag_migrate.c: a candidate whose jobs that cannot leave it leave the
+ * request no room is passed by) changes no answer either, and never costs a branch. */
+Test(defrag_oracle, the_space_bound_changes_no_plan, .timeout = 600)
+{
+	struct tp_defrag_knobs off = {.no_space_bound = true};
+	struct bound_totals tot = bound_changes_no_plan("space bound", off, true);
+	cr_assert_lt(tot.branches_on, tot.branches_off, "the bound never passed a candidate by");
+}
+
 /* Budget-limited answers (the simulator's budget: 4 simulations, 4 candidates): a plan that
  * the budget stopped is still a plan the oracle has, costs no less than the bound, and
  * reports a lower bound (tp_plan_lower_bound_s) that is at most its own cost and the strict
