@@ -1009,6 +1009,54 @@ Test(defrag, moves_bound_passes_by_a_rack_of_small_jobs)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* Three NVL72 racks whose nodes each hold one whole-node job, the last node of each rack a
+ * 1-GPU job: no node has 4 GPUs free, so a whole-node job that moves lands in its own rack,
+ * beside the request's 4 nodes: 16 + 17 x 4 GPUs exceed a rack's 72. Once the first rack's
+ * simulation found no home, the space bound (defrag_bound.c) passes the other racks by: the
+ * same answer as without it, with no more simulations and fewer branches. */
+Test(defrag, space_bound_passes_by_racks_of_whole_node_jobs)
+{
+	tp_topology *t = nvl72(1, 3);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options o = opts(1, 0, 0, 60);
+	for (uint32_t node = 0; node < 54; node++) {
+		char id[16];
+		snprintf(id, sizeof id, "n%u", node);
+		assign_range(c, id, node * 4, node % 18 == 17 ? 1 : 4, &o);
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "nodes";
+	r.count = 16;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	uint64_t bon = 0, boff = 0;
+	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
+	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_space_bound = true,
+	                              .branches = &boff};
+	tp_defrag_stats son = TP_DEFRAG_STATS_INIT, soff = TP_DEFRAG_STATS_INIT;
+	tp_plan *p = NULL, *q = NULL;
+	int rp = tp_defrag_plan_ex(c, &r, &pol, &on, &son, &p);
+	int rq = tp_defrag_plan_ex(c, &r, &pol, &off, &soff, &q);
+	cr_assert_eq(rp, rq, "%s against %s", tp_err_name(rp), tp_err_name(rq));
+	cr_assert_neq(rp, 0, "a plan where no node can take a moved job: %s", tp_plan_errmsg(p));
+	cr_assert_str_eq(tp_plan_errmsg(p), tp_plan_errmsg(q));
+	fprintf(stderr, "space bound: %llu simulations and %llu branches with it, %llu and %llu "
+	        "without\n", (unsigned long long)son.simulated, (unsigned long long)bon,
+	        (unsigned long long)soff.simulated, (unsigned long long)boff);
+	cr_assert(son.simulated <= soff.simulated && bon < boff,
+	          "%llu simulations, %llu branches with the bound; %llu and %llu without",
+	          (unsigned long long)son.simulated, (unsigned long long)bon,
+	          (unsigned long long)soff.simulated, (unsigned long long)boff);
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 Test(defrag, colocate_target_never_moves)
 {
 	tp_topology *t = s01_topology();
