@@ -88,6 +88,7 @@ void defrag_planner_fini(struct planner *P)
 	tp_free(P->a, P->spanbuf);
 	tp_free(P->a, P->roombuf);
 	tp_free(P->a, P->roomvals);
+	tp_free(P->a, P->nodecount);
 	tp_free(P->a, P->jointbuf);
 	tp_free(P->a, P->jointsize);
 	for (unsigned l = 0; l < TP_MAX_LEVELS; l++) {

@@ -279,9 +279,7 @@ static int movable_nodes(struct planner *P, size_t *nset)
 		for (uint32_t x = 0; x < j->ndev; x++)
 			P->roombuf[(*nset)++] = t->dev_node[j->devs[x]];
 	}
-	if (*nset > 1)
-		qsort(P->roombuf, *nset, sizeof *P->roombuf, defrag_cmp_u32);
-	return 0;
+	return defrag_sort_nodes(P, P->roombuf, *nset);
 }
 
 /*

@@ -28,6 +28,36 @@ static int cmp_desc_u64(const void *x, const void *y)
 	return (a < b) - (a > b);
 }
 
+/* Node indices v[0 .. n) sorted ascending. A set's nodes lie in a few racks, so the count of
+ * each node of their range is kept and the nodes written back in order (linear in n and the
+ * range); a range much wider than n is sorted by comparisons. */
+int defrag_sort_nodes(struct planner *P, uint32_t *v, size_t n)
+{
+	if (n < 2)
+		return 0;
+	uint32_t lo = v[0], hi = v[0];
+	for (size_t i = 1; i < n; i++) {
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	size_t range = (size_t)(hi - lo) + 1;
+	if (range > 4 * n + 64) {
+		qsort(v, n, sizeof *v, defrag_cmp_u32);
+		return 0;
+	}
+	if (defrag_grow_u32(P->a, &P->nodecount, &P->cap_nodecount, range))
+		return TP_ENOMEM;
+	uint32_t *cnt = P->nodecount;
+	memset(cnt, 0, range * sizeof *cnt);
+	for (size_t i = 0; i < n; i++)
+		cnt[v[i] - lo]++;
+	size_t k = 0;
+	for (size_t r = 0; r < range; r++)
+		for (uint32_t c = cnt[r]; c; c--)
+			v[k++] = lo + (uint32_t)r;
+	return 0;
+}
+
 /* The nodes the devices of the jobs S sit on, sorted, one entry per device, into P->roombuf
  * (*k of them): what the bounds below read as "the set". */
 int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *k)
@@ -44,8 +74,7 @@ int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *k
 		for (uint32_t x = 0; x < j->ndev; x++)
 			P->roombuf[(*k)++] = t->dev_node[j->devs[x]];
 	}
-	qsort(P->roombuf, *k, sizeof *P->roombuf, defrag_cmp_u32);
-	return 0;
+	return defrag_sort_nodes(P, P->roombuf, *k);
 }
 
 /* Entries of the sorted set below `node`. */
@@ -62,6 +91,35 @@ static size_t set_below(const struct planner *P, size_t nset, uint32_t node)
 	return lo;
 }
 
+/* The k largest of v[0 .. n) first, largest first (the order of the rest is left open):
+ * level_room reads no further. An insertion into the first k, as k is a job's span at one
+ * level or a set's size and small; a wide one is sorted whole. */
+void defrag_top_first(uint32_t *v, uint32_t n, uint32_t k)
+{
+	if (k > n)
+		k = n;
+	if (k > 32) {
+		qsort(v, n, sizeof *v, cmp_desc_u32);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t x = v[i], p;
+		if (i < k) {
+			p = i;
+		} else if (k && x > v[k - 1]) {
+			v[i] = v[k - 1]; /* the k-th largest so far joins the rest */
+			p = k - 1;
+		} else {
+			continue;
+		}
+		while (p > 0 && v[p - 1] < x) {
+			v[p] = v[p - 1];
+			p--;
+		}
+		v[p] = x;
+	}
+}
+
 /* Whether the `want` most generous domains of level u below domain d of level l (-1: the
  * whole cluster) can give `size` devices once the set left. The request takes P->count
  * devices of the candidate, which has `cand` devices free once the set left: a domain that
@@ -76,11 +134,22 @@ static bool level_room(struct planner *P, int l, uint32_t d, unsigned u, uint32_
 	defrag_desc_range(t, l, d, u, &e0, &ne);
 	uint32_t *out = P->roomvals, *in = P->roomvals + ne, nout = 0, nin = 0;
 	uint64_t insum = 0;
+	/* the sub-domains' nodes are consecutive ranges in order: the set's entries below each
+	 * are counted by one walk of the sorted set */
+	size_t a = 0;
+	if (ne) {
+		uint32_t f0, cnt0;
+		tp_dom_nodes(t, u, e0, &f0, &cnt0);
+		a = set_below(P, nset, f0);
+	}
 	for (uint32_t x = 0; x < ne; x++) {
 		uint32_t f, cnt;
 		tp_dom_nodes(t, u, e0 + x, &f, &cnt);
-		size_t inset = set_below(P, nset, f + cnt) - set_below(P, nset, f);
-		uint32_t v = P->c->free[u][e0 + x] + (uint32_t)inset;
+		size_t b = a;
+		while (b < nset && P->roombuf[b] < f + cnt)
+			b++;
+		uint32_t v = P->c->free[u][e0 + x] + (uint32_t)(b - a);
+		a = b;
 		if (f >= s->node0 && f + cnt <= s->node0 + s->nnodes) {
 			in[nin++] = v;
 			insum += v;
@@ -92,8 +161,8 @@ static bool level_room(struct planner *P, int l, uint32_t d, unsigned u, uint32_
 	}
 	uint64_t left = cand > P->count ? cand - P->count : 0;
 	uint64_t incap = insum < left ? insum : left;
-	qsort(out, nout, sizeof *out, cmp_desc_u32);
-	qsort(in, nin, sizeof *in, cmp_desc_u32);
+	defrag_top_first(out, nout, want);
+	defrag_top_first(in, nin, want);
 	/* i of the domains chosen inside the candidate, want - i outside */
 	uint64_t osum = 0, isum = 0;
 	uint32_t no = want < nout ? want : nout;
@@ -455,7 +524,7 @@ int defrag_homes_joint(struct planner *P, size_t nset, const uint32_t *size, con
 				P->jointsize[k++] = size[i];
 		if (k < 2)
 			break; /* deeper levels hold no more of them */
-		qsort(P->jointsize, k, sizeof *P->jointsize, cmp_desc_u32);
+		defrag_top_first(P->jointsize, k, k);
 		if ((rc = level_joint(P, l, P->jointsize, k, nset, cand, room)))
 			return rc;
 	}

@@ -271,6 +271,8 @@ struct planner {
 	size_t cap_span;
 	uint32_t *roombuf, *roomvals; /* defrag_home_room: a set's nodes, a domain's room */
 	size_t cap_room, cap_roomvals;
+	uint32_t *nodecount; /* defrag_sort_nodes: devices per node of a range */
+	size_t cap_nodecount;
 	uint32_t *jointbuf, *jointsize; /* defrag_homes_joint: domains' room, migrants' sizes */
 	size_t cap_joint, cap_jointsize;
 	struct joint_static jstat[TP_MAX_LEVELS]; /* defrag_homes_joint: per level, see there */
@@ -375,6 +377,10 @@ int defrag_job_reach(struct planner *P, struct cjob *cj);
 int defrag_fit_check(struct planner *P, const uint32_t *S, uint32_t n, bool *fits);
 
 /* defrag_homes.c */
+/* Sort node indices ascending (a count per node of their range; TP_ENOMEM with v as it was). */
+int defrag_sort_nodes(struct planner *P, uint32_t *v, size_t n);
+/* The min(k, n) largest of v[0 .. n) first, largest first; the rest in no order. */
+void defrag_top_first(uint32_t *v, uint32_t n, uint32_t k);
 int defrag_set_nodes(struct planner *P, const uint32_t *S, uint32_t n, size_t *nset);
 int defrag_most_free_after(struct planner *P, size_t nset, unsigned l, uint32_t *most);
 int defrag_home_outside(struct planner *P, size_t nset, const struct tp_job_impl *j,

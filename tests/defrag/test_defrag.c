@@ -1057,6 +1057,65 @@ Test(defrag, space_bound_passes_by_racks_of_whole_node_jobs)
 	TP_ASSERT_NO_LEAKS();
 }
 
+static int cmp_u32_asc(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+static int cmp_u32_desc(const void *x, const void *y)
+{
+	return cmp_u32_asc(y, x);
+}
+
+/* The planner sorts a set's nodes by counting them over their range (a comparison sort when
+ * the range is wide) and takes a level's most generous domains by a partial insertion: both
+ * against qsort on random inputs, narrow and wide, with an allocation failure leaving the
+ * nodes as they were. */
+Test(defrag, node_sort_and_top_values_match_qsort)
+{
+	tp_test_alloc_reset();
+	struct planner *P = calloc(1, sizeof *P);
+	cr_assert(P);
+	P->a = &tp_test_allocator;
+	uint32_t v[600], w[600], x = 12345;
+	for (int round = 0; round < 400; round++) {
+		size_t n = (size_t)(round % 200) + (round % 7 == 0 ? 300 : 0);
+		uint32_t lo = (uint32_t)round * 97, span = round % 3 == 0 ? 100000 : (uint32_t)n / 4 + 1;
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			v[i] = w[i] = lo + x % span;
+		}
+		cr_assert_eq(defrag_sort_nodes(P, v, n), 0);
+		qsort(w, n, sizeof *w, cmp_u32_asc);
+		cr_assert_arr_eq(v, w, n * sizeof *v, "round %d: %zu nodes over %u", round, n, span);
+	}
+	/* the count buffer cannot grow: TP_ENOMEM, the nodes untouched */
+	tp_free(P->a, P->nodecount);
+	P->nodecount = NULL;
+	P->cap_nodecount = 0;
+	uint32_t u[5] = {9, 3, 7, 3, 1}, u0[5] = {9, 3, 7, 3, 1};
+	tp_test_alloc_fail_at(0);
+	cr_assert_eq(defrag_sort_nodes(P, u, 5), TP_ENOMEM);
+	tp_test_alloc_fail_at(-1);
+	cr_assert_arr_eq(u, u0, sizeof u);
+	for (uint32_t n = 0; n <= 70; n++)
+		for (uint32_t k = 0; k <= n + 2; k += k < 36 ? 1 : 17) {
+			for (uint32_t i = 0; i < n; i++) {
+				x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+				v[i] = w[i] = x % (n % 2 ? 8 : 1000);
+			}
+			defrag_top_first(v, n, k);
+			uint32_t m = k < n ? k : n;
+			qsort(w, n, sizeof *w, cmp_u32_desc);
+			cr_assert_arr_eq(v, w, m * sizeof *v, "n %u k %u: the top values differ", n, k);
+			qsort(v, n, sizeof *v, cmp_u32_desc);
+			cr_assert_arr_eq(v, w, n * sizeof *v, "n %u k %u: values lost", n, k);
+		}
+	free(P);
+	TP_ASSERT_NO_LEAKS();
+}
+
 Test(defrag, colocate_target_never_moves)
 {
 	tp_topology *t = s01_topology();
