@@ -262,17 +262,20 @@ int defrag_moves_over(const struct planner *P, bool *over, uint32_t *at_least)
 
 /* ---- the space bound ------------------------------------------------------------------- */
 
-/* The nodes of every movable job's devices, sorted, into P->roombuf (*nset): the most room
- * any set could make elsewhere on a small cluster, where the searches add the jobs elsewhere
- * (defrag_append_outside). */
-static int movable_nodes(struct planner *P, size_t *nset)
+/* The nodes of the devices of every movable job of the candidate (on a small cluster, where
+ * the searches add the jobs elsewhere, defrag_append_outside: of every movable job), sorted,
+ * into P->roombuf (*nset): the most room any set could make. A job on the candidate may have
+ * devices outside it too, and those are free once it left (a migrant may move into them). */
+static int movable_nodes(struct planner *P, bool everywhere, size_t *nset)
 {
 	const struct tp_cluster *c = P->c;
+	const struct cscan *s = &P->scan;
 	const struct tp_topology *t = P->t;
+	size_t n = everywhere ? c->njobs : s->ninside;
 	*nset = 0;
-	for (size_t slot = 0; slot < c->njobs; slot++) {
-		const struct tp_job_impl *j = c->jobs[slot];
-		if (j->id[0] == '\x01' || !defrag_job_can(P, j))
+	for (size_t i = 0; i < n; i++) {
+		const struct tp_job_impl *j = everywhere ? c->jobs[i] : s->jobs[i].j;
+		if (everywhere ? j->id[0] == '\x01' || !defrag_job_can(P, j) : !s->jobs[i].can)
 			continue;
 		if (defrag_grow_u32(P->a, &P->roombuf, &P->cap_room, *nset + j->ndev + 1))
 			return TP_ENOMEM;
@@ -293,10 +296,12 @@ static int movable_nodes(struct planner *P, size_t *nset)
  * devices and those jobs' sizes add up to more than the candidate has, every set fails, and
  * the candidate is passed by without listing or simulating a set.
  *
- * The room elsewhere only grows as jobs elsewhere leave: with preemption on any of them may
- * be a room maker, so the bound is off; on a small cluster the searches move the jobs
- * elsewhere too, so every movable job is counted gone. Only once a simulation has given the
- * failed plan's message, as the other count bounds (defrag_counts_rule_out).
+ * The room outside grows as the candidate's movable jobs leave (their devices outside it are
+ * freed too: a migrant may move into those), so every one of them is counted gone; on a
+ * small cluster the searches move the jobs elsewhere too, so every movable job is. With
+ * preemption on, any job elsewhere may be a room maker, so the bound is off. Only once a
+ * simulation has given the failed plan's message, as the other count bounds
+ * (defrag_counts_rule_out).
  */
 int defrag_space_over(struct planner *P, bool *over)
 {
@@ -308,7 +313,7 @@ int defrag_space_over(struct planner *P, bool *over)
 	size_t nset = 0;
 	uint32_t small = P->exact_max > TP_DEFRAG_EXACT_MAX ? P->exact_max : TP_DEFRAG_EXACT_MAX;
 	int rc;
-	if (P->c->njobs <= 2 * (size_t)small && (rc = movable_nodes(P, &nset)))
+	if ((rc = movable_nodes(P, P->c->njobs <= 2 * (size_t)small, &nset)))
 		return rc;
 	uint64_t held = P->count, room = s->dev1 - s->dev0;
 	for (uint32_t k = 0; k < s->ninside && held <= room; k++) {

@@ -1057,6 +1057,55 @@ Test(defrag, space_bound_passes_by_racks_of_whole_node_jobs)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/*
+ * The space bound counts a job of the candidate whose devices reach outside it as gone from
+ * outside too: its devices there are free once it left, and another migrant may move in. Five
+ * NVL72 racks; every node not named is held by a job that may not move. Rack 0 (the only
+ * candidate that can work) holds J (nodes 0-2, rack-local) and S (nodes 15-17 and node 18 of
+ * rack 1); racks 1-4 have 2 free nodes each, so no rack can take J's 3 nodes until S has left
+ * rack 1, and S's 4 nodes fit two of racks 2-4. Rack 4 holds X (16 nodes, cheap to move) that
+ * has no home at all: its rack is searched first, its simulation fails and turns the count
+ * bounds on. The plan moves S and J; the bound must not pass rack 0 by (it did when it
+ * counted only the free devices outside).
+ */
+Test(defrag, space_bound_counts_the_room_a_straddling_job_leaves)
+{
+	tp_topology *t = nvl72(1, 5);
+	tp_cluster *c = cluster_of(t);
+	tp_job_options mv = opts(1, 0, 0, 600), cheap = opts(1, 0, 0, 60), stay = opts(0, 0, 0, 60);
+	assign_range(c, "J", 0, 12, &mv);
+	assign_range(c, "S", 15 * 4, 16, &mv);
+	assign_range(c, "X", 72 * 4, 64, &cheap);
+	for (uint32_t node = 21; node < 72; node++) {
+		if (node == 36 || node == 37 || node == 54 || node == 55)
+			continue; /* the free nodes of racks 2 and 3 */
+		char id[16];
+		snprintf(id, sizeof id, "u%u", node);
+		assign_range(c, id, node * 4, 4, &stay);
+	}
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "rack";
+	r.count = 72;
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX};
+	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_space_bound = true};
+	tp_plan *p = NULL, *q = NULL;
+	int rq = tp_defrag_plan_ex(c, &r, &pol, &off, NULL, &q);
+	cr_assert_eq(rq, 0, "no plan without the bound: %s", tp_plan_errmsg(q));
+	cr_assert_eq(tp_plan_moved_job_count(q), 2);
+	int rp = tp_defrag_plan_ex(c, &r, &pol, &on, NULL, &p);
+	cr_assert_eq(rp, 0, "the space bound passed the rack by: %s", tp_plan_errmsg(p));
+	cr_assert_float_eq(tp_plan_cost_s(p), tp_plan_cost_s(q), 1e-9);
+	cr_assert_eq(tp_plan_moved_job_count(p), 2);
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 static int cmp_u32_asc(const void *x, const void *y)
 {
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
