@@ -772,6 +772,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
+	        "                        [--no-defrag-floor]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -805,6 +806,7 @@ static void cmp_usage(FILE *f)
 	        "  --failures, --repair-h, --ckpt-every-s, --spares: node failures in every cell, as\n"
 	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 	fputs(SIM_FLOOR_USAGE, f);
+	fputs(SIM_DEFRAG_FLOOR_USAGE, f);
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -857,6 +859,7 @@ int bench_compare_main(int argc, char **argv)
 		{"fabric-fit", required_argument, NULL, 1008},
 		{"top-floor", required_argument, NULL, 1013},
 		{"no-upgrade", no_argument, NULL, 1014},
+		{"no-defrag-floor", no_argument, NULL, 1016},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -907,6 +910,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1008: o.sim.fabric_fit = sim_fabric_fit_arg(optarg); break;
 		case 1013: o.sim.top_floor = sim_top_floor_arg(optarg); break;
 		case 1014: o.sim.no_upgrade = true; break;
+		case 1016: o.sim.no_defrag_floor = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

@@ -1027,6 +1027,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.fabric_fit = o->fabric_fit;
 	r.ctx.top_floor = o->queue == SIM_QUEUE_EASY ? o->top_floor : 0;
 	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
+	r.ctx.defrag_floor = !o->no_defrag_floor;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1203,7 +1204,7 @@ static void sim_usage(FILE *f)
 	        "                    [--compact-max-sims N]\n"
 	        "                    [--no-pay] [--defrag-before-backfill]\n"
 	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                    [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
+	        "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
 	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
@@ -1251,7 +1252,8 @@ static void sim_usage(FILE *f)
 	fputs("  Under --queue easy the defrag hook runs for the top job after backfill (a\n"
 	      "  second pass); --defrag-before-backfill: in the first pass, before it (the\n"
 	      "  order before 0.4.0).\n"
-	      SIM_FLOOR_USAGE
+	      SIM_FLOOR_USAGE, f);
+	fputs(SIM_DEFRAG_FLOOR_USAGE
 	      "  --inference N: N services with replicas and an availability target instead of\n"
 	      "  the training workload (bench/sim_serving.c): per policy the share of\n"
 	      "  service-hours that survive any single rack or power-feed loss, and effective\n"
@@ -1300,6 +1302,7 @@ int bench_sim_main(int argc, char **argv)
 		{"fabric-fit", required_argument, NULL, 1006},
 		{"top-floor", required_argument, NULL, 1007},
 		{"no-upgrade", no_argument, NULL, 1008},
+		{"no-defrag-floor", no_argument, NULL, 1010},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1329,6 +1332,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1006: o.fabric_fit = sim_fabric_fit_arg(optarg); break;
 		case 1007: o.top_floor = sim_top_floor_arg(optarg); break;
 		case 1008: o.no_upgrade = true; break;
+		case 1010: o.no_defrag_floor = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

@@ -167,6 +167,14 @@ double sim_top_floor_arg(const char *s);
 	"  they cost under half of the GPU-seconds the slower placement would (not during an\n"  \
 	"  EASY backfill; upgrade_calls and upgrade_moves in the JSON; bench/sim.c).\n"
 
+/* The usage lines of --no-defrag-floor (sim and compare; apart from SIM_FLOOR_USAGE, which a
+ * longer literal would take past C99's 4,095 characters). */
+#define SIM_DEFRAG_FLOOR_USAGE                                                                   \
+	"  --no-defrag-floor: on a fleet of several fabric classes the defrag hook's plan\n"      \
+	"  asks, as topoplace's place did, the job's step model and efficiency floor (without\n"  \
+	"  the floor's search of the classes and the fabric fit), so that it frees room only\n"   \
+	"  where the job may start; this turns that off (bench/sim_policy.c).\n"
+
 struct sim_opts {
 	const char *fleet;
 	const char *trace;
@@ -206,6 +214,7 @@ struct sim_opts {
 	double fabric_fit;     /* --fabric-fit (SIM_FABRIC_FIT by default; 0: off) */
 	double top_floor;      /* --top-floor (SIM_TOP_FLOOR by default; 0: off) */
 	bool no_upgrade;       /* --no-upgrade: topoplace-defrag's locality upgrade off */
+	bool no_defrag_floor;  /* --no-defrag-floor: the defrag hook's plan asks no fabric floor */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -327,6 +336,12 @@ struct sim_ctx {
 	 * (the place after an upgrade's moves). */
 	bool upgrade_on, upgrade;
 	double upgrade_eff, placed_eff, want_eff;
+	/* The step model and fabric floor topoplace's place last asked for on a fleet of several
+	 * fabric classes (have_comm), and for which job: the defrag hook asks its plan for the
+	 * same unless defrag_floor is off (--no-defrag-floor; sim_defrag_make_room). */
+	bool defrag_floor, have_comm;
+	struct tp_step_model last_comm;
+	uint32_t comm_jid;
 };
 
 struct sim_policy {

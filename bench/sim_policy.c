@@ -756,6 +756,10 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		r.comm = &m;
 	}
 	ctx->upgrade = false;
+	ctx->have_comm = r.comm != NULL && L->floor != NULL; /* for the defrag hook */
+	ctx->comm_jid = jid;
+	if (ctx->have_comm)
+		ctx->last_comm = m;
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
 	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY
@@ -854,6 +858,18 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		r.required = ctx->f->level_name[ctx->floor_level];
 		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)
 			r.preferred = NULL; /* held by the required level */
+	}
+	/* On a fleet of several fabric classes, room where the job may start: its step model
+	 * and floor, as its place asked (moves that free room below the floor are wasted: the
+	 * job still waits). Without the floor's search of the classes and the fabric fit, which
+	 * would run in every placement the planner tries (p99 up to 11.8 ms a call on
+	 * mixed:2304, against 3.5 ms without). */
+	struct tp_step_model comm;
+	if (ctx->defrag_floor && ctx->have_comm && ctx->comm_jid == jid && !ctx->upgrade) {
+		comm = ctx->last_comm;
+		comm.no_floor_search = true;
+		comm.fabric_fit = 0;
+		r.comm = &comm;
 	}
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;

@@ -631,6 +631,30 @@ def check_upgrade(tmp):
         check(line in out, f"upgrade, {queue}: the text output lacks '{line}':\n{out}")
 
 
+# The defrag hook's floor (bench/sim_policy.c, sim_defrag_make_room; --no-defrag-floor: off).
+# On a fleet of several fabric classes the hook's plan asks the job's step model and fabric
+# floor, so it plans other moves than without (the planner's calls, moves and results
+# differ); on a fleet of one class there is no fabric floor, and the flag changes nothing.
+DEFRAG_FLOOR_FIELDS = ("effective_gpu_hours", "jobs_started", "defrag_calls", "defrag_moves",
+                       "defrag_refused", "compact_moves", "mean_wait_s", "occupancy")
+
+
+def check_defrag_floor(tmp):
+    for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
+        got = {}
+        for case, extra in (("on", []), ("off", ["--no-defrag-floor"])):
+            d, _ = run(["sim", "--fleet", fleet, "--mix", "philly", "--jobs", "3000", "--load",
+                        "3", "--seed", "1", "--queue", "strict", "--policies",
+                        "topoplace-defrag"] + extra, tmp, f"defrag-floor-{fleet}-{case}.json")
+            check(d["policy_settings"]["defrag_floor"] == (case == "on"),
+                  f"defrag floor {case}: the JSON's policy_settings say {d['policy_settings']}")
+            m = d["policies"]["topoplace-defrag"]
+            got[case] = tuple(m[k] for k in DEFRAG_FLOOR_FIELDS)
+        check((got["on"] != got["off"]) == differ,
+              f"defrag floor on {fleet}: {DEFRAG_FLOOR_FIELDS} with it {got['on']}, without "
+              f"{got['off']} ({'should' if differ else 'should not'} differ)")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -751,17 +775,19 @@ def check_compare_failures(tmp):
             "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
-            "upgrade": True}
+            "upgrade": True, "defrag_floor": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
-                           "--no-pay", "--floor-search", "every", "--compact-max-sims", "5"],
+                           "--no-pay", "--floor-search", "every", "--compact-max-sims", "5",
+                           "--no-defrag-floor"],
                    tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
-                     "floor_search", "compact_max_sims")}
+                     "floor_search", "compact_max_sims", "defrag_floor")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
-                  "pay_rule": False, "floor_search": "every", "compact_max_sims": 5},
+                  "pay_rule": False, "floor_search": "every", "compact_max_sims": 5,
+                  "defrag_floor": False},
           f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
@@ -845,6 +871,7 @@ if __name__ == "__main__":
         check_fabric_fit(tmp)
         check_top_floor(tmp)
         check_upgrade(tmp)
+        check_defrag_floor(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
