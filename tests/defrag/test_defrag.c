@@ -86,6 +86,24 @@ static tp_job_options opts(int migratable, int preemptible, int prio, double ckp
 	return o;
 }
 
+/* A request for a whole NVL72 rack (72 devices, required rack). */
+static tp_request whole_rack_request(void)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "rack";
+	r.count = 72;
+	r.required = "rack";
+	return r;
+}
+
+/* The default policy with preemption off: migrations only. */
+static tp_defrag_policy migration_only(void)
+{
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	return pol;
+}
+
 /* The shared case: J1 on node1+node2 (migratable, no shape), J2 on node5..7 (migratable, its
  * own request: 12 devices in groups of 4, required block). */
 static tp_cluster *s01_cluster(const tp_topology *t, const tp_request **j2shape)
@@ -729,12 +747,8 @@ Test(defrag, placement_trials_are_part_of_the_budget)
 	assign_with(c, "b", 72, 36, opts(1, 0, 0, 1000));
 	assign_with(c, "c", 144, 36, opts(0, 0, 0, 60));
 	uint64_t fp = tp_cluster_fingerprint(c);
-	tp_request r = TP_REQUEST_INIT;
-	r.id = "rack";
-	r.count = 72;
-	r.required = "rack";
-	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
-	pol.preempt = 0;
+	tp_request r = whole_rack_request();
+	tp_defrag_policy pol = migration_only();
 	pol.max_simulations = 1;
 	tp_plan *p = NULL;
 	TP_ASSERT_ERR(tp_defrag_plan(c, &r, &pol, &p), TP_ENOPLAN, tp_plan_errmsg(p),
@@ -1083,12 +1097,8 @@ Test(defrag, space_bound_counts_the_room_a_straddling_job_leaves)
 		snprintf(id, sizeof id, "u%u", node);
 		assign_range(c, id, node * 4, 4, &stay);
 	}
-	tp_request r = TP_REQUEST_INIT;
-	r.id = "rack";
-	r.count = 72;
-	r.required = "rack";
-	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
-	pol.preempt = 0;
+	tp_request r = whole_rack_request();
+	tp_defrag_policy pol = migration_only();
 	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX};
 	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_space_bound = true};
 	tp_plan *p = NULL, *q = NULL;
