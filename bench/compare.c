@@ -772,7 +772,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--spares K[/LEVEL]]]\n"
 	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
-	        "                        [--no-defrag-floor]\n"
+	        "                        [--no-defrag-floor] [--no-defrag-behind]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -860,6 +860,7 @@ int bench_compare_main(int argc, char **argv)
 		{"top-floor", required_argument, NULL, 1013},
 		{"no-upgrade", no_argument, NULL, 1014},
 		{"no-defrag-floor", no_argument, NULL, 1016},
+		{"no-defrag-behind", no_argument, NULL, 1017},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -911,6 +912,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1013: o.sim.top_floor = sim_top_floor_arg(optarg); break;
 		case 1014: o.sim.no_upgrade = true; break;
 		case 1016: o.sim.no_defrag_floor = true; break;
+		case 1017: o.sim.no_defrag_behind = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

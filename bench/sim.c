@@ -74,6 +74,9 @@ struct sim_run {
 	uint32_t *est_list, *est_devs;
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
+	bool head_count;    /* this pass: the oldest waiting job has more GPUs than are free */
+	bool behind_frag;   /* ... and a job behind it was answered TP_EFRAGMENTED (EASY: the
+	                     * defrag hook's second pass runs for it) */
 	bool post_pass;     /* EASY: the pass after backfill, in which the defrag hook runs */
 	uint64_t releases;  /* jobs finished so far */
 	uint32_t nodefrag_job;      /* the last job the planner found no plan for ... */
@@ -640,7 +643,7 @@ static int sim_upgrade(struct sim_run *r, uint32_t jid)
 	                            : fmin(r->o->defrag_max_cost, SIM_PAY_SHARE * saved);
 	struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, share, &r->res->defrag_refused,
 	                       r->o->defrag_max_sims, r->o->defrag_max_cands, NULL,
-	                       &r->res->defrag_unpaid};
+	                       &r->res->defrag_unpaid, NULL, 0, NULL};
 	double cost = 0;
 	uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 	int moves = sim_defrag_make_room(ctx, j, jid, &mv, &cost);
@@ -677,17 +680,23 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 	int rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
 	uint64_t dt = bench_now_ns() - t0;
 	r->head_frag |= rc == TP_EFRAGMENTED && r->oldest;
+	r->behind_frag |= rc == TP_EFRAGMENTED && r->head_count;
 	r->head_floor |= rc == TP_EBUSY && r->ctx.floor_refused && r->oldest;
 	r->res->place_us_mean += (double)dt * 1e-3;
 	r->res->place_calls++;
 	sim_planner_time(r->res, dt);
-	/* The planner is costly: as a periodic defrag cycle, it runs at most once per
-	 * --defrag-every-s of simulated time, for the oldest waiting job only, and not again for a
-	 * job it found no plan for until some job has finished. Also under EASY: without it there
-	 * (measured, docs/benchmarks.md "The pay rule and compaction for the head") the LLM mix
-	 * was level over 10 seeds and the Philly cells of the quick grid lost 0.4-0.5%. */
+	/* The planner is costly: as a periodic defrag cycle, it runs at most once per pass and
+	 * per --defrag-every-s of simulated time, for one job, and not again for a job it found no
+	 * plan for until some job has finished. The job is the oldest waiting one or, while that
+	 * one has more GPUs than are free (no plan can start it; besteffort and EASY), the first
+	 * fragmented job behind it (docs/benchmarks.md "Room for the job behind the head"); under
+	 * EASY its moves keep off the top job's reserved nodes, which a placeholder holds while
+	 * the planner runs. Also under EASY: without it there (measured, docs/benchmarks.md "The
+	 * pay rule and compaction for the head") the LLM mix was level over 10 seeds and the
+	 * Philly cells of the quick grid lost 0.4-0.5%. */
 	bool floor_wait = rc == TP_EBUSY && r->ctx.floor_refused; /* the top job's floor */
-	if ((rc == TP_EFRAGMENTED || floor_wait) && r->pol->defrag && r->oldest && !r->defrag_tried &&
+	if ((rc == TP_EFRAGMENTED || floor_wait) && r->pol->defrag &&
+	    (r->oldest || r->head_count) && !r->defrag_tried &&
 	    (r->o->queue != SIM_QUEUE_EASY || r->post_pass || r->o->defrag_before_backfill) &&
 	    r->now >= r->next_defrag &&
 	    !(jid == r->nodefrag_job && r->releases == r->nodefrag_releases)) {
@@ -695,11 +704,24 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, r->o->defrag_max_cost,
 		                       &r->res->defrag_refused, r->o->defrag_max_sims,
 		                       r->o->defrag_max_cands, r->o->no_pay ? NULL : sim_wait_est,
-		                       &r->res->defrag_unpaid};
+		                       &r->res->defrag_unpaid, NULL, 0, NULL};
+		if (!r->oldest && r->resv_on) { /* EASY: not on the top job's reserved nodes */
+			mv.pin = r->resv_list;
+			mv.npin = r->nresv;
+			mv.pin_node = r->resv_node;
+		}
+		uint32_t pinned_free = mv.npin ? sim_easy_free_on(&r->ctx, mv.pin, mv.npin) : 0;
 		r->defrag_tried = true;
 		r->next_defrag = r->now + r->o->defrag_every_s;
 		uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 		int moves = sim_defrag_make_room(&r->ctx, j, jid, &mv, &cost);
+		if (moves > 0 && mv.npin) { /* moves may free reserved GPUs, never take them */
+			uint32_t now_free = sim_easy_free_on(&r->ctx, mv.pin, mv.npin);
+			if (now_free < pinned_free)
+				bench_die("sim: the plan for job %u took %u of the top job's reserved GPUs",
+				          jid, pinned_free - now_free);
+			r->resv_free = now_free;
+		}
 		sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
 		r->res->defrag_calls++;
 		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
@@ -851,6 +873,7 @@ static void sim_schedule(struct sim_run *r)
 	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
 	r->defrag_tried = false;
+	r->head_count = false;
 	for (size_t i = 0; i < r->qlen; i++) {
 		uint32_t jid = r->queue[i];
 		const struct sim_job *j = &r->w->jobs[jid];
@@ -872,6 +895,11 @@ static void sim_schedule(struct sim_run *r)
 			scanned++;
 			int rc = sim_try(r, jid);
 			head_busy |= rc == TP_EBUSY && out == 0;
+			/* The oldest job waits for GPUs to end, not for a shape: the defrag hook may
+			 * make room for a job behind it instead (--no-defrag-behind: off). */
+			if (out == 0 && rc == TP_EBUSY && j->gpus > sim_free(r) && q != SIM_QUEUE_STRICT &&
+			    !r->o->no_defrag_behind)
+				r->head_count = true;
 			if (rc == 0 && r->resv_on) { /* EASY: does it delay the top job? */
 				double end = r->now + j->duration_s / (r->pol->uses_cluster ?
 				             sim_efficiency(r->f, j, r->devs, r->o->use_cost) : 1.0);
@@ -1069,7 +1097,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 		r.remain = sim_failures_remain(n);
 	r.compact = sim_compact_create(o, f, r.pol, r.now);
 	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused,
-	                        0, 0, o->no_pay ? NULL : sim_wait_est, &res->compact_unpaid};
+	                        0, 0, o->no_pay ? NULL : sim_wait_est, &res->compact_unpaid,
+	                        NULL, 0, NULL};
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
 		double t_end = r.nheap ? r.heap[0].t : INFINITY;
@@ -1090,16 +1119,16 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 			sim_failures_due(r.fail, t, &fh);
 		while (next < w->n && w->jobs[next].submit_s <= t)
 			r.queue[r.qlen++] = (uint32_t)next++;
-		r.head_frag = r.head_floor = false;
+		r.head_frag = r.head_floor = r.behind_frag = false;
 		sim_schedule(&r);
 		/* EASY: the planner runs for the top job after backfill has had the free GPUs, in a
 		 * second pass (its in-pass run stands aside): a plan then moves jobs only into what
 		 * backfill left idle. Before backfill its moves took the holes backfill would have
 		 * filled: on l4:2304 (llm, seeds 1-3) topoplace-defrag lost 0.37% to topoplace so,
 		 * and gains 0.09% so (docs/benchmarks.md, "The defrag hook after backfill"). */
-		if ((r.head_frag || r.head_floor) && o->queue == SIM_QUEUE_EASY && r.pol->defrag &&
-		    !o->defrag_before_backfill) {
-			r.head_frag = r.head_floor = false;
+		if ((r.head_frag || r.head_floor || r.behind_frag) && o->queue == SIM_QUEUE_EASY &&
+		    r.pol->defrag && !o->defrag_before_backfill) {
+			r.head_frag = r.head_floor = r.behind_frag = false;
 			r.post_pass = true;
 			sim_schedule(&r);
 			r.post_pass = false;
@@ -1190,22 +1219,23 @@ void sim_result_free(struct sim_result *res)
 
 static void sim_usage(FILE *f)
 {
+	fputs("usage: tp-bench sim [--fleet nvl72:10000|hgx:4096|torus:16,16,16|scenario:FILE]\n"
+	      "                    [--trace FILE [--limit N]] [--compress X]\n"
+	      "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
+	      "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
+	      "                    [--queue besteffort|strict|easy] [--starve-h H]\n"
+	      "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
+	      "                    [--defrag-max-sims N] [--defrag-max-cands N]\n"
+	      "                    [--efficiency cost|standin]\n"
+	      "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
+	      "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
+	      "                    [--compact-max-sims N]\n"
+	      "                    [--no-pay] [--defrag-before-backfill]\n"
+	      "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
+	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
+	      "                    [--no-defrag-behind]\n"
+	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
-	        "usage: tp-bench sim [--fleet nvl72:10000|hgx:4096|torus:16,16,16|scenario:FILE]\n"
-	        "                    [--trace FILE [--limit N]] [--compress X]\n"
-	        "                    [--jobs N] [--load X] [--seed N] [--policies a,b,...]\n"
-	        "                    [--window START_H,END_H] [--sample-s S] [--backfill N]\n"
-	        "                    [--queue besteffort|strict|easy] [--starve-h H]\n"
-	        "                    [--defrag-every-s S] [--defrag-max-cost X]\n"
-	        "                    [--defrag-max-sims N] [--defrag-max-cands N]\n"
-	        "                    [--efficiency cost|standin]\n"
-	        "                    [--failures RATE [--repair-h H] [--ckpt-every-s S] [--spares K]]\n"
-	        "                    [--no-compact] [--compact-moves-h N] [--compact-budget X]\n"
-	        "                    [--compact-max-sims N]\n"
-	        "                    [--no-pay] [--defrag-before-backfill]\n"
-	        "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
-	        "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
-	        "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
 	        "  submit_s,duration_s,num_gpus[,kind]) under every policy: random, first-fit,\n"
 	        "  kueue-like, slurm-block-like, slurm-tree-like, topoplace, topoplace-defrag,\n"
@@ -1303,6 +1333,7 @@ int bench_sim_main(int argc, char **argv)
 		{"top-floor", required_argument, NULL, 1007},
 		{"no-upgrade", no_argument, NULL, 1008},
 		{"no-defrag-floor", no_argument, NULL, 1010},
+		{"no-defrag-behind", no_argument, NULL, 1011},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1333,6 +1364,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1007: o.top_floor = sim_top_floor_arg(optarg); break;
 		case 1008: o.no_upgrade = true; break;
 		case 1010: o.no_defrag_floor = true; break;
+		case 1011: o.no_defrag_behind = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

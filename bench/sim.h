@@ -173,7 +173,11 @@ double sim_top_floor_arg(const char *s);
 	"  --no-defrag-floor: on a fleet of several fabric classes the defrag hook's plan\n"      \
 	"  asks, as topoplace's place did, the job's step model and efficiency floor (without\n"  \
 	"  the floor's search of the classes and the fabric fit), so that it frees room only\n"   \
-	"  where the job may start; this turns that off (bench/sim_policy.c).\n"
+	"  where the job may start; this turns that off (bench/sim_policy.c).\n"                  \
+	"  --no-defrag-behind: under besteffort and EASY, while the oldest waiting job has\n"    \
+	"  more GPUs than are free (a plan cannot start it), the defrag hook makes room for the\n"\
+	"  first job behind it that is fragmented (under EASY off the top job's reserved\n"      \
+	"  nodes); this turns that off: the hook runs for the oldest job only.\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -215,6 +219,7 @@ struct sim_opts {
 	double top_floor;      /* --top-floor (SIM_TOP_FLOOR by default; 0: off) */
 	bool no_upgrade;       /* --no-upgrade: topoplace-defrag's locality upgrade off */
 	bool no_defrag_floor;  /* --no-defrag-floor: the defrag hook's plan asks no fabric floor */
+	bool no_defrag_behind; /* --no-defrag-behind: the defrag hook runs for the oldest job only */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -446,6 +451,11 @@ struct sim_mover {
 	 * plans it refused. NULL wait_est: no pay rule. */
 	double (*wait_est)(void *ud, uint32_t jid);
 	long *unpaid;
+	/* Nodes whose free devices the plan may not use (EASY: the top job's reserved nodes, when
+	 * the plan is for a job behind it), held by a pinned placeholder while the planner runs. */
+	const uint32_t *pin;
+	uint32_t npin;
+	const uint8_t *pin_node; /* [nodes] the same nodes as flags: no migrant may land there */
 };
 /* Whether carrying out plan p (its steps before the place step are migrations) for waiting
  * job j pays: the GPU-seconds its moved jobs lose to checkpoint and restart (tp_plan_cost_s,

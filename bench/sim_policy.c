@@ -837,6 +837,41 @@ void sim_trace_call(const char *what, const tp_request *r, int rc, const tp_plan
 	        rc && p ? ": " : "", rc && p ? tp_plan_errmsg(p) : "");
 }
 
+/* Hold the free devices of nodes list[0..n) by a pinned placeholder job, after a savepoint
+ * (*sp) that takes it away again. */
+static void sim_pin_nodes(tp_cluster *c, const uint32_t *list, uint32_t n, size_t *sp)
+{
+	uint32_t *buf = malloc((size_t)n * TP_MAX_NODE_DEVICES * sizeof *buf);
+	if (!buf)
+		bench_die("out of memory");
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		k += bench_node_free_devices(c, list[i], buf + k, TP_MAX_NODE_DEVICES);
+	BENCH_CHECK(tp_cluster_savepoint(c, sp), tp_cluster_errmsg(c));
+	if (k > 0) {
+		tp_job_options opts = TP_JOB_OPTIONS_INIT;
+		opts.migratable = 0;
+		BENCH_CHECK(tp_cluster_assign(c, "easy-pinned", buf, k, &opts), tp_cluster_errmsg(c));
+	}
+	free(buf);
+}
+
+/* Whether a migration of p's first ns steps lands on a pinned node: one that another move
+ * of the plan freed (the placeholder held only the devices free before it). */
+static bool sim_lands_on_pinned(const struct sim_ctx *ctx, const tp_plan *p, size_t ns,
+                                const uint8_t *pinned)
+{
+	for (size_t i = 0; i < ns; i++) {
+		const uint32_t *to;
+		size_t nto;
+		BENCH_CHECK(tp_plan_step(p, i, NULL, NULL, NULL, NULL, &to, &nto), "tp_plan_step");
+		for (size_t d = 0; d < nto; d++)
+			if (pinned[tp_topology_device_node(ctx->f->t, to[d])])
+				return true;
+	}
+	return false;
+}
+
 /*
  * The defrag hook: ask the library's planner for the moves that make job j fit, with
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
@@ -880,7 +915,12 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	tp_plan *p = NULL;
 	*cost_s = 0;
 	uint64_t c0 = bench_thread_cpu_ns();
+	size_t sp = 0;
+	if (mv->npin > 0)
+		sim_pin_nodes(ctx->c, mv->pin, mv->npin, &sp);
 	int rc = tp_defrag_plan(ctx->c, &r, &pol, &p);
+	if (mv->npin > 0) /* the plan's steps apply without the placeholder too */
+		BENCH_CHECK(tp_cluster_rollback(ctx->c, sp), tp_cluster_errmsg(ctx->c));
 	if (getenv("TP_BENCH_DEFRAG_TRACE"))
 		sim_trace_call("defrag", &r, rc, p, bench_thread_cpu_ns() - c0);
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
@@ -891,6 +931,11 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		return rc;
 	}
 	size_t ns = tp_plan_step_count(p) - 1; /* the last step places j */
+	if (mv->npin > 0 && sim_lands_on_pinned(ctx, p, ns, mv->pin_node)) {
+		(*mv->refused)++;
+		tp_plan_destroy(p);
+		return TP_ENOPLAN;
+	}
 	if (!sim_plan_pays(mv, j, jid, p) ||
 	    sim_apply_migrations(ctx->c, p, ns, mv, "tp_defrag_plan") < 0) {
 		tp_plan_destroy(p);

@@ -655,6 +655,37 @@ def check_defrag_floor(tmp):
               f"{got['off']} ({'should' if differ else 'should not'} differ)")
 
 
+# Room for the job behind the head (bench/sim.c, sim_try; --no-defrag-behind: off). While the
+# oldest waiting job has more GPUs than are free, no plan starts it; under besteffort and EASY
+# the defrag hook then plans for the first fragmented job behind it, so it runs more often and
+# moves jobs; under EASY its plan keeps off the top job's reserved nodes (the simulator stops
+# with an error if a plan's moves take a reserved GPU). Under strict nothing passes the head:
+# the flag changes nothing.
+DEFRAG_BEHIND_FIELDS = ("effective_gpu_hours", "jobs_started", "defrag_calls", "defrag_moves",
+                        "mean_wait_s", "occupancy")
+
+
+def check_defrag_behind(tmp):
+    for queue in ("besteffort", "easy", "strict"):
+        got = {}
+        for case, extra in (("on", []), ("off", ["--no-defrag-behind"])):
+            d, _ = run(["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "2000", "--load",
+                        "1.5", "--seed", "1", "--queue", queue, "--policies",
+                        "topoplace-defrag"] + extra, tmp, f"defrag-behind-{queue}-{case}.json")
+            check(d["policy_settings"]["defrag_behind"] == (case == "on"),
+                  f"defrag behind {case}: the JSON's policy_settings say {d['policy_settings']}")
+            got[case] = d["policies"]["topoplace-defrag"]
+        on, off = (tuple(got[c][k] for k in DEFRAG_BEHIND_FIELDS) for c in ("on", "off"))
+        if queue == "strict":
+            check(on == off, f"defrag behind under strict: {DEFRAG_BEHIND_FIELDS} with it {on}, "
+                  f"without {off} (should not differ)")
+        else:
+            check(got["on"]["defrag_calls"] > got["off"]["defrag_calls"] and
+                  got["on"]["defrag_moves"] > got["off"]["defrag_moves"],
+                  f"defrag behind under {queue}: {DEFRAG_BEHIND_FIELDS} with it {on}, without "
+                  f"{off} (more planner calls and moves expected with it)")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -775,19 +806,19 @@ def check_compare_failures(tmp):
             "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
-            "upgrade": True, "defrag_floor": True}
+            "upgrade": True, "defrag_floor": True, "defrag_behind": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
                            "--no-pay", "--floor-search", "every", "--compact-max-sims", "5",
-                           "--no-defrag-floor"],
+                           "--no-defrag-floor", "--no-defrag-behind"],
                    tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
-                     "floor_search", "compact_max_sims", "defrag_floor")}
+                     "floor_search", "compact_max_sims", "defrag_floor", "defrag_behind")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
                   "pay_rule": False, "floor_search": "every", "compact_max_sims": 5,
-                  "defrag_floor": False},
+                  "defrag_floor": False, "defrag_behind": False},
           f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
@@ -872,6 +903,7 @@ if __name__ == "__main__":
         check_top_floor(tmp)
         check_upgrade(tmp)
         check_defrag_floor(tmp)
+        check_defrag_behind(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
