@@ -52,6 +52,10 @@ struct cmp_cell_pol {
 	long defrag_unpaid, compact_unpaid; /* plans the pay rule refused (sim_plan_pays) */
 	long upgrade_calls, upgrade_moves;  /* the locality upgrade (sim.c, sim_upgrade) */
 	double idle_shape_gpu_h, idle_count_gpu_h; /* idle while the oldest job waits */
+	long defrag_moves, compact_moves; /* jobs moved by the defrag hook (upgrades too) and by
+	                                   * compaction, over the whole run */
+	double move_cost_gpu_h; /* the checkpoint GPU-hours of all those moves */
+	double eff_share;       /* effective GPU-hours over busy GPU-hours in the window */
 	long fail_jobs, fail_on_spare;   /* --failures: running jobs hit, repaired on a spare */
 	double fail_lost_gpu_h, fail_restart_gpu_h;
 };
@@ -348,6 +352,10 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->upgrade_moves = res.upgrade_moves;
 		p->idle_shape_gpu_h = res.idle_shape_gpu_h;
 		p->idle_count_gpu_h = res.idle_count_gpu_h;
+		p->defrag_moves = res.defrag_moves;
+		p->compact_moves = res.compact_moves;
+		p->move_cost_gpu_h = (res.defrag_cost_s + res.compact_cost_s) / 3600;
+		p->eff_share = res.eff_share;
 		p->fail_jobs = res.fail_jobs;
 		p->fail_on_spare = res.fail_on_spare;
 		p->fail_lost_gpu_h = res.fail_lost_gpu_h;
@@ -628,6 +636,10 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_int(&j, "upgrade_moves", p->upgrade_moves);
 			bench_json_num(&j, "idle_shape_gpu_h", p->idle_shape_gpu_h);
 			bench_json_num(&j, "idle_count_gpu_h", p->idle_count_gpu_h);
+			bench_json_int(&j, "defrag_moves", p->defrag_moves);
+			bench_json_int(&j, "compact_moves", p->compact_moves);
+			bench_json_num(&j, "move_cost_gpu_h", p->move_cost_gpu_h);
+			bench_json_num(&j, "eff_share", p->eff_share);
 			if (o->sim.fail_rate > 0) {
 				bench_json_int(&j, "failed_jobs", p->fail_jobs);
 				bench_json_int(&j, "repaired_on_spare", p->fail_on_spare);
@@ -773,6 +785,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--floor-search oldest|every|off] [--floor-ahead]\n"
 	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
 	        "                        [--no-defrag-floor] [--no-defrag-behind]\n"
+	        "                        [--no-pay-slowdown]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -798,7 +811,9 @@ static void cmp_usage(FILE *f)
 	        "  after backfill (--defrag-before-backfill: before, the old order). The JSON\n"
 	        "  gives per policy defrag_unpaid and compact_unpaid (plans the pay rule refused)\n"
 	        "  and idle_shape_gpu_h / idle_count_gpu_h (idle GPU-hours in the window while the\n"
-	        "  oldest job waits with enough free GPUs, for shape, or too few, for count).\n"
+	        "  oldest job waits with enough free GPUs, for shape, or too few, for count),\n"
+	        "  defrag_moves, compact_moves and move_cost_gpu_h (jobs moved and their checkpoint\n"
+	        "  GPU-hours, over the whole run), eff_share (effective over busy GPU-hours).\n"
 	        "  --defrag-every-s, --defrag-max-sims, --defrag-max-cands: as tp-bench sim's (how\n"
 	        "  often the defrag hook may run, default 0: each pass; the planner's work budget\n"
 	        "  per call); --compact-moves-h, --compact-budget, --compact-max-sims: as tp-bench\n"
@@ -861,6 +876,7 @@ int bench_compare_main(int argc, char **argv)
 		{"no-upgrade", no_argument, NULL, 1014},
 		{"no-defrag-floor", no_argument, NULL, 1016},
 		{"no-defrag-behind", no_argument, NULL, 1017},
+		{"no-pay-slowdown", no_argument, NULL, 1018},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -913,6 +929,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1014: o.sim.no_upgrade = true; break;
 		case 1016: o.sim.no_defrag_floor = true; break;
 		case 1017: o.sim.no_defrag_behind = true; break;
+		case 1018: o.sim.no_pay_slowdown = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

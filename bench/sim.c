@@ -545,17 +545,29 @@ static size_t sim_due_ends(const struct sim_run *r, struct sim_due *due)
  * are not foreseen). INFINITY if it never fits so. Leaves the cluster, the rng and the EASY
  * reservation as they were.
  */
-static double sim_wait_est(void *ud, uint32_t jid)
+static double sim_wait_est(void *ud, uint32_t jid, double *eff)
 {
 	struct sim_run *r = ud;
+	const struct sim_job *j = &r->w->jobs[jid];
 	size_t n = sim_due_ends(r, r->running_end);
 	uint32_t nlist = 0;
 	long calls = 0;
-	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, &r->w->jobs[jid], jid, r->running_end,
-	                            n, r->est_devs, r->est_node, r->est_list, &nlist, &calls);
+	double t = sim_easy_reserve(&r->ctx, r->pol, r->st, j, jid, r->running_end, n, r->est_devs,
+	                            r->est_node, r->est_list, &nlist, &calls);
 	for (uint32_t k = 0; k < nlist; k++)
 		r->est_node[r->est_list[k]] = 0;
+	if (eff)
+		*eff = isinf(t) ? 0 : sim_efficiency(r->f, j, r->est_devs, r->o->use_cost);
 	return t > r->now ? t - r->now : 0;
+}
+
+static double sim_job_efficiency(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n)
+{
+	struct sim_run *r = ud;
+	const struct sim_job *j = &r->w->jobs[jid];
+	if (n != j->gpus)
+		bench_die("a plan places job %u on %u devices, not %u", jid, n, j->gpus);
+	return sim_efficiency(r->f, j, devs, r->o->use_cost);
 }
 
 bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t jid,
@@ -563,8 +575,18 @@ bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t
 {
 	if (!mv->wait_est)
 		return true;
-	double gain = (double)j->gpus * mv->wait_est(mv->ud, jid) * SIM_PAY_SHARE;
-	if (tp_plan_cost_s(p) < gain)
+	double later = 0;
+	double gain = (double)j->gpus * mv->wait_est(mv->ud, jid, &later) * SIM_PAY_SHARE;
+	double slower = 0; /* GPU-seconds j holds its GPUs longer where the plan puts it */
+	if (mv->efficiency && later > 0) {
+		const uint32_t *to;
+		size_t nto, last = tp_plan_step_count(p) - 1;
+		BENCH_CHECK(tp_plan_step(p, last, NULL, NULL, NULL, NULL, &to, &nto), "tp_plan_step");
+		double now = mv->efficiency(mv->ud, jid, to, (uint32_t)nto);
+		if (now > 0 && now < later)
+			slower = (double)j->gpus * j->duration_s * (1 / now - 1 / later);
+	}
+	if (tp_plan_cost_s(p) + slower < gain)
 		return true;
 	(*mv->unpaid)++;
 	return false;
@@ -643,7 +665,7 @@ static int sim_upgrade(struct sim_run *r, uint32_t jid)
 	                            : fmin(r->o->defrag_max_cost, SIM_PAY_SHARE * saved);
 	struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, share, &r->res->defrag_refused,
 	                       r->o->defrag_max_sims, r->o->defrag_max_cands, NULL,
-	                       &r->res->defrag_unpaid, NULL, 0, NULL};
+	                       &r->res->defrag_unpaid, NULL, 0, NULL, sim_job_efficiency};
 	double cost = 0;
 	uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 	int moves = sim_defrag_make_room(ctx, j, jid, &mv, &cost);
@@ -704,7 +726,8 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 		struct sim_mover mv = {r, sim_moved, sim_keeps_efficiency, r->o->defrag_max_cost,
 		                       &r->res->defrag_refused, r->o->defrag_max_sims,
 		                       r->o->defrag_max_cands, r->o->no_pay ? NULL : sim_wait_est,
-		                       &r->res->defrag_unpaid, NULL, 0, NULL};
+		                       &r->res->defrag_unpaid, NULL, 0, NULL,
+		                       r->o->no_pay_slowdown ? NULL : sim_job_efficiency};
 		if (!r->oldest && r->resv_on) { /* EASY: not on the top job's reserved nodes */
 			mv.pin = r->resv_list;
 			mv.npin = r->nresv;
@@ -1098,7 +1121,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.compact = sim_compact_create(o, f, r.pol, r.now);
 	struct sim_mover cmv = {&r, sim_moved, sim_keeps_efficiency, 0, &res->defrag_refused,
 	                        0, 0, o->no_pay ? NULL : sim_wait_est, &res->compact_unpaid,
-	                        NULL, 0, NULL};
+	                        NULL, 0, NULL,
+	                        o->no_pay_slowdown ? NULL : sim_job_efficiency};
 	while (next < w->n || r.nheap > 0 || (r.qlen && repairing(&r))) {
 		double t_arr = next < w->n ? w->jobs[next].submit_s : INFINITY;
 		double t_end = r.nheap ? r.heap[0].t : INFINITY;
@@ -1233,7 +1257,7 @@ static void sim_usage(FILE *f)
 	      "                    [--no-pay] [--defrag-before-backfill]\n"
 	      "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
-	      "                    [--no-defrag-behind]\n"
+	      "                    [--no-defrag-behind] [--no-pay-slowdown]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1334,6 +1358,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-upgrade", no_argument, NULL, 1008},
 		{"no-defrag-floor", no_argument, NULL, 1010},
 		{"no-defrag-behind", no_argument, NULL, 1011},
+		{"no-pay-slowdown", no_argument, NULL, 1012},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1365,6 +1390,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1008: o.no_upgrade = true; break;
 		case 1010: o.no_defrag_floor = true; break;
 		case 1011: o.no_defrag_behind = true; break;
+		case 1012: o.no_pay_slowdown = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

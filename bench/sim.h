@@ -177,7 +177,10 @@ double sim_top_floor_arg(const char *s);
 	"  --no-defrag-behind: under besteffort and EASY, while the oldest waiting job has\n"    \
 	"  more GPUs than are free (a plan cannot start it), the defrag hook makes room for the\n"\
 	"  first job behind it that is fragmented (under EASY off the top job's reserved\n"      \
-	"  nodes); this turns that off: the hook runs for the oldest job only.\n"
+	"  nodes); this turns that off: the hook runs for the oldest job only.\n"                  \
+	"  --no-pay-slowdown: the pay rule also counts the GPU-seconds the waiting job would\n"  \
+	"  lose running where the plan places it rather than where it would start after its\n"   \
+	"  wait (a slower fabric class); this turns that off.\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -208,6 +211,8 @@ struct sim_opts {
 	bool compact;          /* compaction when jobs end (sim_compact.c; on by default) */
 	bool compact_easy;     /* the same under --queue easy (off by default; --compact: on) */
 	bool no_pay;           /* --no-pay: plans carried out without the pay rule */
+	bool no_pay_slowdown;  /* --no-pay-slowdown: the pay rule ignores the efficiency a plan
+	                        * gives the waiting job */
 	bool defrag_before_backfill; /* EASY: the defrag hook in the first pass, before backfill
 	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
@@ -447,23 +452,29 @@ struct sim_mover {
 	                     * library's default) */
 	unsigned max_cands; /* ... and candidate domains searched per call (0: the default) */
 	/* The pay rule (sim_plan_pays; off with --no-pay): the waiting job `jid`'s expected wait
-	 * (s) if nothing is moved (sim_wait_est; INFINITY: never by itself), and the counter of
-	 * plans it refused. NULL wait_est: no pay rule. */
-	double (*wait_est)(void *ud, uint32_t jid);
+	 * (s) if nothing is moved (sim_wait_est; INFINITY: never by itself) and, in *eff, the
+	 * efficiency of the placement it would get then (0: none foreseen); the counter of plans
+	 * it refused. NULL wait_est: no pay rule. */
+	double (*wait_est)(void *ud, uint32_t jid, double *eff);
 	long *unpaid;
 	/* Nodes whose free devices the plan may not use (EASY: the top job's reserved nodes, when
 	 * the plan is for a job behind it), held by a pinned placeholder while the planner runs. */
 	const uint32_t *pin;
 	uint32_t npin;
 	const uint8_t *pin_node; /* [nodes] the same nodes as flags: no migrant may land there */
+	/* The efficiency waiting job `jid` would run at on devs[0..n) (the simulator's model), for
+	 * the pay rule; NULL: the rule does not weigh it. */
+	double (*efficiency)(void *ud, uint32_t jid, const uint32_t *devs, uint32_t n);
 };
 /* Whether carrying out plan p (its steps before the place step are migrations) for waiting
  * job j pays: the GPU-seconds its moved jobs lose to checkpoint and restart (tp_plan_cost_s,
- * the simulator's model of a move) are under SIM_PAY_SHARE of the GPU-seconds j would
- * otherwise wait on its GPUs (j->gpus x mv->wait_est). Half, as a moved job also ends its
- * checkpoint time later, which delays whatever was to start on its GPUs (the share the EASY
- * compaction rule used already). True without a pay rule (mv->wait_est NULL, --no-pay);
- * counts a refusal in *mv->unpaid. */
+ * the simulator's model of a move), plus those j would hold its GPUs longer where the plan
+ * places it than where it would start after its wait (j->gpus x its work x (1 / efficiency
+ * there - 1 / efficiency then), when the plan's is the lower; with mv->efficiency), are under
+ * SIM_PAY_SHARE of the GPU-seconds j would otherwise wait on its GPUs (j->gpus x
+ * mv->wait_est). Half, as a moved job also ends its checkpoint time later, which delays
+ * whatever was to start on its GPUs (the share the EASY compaction rule used already). True
+ * without a pay rule (mv->wait_est NULL, --no-pay); counts a refusal in *mv->unpaid. */
 #define SIM_PAY_SHARE 0.5
 bool sim_plan_pays(const struct sim_mover *mv, const struct sim_job *j, uint32_t jid,
                    const tp_plan *p);

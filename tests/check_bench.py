@@ -54,7 +54,8 @@ CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
                "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms",
                "defrag_unpaid", "compact_unpaid", "idle_shape_gpu_h", "idle_count_gpu_h",
-               "upgrade_calls", "upgrade_moves"}
+               "upgrade_calls", "upgrade_moves", "defrag_moves", "compact_moves",
+               "move_cost_gpu_h", "eff_share"}
 CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms"}  # times: not deterministic
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
@@ -686,6 +687,32 @@ def check_defrag_behind(tmp):
                   f"{off} (more planner calls and moves expected with it)")
 
 
+# The pay rule's slowdown term (bench/sim.c, sim_plan_pays; --no-pay-slowdown: off). On a
+# fleet of several fabric classes a plan may start the waiting job on a slower class than the
+# one it would start on after its wait; the rule then counts the GPU-seconds it would lose
+# there, so it refuses more plans (defrag_unpaid) and the figures differ. On a fleet of one
+# class both placements run at the same efficiency: nothing changes.
+def check_pay_slowdown(tmp):
+    for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
+        got = {}
+        for case, extra in (("on", []), ("off", ["--no-pay-slowdown"])):
+            d, _ = run(["sim", "--fleet", fleet, "--mix", "philly", "--jobs", "3000", "--load",
+                        "3", "--seed", "1", "--queue", "besteffort", "--policies",
+                        "topoplace-defrag"] + extra, tmp, f"pay-slowdown-{fleet}-{case}.json")
+            check(d["policy_settings"]["pay_slowdown"] == (case == "on"),
+                  f"pay slowdown {case}: the JSON's policy_settings say {d['policy_settings']}")
+            got[case] = d["policies"]["topoplace-defrag"]
+        keys = ("effective_gpu_hours", "defrag_calls", "defrag_moves", "defrag_unpaid")
+        on, off = (tuple(got[c][k] for k in keys) for c in ("on", "off"))
+        if differ:
+            check(got["on"]["defrag_unpaid"] > got["off"]["defrag_unpaid"],
+                  f"pay slowdown on {fleet}: {keys} with it {on}, without {off} (more plans "
+                  f"refused expected with it)")
+        else:
+            check(on == off, f"pay slowdown on {fleet}: {keys} with it {on}, without {off} "
+                  f"(should not differ)")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -806,7 +833,7 @@ def check_compare_failures(tmp):
             "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
-            "upgrade": True, "defrag_floor": True, "defrag_behind": True}
+            "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
@@ -815,10 +842,11 @@ def check_compare_failures(tmp):
                    tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
-                     "floor_search", "compact_max_sims", "defrag_floor", "defrag_behind")}
+                     "floor_search", "compact_max_sims", "defrag_floor", "defrag_behind",
+                     "pay_slowdown")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
                   "pay_rule": False, "floor_search": "every", "compact_max_sims": 5,
-                  "defrag_floor": False, "defrag_behind": False},
+                  "defrag_floor": False, "defrag_behind": False, "pay_slowdown": False},
           f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
@@ -904,6 +932,7 @@ if __name__ == "__main__":
         check_upgrade(tmp)
         check_defrag_floor(tmp)
         check_defrag_behind(tmp)
+        check_pay_slowdown(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
