@@ -640,17 +640,25 @@ DEFRAG_FLOOR_FIELDS = ("effective_gpu_hours", "jobs_started", "defrag_calls", "d
                        "defrag_refused", "compact_moves", "mean_wait_s", "occupancy")
 
 
+def sim_with_and_without(tmp, fleet, mix, jobs, load, queue, flag, setting):
+    """topoplace-defrag's figures from `tp-bench sim` without and with a --no-... flag (the
+    "on" and "off" cases), having checked that policy_settings[setting] says which."""
+    got = {}
+    for case, extra in (("on", []), ("off", [flag])):
+        d, _ = run(["sim", "--fleet", fleet, "--mix", mix, "--jobs", str(jobs), "--load",
+                    str(load), "--seed", "1", "--queue", queue, "--policies",
+                    "topoplace-defrag"] + extra, tmp, f"{setting}-{fleet}-{queue}-{case}.json")
+        check(d["policy_settings"][setting] == (case == "on"),
+              f"{setting} {case}: the JSON's policy_settings say {d['policy_settings']}")
+        got[case] = d["policies"]["topoplace-defrag"]
+    return got
+
+
 def check_defrag_floor(tmp):
     for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
-        got = {}
-        for case, extra in (("on", []), ("off", ["--no-defrag-floor"])):
-            d, _ = run(["sim", "--fleet", fleet, "--mix", "philly", "--jobs", "3000", "--load",
-                        "3", "--seed", "1", "--queue", "strict", "--policies",
-                        "topoplace-defrag"] + extra, tmp, f"defrag-floor-{fleet}-{case}.json")
-            check(d["policy_settings"]["defrag_floor"] == (case == "on"),
-                  f"defrag floor {case}: the JSON's policy_settings say {d['policy_settings']}")
-            m = d["policies"]["topoplace-defrag"]
-            got[case] = tuple(m[k] for k in DEFRAG_FLOOR_FIELDS)
+        m = sim_with_and_without(tmp, fleet, "philly", 3000, 3, "strict", "--no-defrag-floor",
+                                 "defrag_floor")
+        got = {c: tuple(m[c][k] for k in DEFRAG_FLOOR_FIELDS) for c in m}
         check((got["on"] != got["off"]) == differ,
               f"defrag floor on {fleet}: {DEFRAG_FLOOR_FIELDS} with it {got['on']}, without "
               f"{got['off']} ({'should' if differ else 'should not'} differ)")
@@ -668,14 +676,8 @@ DEFRAG_BEHIND_FIELDS = ("effective_gpu_hours", "jobs_started", "defrag_calls", "
 
 def check_defrag_behind(tmp):
     for queue in ("besteffort", "easy", "strict"):
-        got = {}
-        for case, extra in (("on", []), ("off", ["--no-defrag-behind"])):
-            d, _ = run(["sim", "--fleet", "nvl72:864", "--mix", "llm", "--jobs", "2000", "--load",
-                        "1.5", "--seed", "1", "--queue", queue, "--policies",
-                        "topoplace-defrag"] + extra, tmp, f"defrag-behind-{queue}-{case}.json")
-            check(d["policy_settings"]["defrag_behind"] == (case == "on"),
-                  f"defrag behind {case}: the JSON's policy_settings say {d['policy_settings']}")
-            got[case] = d["policies"]["topoplace-defrag"]
+        got = sim_with_and_without(tmp, "nvl72:864", "llm", 2000, 1.5, queue,
+                                   "--no-defrag-behind", "defrag_behind")
         on, off = (tuple(got[c][k] for k in DEFRAG_BEHIND_FIELDS) for c in ("on", "off"))
         if queue == "strict":
             check(on == off, f"defrag behind under strict: {DEFRAG_BEHIND_FIELDS} with it {on}, "
@@ -694,14 +696,8 @@ def check_defrag_behind(tmp):
 # class both placements run at the same efficiency: nothing changes.
 def check_pay_slowdown(tmp):
     for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
-        got = {}
-        for case, extra in (("on", []), ("off", ["--no-pay-slowdown"])):
-            d, _ = run(["sim", "--fleet", fleet, "--mix", "philly", "--jobs", "3000", "--load",
-                        "3", "--seed", "1", "--queue", "besteffort", "--policies",
-                        "topoplace-defrag"] + extra, tmp, f"pay-slowdown-{fleet}-{case}.json")
-            check(d["policy_settings"]["pay_slowdown"] == (case == "on"),
-                  f"pay slowdown {case}: the JSON's policy_settings say {d['policy_settings']}")
-            got[case] = d["policies"]["topoplace-defrag"]
+        got = sim_with_and_without(tmp, fleet, "philly", 3000, 3, "besteffort",
+                                   "--no-pay-slowdown", "pay_slowdown")
         keys = ("effective_gpu_hours", "defrag_calls", "defrag_moves", "defrag_unpaid")
         on, off = (tuple(got[c][k] for k in keys) for c in ("on", "off"))
         if differ:
