@@ -1079,6 +1079,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.top_floor = o->queue == SIM_QUEUE_EASY ? o->top_floor : 0;
 	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
 	r.ctx.defrag_floor = !o->no_defrag_floor;
+	r.ctx.defrag_best = !o->no_defrag_best && o->queue != SIM_QUEUE_STRICT;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1257,7 +1258,7 @@ static void sim_usage(FILE *f)
 	      "                    [--no-pay] [--defrag-before-backfill]\n"
 	      "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
-	      "                    [--no-defrag-behind] [--no-pay-slowdown]\n"
+	      "                    [--no-defrag-behind] [--no-pay-slowdown] [--no-defrag-best]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1359,6 +1360,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-defrag-floor", no_argument, NULL, 1010},
 		{"no-defrag-behind", no_argument, NULL, 1011},
 		{"no-pay-slowdown", no_argument, NULL, 1012},
+		{"no-defrag-best", no_argument, NULL, 1013},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1391,6 +1393,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1010: o.no_defrag_floor = true; break;
 		case 1011: o.no_defrag_behind = true; break;
 		case 1012: o.no_pay_slowdown = true; break;
+		case 1013: o.no_defrag_best = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

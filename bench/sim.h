@@ -180,7 +180,11 @@ double sim_top_floor_arg(const char *s);
 	"  nodes); this turns that off: the hook runs for the oldest job only.\n"                  \
 	"  --no-pay-slowdown: the pay rule also counts the GPU-seconds the waiting job would\n"  \
 	"  lose running where the plan places it rather than where it would start after its\n"   \
-	"  wait (a slower fabric class); this turns that off.\n"
+	"  wait (a slower fabric class); this turns that off.\n"                             \
+	"  --no-defrag-best: on a fleet of several fabric classes, under besteffort and EASY,\n"  \
+	"  the defrag hook's plan must also start the job at the best efficiency it reaches\n"   \
+	"  packed into one class (the jobs behind it use the slow classes' room meanwhile);\n"   \
+	"  this turns that off. Under StrictFIFO it is off (that room would idle).\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -213,6 +217,8 @@ struct sim_opts {
 	bool no_pay;           /* --no-pay: plans carried out without the pay rule */
 	bool no_pay_slowdown;  /* --no-pay-slowdown: the pay rule ignores the efficiency a plan
 	                        * gives the waiting job */
+	bool no_defrag_best;   /* --no-defrag-best: the defrag hook's plan need not reach the job's
+	                        * best class efficiency (bench/sim_policy.c) */
 	bool defrag_before_backfill; /* EASY: the defrag hook in the first pass, before backfill
 	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
@@ -352,6 +358,11 @@ struct sim_ctx {
 	bool defrag_floor, have_comm;
 	struct tp_step_model last_comm;
 	uint32_t comm_jid;
+	/* On such a fleet, under besteffort and EASY (defrag_best; --no-defrag-best: off), the
+	 * hook's plan must also reach best_eff, the best efficiency of job comm_jid in any one
+	 * class (its devices packed there), which topoplace's place sets (sim_defrag_make_room). */
+	bool defrag_best;
+	double best_eff;
 };
 
 struct sim_policy {

@@ -741,8 +741,12 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
 	struct tp_step_model m = sim_step_model(j);
+	ctx->best_eff = 0;
 	if (L->floor && !r.box_level) {
-		m.min_efficiency = floor_ahead(floor_of(L->floor, ctx->f, j, &m)->floor, ctx, j, &m);
+		const struct floor_memo *fm = floor_of(L->floor, ctx->f, j, &m);
+		for (unsigned c = 0; c < L->floor->nclass; c++)
+			ctx->best_eff = fm->e[c] > ctx->best_eff ? fm->e[c] : ctx->best_eff;
+		m.min_efficiency = floor_ahead(fm->floor, ctx, j, &m);
 		m.no_floor_search = ctx->floor_search == SIM_FLOOR_OFF ||
 		                    (ctx->floor_search == SIM_FLOOR_OLDEST && !ctx->oldest);
 		m.fabric_fit = ctx->fabric_fit;
@@ -898,12 +902,19 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	 * and floor, as its place asked (moves that free room below the floor are wasted: the
 	 * job still waits). Without the floor's search of the classes and the fabric fit, which
 	 * would run in every placement the planner tries (p99 up to 11.8 ms a call on
-	 * mixed:2304, against 3.5 ms without). */
+	 * mixed:2304, against 3.5 ms without). Under besteffort and EASY the plan must also
+	 * reach the job's best class efficiency (ctx->defrag_best): the cheapest room is on the
+	 * slow classes, and a job started there ran at 0.69-0.74 where the same sizes ran at
+	 * 0.90-0.92 without a plan, while the jobs behind it could have used that room
+	 * (docs/benchmarks.md, "The defrag hook's plan at the job's best class"). Under
+	 * StrictFIFO nothing else starts while it waits: room on a slow class beats idle GPUs. */
 	struct tp_step_model comm;
 	if (ctx->defrag_floor && ctx->have_comm && ctx->comm_jid == jid && !ctx->upgrade) {
 		comm = ctx->last_comm;
 		comm.no_floor_search = true;
 		comm.fabric_fit = 0;
+		if (ctx->defrag_best && ctx->best_eff > comm.min_efficiency)
+			comm.min_efficiency = ctx->best_eff;
 		r.comm = &comm;
 	}
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;

@@ -692,11 +692,13 @@ def check_defrag_behind(tmp):
 # The pay rule's slowdown term (bench/sim.c, sim_plan_pays; --no-pay-slowdown: off). On a
 # fleet of several fabric classes a plan may start the waiting job on a slower class than the
 # one it would start on after its wait; the rule then counts the GPU-seconds it would lose
-# there, so it refuses more plans (defrag_unpaid) and the figures differ. On a fleet of one
-# class both placements run at the same efficiency: nothing changes.
+# there, so it refuses more plans (defrag_unpaid) and the figures differ: under StrictFIFO
+# (under besteffort and EASY the plan must reach the job's best class already, which leaves
+# the term little to refuse: check_defrag_best). On a fleet of one class both placements
+# usually run at the same efficiency: nothing changes on hgx:512 under besteffort.
 def check_pay_slowdown(tmp):
-    for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
-        got = sim_with_and_without(tmp, fleet, "philly", 3000, 3, "besteffort",
+    for fleet, queue, differ in (("mixed:576", "strict", True), ("hgx:512", "besteffort", False)):
+        got = sim_with_and_without(tmp, fleet, "philly", 3000, 3, queue,
                                    "--no-pay-slowdown", "pay_slowdown")
         keys = ("effective_gpu_hours", "defrag_calls", "defrag_moves", "defrag_unpaid")
         on, off = (tuple(got[c][k] for k in keys) for c in ("on", "off"))
@@ -707,6 +709,30 @@ def check_pay_slowdown(tmp):
         else:
             check(on == off, f"pay slowdown on {fleet}: {keys} with it {on}, without {off} "
                   f"(should not differ)")
+
+
+# The defrag hook's plan at the job's best class (bench/sim_policy.c, sim_defrag_make_room;
+# --no-defrag-best: off). On a fleet of several fabric classes, under besteffort and EASY, the
+# plan must start the job at the best efficiency it reaches packed into one class: the plans
+# that made room on a slow class go, so fewer jobs move and the jobs run faster on average.
+# Under StrictFIFO it is off, and on a fleet of one class there is no class to prefer: the
+# flag changes nothing there.
+def check_defrag_best(tmp):
+    keys = ("effective_gpu_hours", "defrag_calls", "defrag_moves", "mean_efficiency")
+    for fleet, queue, differ in (("mixed:576", "besteffort", True),
+                                 ("mixed:576", "strict", False),
+                                 ("hgx:512", "besteffort", False)):
+        got = sim_with_and_without(tmp, fleet, "philly", 3000, 3, queue, "--no-defrag-best",
+                                   "defrag_best")
+        on, off = (tuple(got[c][k] for k in keys) for c in ("on", "off"))
+        if differ:
+            check(got["on"]["defrag_moves"] < got["off"]["defrag_moves"] and
+                  got["on"]["mean_efficiency"] > got["off"]["mean_efficiency"],
+                  f"defrag best on {fleet}, {queue}: {keys} with it {on}, without {off} "
+                  f"(fewer moves and a higher mean efficiency expected with it)")
+        else:
+            check(on == off, f"defrag best on {fleet}, {queue}: {keys} with it {on}, without "
+                  f"{off} (should not differ)")
 
 
 def check_fabric_fit(tmp):
@@ -829,20 +855,22 @@ def check_compare_failures(tmp):
             "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
-            "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True}
+            "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True,
+            "defrag_best": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
                            "--no-pay", "--floor-search", "every", "--compact-max-sims", "5",
-                           "--no-defrag-floor", "--no-defrag-behind"],
+                           "--no-defrag-floor", "--no-defrag-behind", "--no-defrag-best"],
                    tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
                      "floor_search", "compact_max_sims", "defrag_floor", "defrag_behind",
-                     "pay_slowdown")}
+                     "pay_slowdown", "defrag_best")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
                   "pay_rule": False, "floor_search": "every", "compact_max_sims": 5,
-                  "defrag_floor": False, "defrag_behind": False, "pay_slowdown": False},
+                  "defrag_floor": False, "defrag_behind": False, "pay_slowdown": False,
+                  "defrag_best": False},
           f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
@@ -929,6 +957,7 @@ if __name__ == "__main__":
         check_defrag_floor(tmp)
         check_defrag_behind(tmp)
         check_pay_slowdown(tmp)
+        check_defrag_best(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
