@@ -786,6 +786,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
 	        "                        [--no-defrag-floor] [--no-defrag-behind]\n"
 	        "                        [--no-pay-slowdown] [--no-defrag-best]\n"
+	        "                        [--no-defrag-less-local]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -878,6 +879,7 @@ int bench_compare_main(int argc, char **argv)
 		{"no-defrag-behind", no_argument, NULL, 1017},
 		{"no-pay-slowdown", no_argument, NULL, 1018},
 		{"no-defrag-best", no_argument, NULL, 1019},
+		{"no-defrag-less-local", no_argument, NULL, 1020},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -932,6 +934,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1017: o.sim.no_defrag_behind = true; break;
 		case 1018: o.sim.no_pay_slowdown = true; break;
 		case 1019: o.sim.no_defrag_best = true; break;
+		case 1020: o.sim.no_defrag_less_local = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

@@ -1080,6 +1080,12 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
 	r.ctx.defrag_floor = !o->no_defrag_floor;
 	r.ctx.defrag_best = !o->no_defrag_best && o->queue != SIM_QUEUE_STRICT;
+	/* Moves less local only where a job can spread over more nodes of its NVLink domain and
+	 * run as fast (NVL72 racks): where the domain is the node (HGX, and the mixed fleet by its
+	 * levels), a less local home crosses the network, which the efficiency check refuses for
+	 * every job of several GPUs, and the plans refused cost the ones that would start the job
+	 * (docs/benchmarks.md, "Moves less local where the moved job runs as fast"). */
+	r.ctx.defrag_less_local = !o->no_defrag_less_local && f->nv_level < f->node_level;
 	res->last_empty_s = -INFINITY;
 	bench_rng_seed(&r.ctx.rng, o->seed ^ 0x5151u);
 	size_t n = w->n ? w->n : 1;
@@ -1259,6 +1265,7 @@ static void sim_usage(FILE *f)
 	      "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
 	      "                    [--no-defrag-behind] [--no-pay-slowdown] [--no-defrag-best]\n"
+	      "                    [--no-defrag-less-local]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1361,6 +1368,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-defrag-behind", no_argument, NULL, 1011},
 		{"no-pay-slowdown", no_argument, NULL, 1012},
 		{"no-defrag-best", no_argument, NULL, 1013},
+		{"no-defrag-less-local", no_argument, NULL, 1014},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1394,6 +1402,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1011: o.no_defrag_behind = true; break;
 		case 1012: o.no_pay_slowdown = true; break;
 		case 1013: o.no_defrag_best = true; break;
+		case 1014: o.no_defrag_less_local = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

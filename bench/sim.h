@@ -184,7 +184,12 @@ double sim_top_floor_arg(const char *s);
 	"  --no-defrag-best: on a fleet of several fabric classes, under besteffort and EASY,\n"  \
 	"  the defrag hook's plan must also start the job at the best efficiency it reaches\n"   \
 	"  packed into one class (the jobs behind it use the slow classes' room meanwhile);\n"   \
-	"  this turns that off. Under StrictFIFO it is off (that room would idle).\n"
+	"  this turns that off. Under StrictFIFO it is off (that room would idle).\n"              \
+	"  --no-defrag-less-local: on a fleet whose NVLink domain holds several nodes (the\n"    \
+	"  NVL72 racks of nvl72: and l4:), the defrag hook's plan may move a job to devices\n"   \
+	"  less local than its own (the planner's allow_less_local) where the moved job runs as\n"\
+	"  fast (the simulator's efficiency check); this turns that off: every moved job stays\n"\
+	"  as local as it was. Off where the NVLink domain is the node (hgx:, mixed:).\n"
 
 struct sim_opts {
 	const char *fleet;
@@ -219,6 +224,8 @@ struct sim_opts {
 	                        * gives the waiting job */
 	bool no_defrag_best;   /* --no-defrag-best: the defrag hook's plan need not reach the job's
 	                        * best class efficiency (bench/sim_policy.c) */
+	bool no_defrag_less_local; /* --no-defrag-less-local: the defrag hook's plan keeps every
+	                            * moved job as local as it was (bench/sim_policy.c) */
 	bool defrag_before_backfill; /* EASY: the defrag hook in the first pass, before backfill
 	                              * (--defrag-before-backfill; after it by default) */
 	double compact_moves_h; /* its budgets: jobs moved per hour, */
@@ -363,6 +370,10 @@ struct sim_ctx {
 	 * class (its devices packed there), which topoplace's place sets (sim_defrag_make_room). */
 	bool defrag_best;
 	double best_eff;
+	/* The hook's plan may move a job less local if it runs as fast there, on a fleet whose
+	 * NVLink domain holds several nodes (defrag_less_local; --no-defrag-less-local: off;
+	 * sim_defrag_make_room). */
+	bool defrag_less_local;
 };
 
 struct sim_policy {

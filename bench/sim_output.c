@@ -105,6 +105,8 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "defrag_behind", !o->no_defrag_behind);
 	bench_json_bool(j, "pay_slowdown", !o->no_pay && !o->no_pay_slowdown);
 	bench_json_bool(j, "defrag_best", !o->no_defrag_best); /* never under strict */
+	bench_json_bool(j, "defrag_less_local", /* only where the NVLink domain holds nodes */
+	                !o->no_defrag_less_local);
 	bench_json_end_obj(j);
 }
 

@@ -881,8 +881,9 @@ static bool sim_lands_on_pinned(const struct sim_ctx *ctx, const tp_plan *p, siz
  * migrations only (no preemption: the simulator has no requeue), interactive jobs untouched
  * (the planner's default), at most 8 jobs moved and a cost (checkpoint seconds x devices) of at
  * most mv->max_cost_share of j's own work. A plan is carried out only if no moved job would run
- * less efficiently afterwards (mv->keeps_efficiency: the planner keeps each job's locality, the
- * simulator checks the efficiency it charges). Then every migration step is applied to the
+ * less efficiently afterwards (mv->keeps_efficiency: the planner keeps each job's locality
+ * unless ctx->defrag_less_local lets it move one less local, and the simulator checks the
+ * efficiency it charges). Then every migration step is applied to the
  * cluster (tp_plan_apply_step) and reported (mv->moved), which charges the moved job its
  * checkpoint time. The place step is left to the caller, which places j again.
  * Returns the number of jobs moved, or a negative code (TP_ENOPLAN also for a plan refused).
@@ -923,6 +924,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	pol.max_cost_s = mv->max_cost_share * (double)j->gpus * j->duration_s;
 	pol.max_simulations = mv->max_sims; /* 0: the library's default */
 	pol.max_candidates = mv->max_cands;
+	pol.allow_less_local = ctx->defrag_less_local;
 	tp_plan *p = NULL;
 	*cost_s = 0;
 	uint64_t c0 = bench_thread_cpu_ns();

@@ -131,10 +131,15 @@ def check_sim(tmp):
         check(0 <= m["occupancy"] <= 1, f"sim: {name} occupancy {m['occupancy']}")
         check(0 <= m["full_locality_share"] <= 1, f"sim: {name} full-locality share")
         check(m["p95_wait_s"] >= 0 and m["mean_wait_s"] >= 0, f"sim: {name} waits")
+    # The ideal bound is FIFO over perfectly packed GPUs, not an optimal schedule: over the
+    # window a policy that starts other jobs first may do a little more (docs/benchmarks.md
+    # has cells with topoplace-defrag above it; here, seed 7, topoplace-defrag 24,923.8
+    # against 24,923.3 GPU-hours). More than 0.1% above it is an accounting error.
     ideal = pol["ideal"]["effective_gpu_hours"]
     for name in POLICIES:
-        check(pol[name]["effective_gpu_hours"] <= ideal * (1 + 1e-9),
-              f"sim: {name} beats the ideal bound")
+        check(pol[name]["effective_gpu_hours"] <= ideal * (1 + 1e-3),
+              f"sim: {name} beats the ideal bound by more than 0.1% "
+              f"({pol[name]['effective_gpu_hours']} against {ideal})")
     check(pol["topoplace"]["full_locality_share"] == 1, "sim: topoplace lost locality")
     check(pol["topoplace-defrag"]["defrag_moves"] > 0, "sim: the defrag policy never moved")
     check(pol["first-fit"]["full_locality_share"] < 1, "sim: first-fit never lost locality")
@@ -735,6 +740,33 @@ def check_defrag_best(tmp):
                   f"{off} (should not differ)")
 
 
+# Moves to less local homes (bench/sim_policy.c, sim_defrag_make_room; --no-defrag-less-local:
+# off). On a fleet whose NVLink domain holds several nodes, the defrag hook lets the planner
+# move a job less local than it sits (its allow_less_local), and the simulator refuses the
+# plans that would slow a moved job. On NVL72 racks a job moved from one tray to several trays
+# of a rack runs as fast (one NVLink domain), so more plans are found and carried out: the LLM
+# mix under StrictFIFO gets more effective GPU-hours, and the simulator's check refuses more
+# plans (the ones that would split a job across racks). Where the NVLink domain is the node
+# (HGX, and the mixed fleet by its levels) the hook keeps every moved job as local as it was:
+# the flag changes nothing there.
+def check_defrag_less_local(tmp):
+    keys = ("effective_gpu_hours", "defrag_calls", "defrag_moves", "defrag_refused")
+    for fleet, queue, differ in (("nvl72:864", "strict", True), ("hgx:512", "strict", False),
+                                 ("mixed:576", "strict", False)):
+        got = sim_with_and_without(tmp, fleet, "llm", 1000, 1.3, queue,
+                                   "--no-defrag-less-local", "defrag_less_local")
+        on, off = (tuple(got[c][k] for k in keys) for c in ("on", "off"))
+        if differ:
+            check(got["on"]["effective_gpu_hours"] > got["off"]["effective_gpu_hours"] and
+                  got["on"]["defrag_refused"] > got["off"]["defrag_refused"],
+                  f"defrag less local on {fleet}: {keys} with it {on}, without {off} (more "
+                  f"effective GPU-hours and more plans refused by the efficiency check "
+                  f"expected with it)")
+        else:
+            check(on == off, f"defrag less local on {fleet}: {keys} with it {on}, without "
+                  f"{off} (should not differ)")
+
+
 def check_fabric_fit(tmp):
     trace = os.path.join(tmp, "fabric-fit.csv")
     write_csv(trace, FABRIC_FIT_ROWS)
@@ -856,7 +888,7 @@ def check_compare_failures(tmp):
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
             "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True,
-            "defrag_best": True}
+            "defrag_best": True, "defrag_less_local": True}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
@@ -958,6 +990,7 @@ if __name__ == "__main__":
         check_defrag_behind(tmp)
         check_pay_slowdown(tmp)
         check_defrag_best(tmp)
+        check_defrag_less_local(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
