@@ -49,6 +49,8 @@ struct cmp_cell_pol {
 	long planner_calls;
 	long defrag_calls;               /* the defrag planner's calls alone */
 	double defrag_p50_ms, defrag_p99_ms; /* their CPU time per call */
+	long plan_calls;                 /* of them tp_defrag_plan's (the hook's, the upgrade's) */
+	double plan_p50_ms, plan_p99_ms; /* their CPU time per call, without compaction's */
 	long defrag_unpaid, compact_unpaid; /* plans the pay rule refused (sim_plan_pays) */
 	long upgrade_calls, upgrade_moves;  /* the locality upgrade (sim.c, sim_upgrade) */
 	double idle_shape_gpu_h, idle_count_gpu_h; /* idle while the oldest job waits */
@@ -346,6 +348,9 @@ static void cmp_run_cell(const struct cmp_opts *o, const struct sim_fleet *f,
 		p->defrag_calls = (long)res.ndefrag_cpu;
 		p->defrag_p50_ms = res.defrag_p50_ms;
 		p->defrag_p99_ms = res.defrag_p99_ms;
+		p->plan_calls = (long)res.nplan_cpu;
+		p->plan_p50_ms = res.plan_p50_ms;
+		p->plan_p99_ms = res.plan_p99_ms;
 		p->defrag_unpaid = res.defrag_unpaid;
 		p->compact_unpaid = res.compact_unpaid;
 		p->upgrade_calls = res.upgrade_calls;
@@ -391,6 +396,8 @@ struct cmp_group_pol {
 	long dcalls;             /* defrag planner calls, all seeds */
 	long ucalls, umoves;     /* the locality upgrade's calls and moves, all seeds */
 	double dp50_ms, dp99_ms; /* their largest per-seed p50 and p99 of CPU time */
+	long pcalls;             /* of them tp_defrag_plan's, all seeds */
+	double pp99_ms;          /* their largest per-seed p99 of CPU time */
 };
 
 struct cmp_group {
@@ -410,6 +417,7 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 	for (size_t k = 0; k < npol; k++) {
 		int n = 0;
 		double calls = 0, p99 = 0, dcalls = 0, dp50 = 0, dp99 = 0, ucalls = 0, umoves = 0;
+		double pcalls = 0, pp99 = 0;
 		for (int c = 0; c < ncells; c++) {
 			const struct cmp_cell *cell = &cells[c];
 			if (cell->wl != g->wl || cell->fl != g->fl || cell->q != g->q)
@@ -426,6 +434,8 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 			umoves += cell->pol[k].upgrade_moves;
 			dp50 = fmax(dp50, cell->pol[k].defrag_p50_ms);
 			dp99 = fmax(dp99, cell->pol[k].defrag_p99_ms);
+			pcalls += cell->pol[k].plan_calls;
+			pp99 = fmax(pp99, cell->pol[k].plan_p99_ms);
 			if (cell->flagged)
 				continue;
 			v[0][n] = cell->pol[k].eff_gpu_h;
@@ -448,6 +458,8 @@ static void cmp_summarise(const struct cmp_opts *o, const struct cmp_cell *cells
 		p->umoves = (long)umoves;
 		p->dp50_ms = dp50;
 		p->dp99_ms = dp99;
+		p->pcalls = (long)pcalls;
+		p->pp99_ms = pp99;
 	}
 	int best = -1, ideal = -1;
 	for (size_t k = 0; k < npol; k++) {
@@ -523,6 +535,9 @@ static void cmp_print_group(const struct cmp_opts *o, const struct cmp_group *g,
 			printf("%s: defrag planner %ld calls, CPU per call p50 %.3f ms, p99 %.3f ms "
 			       "(largest per seed)", sim_policies[pols[k]].name, g->pol[k].dcalls,
 			       g->pol[k].dp50_ms, g->pol[k].dp99_ms);
+			if (g->pol[k].pcalls < g->pol[k].dcalls)
+				printf("; tp_defrag_plan alone (the hook, without compaction): %ld calls, "
+				       "p99 %.3f ms", g->pol[k].pcalls, g->pol[k].pp99_ms);
 			if (g->pol[k].ucalls)
 				printf("; of them the locality upgrade: %ld calls, %ld jobs moved",
 				       g->pol[k].ucalls, g->pol[k].umoves);
@@ -630,6 +645,9 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 			bench_json_int(&j, "defrag_calls", p->defrag_calls);
 			bench_json_num(&j, "defrag_p50_ms", p->defrag_p50_ms);
 			bench_json_num(&j, "defrag_p99_ms", p->defrag_p99_ms);
+			bench_json_int(&j, "plan_calls", p->plan_calls);
+			bench_json_num(&j, "plan_p50_ms", p->plan_p50_ms);
+			bench_json_num(&j, "plan_p99_ms", p->plan_p99_ms);
 			bench_json_int(&j, "defrag_unpaid", p->defrag_unpaid);
 			bench_json_int(&j, "compact_unpaid", p->compact_unpaid);
 			bench_json_int(&j, "upgrade_calls", p->upgrade_calls);

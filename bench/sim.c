@@ -373,17 +373,25 @@ static void sim_planner_time(struct sim_result *res, uint64_t ns)
 	res->planner_ms[res->nplanner++] = (double)ns * 1e-6;
 }
 
-/* One defrag planner call's CPU time (sim_result.defrag_cpu_ms). */
-void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns)
+/* Append x to the array *v of *n entries and room for *cap. */
+static void sim_push_ms(double **v, size_t *n, size_t *cap, double x)
 {
-	if (res->ndefrag_cpu == res->cap_defrag_cpu) {
-		res->cap_defrag_cpu = res->cap_defrag_cpu ? 2 * res->cap_defrag_cpu : 256;
-		res->defrag_cpu_ms = realloc(res->defrag_cpu_ms,
-		                             res->cap_defrag_cpu * sizeof *res->defrag_cpu_ms);
-		if (!res->defrag_cpu_ms)
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 256;
+		*v = realloc(*v, *cap * sizeof **v);
+		if (!*v)
 			bench_die("out of memory");
 	}
-	res->defrag_cpu_ms[res->ndefrag_cpu++] = (double)ns * 1e-6;
+	(*v)[(*n)++] = x;
+}
+
+/* One defrag planner call's CPU time (sim_result.defrag_cpu_ms; plan_cpu_ms for a
+ * tp_defrag_plan call). */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns, bool plan)
+{
+	sim_push_ms(&res->defrag_cpu_ms, &res->ndefrag_cpu, &res->cap_defrag_cpu, (double)ns * 1e-6);
+	if (plan)
+		sim_push_ms(&res->plan_cpu_ms, &res->nplan_cpu, &res->cap_plan_cpu, (double)ns * 1e-6);
 }
 
 static uint32_t sim_free(const struct sim_run *r)
@@ -670,7 +678,7 @@ static int sim_upgrade(struct sim_run *r, uint32_t jid)
 	uint64_t d0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
 	int moves = sim_defrag_make_room(ctx, j, jid, &mv, &cost);
 	ctx->upgrade = false;
-	sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
+	sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0, true);
 	sim_planner_time(r->res, bench_now_ns() - d0);
 	r->res->upgrade_calls++;
 	if (moves <= 0)
@@ -745,7 +753,7 @@ static int sim_try(struct sim_run *r, uint32_t jid)
 				          jid, pinned_free - now_free);
 			r->resv_free = now_free;
 		}
-		sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0);
+		sim_defrag_cpu_time(r->res, bench_thread_cpu_ns() - c0, true);
 		r->res->defrag_calls++;
 		r->res->defrag_us_mean += (double)(bench_now_ns() - d0) * 1e-3;
 		sim_planner_time(r->res, bench_now_ns() - d0);
@@ -1035,6 +1043,8 @@ static void sim_summarise(struct sim_run *r)
 		res->defrag_us_mean /= (double)res->defrag_calls;
 	res->defrag_p50_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.50);
 	res->defrag_p99_ms = bench_quantile(res->defrag_cpu_ms, res->ndefrag_cpu, 0.99);
+	res->plan_p50_ms = bench_quantile(res->plan_cpu_ms, res->nplan_cpu, 0.50);
+	res->plan_p99_ms = bench_quantile(res->plan_cpu_ms, res->nplan_cpu, 0.99);
 	double fn = 0, fd = 0, bx = 0, fg = 0, bs = 0;
 	size_t ns = 0, nbs = 0;
 	for (size_t i = 0; i < res->nsamples; i++) {
@@ -1241,9 +1251,11 @@ void sim_result_free(struct sim_result *res)
 	free(res->samples);
 	free(res->planner_ms);
 	free(res->defrag_cpu_ms);
+	free(res->plan_cpu_ms);
 	res->samples = NULL;
 	res->planner_ms = NULL;
 	res->defrag_cpu_ms = NULL;
+	res->plan_cpu_ms = NULL;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */

@@ -282,6 +282,11 @@ struct sim_result {
 	double *defrag_cpu_ms;
 	size_t ndefrag_cpu, cap_defrag_cpu;
 	double defrag_p50_ms, defrag_p99_ms;
+	/* the same for the tp_defrag_plan calls alone (the defrag hook's and the locality
+	 * upgrade's), without compaction's */
+	double *plan_cpu_ms;
+	size_t nplan_cpu, cap_plan_cpu;
+	double plan_p50_ms, plan_p99_ms;
 	long upgrade_calls, upgrade_moves; /* the locality upgrade (sim.c, sim_upgrade); its */
 	double upgrade_cost_s;             /* moves count in defrag_moves and defrag_cost_s too */
 	long compact_calls, compact_moves; /* compaction (sim_compact.c) */
@@ -314,8 +319,9 @@ void sim_fleet_build(struct sim_fleet *f, const char *spec);
 void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
                     const struct sim_workload *w, double w0, double w1, struct sim_result *res);
 void sim_result_free(struct sim_result *res);
-/* Record one defrag planner call's CPU time (ns) in res->defrag_cpu_ms. */
-void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns);
+/* Record one defrag planner call's CPU time (ns) in res->defrag_cpu_ms, and in
+ * res->plan_cpu_ms too for a tp_defrag_plan call (plan). */
+void sim_defrag_cpu_time(struct sim_result *res, uint64_t ns, bool plan);
 /* tp-bench sim --inference N (sim_serving.c): services instead of the training workload;
  * prints per policy the share of service-hours that survive any single rack or power-feed
  * loss beside effective GPU-hours. */

@@ -132,7 +132,7 @@ int sim_compact_run(struct sim_compact *k, tp_cluster *c, const struct sim_workl
 	int rc = tp_defrag_compact_for(c, lv, &r, &pol, &p);
 	size_t nsteps = rc == 0 ? tp_plan_step_count(p) - 1 : 0;
 	uint64_t cpu_ns = bench_thread_cpu_ns() - c0;
-	sim_defrag_cpu_time(res, cpu_ns);
+	sim_defrag_cpu_time(res, cpu_ns, false);
 	res->compact_calls++;
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || rc == TP_ENOTFOUND)
 		bench_die("tp_defrag_compact: %s: %s", tp_err_name(rc), p ? tp_plan_errmsg(p) : "");

@@ -53,10 +53,12 @@ POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree
 CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
                "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms",
+               "plan_calls", "plan_p50_ms", "plan_p99_ms",
                "defrag_unpaid", "compact_unpaid", "idle_shape_gpu_h", "idle_count_gpu_h",
                "upgrade_calls", "upgrade_moves", "defrag_moves", "compact_moves",
                "move_cost_gpu_h", "eff_share"}
-CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms"}  # times: not deterministic
+CPU_KEYS = {"planner_p99_ms", "defrag_p50_ms", "defrag_p99_ms", "plan_p50_ms",
+            "plan_p99_ms"}  # times: not deterministic
 METRICS = ["occupancy", "effective_gpu_hours", "full_locality_share", "mean_wait_s",
            "p95_wait_s", "makespan_s", "defrag_moves", "defrag_cost_s"]
 WALL_KEYS = {"wall_s", "place_us_mean", "defrag_us_mean", "loadavg_1min_at_end",
@@ -337,6 +339,7 @@ def check_compare(tmp):
     check("cells done" in err and "elapsed" in err and "left" in err,
           f"compare: no progress on stderr: {err!r}")
     groups = {}
+    compaction_calls = 0
     for c in a["cells"]:
         check(set(c) == CELL_KEYS, f"compare: cell keys {sorted(c)}")
         check(sorted(c["policies"]) == sorted(POLICIES),
@@ -345,12 +348,21 @@ def check_compare(tmp):
             check(set(m) == POLICY_KEYS, f"compare: {name} keys {sorted(m)}")
             check(all(isinstance(v, (int, float)) for v in m.values()),
                   f"compare: {name} has a value that is not a number")
+            # tp_defrag_plan's calls (the hook's, the upgrade's) are some of the planner's;
+            # the rest are compaction's, which only topoplace-defrag runs
+            if "plan_calls" in m:
+                check(0 <= m["plan_calls"] <= m["defrag_calls"] and
+                      (m["plan_calls"] == m["defrag_calls"] or name == "topoplace-defrag"),
+                      f"compare: {name} plan_calls {m['plan_calls']} against defrag_calls "
+                      f"{m['defrag_calls']}")
+                compaction_calls += m["defrag_calls"] - m["plan_calls"]
         check(isinstance(c["flagged"], bool), "compare: flagged is not a bool")
         if not c["flagged"]:
             check(c["queue_empty_share"] == 0,
                   f"compare: unflagged cell with an empty queue {c['queue_empty_share']}")
         key = (c["workload"], c["fleet"], c["queue"])
         groups.setdefault(key, []).append(c)
+    check(compaction_calls > 0, "compare: no compaction call told apart from tp_defrag_plan's")
     summ = {(s["workload"], s["fleet"], s["queue"]): s for s in a["summary"]}
     for key, cells in groups.items():
         used = [c for c in cells if not c["flagged"]]
