@@ -350,12 +350,10 @@ def check_compare(tmp):
                   f"compare: {name} has a value that is not a number")
             # tp_defrag_plan's calls (the hook's, the upgrade's) are some of the planner's;
             # the rest are compaction's, which only topoplace-defrag runs
-            if "plan_calls" in m:
-                check(0 <= m["plan_calls"] <= m["defrag_calls"] and
-                      (m["plan_calls"] == m["defrag_calls"] or name == "topoplace-defrag"),
-                      f"compare: {name} plan_calls {m['plan_calls']} against defrag_calls "
-                      f"{m['defrag_calls']}")
-                compaction_calls += m["defrag_calls"] - m["plan_calls"]
+            plan, calls = m.get("plan_calls", -1), m.get("defrag_calls", -1)
+            check(0 <= plan <= calls and (plan == calls or name == "topoplace-defrag"),
+                  f"compare: {name} plan_calls {plan} against defrag_calls {calls}")
+            compaction_calls += calls - plan
         check(isinstance(c["flagged"], bool), "compare: flagged is not a bool")
         if not c["flagged"]:
             check(c["queue_empty_share"] == 0,
