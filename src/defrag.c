@@ -793,6 +793,7 @@ void defrag_planner_init(struct planner *P, struct tp_cluster *c, const tp_defra
 	P->exact_max = k ? k->exact_max : TP_DEFRAG_EXACT_MAX;
 	P->room_bound = !k || !k->no_room_bound;
 	P->moves_bound = !k || !k->no_moves_bound;
+	P->shape_bound = !k || !k->no_shape_bound;
 	P->space_bound = !k || !k->no_space_bound;
 	P->joint_bound = !k || !k->no_joint_bound;
 	P->lb_open = COST_NONE;

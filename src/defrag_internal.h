@@ -32,6 +32,7 @@ struct tp_defrag_knobs {
 	bool no_joint_bound; /* no defrag_homes_joint (the same) */
 	bool no_moves_bound; /* no defrag_moves_over (the same) */
 	bool no_space_bound; /* no defrag_space_over (the same) */
+	bool no_shape_bound; /* no shape bound in the target search (defrag_targets.c; the same) */
 	uint64_t *branches;  /* when set: the depth-first searches' branches (their work) */
 };
 
@@ -248,6 +249,7 @@ struct planner {
 	bool room_bound; /* sets ruled out by defrag_home_room */
 	bool joint_bound; /* sets ruled out by defrag_homes_joint */
 	bool moves_bound; /* candidates passed by on defrag_moves_over */
+	bool shape_bound; /* the target search bounds the units still missing (unit_rest) */
 	bool space_bound; /* candidates passed by on defrag_space_over */
 	uint64_t branches; /* of the depth-first searches (tp_defrag_knobs.branches) */
 	int level;       /* candidate level, -1: the whole cluster */

@@ -10,8 +10,10 @@
  * hold the units once every movable job on T left, on its own: the devices outside T are not
  * the request's (the request restricted to T's nodes, the jobs' usable devices counted on T
  * only), the cheapest sets of jobs on T that the tallies accept are listed by a depth-first
- * search bounded by the best plan and the fractional bound of the devices still missing, and
- * they are simulated cheapest first (cost, moves, devices); the first that works is T's plan.
+ * search bounded by the best plan and the fractional bounds of the devices and of the whole
+ * units (slices, groups) still missing, and they are simulated cheapest first (cost, moves,
+ * devices); the first that works is T's plan. The search lists no more sets than the
+ * simulations the budget has left can try.
  * On small clusters (as the exact subset search does) up to TARGET_ROOM_DEPTH movable jobs
  * elsewhere join a set as room makers for the migrants. The sets T are taken in order of their
  * fractional lower bound, and a set whose bound cannot beat the best plan is skipped.
@@ -273,6 +275,9 @@ struct tdfs {
 	int64_t kc[TARGET_TRIES + 1];
 	uint32_t nk, k;
 	uint32_t top[65 * DEFRAG_TOPK]; /* defrag_top_build over mv[0 .. mt) */
+	struct ustate *us; /* the shape bound's state per layer domain (unit_rest) */
+	size_t ubase[TP_MAX_LEVELS];
+	uint64_t ustamp;
 };
 
 /* The sets simulate_list can look at, at most: TARGET_TRIES simulated and one for the bound;
@@ -357,11 +362,108 @@ static int64_t dfs_rest(const struct planner *P, const struct tdfs *d, uint32_t 
 	return left ? COST_NONE : lb;
 }
 
+/* Units a layer may miss for unit_rest to bound it. */
+#define UNIT_MAX 64u
+
+/* One layer domain in unit_rest: the devices its next unit still needs, the units bounded so
+ * far, the cost of the next one so far. */
+struct ustate {
+	uint64_t stamp; /* tdfs.ustamp when last set: else not yet touched by this bound */
+	uint32_t rem, k;
+	double c;
+};
+
+static void top_push(double *top, uint32_t *nt, uint32_t miss, double v)
+{
+	if (*nt == miss && v >= top[miss - 1])
+		return;
+	uint32_t x = *nt < miss ? (*nt)++ : miss - 1;
+	while (x > 0 && top[x - 1] > v) {
+		top[x] = top[x - 1];
+		x--;
+	}
+	top[x] = v;
+}
+
+/* The fractional bound of the units still missing, from mv[i .. mt): the shape, where
+ * dfs_rest bounds the device count. Each job's cost is shared among its usable devices (its
+ * rate); a domain's next units need the devices it still lacks, taken cheapest first, so a
+ * domain's k-th unit costs at least as much as its (k-1)-th and the cheapest completion of the
+ * units a layer misses costs at least the sum of the cheapest such marginal costs. A job that
+ * alone holds some domains frees their units together, at its cost share of their devices.
+ * Double sums, less a billionth and one microsecond per unit: never above the exact bound.
+ * COST_NONE: the jobs left cannot complete the units. */
+static int64_t unit_rest(const struct planner *P, struct tdfs *d, uint32_t i)
+{
+	const struct cscan *s = &P->scan;
+	int64_t best = 0;
+	for (unsigned L = 0; L < s->nlayers; L++) {
+		const struct scan_layer *ly = &s->ly[L];
+		if (ly->units >= ly->need || ly->size < 2 || ly->need - ly->units > UNIT_MAX)
+			continue;
+		const uint32_t miss = (uint32_t)(ly->need - ly->units);
+		double top[UNIT_MAX];
+		uint32_t nt = 0;
+		struct ustate *us = d->us + d->ubase[L];
+		const uint64_t stamp = ++d->ustamp;
+		for (uint32_t x = i; x < d->mt; x++) {
+			const struct cjob *cj = &s->jobs[d->mv[x]];
+			uint32_t left = cj->a, fold = 0;
+			for (uint32_t r = cj->r0; r < cj->r0 + cj->nr; r++) {
+				const struct jrun *run = &s->jrun[r];
+				if (run->layer != L)
+					continue;
+				if (run->e == TP_NONE) {
+					fold = run->n;
+					continue;
+				}
+				left -= run->n;
+				struct ustate *u = &us[run->e];
+				if (u->stamp != stamp) {
+					u->stamp = stamp;
+					u->rem = ly->size - ly->f[run->e] % ly->size;
+					u->k = 0;
+					u->c = 0;
+				}
+				for (uint32_t n = run->n; n && u->k < miss;) {
+					uint32_t take = n < u->rem ? n : u->rem;
+					u->c += cj->rate * take;
+					u->rem -= take;
+					n -= take;
+					if (!u->rem) {
+						top_push(top, &nt, miss, u->c);
+						u->c = 0;
+						u->rem = ly->size;
+						u->k++;
+					}
+				}
+			}
+			if (fold) {
+				double per = cj->rate * left / fold;
+				for (uint32_t q = 0; q < fold && q < miss; q++)
+					top_push(top, &nt, miss, per);
+			}
+		}
+		if (nt < miss)
+			return COST_NONE;
+		double sum = 0;
+		for (uint32_t q = 0; q < miss; q++)
+			sum += top[q];
+		sum *= 1.0 - 1e-9; /* far beyond the rounding of these sums */
+		int64_t lb = sum >= (double)COST_CAP ? COST_CAP : (int64_t)sum - (int64_t)miss - 1;
+		if (lb > best)
+			best = lb;
+	}
+	return best;
+}
+
 /* Include or exclude mv[i] for every job on the set; a set the tallies accept is recorded and
  * not grown here: a larger one costs more, and helps only as room for migrants (the room
  * makers of extend_sets) or when the shape did not fit (then the search says it is not
- * exact). */
-static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
+ * exact). `above`: the cost that every set below costs at least (the shape bound of an
+ * ancestor, COST_NONE: none); an include child inherits it, an exclude child (fewer jobs
+ * left) bounds its own. */
+static int dfs(struct planner *P, struct tdfs *d, uint32_t i, int64_t above)
 {
 	if (d->stopped)
 		return 0;
@@ -382,6 +484,14 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 	int64_t rest = dfs_rest(P, d, i);
 	if (rest == COST_NONE)
 		return 0;
+	if (above == COST_NONE && P->shape_bound) { /* else the parent's bound: it holds below */
+		int64_t urest = unit_rest(P, d, i);
+		if (urest == COST_NONE)
+			return 0;
+		above = defrag_cost_add(d->cost, urest);
+	}
+	if (above != COST_NONE && above - d->cost > rest)
+		rest = above - d->cost;
 	if (defrag_cost_add(d->cost, rest) > d->bound) {
 		d->over_cost |= d->bound == P->max_cost;
 		return 0;
@@ -393,15 +503,21 @@ static int dfs(struct planner *P, struct tdfs *d, uint32_t i)
 	uint32_t more = P->scan.tally >= P->count ? 0
 	                : defrag_moves_lb(d->top + (size_t)i * DEFRAG_TOPK, d->mt - i,
 	                                  P->count - P->scan.tally);
+	if (more == 0)
+		more = 1; /* not enough yet: at least one more job */
+	/* with a plan in hand no set over max_moves matters (it only names the moves a failure
+	 * needed) */
+	if (P->moves_bound && P->have_best && more != UINT32_MAX && d->nS + more > P->max_moves)
+		return 0;
 	if (P->moves_bound && more != UINT32_MAX && d->nS + more > P->max_moves && d->over_moves &&
 	    d->min_moves_over <= d->nS + more)
 		return 0;
 	dfs_take(P, d, i, +1);
-	int rc = dfs(P, d, i + 1);
+	int rc = dfs(P, d, i + 1, above);
 	dfs_take(P, d, i, -1);
 	if (rc)
 		return rc;
-	return dfs(P, d, i + 1);
+	return dfs(P, d, i + 1, COST_NONE);
 }
 
 /* Sets with up to TARGET_ROOM_DEPTH more jobs (of the set or elsewhere) added to `cur`, each
@@ -603,10 +719,26 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 	d->bound = defrag_cost_bound(P);
 	d->min_moves_over = UINT32_MAX;
 	d->k = looked_at(P);
+	/* the simulations the budget has left, and one that stops the search: no set past them is
+	 * ever simulated */
+	if (P->max_sims != UINT32_MAX) {
+		uint64_t left = P->stats.simulated >= P->max_sims ? 0 : P->max_sims - P->stats.simulated;
+		if (left + 1 < d->k)
+			d->k = (uint32_t)left + 1;
+	}
 	d->max_nodes = P->have_best ? TARGET_NODES : TARGET_NODES_COLD;
 	defrag_top_build(P, d->mv, d->mt, d->top);
+	size_t nu = 0;
+	for (unsigned L = 0; L < s->nlayers; L++) {
+		d->ubase[L] = nu;
+		nu += s->ly[L].ne;
+	}
+	if (!(d->us = tp_calloc(P->a, nu ? nu : 1, sizeof *d->us))) {
+		rc = TP_ENOMEM;
+		goto out;
+	}
 	defrag_tally_reset(P);
-	rc = dfs(P, d, 0);
+	rc = dfs(P, d, 0, COST_NONE);
 	P->branches += d->nodes;
 	if (rc)
 		goto out;
@@ -624,6 +756,7 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 out:
 	tp_free(P->a, d->v);
 	tp_free(P->a, d->x);
+	tp_free(P->a, d->us);
 	tp_free(P->a, d);
 	return rc;
 }

@@ -368,6 +368,16 @@ Test(defrag_oracle, the_space_bound_changes_no_plan, .timeout = 600)
 	cr_assert_lt(tot.branches_on, tot.branches_off, "the bound never passed a candidate by");
 }
 
+/* The shape bound (defrag_targets.c: the target search bounds the cost of the whole slices and
+ * groups still missing, besides the devices) changes no answer either and never costs a branch
+ * (these small cases seldom reach that search: test_defrag.c's
+ * shape_bound_cuts_a_rack_of_small_jobs shows it cutting). */
+Test(defrag_oracle, the_shape_bound_changes_no_plan, .timeout = 600)
+{
+	struct tp_defrag_knobs off = {.no_shape_bound = true};
+	bound_changes_no_plan("shape bound", off, true);
+}
+
 /* Budget-limited answers (the simulator's budget: 4 simulations, 4 candidates): a plan that
  * the budget stopped is still a plan the oracle has, costs no less than the bound, and
  * reports a lower bound (tp_plan_lower_bound_s) that is at most its own cost and the strict
