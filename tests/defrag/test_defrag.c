@@ -1023,6 +1023,63 @@ Test(defrag, moves_bound_passes_by_a_rack_of_small_jobs)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* One NVL72 rack whose first 14 nodes each hold two 1-GPU jobs of different checkpoint costs
+ * (the rack's other nodes hold jobs that stay), a second rack full: 16 GPUs in groups of 4
+ * in the first rack need four whole nodes, eight moves. The rack's free GPUs meet the device
+ * count before any job moves, so the device bound alone leaves the depth-first search free
+ * to try every set of the 28 jobs; the shape bound (defrag_targets.c: the cost of the whole
+ * nodes still missing) gives the same plan in far fewer branches, and proves it optimal. */
+Test(defrag, shape_bound_cuts_a_rack_of_small_jobs)
+{
+	tp_topology *t = nvl72(1, 2);
+	tp_cluster *c = cluster_of(t);
+	for (uint32_t node = 0; node < 14; node++)
+		for (uint32_t i = 0; i < 2; i++) {
+			char id[16];
+			snprintf(id, sizeof id, "n%u.%u", node, i);
+			tp_job_options o = opts(1, 0, 0, 60 + (double)((node * 7 + i * 3) % 11) * 10);
+			assign_range(c, id, node * 4 + i, 1, &o);
+		}
+	for (uint32_t node = 14; node < 18; node++) {
+		char id[16];
+		snprintf(id, sizeof id, "stay%u", node);
+		assign_with(c, id, node * 4, 4, opts(0, 0, 0, 60));
+	}
+	assign_with(c, "rack1", 72, 72, opts(0, 0, 0, 60));
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "nodes";
+	r.count = 16;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "rack";
+	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
+	pol.preempt = 0;
+	uint64_t bon = 0, boff = 0;
+	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
+	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_shape_bound = true,
+	                              .branches = &boff};
+	tp_plan *p = NULL, *q = NULL;
+	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &on, NULL, &p), 0, "%s", tp_plan_errmsg(p));
+	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &off, NULL, &q), 0, "%s", tp_plan_errmsg(q));
+	fprintf(stderr, "shape bound, 16 GPUs in 4 whole nodes: %llu search branches with it, %llu "
+	        "without\n", (unsigned long long)bon, (unsigned long long)boff);
+	cr_assert_eq(tp_plan_moved_job_count(p), 8);
+	cr_assert_eq(tp_plan_moved_job_count(q), 8);
+	cr_assert_float_eq(tp_plan_cost_s(p), tp_plan_cost_s(q), 1e-9);
+	cr_assert(bon * 10 < boff, "%llu search branches with the bound, %llu without",
+	          (unsigned long long)bon, (unsigned long long)boff);
+	/* with it the search ends on its own: the plan is exact; without, its branch limit
+	 * stopped it and the plan only reports a lower bound */
+	cr_assert_float_eq(tp_plan_lower_bound_s(p), tp_plan_cost_s(p), 1e-9);
+	cr_assert_lt(tp_plan_lower_bound_s(q), tp_plan_cost_s(q) - 1e-9);
+	check_plan(c, &r, &pol, p);
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+	tp_cluster_destroy(c);
+	tp_topology_destroy(t);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* Three NVL72 racks whose nodes each hold one whole-node job, the last node of each rack a
  * 1-GPU job: no node has 4 GPUs free, so a whole-node job that moves lands in its own rack,
  * beside the request's 4 nodes: 16 + 17 x 4 GPUs exceed a rack's 72. Once the first rack's
@@ -1046,7 +1103,7 @@ Test(defrag, space_bound_passes_by_racks_of_whole_node_jobs)
 	r.required = "rack";
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
-	uint64_t bon = 0, boff = 0;
+uint64_t bon = 0, boff = 0;
 	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
 	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_space_bound = true,
 	                              .branches = &boff};
