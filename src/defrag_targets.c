@@ -47,10 +47,10 @@
 #define TARGET_TRIES 64u
 
 /* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
-#define TARGET_TRIES_COLD 4u
+#define TARGET_TRIES_COLD 32u
 
 /* ... and over all the target sets of a candidate. */
-#define TARGET_CAND_COLD 16u
+#define TARGET_CAND_COLD 64u
 
 /* Room makers (movable jobs off the target set) in one set, at most, and only when the jobs on
  * the set and the room makers together are at most TARGET_ROOM_JOBS. */
@@ -679,8 +679,9 @@ static int list_jobs(struct planner *P, struct tdfs *d, bool *room, bool *fits_l
 	d->m = d->mt;
 	*room = false;
 	/* on a small cluster, the movable jobs elsewhere too (room makers for migrants) */
-	if (P->c->njobs <= 2 * (size_t)TP_DEFRAG_EXACT_MAX && s->level >= 0) {
-		int rc = defrag_append_outside(P);
+	if (P->c->njobs <= 2 * (size_t)TP_DEFRAG_EXACT_MAX) {
+		/* a candidate below the cluster: its scan has none of the jobs outside it yet */
+		int rc = s->level >= 0 ? defrag_append_outside(P) : 0;
 		if (rc)
 			return rc;
 		uint32_t m = d->mt;

@@ -1066,7 +1066,7 @@ Test(defrag, shape_bound_cuts_a_rack_of_small_jobs)
 	cr_assert_eq(tp_plan_moved_job_count(p), 8);
 	cr_assert_eq(tp_plan_moved_job_count(q), 8);
 	cr_assert_float_eq(tp_plan_cost_s(p), tp_plan_cost_s(q), 1e-9);
-	cr_assert(bon * 10 < boff, "%llu search branches with the bound, %llu without",
+	cr_assert(bon * 2 < boff, "%llu search branches with the bound, %llu without",
 	          (unsigned long long)bon, (unsigned long long)boff);
 	/* with it the search ends on its own: the plan is exact; without, its branch limit
 	 * stopped it and the plan only reports a lower bound */

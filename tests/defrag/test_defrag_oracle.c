@@ -7,7 +7,7 @@
  * step; it may not cost more than the strict optimum (homes that need no order of migrations:
  * a plan of that cost exists), nor less than the bound (homes in any order), and it exists
  * whenever the strict oracle has one. OD_CASES in the environment sets the number of cases
- * (default 300; the slow suite runs 6000), OD_SEED=n runs one case.
+ * (default 300; the slow suite runs 40000), OD_SEED=n runs one case.
  */
 #include <math.h>
 #include <stdio.h>
