@@ -86,6 +86,18 @@ static tp_job_options opts(int migratable, int preemptible, int prio, double ckp
 	return o;
 }
 
+/* 16 GPUs in groups of 4, one whole node each, in a required rack. */
+static tp_request four_nodes_in_a_rack(void)
+{
+	tp_request r = TP_REQUEST_INIT;
+	r.id = "nodes";
+	r.count = 16;
+	r.group_size = 4;
+	r.group_level = "node";
+	r.required = "rack";
+	return r;
+}
+
 /* A request for a whole NVL72 rack (72 devices, required rack). */
 static tp_request whole_rack_request(void)
 {
@@ -980,12 +992,7 @@ Test(defrag, moves_bound_passes_by_a_rack_of_small_jobs)
 			snprintf(id, sizeof id, "n%u.%u", node, i);
 			assign_range(c, id, node * 4 + i, 1, &o);
 		}
-	tp_request r = TP_REQUEST_INIT;
-	r.id = "nodes";
-	r.count = 16;
-	r.group_size = 4;
-	r.group_level = "node";
-	r.required = "rack";
+	tp_request r = four_nodes_in_a_rack();
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
 	pol.max_moves = 7;
@@ -1046,21 +1053,20 @@ Test(defrag, shape_bound_cuts_a_rack_of_small_jobs)
 		assign_with(c, id, node * 4, 4, opts(0, 0, 0, 60));
 	}
 	assign_with(c, "rack1", 72, 72, opts(0, 0, 0, 60));
-	tp_request r = TP_REQUEST_INIT;
-	r.id = "nodes";
-	r.count = 16;
-	r.group_size = 4;
-	r.group_level = "node";
-	r.required = "rack";
+	tp_request r = four_nodes_in_a_rack();
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
-	uint64_t bon = 0, boff = 0;
-	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
-	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_shape_bound = true,
-	                              .branches = &boff};
-	tp_plan *p = NULL, *q = NULL;
-	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &on, NULL, &p), 0, "%s", tp_plan_errmsg(p));
-	cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &off, NULL, &q), 0, "%s", tp_plan_errmsg(q));
+	/* [0] with the shape bound, [1] without */
+	uint64_t br[2] = {0, 0};
+	tp_plan *pl[2] = {NULL, NULL};
+	for (int k = 0; k < 2; k++) {
+		struct tp_defrag_knobs kn = {.exact_max = TP_DEFRAG_EXACT_MAX,
+		                             .no_shape_bound = k == 1, .branches = &br[k]};
+		cr_assert_eq(tp_defrag_plan_ex(c, &r, &pol, &kn, NULL, &pl[k]), 0, "%s",
+		             tp_plan_errmsg(pl[k]));
+	}
+	const tp_plan *p = pl[0], *q = pl[1];
+	const uint64_t bon = br[0], boff = br[1];
 	fprintf(stderr, "shape bound, 16 GPUs in 4 whole nodes: %llu search branches with it, %llu "
 	        "without\n", (unsigned long long)bon, (unsigned long long)boff);
 	cr_assert_eq(tp_plan_moved_job_count(p), 8);
@@ -1073,8 +1079,8 @@ Test(defrag, shape_bound_cuts_a_rack_of_small_jobs)
 	cr_assert_float_eq(tp_plan_lower_bound_s(p), tp_plan_cost_s(p), 1e-9);
 	cr_assert_lt(tp_plan_lower_bound_s(q), tp_plan_cost_s(q) - 1e-9);
 	check_plan(c, &r, &pol, p);
-	tp_plan_destroy(p);
-	tp_plan_destroy(q);
+	tp_plan_destroy(pl[0]);
+	tp_plan_destroy(pl[1]);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
@@ -1095,15 +1101,10 @@ Test(defrag, space_bound_passes_by_racks_of_whole_node_jobs)
 		snprintf(id, sizeof id, "n%u", node);
 		assign_range(c, id, node * 4, node % 18 == 17 ? 1 : 4, &o);
 	}
-	tp_request r = TP_REQUEST_INIT;
-	r.id = "nodes";
-	r.count = 16;
-	r.group_size = 4;
-	r.group_level = "node";
-	r.required = "rack";
+	tp_request r = four_nodes_in_a_rack();
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;
 	pol.preempt = 0;
-uint64_t bon = 0, boff = 0;
+	uint64_t bon = 0, boff = 0;
 	struct tp_defrag_knobs on = {.exact_max = TP_DEFRAG_EXACT_MAX, .branches = &bon};
 	struct tp_defrag_knobs off = {.exact_max = TP_DEFRAG_EXACT_MAX, .no_space_bound = true,
 	                              .branches = &boff};
