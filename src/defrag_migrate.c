@@ -994,6 +994,24 @@ static int homes_ruled_out(struct planner *P, const uint32_t *S, uint32_t n,
 			level[m++] = l;
 		}
 	}
+	/* part of the joint bound: the request's devices and the migrants' homes are disjoint,
+	 * together at most the free devices once the set left (spares excepted: placement never
+	 * takes them) */
+	if (!rc && !*nohome && P->joint_bound) {
+		uint64_t need = P->count, have = P->c->nfree;
+		const struct tp_job_impl *blame = NULL;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct cjob *cj = &P->scan.jobs[S[i]];
+			have += cj->j->ndev;
+			if (migrates(cj) && !(cj->can & CAN_PREEMPT)) {
+				need += cj->j->ndev;
+				if (!blame)
+					blame = cj->j;
+			}
+		}
+		if (blame && need > have)
+			*nohome = blame;
+	}
 	bool room = true;
 	if (!rc && !*nohome && P->joint_bound &&
 	    (rc = defrag_homes_joint(P, nset, size, level, m, &room)) == 0 && !room)

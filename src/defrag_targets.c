@@ -46,6 +46,10 @@
 
 #define TARGET_TRIES 64u
 
+/* Sets per target set that the counts rule out without a simulation and that count as no
+ * try, at most (each costs counts, not a simulation). */
+#define TARGET_RULED 1024u
+
 /* Simulations per target set while no plan exists at all (the simulator's calls mostly fail). */
 #define TARGET_TRIES_COLD 32u
 
@@ -573,7 +577,7 @@ static void not_exact(struct tresult *res, int64_t lb)
  * best plan. *tries counts simulations. */
 static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size_t n,
                          const struct scan_layer *ly, uint64_t tmask, bool room, unsigned *tries,
-                         struct tresult *res)
+                         unsigned *ruled, struct tresult *res)
 {
 	for (size_t x = 0; x < n; x++) {
 		if (v[x].cost > defrag_cost_bound(P))
@@ -594,9 +598,16 @@ static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size
 		int out;
 		const struct tp_job_impl *nh;
 		P->cold_sims += !P->have_best;
+		uint64_t sims = P->stats.simulated;
 		int rc = defrag_try_subset(P, S, ns, &dr, &out, &nh);
 		if (rc)
 			return rc;
+		if (P->stats.simulated == sims && *ruled < TARGET_RULED) {
+			/* ruled out by the counts, without a simulation: not a try */
+			(*tries)--;
+			P->cold_sims -= !P->have_best;
+			(*ruled)++;
+		}
 		if (out == OUT_OK) {
 			if (ly) { /* else the candidate, as the simulation set it */
 				dr.tlevel = (int)ly->level;
@@ -626,10 +637,10 @@ static int simulate_list(struct planner *P, struct tdfs *d, struct tsub *v, size
 static int simulate_sets(struct planner *P, struct tdfs *d, const struct scan_layer *ly,
                          uint64_t tmask, bool room, struct tresult *res)
 {
-	unsigned tries = 0;
+	unsigned tries = 0, ruled = 0;
 	if (d->n > 1)
 		qsort(d->v, d->n, sizeof *d->v, tsub_cmp);
-	int rc = simulate_list(P, d, d->v, d->n, ly, tmask, room, &tries, res);
+	int rc = simulate_list(P, d, d->v, d->n, ly, tmask, room, &tries, &ruled, res);
 	if (rc)
 		return rc;
 	bool full = false;
@@ -641,7 +652,7 @@ static int simulate_sets(struct planner *P, struct tdfs *d, const struct scan_la
 	if (full)
 		not_exact(res, d->v[0].cost);
 	qsort(d->x, d->nx, sizeof *d->x, tsub_cmp);
-	return simulate_list(P, d, d->x, d->nx, ly, tmask, room, &tries, res);
+	return simulate_list(P, d, d->x, d->nx, ly, tmask, room, &tries, &ruled, res);
 }
 
 /* The nodes of the set's domains (and of the preferred targets, if any) into P->tnode. */

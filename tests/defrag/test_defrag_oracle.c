@@ -223,6 +223,20 @@ Test(defrag_oracle, plans_are_never_above_the_optimum, .timeout = 600)
 	run(300);
 }
 
+/* Seeds past the suites' ranges whose plans were above the strict optimum before session 23
+ * (docs/defrag.md): 16828 and 33864 (no room makers on a whole-cluster candidate, cold
+ * limits), 25073 and 71362 (cold limits), 97758 (room-maker sets that free too few devices
+ * for the migrants, ruled out now by the count of all the free devices). */
+Test(defrag_oracle, seeds_once_above_the_optimum)
+{
+	static const uint64_t seeds[] = {16828, 25073, 33864, 71362, 97758};
+	struct od_stats st = {0};
+	for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++)
+		one_case(seeds[i], &st);
+	cr_assert_eq(st.cases, 5);
+	TP_ASSERT_NO_LEAKS();
+}
+
 /* A bound the planner applies changes no answer: on the oracle's 300 cases, the same code, cost
  * and moves with the default knobs and with `off` (the bound turned off), never more
  * simulations with it and, when `branches`, never more search branches. Prints and returns the
