@@ -732,8 +732,10 @@ static int search_scan(struct planner *P, const struct scan_layer *ly, uint64_t 
 	d->min_moves_over = UINT32_MAX;
 	d->k = looked_at(P);
 	/* the simulations the budget has left, and one that stops the search: no set past them is
-	 * ever simulated */
-	if (P->max_sims != UINT32_MAX) {
+	 * ever simulated, as long as every set looked at is simulated; where the counts may rule
+	 * sets out without a simulation (defrag_counts_rule_out, without allow_less_local) a set
+	 * past them may still be tried */
+	if (P->max_sims != UINT32_MAX && P->pol.allow_less_local) {
 		uint64_t left = P->stats.simulated >= P->max_sims ? 0 : P->max_sims - P->stats.simulated;
 		if (left + 1 < d->k)
 			d->k = (uint32_t)left + 1;
