@@ -410,9 +410,15 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		opts.job_class = j->cls;
 		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
 		opts.checkpoint_s = j->checkpoint_s;
+		/* The job's own request goes with it, as a scheduler has it (Kueue's PodSet
+		 * topology request, Slurm's job record): tp_replace keeps it, and the defrag
+		 * planner gives a migrant a home of that shape. Without it the planner only knew
+		 * the level the job sat in, which allow_less_local treats as a preference: a
+		 * 16-GPU job required in one NVLink rack got homes over two, and the simulator
+		 * refused the plan (1,418 of 3,122 plans on llm / nvl72:864 EASY, seed 3). */
 		tp_slice sl;
-		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id); /* tp_replace keeps it */
-		opts.shape = r->fail ? &shape : NULL;
+		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
+		opts.shape = &shape;
 		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
 		if (rc < 0)
 			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
