@@ -804,7 +804,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--fabric-fit X] [--top-floor X] [--no-upgrade]\n"
 	        "                        [--no-defrag-floor] [--no-defrag-behind]\n"
 	        "                        [--no-pay-slowdown] [--no-defrag-best]\n"
-	        "                        [--no-defrag-less-local]\n"
+	        "                        [--no-defrag-less-local] [--reserve-busy ours|all|off]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -841,6 +841,7 @@ static void cmp_usage(FILE *f)
 	        "  tp-bench sim models them (off by default; bench/sim_failures.c).\n");
 	fputs(SIM_FLOOR_USAGE, f);
 	fputs(SIM_DEFRAG_FLOOR_USAGE, f);
+	fputs(SIM_RESERVE_USAGE, f);
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -898,6 +899,7 @@ int bench_compare_main(int argc, char **argv)
 		{"no-pay-slowdown", no_argument, NULL, 1018},
 		{"no-defrag-best", no_argument, NULL, 1019},
 		{"no-defrag-less-local", no_argument, NULL, 1020},
+		{"reserve-busy", required_argument, NULL, 1021},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -953,6 +955,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1018: o.sim.no_pay_slowdown = true; break;
 		case 1019: o.sim.no_defrag_best = true; break;
 		case 1020: o.sim.no_defrag_less_local = true; break;
+		case 1021: sim_reserve_busy_arg(optarg, &o.sim.reserve_busy); break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

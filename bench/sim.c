@@ -70,6 +70,7 @@ struct sim_run {
 	uint32_t nresv;
 	uint32_t resv_free;    /* free GPUs on the reserved nodes now */
 	uint32_t *resv_devs;   /* [2 x gpus] the top job's trial placements */
+	uint32_t *busy_devs;   /* [2 x gpus] sim_reserve_busy's placement and free devices */
 	uint8_t *est_node;     /* sim_wait_est's scratch: [nodes], [nodes], [2 x gpus] */
 	uint32_t *est_list, *est_devs;
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
@@ -799,6 +800,37 @@ static void sim_memo_set(struct sim_run *r, uint16_t key)
 	r->memo_set[r->nmemo++] = key;
 }
 
+/* Whether this run's policy reserves on the devices busy now first (--reserve-busy). */
+static bool sim_reserves_busy(const struct sim_run *r)
+{
+	return r->o->reserve_busy == SIM_RESERVE_ALL ||
+	       (r->o->reserve_busy == SIM_RESERVE_OURS && !strncmp(r->pol->name, "topoplace", 9));
+}
+
+/* The reservation of top job j again on the devices busy now (sim_easy_reserve_busy), at the
+ * shadow time sim_easy_reserve found; kept where it fits so. */
+static void sim_reserve_busy(struct sim_run *r, const struct sim_job *j, uint32_t top)
+{
+	size_t n = sim_due_ends(r, r->running_end);
+	uint32_t *devs = r->busy_devs, *buf = r->busy_devs + r->f->gpus;
+	r->res->resv_calls++;
+	if (!sim_easy_reserve_busy(&r->ctx, r->pol, r->st, j, top, r->running_end, n, r->shadow,
+	                           devs, buf))
+		return;
+	r->res->resv_busy++;
+	for (uint32_t k = 0; k < r->nresv; k++)
+		r->resv_node[r->resv_list[k]] = 0;
+	r->nresv = 0;
+	memcpy(r->resv_devs, devs, j->gpus * sizeof *devs);
+	for (uint32_t i = 0; i < j->gpus; i++) {
+		uint32_t node = tp_topology_device_node(r->f->t, devs[i]);
+		if (!r->resv_node[node]) {
+			r->resv_node[node] = 1;
+			r->resv_list[r->nresv++] = node;
+		}
+	}
+}
+
 /*
  * The EASY reservation of the top job (Slurm's sched/backfill), once per pass, assuming the
  * running jobs end when they are due (the simulator knows each running job's end: estimates
@@ -837,6 +869,8 @@ static void sim_reservation(struct sim_run *r, uint32_t top)
 	r->ctx.oldest = true; /* the top job */
 	r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, j, top, due, n, r->resv_devs,
 	                             r->resv_node, r->resv_list, &r->nresv, &r->res->resv_calls);
+	if (!isinf(r->shadow) && sim_reserves_busy(r))
+		sim_reserve_busy(r, j, top);
 	r->ctx.oldest = oldest;
 	r->resv_free = sim_easy_free_on(&r->ctx, r->resv_list, r->nresv);
 }
@@ -1115,6 +1149,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.resv_node = calloc(tp_topology_node_count(f->t), 1);
 	r.resv_list = malloc(tp_topology_node_count(f->t) * sizeof *r.resv_list);
 	r.resv_devs = malloc(2 * (size_t)f->gpus * sizeof *r.resv_devs);
+	r.busy_devs = malloc(2 * (size_t)f->gpus * sizeof *r.busy_devs);
 	r.est_node = calloc(tp_topology_node_count(f->t), 1);
 	r.est_list = malloc(tp_topology_node_count(f->t) * sizeof *r.est_list);
 	r.est_devs = malloc(2 * (size_t)f->gpus * sizeof *r.est_devs);
@@ -1124,7 +1159,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
 	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
 	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end || !r.resv_node ||
-	    !r.resv_list || !r.resv_devs || !r.est_node || !r.est_list || !r.est_devs)
+	    !r.resv_list || !r.resv_devs || !r.busy_devs || !r.est_node || !r.est_list || !r.est_devs)
 		bench_die("out of memory");
 	for (size_t i = 0; i < w->n; i++) {
 		r.start[i] = -1;
@@ -1232,6 +1267,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	free(r.resv_node);
 	free(r.resv_list);
 	free(r.resv_devs);
+	free(r.busy_devs);
 	free(r.est_node);
 	free(r.est_list);
 	free(r.est_devs);
@@ -1283,7 +1319,7 @@ static void sim_usage(FILE *f)
 	      "                    [--floor-search oldest|every|off] [--floor-ahead]\n"
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
 	      "                    [--no-defrag-behind] [--no-pay-slowdown] [--no-defrag-best]\n"
-	      "                    [--no-defrag-less-local]\n"
+	      "                    [--no-defrag-less-local] [--reserve-busy ours|all|off]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1333,6 +1369,7 @@ static void sim_usage(FILE *f)
 	      "  second pass); --defrag-before-backfill: in the first pass, before it (the\n"
 	      "  order before 0.4.0).\n"
 	      SIM_FLOOR_USAGE, f);
+	fputs(SIM_RESERVE_USAGE, f);
 	fputs(SIM_DEFRAG_FLOOR_USAGE
 	      "  --inference N: N services with replicas and an availability target instead of\n"
 	      "  the training workload (bench/sim_serving.c): per policy the share of\n"
@@ -1387,6 +1424,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-pay-slowdown", no_argument, NULL, 1012},
 		{"no-defrag-best", no_argument, NULL, 1013},
 		{"no-defrag-less-local", no_argument, NULL, 1014},
+		{"reserve-busy", required_argument, NULL, 1015},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1421,6 +1459,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1012: o.no_pay_slowdown = true; break;
 		case 1013: o.no_defrag_best = true; break;
 		case 1014: o.no_defrag_less_local = true; break;
+		case 1015: sim_reserve_busy_arg(optarg, &o.reserve_busy); break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

@@ -136,6 +136,27 @@ enum sim_floor_search {
 void sim_floor_search_arg(const char *name, enum sim_floor_search *m);
 /* The option's name of m ("oldest", "every", "off"). */
 const char *sim_floor_search_name(enum sim_floor_search m);
+/* --reserve-busy: whose EASY reservation is placed first on the devices busy now
+ * (sim_easy_reserve_busy). */
+enum sim_reserve_busy {
+	SIM_RESERVE_OURS, /* topoplace and topoplace-defrag (the default) */
+	SIM_RESERVE_ALL,  /* every policy with a cluster, the peers too */
+	SIM_RESERVE_OFF,  /* none: every policy reserves what its place gives at the shadow time */
+};
+/* --reserve-busy's value into *m; a name other than "ours", "all" or "off" dies naming the
+ * option. */
+void sim_reserve_busy_arg(const char *name, enum sim_reserve_busy *m);
+/* The option's name of m ("ours", "all", "off"). */
+const char *sim_reserve_busy_name(enum sim_reserve_busy m);
+/* The usage lines of --reserve-busy (sim and compare). */
+#define SIM_RESERVE_USAGE                                                                        \
+	"  --reserve-busy ours|all|off: under EASY the top job's reservation is what the\n"      \
+	"  policy's place gives it at the shadow time; for topoplace and topoplace-defrag\n"     \
+	"  (ours, the default) it is first sought on the devices busy now alone (a placeholder\n"\
+	"  holds the free ones while the projection releases the due jobs), so that backfill\n" \
+	"  keeps every device free now; all: every policy, the peers too; off: none\n"           \
+	"  (bench/sim_easy.c).\n"
+
 /* --fabric-fit's default: on a fleet of several fabric classes topoplace asks for fabric fit
  * 0.9 (tp_step_model.fabric_fit; sim_policy.c). */
 #define SIM_FABRIC_FIT 0.9
@@ -238,6 +259,7 @@ struct sim_opts {
 	bool no_upgrade;       /* --no-upgrade: topoplace-defrag's locality upgrade off */
 	bool no_defrag_floor;  /* --no-defrag-floor: the defrag hook's plan asks no fabric floor */
 	bool no_defrag_behind; /* --no-defrag-behind: the defrag hook runs for the oldest job only */
+	enum sim_reserve_busy reserve_busy; /* --reserve-busy (ours by default) */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -301,6 +323,7 @@ struct sim_result {
 	long resv_calls;   /* EASY: trial placements of the top job for its reservation */
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
 	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
+	long resv_busy;    /* EASY: reservations placed on the devices busy now (--reserve-busy) */
 	struct sim_sample *samples;
 	size_t nsamples;
 	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by
@@ -417,6 +440,14 @@ struct sim_due {
  * leaves the placement in devs[0..top->gpus) (devs: room for 2 x top->gpus) and marks its
  * nodes in reserved[] (listed in list[0..*nlist)); INFINITY if it never fits. Leaves the
  * cluster and ctx->rng as they were; *calls counts the placement calls. */
+/* The top job's reservation at the same shadow time on the devices busy now alone: the free
+ * ones held by a placeholder (on a savepoint) while the due jobs that end by `shadow`
+ * (due[0..n), any order) are released. True with the placement in devs[0..top->gpus), false
+ * (devs unspecified) when it does not fit so. buf: room for the fleet's devices. The cluster
+ * and ctx->rng are left as they were. */
+bool sim_easy_reserve_busy(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
+                           const struct sim_job *top, uint32_t top_id, const struct sim_due *due,
+                           size_t n, double shadow, uint32_t *devs, uint32_t *buf);
 double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void *st,
                         const struct sim_job *top, uint32_t top_id, struct sim_due *due,
                         size_t n, uint32_t *devs, uint8_t *reserved, uint32_t *list,

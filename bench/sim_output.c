@@ -107,6 +107,7 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "defrag_best", !o->no_defrag_best); /* never under strict */
 	bench_json_bool(j, "defrag_less_local", /* only where the NVLink domain holds nodes */
 	                !o->no_defrag_less_local);
+	bench_json_str(j, "reserve_busy", sim_reserve_busy_name(o->reserve_busy));
 	bench_json_end_obj(j);
 }
 
@@ -204,6 +205,7 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_int(&j, "easy_reservation_calls", r->resv_calls);
 		bench_json_int(&j, "easy_backfill_refused", r->resv_refused);
 		bench_json_int(&j, "easy_backfill_elsewhere", r->resv_elsewhere);
+		bench_json_int(&j, "easy_reservations_on_busy", r->resv_busy);
 		bench_json_int(&j, "place_calls", r->place_calls);
 		bench_json_num(&j, "place_us_mean", r->place_us_mean);
 		bench_json_num(&j, "wall_s", r->wall_s);
