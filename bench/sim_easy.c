@@ -195,6 +195,20 @@ double sim_easy_reserve(struct sim_ctx *ctx, const struct sim_policy *pol, void 
 	return o.out[hi - 1].t;
 }
 
+/* A savepoint of c, then a placeholder job `id` (not migratable) on devs[0..k) if k > 0: the
+ * savepoint to roll back to. */
+static size_t hold_devices(tp_cluster *c, const char *id, const uint32_t *devs, uint32_t k)
+{
+	size_t sp;
+	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
+	if (k > 0) {
+		tp_job_options opts = TP_JOB_OPTIONS_INIT;
+		opts.migratable = 0;
+		BENCH_CHECK(tp_cluster_assign(c, id, devs, k, &opts), tp_cluster_errmsg(c));
+	}
+	return sp;
+}
+
 /*
  * topoplace's reservation (--reserve-busy): where the top job goes at the shadow time decides
  * what backfill may use until then, since a job that would still run at the shadow time may
@@ -216,14 +230,7 @@ bool sim_easy_reserve_busy(struct sim_ctx *ctx, const struct sim_policy *pol, vo
 	for (uint32_t d = 0; d < nd; d++)
 		if (tp_cluster_device_state(c, d, NULL) == TP_DEVICE_FREE)
 			buf[k++] = d;
-	size_t sp;
-	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
-	if (k > 0) {
-		tp_job_options opts = TP_JOB_OPTIONS_INIT;
-		opts.migratable = 0;
-		BENCH_CHECK(tp_cluster_assign(c, "easy-free-now", buf, k, &opts),
-		            tp_cluster_errmsg(c));
-	}
+	size_t sp = hold_devices(c, "easy-free-now", buf, k);
 	char id[24];
 	for (size_t i = 0; i < n; i++)
 		if (due[i].t <= shadow) {
@@ -285,14 +292,7 @@ int sim_easy_place_off(struct sim_ctx *ctx, const struct sim_policy *pol, void *
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++)
 		k += bench_node_free_devices(c, list[i], buf + k, TP_MAX_NODE_DEVICES);
-	size_t sp;
-	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
-	if (k > 0) {
-		tp_job_options opts = TP_JOB_OPTIONS_INIT;
-		opts.migratable = 0;
-		BENCH_CHECK(tp_cluster_assign(c, "easy-reserved", buf, k, &opts),
-		            tp_cluster_errmsg(c));
-	}
+	size_t sp = hold_devices(c, "easy-reserved", buf, k);
 	int rc = tp_cluster_free_total_count(c) < j->gpus ? TP_EBUSY
 	                                                 : pol->place(st, ctx, j, jid, devs);
 	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
