@@ -543,12 +543,9 @@ int tp_cluster_create_ext(tp_cluster **out, const tp_topology *t, const tp_alloc
 		goto nomem;
 	unsigned nl = tp_node_level(t);
 	for (unsigned l = 0; l <= nl; l++) {
-		c->index_kept[l] = l < nl || tp_node_is_nvlink_domain(t);
-		if (c->index_kept[l]) {
-			if (tp_cl_idx_build(c, l, &c->index[l]))
-				goto nomem;
-			c->indexed[l] = true;
-		}
+		if (tp_cl_idx_build(c, l, &c->index[l]))
+			goto nomem;
+		c->indexed[l] = true;
 	}
 	*out = c;
 	return 0;

@@ -342,7 +342,7 @@ static int check_indexes(const tp_cluster *c, char *buf, size_t len)
 	JError_t err;
 	for (unsigned l = 0; l < t->nlevels; l++) {
 		if (!c->indexed[l]) {
-			if (c->index_kept[l] && !c->index_lost)
+			if (!c->index_lost)
 				CHECK_FAIL("level %u: index missing", l);
 			continue;
 		}

@@ -111,8 +111,6 @@ static int indexes_rebuild(struct tp_cluster *d)
 {
 	unsigned nl = tp_node_level(d->t);
 	for (unsigned l = 0; l <= nl; l++) {
-		if (!d->index_kept[l])
-			continue;
 		JError_t err;
 		Judy1FreeArray(&d->index[l], &err);
 		d->indexed[l] = false;

@@ -14,13 +14,11 @@
  *                       reading them (see tp_ck_bucket);
  *   - index[l]          a Judy1 set of keys (free << 32 | d) for every domain with free > 0, so
  *                       that "the tightest domain with at least k free" is one Judy1First call.
- *                       Kept for every level above the node, and for the node level where
- *                       the node is the NVLink domain (tp_node_is_nvlink_domain: HGX and PCIe
- *                       nodes, a one-level topology), whose tightest node placement chooses
- *                       over the whole fleet (place_choice.c). Elsewhere (an NVL72 rack's
- *                       nodes) placement reads a rack's 18 nodes, and the index would cost a
- *                       Judy1 update per node a change touches for nothing (72-GPU assign p50
- *                       1.4 -> 2.4 us at 1M GPUs, tp-bench model).
+ *                       Kept for every level, the node level included, so that a request
+ *                       one node must hold takes the tightest node of the whole fleet
+ *                       (place_choice.c), as Kueue's BestFit does. It costs a Judy1 update
+ *                       per node a change touches: 72-GPU assign p50 1.6 -> 2.0 us, release
+ *                       0.9 -> 1.2 us at 1M GPUs (tp-bench model, docs/benchmarks.md).
  */
 #ifndef TP_CLUSTER_IMPL_H
 #define TP_CLUSTER_IMPL_H
@@ -190,9 +188,8 @@ struct tp_cluster {
 	uint32_t *hist[TP_MAX_LEVELS];       /* [lv.ndom * hstride] levels above the node */
 	uint32_t hstride;                    /* max_node_devices + 1 */
 	uint32_t *ckhist[TP_MAX_LEVELS];     /* [lv.ndom * TP_CK_BUCKETS] levels above the node */
-	Pvoid_t index[TP_MAX_LEVELS];        /* Judy1, see above; NULL where not kept */
-	bool indexed[TP_MAX_LEVELS];         /* index[l] is kept and current: use it */
-	bool index_kept[TP_MAX_LEVELS];      /* index[l] should be kept (see above) */
+	Pvoid_t index[TP_MAX_LEVELS];        /* Judy1, see above; NULL while dropped */
+	bool indexed[TP_MAX_LEVELS];         /* index[l] is current: use it */
 	bool index_lost;                     /* a Judy failure dropped an index; the next writing
 	                                        call rebuilds it (until then indexed[l] is false
 	                                        and readers scan) */

@@ -66,7 +66,7 @@ void tp_cl_idx_repair(struct tp_cluster *c)
 		return;
 	c->index_lost = false;
 	for (unsigned l = 0; l < c->t->nlevels; l++) {
-		if (!c->index_kept[l] || c->indexed[l])
+		if (c->indexed[l])
 			continue;
 		if (tp_cl_idx_build(c, l, &c->index[l]) == 0)
 			c->indexed[l] = true;
@@ -345,7 +345,7 @@ static uint32_t hist_least_at_least(const tp_cluster *c, unsigned l, uint32_t d,
 	return 0;
 }
 
-/* The node level is not indexed (the node count is large, and a rack's nodes are few): find
+/* The node level's index was dropped (a Judy failure; rebuilt by the next writing call): find
  * the smallest qualifying free count from the top-level histograms, then descend into the
  * first domain holding such a node at every level. Scans top-level domains and the children
  * on one path, never all nodes. */

@@ -237,18 +237,6 @@ static inline const struct tp_fabric_impl *tp_dom_fabric(const struct tp_topolog
 	return t->lv[level].dfab ? &t->lv[level].dfab[dom] : &t->fabric[level + 1];
 }
 
-/* Whether the node is the NVLink domain: the level above it joins its nodes by a fabric other
- * than NVLink (HGX and PCIe nodes under InfiniBand or Ethernet, and the default fabric of a
- * level above the node), with no domain of that level setting a fabric of its own (a mixed
- * fleet's racks). A one-level topology's nodes are their own domain: true. Placement chooses a
- * node-sized job's node over the whole fleet there (place_choice.c), and the cluster keeps the
- * node level's index of free counts for it (cluster.c). */
-static inline bool tp_node_is_nvlink_domain(const struct tp_topology *t)
-{
-	unsigned nl = tp_node_level(t);
-	return nl == 0 || (!t->lv[nl - 1].dfab && t->fabric[nl].kind != TP_LINK_NVLINK);
-}
-
 /* GB/s between GPUs a and b (a != b) of a node type from its own figures: the NVLink figure,
  * else the PCIe figure of where their paths meet (docs/cost-model.md), else 0. */
 double tp_nt_pair_gbps(const struct tp_nodetype *nt, unsigned a, unsigned b);

@@ -2,8 +2,9 @@
 /*
  * Rule 3 as the solver refines it for requests one domain must hold (src/place_choice.c): best
  * fit at the level that holds the job (the tightest rack over the whole fleet, not the tightest
- * rack of the tightest block; for a node-sized job the NVLink domain's level: the rack of an
- * NVL72 fleet, the node of an HGX one), the ancestors as the tie-break, rule 1 first; and the
+ * rack of the tightest block; for a node-sized job the tightest node of the fleet, whatever
+ * fabric joins the nodes), the ancestors as the tie-break above the node and the index at it
+ * (Kueue's BestFit), rule 1 first; a request of one group as one its node must hold; and the
  * tightest of equally large children when a job spans several (emission, src/place_emit.c).
  * The oracle check is place_oracle/choice_is_the_tightest_domain_among_rule12_optima.
  */
@@ -83,7 +84,10 @@ Test(choice, required_rack_takes_the_tightest_rack_not_the_tightest_block)
 	done(t, c);
 }
 
-Test(choice, required_node_takes_the_tightest_rack_then_its_tightest_node)
+/* A job one node must hold takes the tightest node of the fleet: node 18 (rack 1's first, 2
+ * free) and node 51 (rack 2's node 15, 2 free) tie, and the lower index wins, though rack 2 is
+ * the tighter rack: a fixed order among equals fills the same nodes again (place_choice.c). */
+Test(choice, required_node_takes_the_tightest_node_of_the_fleet)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
@@ -93,7 +97,41 @@ Test(choice, required_node_takes_the_tightest_rack_then_its_tightest_node)
 	size_t n;
 	const uint32_t *d = tp_placement_devices(p, &n);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(d[0], 144 + 62, "device %u, not node 15 of rack 2", d[0]);
+	cr_assert_eq(d[0], 72 + 2, "device %u, not node 18's first free", d[0]);
+	tp_placement_destroy(p);
+	/* 3 GPUs: no node has exactly 3 free, so the first whole node: rack 1's node 1 */
+	p = place(c, 3, 1, "node");
+	d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(d[0], 72 + 4, "device %u", d[0]);
+	tp_placement_destroy(p);
+	done(t, c);
+}
+
+/* A request of one group (or of one device) with no required level is one its node must hold,
+ * and is placed as if it required the node: the same answer as with required "node". */
+Test(choice, one_group_without_a_required_level_is_placed_as_required_in_its_node)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	fleet(&t, &c);
+	for (uint32_t k = 1; k <= 4; k++) {
+		tp_placement *a = place(c, k, k, NULL), *b = place(c, k, k, "node");
+		size_t na, nb;
+		const uint32_t *da = tp_placement_devices(a, &na);
+		const uint32_t *db = tp_placement_devices(b, &nb);
+		cr_assert_eq(na, nb);
+		for (size_t i = 0; i < na; i++)
+			cr_assert_eq(da[i], db[i], "%u GPUs: device %zu differs", k, i);
+		tp_placement_destroy(a);
+		tp_placement_destroy(b);
+	}
+	/* two groups of 1: devices of any nodes, the tree solver's fill (not one node's) */
+	tp_placement *p = place(c, 2, 1, NULL);
+	size_t n;
+	tp_placement_devices(p, &n);
+	cr_assert_eq(n, 2);
 	tp_placement_destroy(p);
 	done(t, c);
 }
@@ -129,9 +167,8 @@ static void expect_node(tp_cluster *c, uint32_t count, unsigned want)
 	tp_placement_destroy(p);
 }
 
-/* On HGX the node is the NVLink domain (InfiniBand joins a scalable unit's nodes): a job one
- * node must hold goes to the fleet's tightest node, whatever unit it is in, and of nodes as
- * tight to the one in the tighter unit. */
+/* On HGX (InfiniBand joins a scalable unit's nodes) too a job one node must hold goes to the
+ * fleet's tightest node, whatever unit it is in, and of nodes as tight to the lowest. */
 Test(choice, required_node_on_hgx_takes_the_tightest_node_of_the_fleet)
 {
 	tp_test_alloc_reset();
@@ -144,9 +181,10 @@ Test(choice, required_node_on_hgx_takes_the_tightest_node_of_the_fleet)
 	expect_node(c, 3, 2); /* node 2's 3 free fit exactly */
 	expect_node(c, 4, 1); /* only node 1 has 4 */
 	done(t, c);
-	/* node 0 (su0, 10 free) and node 2 (su1, 5 free) both have 2 free: the tighter unit */
+	/* node 0 (su0, 10 free) and node 2 (su1, 5 free) both have 2 free: the lower, though su1
+	 * is the tighter unit */
 	hgx_units(&t, &c, 6, 5);
-	expect_node(c, 2, 2);
+	expect_node(c, 2, 0);
 	done(t, c);
 }
 
@@ -172,10 +210,10 @@ static void two_racks(tp_link_kind kind, tp_topology **t, tp_cluster **c)
 	hold(*c, "c", 12, 4);
 }
 
-/* The level the choice walks for a node-sized job follows the fabric above the node: the rack
- * when NVLink joins its nodes (keep NVLink domains whole: the tightest rack, then its tightest
- * node), the node otherwise. */
-Test(choice, the_fabric_above_the_node_decides_the_level_of_the_choice)
+/* The fabric above the node does not change the choice for a node-sized job: the tightest
+ * node (node 0, 2 free) though rack 1 is the tighter rack. Keeping the NVLink rack tight
+ * (rack 1, node 2) lost on the comparison grid (place_choice.c). */
+Test(choice, a_node_sized_job_takes_the_tightest_node_whatever_the_fabric)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
@@ -187,7 +225,7 @@ Test(choice, the_fabric_above_the_node_decides_the_level_of_the_choice)
 	done(t, c);
 	two_racks(TP_LINK_NVLINK, &t, &c);
 	p = place(c, 2, 1, "node");
-	cr_assert_eq(node_of(p, 4), 2, "NVLink racks: the tightest rack's node");
+	cr_assert_eq(node_of(p, 4), 0, "NVLink racks: the tightest node");
 	tp_placement_destroy(p);
 	done(t, c);
 }
