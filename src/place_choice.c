@@ -28,10 +28,6 @@
  * first PIN_TIES racks wins). No cluster scan: the walk reads the index, the ancestors' free
  * counts and the subtree of each candidate it evaluates, as the top-level walk does.
  *
- * A request without a required level whose devices form one group (group_size = count: one
- * device, or one group, which lies in one node) is one a node must hold, and is placed as if
- * it required its node (place.c): every candidate uses one domain of each level either way.
- *
  * The chosen domain is pinned (p->pin_on, pin_level, pin_dom): the single-child search above it
  * then offers only the pinned domain's ancestor (tp_pl_pin_offer), so evaluation and emission
  * take it. Off, and the tree solver's order kept, where the walk would not be exact or cheap:

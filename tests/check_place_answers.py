@@ -26,16 +26,14 @@ import tempfile
 
 # (GPUs, mix) -> checksum, `--requests 1800 --baseline-requests 0 --seed 1`. The speed work was
 # checked against commit d429c9c (5ad173428033629f, 716ce53eef6eb70f, 4a9d084b442b2b69,
-# f7dac903d9f3b549); then came the choice rule of session 6 (the tightest rack for a
-# single-domain request, the tightest of equal children: 92d4c2bca79ff4ef, 1dcd4cce5e7eba47,
-# b03b2c7a18aa917d, caba80bb2d0b7e61). These are the answers after session 25's: a node-sized
-# request takes the tightest node of the fleet, the lowest of those as tight, on every fabric,
-# and a request of one group is placed as required in its node (src/place_choice.c).
+# f7dac903d9f3b549); these are the answers after the choice rule of session 6 (branch llm:
+# the tightest rack for a single-domain request, the tightest of equal children), whose
+# simulator figures the merged tree reproduces exactly.
 EXPECTED = {
-    (10000, "off"): "20a8243d60486c2c",
-    (10000, "on"): "977d5c5e2e2d2333",
-    (100000, "off"): "63d2a0e5b06b572a",
-    (100000, "on"): "3091bd9a88410e27",
+    (10000, "off"): "92d4c2bca79ff4ef",
+    (10000, "on"): "1dcd4cce5e7eba47",
+    (100000, "off"): "b03b2c7a18aa917d",
+    (100000, "on"): "caba80bb2d0b7e61",
 }
 
 failures = []

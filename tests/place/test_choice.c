@@ -4,7 +4,7 @@
  * fit at the level that holds the job (the tightest rack over the whole fleet, not the tightest
  * rack of the tightest block; for a node-sized job the tightest node of the fleet, whatever
  * fabric joins the nodes), the ancestors as the tie-break above the node and the index at it
- * (Kueue's BestFit), rule 1 first; a request of one group as one its node must hold; and the
+ * (Kueue's BestFit), rule 1 first; and the
  * tightest of equally large children when a job spans several (emission, src/place_emit.c).
  * The oracle check is place_oracle/choice_is_the_tightest_domain_among_rule12_optima.
  */
@@ -104,34 +104,6 @@ Test(choice, required_node_takes_the_tightest_node_of_the_fleet)
 	d = tp_placement_devices(p, &n);
 	cr_assert_eq(n, 3);
 	cr_assert_eq(d[0], 72 + 4, "device %u", d[0]);
-	tp_placement_destroy(p);
-	done(t, c);
-}
-
-/* A request of one group (or of one device) with no required level is one its node must hold,
- * and is placed as if it required the node: the same answer as with required "node". */
-Test(choice, one_group_without_a_required_level_is_placed_as_required_in_its_node)
-{
-	tp_test_alloc_reset();
-	tp_topology *t;
-	tp_cluster *c;
-	fleet(&t, &c);
-	for (uint32_t k = 1; k <= 4; k++) {
-		tp_placement *a = place(c, k, k, NULL), *b = place(c, k, k, "node");
-		size_t na, nb;
-		const uint32_t *da = tp_placement_devices(a, &na);
-		const uint32_t *db = tp_placement_devices(b, &nb);
-		cr_assert_eq(na, nb);
-		for (size_t i = 0; i < na; i++)
-			cr_assert_eq(da[i], db[i], "%u GPUs: device %zu differs", k, i);
-		tp_placement_destroy(a);
-		tp_placement_destroy(b);
-	}
-	/* two groups of 1: devices of any nodes, the tree solver's fill (not one node's) */
-	tp_placement *p = place(c, 2, 1, NULL);
-	size_t n;
-	tp_placement_devices(p, &n);
-	cr_assert_eq(n, 2);
 	tp_placement_destroy(p);
 	done(t, c);
 }
