@@ -17,8 +17,8 @@
  *                       Kept for every level, the node level included, so that a request
  *                       one node must hold takes the tightest node of the whole fleet
  *                       (place_choice.c), as Kueue's BestFit does. It costs a Judy1 update
- *                       per node a change touches: 72-GPU assign p50 1.6 -> 2.0 us, release
- *                       0.9 -> 1.2 us at 1M GPUs (tp-bench model, docs/benchmarks.md).
+ *                       per node a change touches: 72-GPU assign p50 0.9 -> 1.7 us, release
+ *                       0.6 -> 1.2 us at 1M GPUs (tp-bench model, docs/benchmarks.md).
  */
 #ifndef TP_CLUSTER_IMPL_H
 #define TP_CLUSTER_IMPL_H
