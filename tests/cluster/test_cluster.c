@@ -445,6 +445,37 @@ Test(cluster, flat_topology_node_index)
 	TP_ASSERT_NO_LEAKS();
 }
 
+/* The tightest node with at least w[i].min_free free is w[i].node (TP_NONE: none), asked of
+ * the node level's index and then, with the index dropped as after a Judy failure, of the
+ * histograms; the index is restored after. */
+struct tight_want {
+	uint32_t min_free, node;
+};
+
+static void tightest_both_ways(tp_cluster *c, unsigned nl, const struct tight_want *w, size_t n)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) { /* the index dropped: the histograms answer */
+			c->indexed[nl] = false;
+			c->index_lost = true;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint32_t tight;
+			uint32_t k = w[i].min_free;
+			int rc = tp_cluster_tightest(c, nl, k, &tight);
+			if (w[i].node == TP_NONE) {
+				cr_assert_eq(rc, TP_ENOTFOUND, "pass %d, %u free", pass, k);
+				continue;
+			}
+			cr_assert_eq(rc, 0, "pass %d, %u free", pass, k);
+			cr_assert_eq(tight, w[i].node, "pass %d, %u free", pass, k);
+		}
+	}
+	c->indexed[nl] = true;
+	c->index_lost = false;
+	CHECK(c);
+}
+
 /* The tightest node with at least k free under NVLink racks: the node level keeps an index
  * there too (a node-sized job takes the tightest node of the fleet, place_choice.c), and after
  * a Judy failure dropped it the histograms answer the same. */
@@ -458,23 +489,8 @@ Test(cluster, tightest_node_level_under_nvlink_racks)
 	uint32_t take[] = {40 * 4, 40 * 4 + 1, 40 * 4 + 2, 100 * 4, 7 * 4 + 3};
 	cr_assert_eq(tp_cluster_assign(c, "x", take, 5, NULL), 0);
 	STEP(c);
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass) { /* the index dropped: the histograms answer */
-			c->indexed[2] = false;
-			c->index_lost = true;
-		}
-		uint32_t tight;
-		cr_assert_eq(tp_cluster_tightest(c, 2, 1, &tight), 0);
-		cr_assert_eq(tight, 40, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 2, &tight), 0);
-		cr_assert_eq(tight, 7, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 4, &tight), 0);
-		cr_assert_eq(tight, 0, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 2, 5, &tight), TP_ENOTFOUND);
-	}
-	c->indexed[2] = true;
-	c->index_lost = false;
-	CHECK(c);
+	static const struct tight_want want[] = {{1, 40}, {2, 7}, {4, 0}, {5, TP_NONE}};
+	tightest_both_ways(c, 2, want, 4);
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	TP_ASSERT_NO_LEAKS();
@@ -501,23 +517,8 @@ Test(cluster, tightest_node_level_with_and_without_index)
 	take[0] = 2 * 8 + 5;
 	cr_assert_eq(tp_cluster_assign(c, "y", take, 1, NULL), 0);
 	STEP(c);
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass) { /* the index dropped: the histograms answer */
-			c->indexed[1] = false;
-			c->index_lost = true;
-		}
-		uint32_t tight;
-		cr_assert_eq(tp_cluster_tightest(c, 1, 1, &tight), 0);
-		cr_assert_eq(tight, 9, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 1, 2, &tight), 0);
-		cr_assert_eq(tight, 2, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 1, 6, &tight), 0);
-		cr_assert_eq(tight, 0, "pass %d", pass);
-		cr_assert_eq(tp_cluster_tightest(c, 1, 9, &tight), TP_ENOTFOUND);
-	}
-	c->indexed[1] = true;
-	c->index_lost = false;
-	CHECK(c);
+	static const struct tight_want want[] = {{1, 9}, {2, 2}, {6, 0}, {9, TP_NONE}};
+	tightest_both_ways(c, 1, want, 4);
 	cr_assert_eq(tp_cluster_release(c, "y"), 0); /* node 2 back to 6 free: node 6 is tighter */
 	uint32_t tight;
 	cr_assert_eq(tp_cluster_tightest(c, 1, 2, &tight), 0);
