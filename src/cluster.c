@@ -310,6 +310,7 @@ static void assign_apply(struct tp_cluster *c, struct tp_job_impl *job, PPvoid_t
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, true);
 	tp_cl_service_apply(c, job, true);
+	tp_cl_mix_apply(c, job, true);
 	tp_cl_part_apply(c, job, slot, true);
 	if (c->nsp)
 		tp_cl_undo_push(c, (struct tp_undo){.kind = TP_UNDO_ASSIGN, .slot = slot, .job = job});
@@ -366,6 +367,7 @@ struct tp_job_impl *tp_cl_release_slot(struct tp_cluster *c, uint32_t slot)
 	tp_cl_apply_devs(c, job->devs, job->ndev, &op);
 	tp_cl_nic_apply(c, job, false);
 	tp_cl_service_apply(c, job, false);
+	tp_cl_mix_apply(c, job, false);
 	tp_cl_part_apply(c, job, slot, false);
 	map_remove(c, job->id);
 	c->nexclusive -= tp_job_exclusive(job);
@@ -430,6 +432,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	tp_cl_apply_devs(c, job->devs, job->ndev, &unhold);
 	tp_cl_nic_apply(c, job, false);
 	tp_cl_service_apply(c, job, false);
+	tp_cl_mix_apply(c, job, false);
 	tp_cl_part_apply(c, job, slot, false);
 	struct tp_undo e = {.kind = TP_UNDO_REBIND, .slot = slot, .devs = job->devs,
 	                    .ndev = job->ndev, .devs_separate = job->devs_separate,
@@ -443,6 +446,7 @@ int tp_cluster_rebind_impl(struct tp_cluster *c, uint32_t slot, const uint32_t *
 	tp_cl_apply_devs(c, nd, n, &hold);
 	tp_cl_nic_apply(c, job, true);
 	tp_cl_service_apply(c, job, true);
+	tp_cl_mix_apply(c, job, true);
 	tp_cl_part_apply(c, job, slot, true);
 	tp_cl_spare_upkeep(c, nd, n);
 	tp_cl_spare_upkeep(c, e.devs, e.ndev);

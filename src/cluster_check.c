@@ -403,7 +403,7 @@ static int check_nics(const tp_cluster *c, char *buf, size_t len)
 /* Jobs: the map, the slots, and dev_job agreeing with the job device lists. */
 static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 {
-	uint64_t held = 0, listed = 0;
+	uint64_t held = 0, listed = 0, wide = 0;
 	uint32_t exclusive = 0;
 	for (uint32_t d = 0; d < c->t->ndevices; d++)
 		held += c->dev_job[d] != TP_NO_JOB;
@@ -412,6 +412,7 @@ static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 		if (!j)
 			CHECK_FAIL("job slot %zu is empty", s);
 		exclusive += tp_job_exclusive(j);
+		wide += tp_cl_job_wide(c->t, j->ndev) ? j->ndev : 0;
 		if (tp_cluster_job_slot(c, j->id) != s)
 			CHECK_FAIL("job '%s' at slot %zu: the map says %u", j->id, s,
 			           tp_cluster_job_slot(c, j->id));
@@ -427,6 +428,10 @@ static int check_jobs(const tp_cluster *c, char *buf, size_t len)
 	if (held != listed)
 		CHECK_FAIL("%llu devices held, the jobs list %llu", (unsigned long long)held,
 		           (unsigned long long)listed);
+	if (listed != c->held_devs || wide != c->wide_devs)
+		CHECK_FAIL("the jobs hold %llu devices, %llu of them in wide jobs; the counts say %llu "
+		           "and %llu", (unsigned long long)listed, (unsigned long long)wide,
+		           (unsigned long long)c->held_devs, (unsigned long long)c->wide_devs);
 	if (exclusive != c->nexclusive)
 		CHECK_FAIL("%u jobs hold domains exclusively, the count says %u", exclusive,
 		           c->nexclusive);

@@ -95,6 +95,8 @@ static void arrays_copy(struct tp_cluster *d, const struct tp_cluster *c)
 	d->ndown = c->ndown;
 	d->ncordoned = c->ncordoned;
 	d->nexclusive = c->nexclusive;
+	d->held_devs = c->held_devs;
+	d->wide_devs = c->wide_devs;
 	d->npairs = c->npairs;
 	d->nspare_nodes = c->nspare_nodes;
 	d->spare_level = c->spare_level;

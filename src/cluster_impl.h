@@ -214,6 +214,9 @@ struct tp_cluster {
 	uint64_t generations;      /* generation numbers handed out: a change takes a new one */
 	uint32_t nexclusive;       /* running jobs whose shape has `exclusive`: placement reads
 	                            * them only when there are any */
+	uint64_t held_devs;        /* devices the running jobs hold */
+	uint64_t wide_devs;        /* of those, the devices of jobs wider than half an NVLink
+	                            * rack (tp_cl_job_wide): the running mix place_choice.c reads */
 	int16_t *dev_nic;          /* [ndevices] NIC of the device's node paired with it by the
 	                            * pairs job holding it, -1: none (see tp_job_impl.nic) */
 	uint32_t npairs;           /* running jobs with NICs (gpu_nic_pairs): placement blocks
@@ -511,5 +514,32 @@ int tp_cl_part_copy(struct tp_cluster *d, const struct tp_cluster *c);
 
 /* The partition check of tp_cluster_check (cluster_partition.c). */
 int tp_cl_part_check(const struct tp_cluster *c, char *buf, size_t len);
+
+/* Devices of an NVLink rack where NVLink joins the nodes of the level above the node (an
+ * NVL72 rack: its most devices), else 0 (HGX and PCIe nodes under InfiniBand or Ethernet, a
+ * level whose domains have fabrics of their own, a one-level topology). */
+static inline uint32_t tp_cl_nvlink_rack_devices(const struct tp_topology *t)
+{
+	unsigned nl = tp_node_level(t);
+	if (nl == 0 || t->lv[nl - 1].dfab || t->fabric[nl].kind != TP_LINK_NVLINK)
+		return 0;
+	return t->lv[nl - 1].max_devices;
+}
+
+/* Whether a job of ndev devices is wide: more than half an NVLink rack (never where the
+ * topology has none). */
+static inline bool tp_cl_job_wide(const struct tp_topology *t, uint32_t ndev)
+{
+	uint32_t r = tp_cl_nvlink_rack_devices(t);
+	return r > 0 && 2 * (uint64_t)ndev > r;
+}
+
+/* Count job's devices into the running mix (on) or out of it. */
+static inline void tp_cl_mix_apply(struct tp_cluster *c, const struct tp_job_impl *job, bool on)
+{
+	uint64_t n = job->ndev, w = tp_cl_job_wide(c->t, job->ndev) ? n : 0;
+	c->held_devs = on ? c->held_devs + n : c->held_devs - n;
+	c->wide_devs = on ? c->wide_devs + w : c->wide_devs - w;
+}
 
 #endif

@@ -147,6 +147,7 @@ static void undo_release(struct tp_cluster *c, struct tp_undo *e)
 	tp_cl_apply_devs(c, e->job->devs, e->job->ndev, &op);
 	tp_cl_nic_apply(c, e->job, true);
 	tp_cl_service_apply(c, e->job, true);
+	tp_cl_mix_apply(c, e->job, true);
 	tp_cl_part_apply(c, e->job, s, true);
 	e->job = NULL; /* the cluster owns it again */
 }
@@ -167,6 +168,7 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	tp_cl_apply_devs(c, j->devs, j->ndev, &unhold);
 	tp_cl_nic_apply(c, j, false);
 	tp_cl_service_apply(c, j, false);
+	tp_cl_mix_apply(c, j, false);
 	tp_cl_part_apply(c, j, e->slot, false);
 	if (j->devs_separate)
 		tp_free(&c->alloc, j->devs);
@@ -183,6 +185,7 @@ static void undo_rebind(struct tp_cluster *c, struct tp_undo *e)
 	tp_cl_apply_devs(c, j->devs, j->ndev, &hold);
 	tp_cl_nic_apply(c, j, true);
 	tp_cl_service_apply(c, j, true);
+	tp_cl_mix_apply(c, j, true);
 	tp_cl_part_apply(c, j, e->slot, true);
 }
 

@@ -39,6 +39,16 @@
 /* Candidates as tight as the best compared on their ancestors' free devices. */
 #define PIN_TIES 16
 
+/* For a request one node must hold: the node, or the node's NVLink rack while jobs wider than
+ * half a rack hold at least a quarter of the devices the running jobs hold (see above). */
+static unsigned node_pin_level(const struct pctx *p)
+{
+	const struct tp_cluster *c = p->c;
+	if (tp_cl_nvlink_rack_devices(p->t) && c->held_devs && 4 * c->wide_devs >= c->held_devs)
+		return p->nl - 1;
+	return p->nl;
+}
+
 /* The level whose domains the choice walks for this request, or -1 for none. */
 static int pin_level(const struct pctx *p, uint32_t k)
 {
@@ -47,7 +57,7 @@ static int pin_level(const struct pctx *p, uint32_t k)
 	    p->have_used || p->mix_on || p->sl >= 0 || q->balanced || tp_pl_step_on(p, k) ||
 	    tp_pl_has_fd_rules(q) || q->colocate_slot != TP_NO_JOB_SLOT)
 		return -1;
-	unsigned L = (unsigned)p->single_to;
+	unsigned L = (unsigned)p->single_to == p->nl ? node_pin_level(p) : (unsigned)p->single_to;
 	if (L < 1 || !p->c->indexed[L] || !p->c->index[L])
 		return -1;
 	for (unsigned l = 0; l < p->nlev; l++)

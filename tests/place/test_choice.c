@@ -84,27 +84,71 @@ Test(choice, required_rack_takes_the_tightest_rack_not_the_tightest_block)
 	done(t, c);
 }
 
-/* A job one node must hold takes the tightest node of the fleet: node 18 (rack 1's first, 2
- * free) and node 51 (rack 2's node 15, 2 free) tie, and the lower index wins, though rack 2 is
- * the tighter rack: a fixed order among equals fills the same nodes again (place_choice.c). */
+/* fleet()'s devices held by jobs of at most a node (4 GPUs): no job is wider than half a rack. */
+static void fleet_small(tp_topology **t, tp_cluster **c)
+{
+	cr_assert_eq(tp_topology_generate_nvl72(t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+	char id[16];
+	for (uint32_t d = 0; d < 72; d += 4) {
+		snprintf(id, sizeof id, "a%u", d);
+		hold(*c, id, d, 4);
+	}
+	hold(*c, "b", 72, 2);
+	for (uint32_t d = 144; d < 144 + 60; d += 4) {
+		snprintf(id, sizeof id, "c%u", d);
+		hold(*c, id, d, 4);
+	}
+	hold(*c, "d", 204, 2);
+}
+
+/* `count` GPUs required in one node start at device `want`. */
+static void expect_dev(tp_cluster *c, uint32_t count, uint32_t want)
+{
+	tp_placement *p = place(c, count, 1, "node");
+	size_t n;
+	const uint32_t *d = tp_placement_devices(p, &n);
+	cr_assert_eq(n, count);
+	cr_assert_eq(d[0], want, "%u GPUs: device %u, not %u", count, d[0], want);
+	tp_placement_destroy(p);
+}
+
+/* With no job wider than half a rack running, a job one node must hold takes the tightest
+ * node of the fleet: node 18 (rack 1's first, 2 free) and node 51 (rack 2's node 15, 2 free)
+ * tie, and the lower index wins, though rack 2 is the tighter rack: a fixed order among
+ * equals fills the same nodes again (place_choice.c). 3 GPUs: no node has exactly 3 free, so
+ * the first whole node, rack 1's node 1. */
 Test(choice, required_node_takes_the_tightest_node_of_the_fleet)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
+	fleet_small(&t, &c);
+	expect_dev(c, 1, 72 + 2);
+	expect_dev(c, 3, 72 + 4);
+	done(t, c);
+}
+
+/* The same devices held, but by a 72-GPU and a 62-GPU job (wider than half a rack, all of the
+ * held devices but 2): the tightest rack first keeps racks whole for jobs of that size, so the
+ * job goes to rack 2 (10 free) and its tightest node: node 15 (2 free) for 1 GPU, node 16 for
+ * 3. */
+Test(choice, required_node_takes_the_tightest_rack_while_wide_jobs_run)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
 	fleet(&t, &c);
-	tp_placement *p = place(c, 1, 1, "node");
-	size_t n;
-	const uint32_t *d = tp_placement_devices(p, &n);
-	cr_assert_eq(n, 1);
-	cr_assert_eq(d[0], 72 + 2, "device %u, not node 18's first free", d[0]);
-	tp_placement_destroy(p);
-	/* 3 GPUs: no node has exactly 3 free, so the first whole node: rack 1's node 1 */
-	p = place(c, 3, 1, "node");
-	d = tp_placement_devices(p, &n);
-	cr_assert_eq(n, 3);
-	cr_assert_eq(d[0], 72 + 4, "device %u", d[0]);
-	tp_placement_destroy(p);
+	expect_dev(c, 1, 144 + 62);
+	expect_dev(c, 3, 144 + 64);
+	/* the 72-GPU job ends: 62 of 64 held devices are still a wide job's */
+	cr_assert_eq(tp_cluster_release(c, "r0"), 0);
+	expect_dev(c, 1, 144 + 62);
+	/* and the 62-GPU one: no wide job is left, so the tightest node of the fleet, node 18 (2
+	 * free), not the tightest rack's (rack 1 holds it too now: the whole fleet is free but
+	 * those 2 devices) */
+	cr_assert_eq(tp_cluster_release(c, "r2"), 0);
+	expect_dev(c, 1, 72 + 2);
 	done(t, c);
 }
 
