@@ -13,6 +13,11 @@
  * the counts below L come first):
  *     the domains used below L (rule 1), the candidate's own free devices (the tightest rack),
  *     then its ancestors' free devices from the top, then the free devices below L;
+ * where the racks join their nodes by NVLink and jobs wider than half a rack hold at least a
+ * quarter of the devices the running jobs hold (the running mix: tp_cluster.wide_devs,
+ * held_devs), a required node is chosen at its rack instead (L = the rack: keep racks whole
+ * for those jobs; llm on nvl72:10080 lost up to 0.9 points without it, the small-job
+ * workloads never reach the share);
  * for a node (L the node level) the ancestors break no tie: of the tightest nodes the lowest
  * index wins, Kueue's BestFit. Tightest ancestors first spreads small jobs over whichever rack
  * or block is fullest at the time, and the preference moves as jobs end; a fixed order fills
