@@ -113,6 +113,16 @@ static void expect_dev(tp_cluster *c, uint32_t count, uint32_t want)
 	tp_placement_destroy(p);
 }
 
+/* Build a fleet with make; 1 GPU and then 3 required in one node start at devices one and
+ * three. */
+static void expect_on(void (*make)(tp_topology **, tp_cluster **), uint32_t one, uint32_t three,
+                      tp_topology **t, tp_cluster **c)
+{
+	make(t, c);
+	expect_dev(*c, 1, one);
+	expect_dev(*c, 3, three);
+}
+
 /* With no job wider than half a rack running, a job one node must hold takes the tightest
  * node of the fleet: node 18 (rack 1's first, 2 free) and node 51 (rack 2's node 15, 2 free)
  * tie, and the lower index wins, though rack 2 is the tighter rack: a fixed order among
@@ -123,9 +133,7 @@ Test(choice, required_node_takes_the_tightest_node_of_the_fleet)
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
-	fleet_small(&t, &c);
-	expect_dev(c, 1, 72 + 2);
-	expect_dev(c, 3, 72 + 4);
+	expect_on(fleet_small, 72 + 2, 72 + 4, &t, &c);
 	done(t, c);
 }
 
@@ -138,9 +146,7 @@ Test(choice, required_node_takes_the_tightest_rack_while_wide_jobs_run)
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
-	fleet(&t, &c);
-	expect_dev(c, 1, 144 + 62);
-	expect_dev(c, 3, 144 + 64);
+	expect_on(fleet, 144 + 62, 144 + 64, &t, &c);
 	/* the 72-GPU job ends: 62 of 64 held devices are still a wide job's */
 	cr_assert_eq(tp_cluster_release(c, "r0"), 0);
 	expect_dev(c, 1, 144 + 62);
