@@ -150,10 +150,16 @@ Test(choice, required_node_takes_the_tightest_rack_while_wide_jobs_run)
 	/* the 72-GPU job ends: 62 of 64 held devices are still a wide job's */
 	cr_assert_eq(tp_cluster_release(c, "r0"), 0);
 	expect_dev(c, 1, 144 + 62);
-	/* and the 62-GPU one: no wide job is left, so the tightest node of the fleet, node 18 (2
-	 * free), not the tightest rack's (rack 1 holds it too now: the whole fleet is free but
-	 * those 2 devices) */
+	/* and the 62-GPU one, and rack 3 filled but its last node's 2 GPUs by small jobs: no wide
+	 * job is left, so the tightest node of the fleet, node 18 (rack 1, 2 free, the lower of
+	 * the two nodes with 2 free), not the tightest rack's (rack 3, 2 free: device 286) */
 	cr_assert_eq(tp_cluster_release(c, "r2"), 0);
+	char id[16];
+	for (uint32_t d = 216; d < 216 + 68; d += 4) {
+		snprintf(id, sizeof id, "s%u", d);
+		hold(c, id, d, 4);
+	}
+	hold(c, "s284", 284, 2);
 	expect_dev(c, 1, 72 + 2);
 	done(t, c);
 }
