@@ -341,6 +341,18 @@ int tp_pl_ctx_init(struct pctx *p, const struct tp_cluster *c, const struct tp_r
 	if (q->colocate_slot != TP_NO_JOB_SLOT && q->colocate_level > p->single_to)
 		p->single_to = q->colocate_level;
 	p->compact = q->required >= 0 || q->preferred >= 0 || q->nslices > 0 || p->sl >= 0;
+	/* One device, or one group, without a required level: one domain of the group's level (a
+	 * node unless group_level says otherwise) must hold it anyway, so where the node is the
+	 * NVLink domain (HGX, PCIe nodes, mixed fleets) it is placed as required there
+	 * (place_choice.c: the tightest such domain of the fleet). Not under NVL72-style racks:
+	 * there the tree order (tightest rack first) measured better on llm / nvl72:10080
+	 * (docs/benchmarks.md, session 26). */
+	bool one_group = q->gsize == q->count && q->count > 0;
+	if (!p->compact && one_group && q->colocate_slot == TP_NO_JOB_SLOT &&
+	    !tp_cl_nvlink_rack_devices(c->t)) {
+		p->single_to = (int)q->glevel;
+		p->compact = true;
+	}
 	build_scope(p);
 	tp_pl_build_xbad(p, false);
 	tp_pl_build_sbad(p, true);

@@ -4,7 +4,8 @@
  * fit at the level that holds the job (the tightest rack over the whole fleet, not the tightest
  * rack of the tightest block; for a node-sized job the tightest node of the fleet, whatever
  * fabric joins the nodes), the ancestors as the tie-break above the node and the index at it
- * (Kueue's BestFit), rule 1 first; and the
+ * (Kueue's BestFit), rule 1 first; on HGX a request of one group as one its node must hold;
+ * and the
  * tightest of equally large children when a job spans several (emission, src/place_emit.c).
  * The oracle check is place_oracle/choice_is_the_tightest_domain_among_rule12_optima.
  */
@@ -193,6 +194,42 @@ static void expect_node(tp_cluster *c, uint32_t count, unsigned want)
 	tp_placement *p = place(c, count, 1, "node");
 	cr_assert_eq(node_of(p, 8), want, "%u GPUs", count);
 	tp_placement_destroy(p);
+}
+
+/* On HGX (the node is the NVLink domain) a request of one group (or of one device) with no
+ * required level is one its node must hold, and is placed as if it required the node: the same
+ * devices as with required "node" (src/place.c). */
+Test(choice, one_group_on_hgx_is_placed_as_required_in_its_node)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	hgx_units(&t, &c, 4, 7);
+	for (uint32_t k = 1; k <= 8; k++) {
+		tp_placement *a = place(c, k, k, NULL), *b = place(c, k, k, "node");
+		size_t na, nb;
+		const uint32_t *da = tp_placement_devices(a, &na);
+		const uint32_t *db = tp_placement_devices(b, &nb);
+		cr_assert_eq(na, nb);
+		for (size_t i = 0; i < na; i++)
+			cr_assert_eq(da[i], db[i], "%u GPUs: device %zu differs", k, i);
+		tp_placement_destroy(a);
+		tp_placement_destroy(b);
+	}
+	done(t, c);
+	/* su0: node 0 with 1 free, node 1 empty (9 free); su1: node 2 with 2 free, node 3 with 6
+	 * (8 free, the tighter unit). 1 GPU goes to the tightest node of the fleet, node 0, not to
+	 * the tighter unit's tightest node (node 2: the tree order's answer) */
+	tp_test_alloc_reset();
+	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	hold(c, "a", 0, 7);
+	hold(c, "b", 16, 6);
+	hold(c, "c", 24, 2);
+	tp_placement *p = place(c, 1, 1, NULL);
+	cr_assert_eq(node_of(p, 8), 0);
+	tp_placement_destroy(p);
+	done(t, c);
 }
 
 /* On HGX (InfiniBand joins a scalable unit's nodes) too a job one node must hold goes to the
