@@ -5,8 +5,8 @@
  * rack of the tightest block; for a node-sized job the tightest node of the fleet, whatever
  * fabric joins the nodes), the ancestors as the tie-break above the node and the index at it
  * (Kueue's BestFit), rule 1 first; on HGX a request of one group as one its node must hold;
- * and the
- * tightest of equally large children when a job spans several (emission, src/place_emit.c).
+ * and the tightest of equally large children when a job spans several (emission,
+ * src/place_emit.c).
  * The oracle check is place_oracle/choice_is_the_tightest_domain_among_rule12_optima.
  */
 #include <stdio.h>
