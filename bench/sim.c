@@ -359,6 +359,7 @@ static void sim_advance(struct sim_run *r, double t)
 			r->res->idle_count_gpu_h += idle;
 	}
 	r->now = t;
+	r->ctx.now = t;
 }
 
 /* ---- scheduling --------------------------------------------------------------------------- */
@@ -419,6 +420,7 @@ static void sim_start(struct sim_run *r, uint32_t jid)
 		 * refused the plan (1,418 of 3,122 plans on llm / nvl72:864 EASY, seed 3). */
 		tp_slice sl;
 		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
+		shape.expected_end_s = sim_end_estimate(&r->ctx, j, jid);
 		opts.shape = &shape;
 		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
 		if (rc < 0)
@@ -1126,6 +1128,8 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.floor_search = o->floor_search;
 	r.ctx.floor_ahead = o->floor_ahead;
 	r.ctx.fabric_fit = o->fabric_fit;
+	r.ctx.end_over = o->end_over;
+	r.ctx.end_seed = o->seed;
 	r.ctx.top_floor = o->queue == SIM_QUEUE_EASY ? o->top_floor : 0;
 	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
 	r.ctx.defrag_floor = !o->no_defrag_floor;
@@ -1320,6 +1324,7 @@ static void sim_usage(FILE *f)
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
 	      "                    [--no-defrag-behind] [--no-pay-slowdown] [--no-defrag-best]\n"
 	      "                    [--no-defrag-less-local] [--reserve-busy ours|all|off]\n"
+	      "                    [--end-estimates none|exact|over:F]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1370,6 +1375,7 @@ static void sim_usage(FILE *f)
 	      "  order before 0.4.0).\n"
 	      SIM_FLOOR_USAGE, f);
 	fputs(SIM_RESERVE_USAGE, f);
+	fputs(SIM_END_USAGE, f);
 	fputs(SIM_DEFRAG_FLOOR_USAGE
 	      "  --inference N: N services with replicas and an availability target instead of\n"
 	      "  the training workload (bench/sim_serving.c): per policy the share of\n"
@@ -1425,6 +1431,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-defrag-best", no_argument, NULL, 1013},
 		{"no-defrag-less-local", no_argument, NULL, 1014},
 		{"reserve-busy", required_argument, NULL, 1015},
+		{"end-estimates", required_argument, NULL, 1016},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1460,6 +1467,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1013: o.no_defrag_best = true; break;
 		case 1014: o.no_defrag_less_local = true; break;
 		case 1015: sim_reserve_busy_arg(optarg, &o.reserve_busy); break;
+		case 1016: o.end_over = sim_end_estimates_arg(optarg); break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

@@ -157,6 +157,15 @@ const char *sim_reserve_busy_name(enum sim_reserve_busy m);
 	"  keeps every device free now; all: every policy, the peers too; off: none\n"           \
 	"  (bench/sim_easy.c).\n"
 
+/* The help text of --end-estimates (tp-bench sim and compare). */
+#define SIM_END_USAGE                                                                            \
+	"  --end-estimates none|exact|over:F: when topoplace and topoplace-defrag tell\n"      \
+	"  tp_place a job will end (tp_request.expected_end_s, its running job's shape too):\n" \
+	"  exact (the default) its start plus its running time, the estimate the EASY\n"      \
+	"  reservation and the pay rule use; over:F that running time times 1 + F x u, u\n"   \
+	"  uniform in [0, 1) per job (from the seed; over:2: up to 3x, like users' time\n"   \
+	"  limits); none: no end. The peers take no end.\n"
+
 /* --fabric-fit's default: on a fleet of several fabric classes topoplace asks for fabric fit
  * 0.9 (tp_step_model.fabric_fit; sim_policy.c). */
 #define SIM_FABRIC_FIT 0.9
@@ -167,6 +176,11 @@ double sim_fabric_fit_arg(const char *s);
 #define SIM_TOP_FLOOR 0.999
 /* --top-floor's value, a number from 0 to 1; anything else dies naming the option. */
 double sim_top_floor_arg(const char *s);
+/* --end-estimates: "none" (SIM_END_NONE), "exact" (0) or "over:F" (F in (0, 100]). */
+#define SIM_END_NONE (-1.0)
+double sim_end_estimates_arg(const char *s);
+/* The name of an end_over value, into buf (room for 32): "none", "exact" or "over:F". */
+const char *sim_end_estimates_name(double over, char *buf);
 /* The usage lines of --floor-search, --floor-ahead, --fabric-fit and --top-floor (tp-bench
  * sim and compare). */
 #define SIM_FLOOR_USAGE                                                                          \
@@ -260,6 +274,10 @@ struct sim_opts {
 	bool no_defrag_floor;  /* --no-defrag-floor: the defrag hook's plan asks no fabric floor */
 	bool no_defrag_behind; /* --no-defrag-behind: the defrag hook runs for the oldest job only */
 	enum sim_reserve_busy reserve_busy; /* --reserve-busy (ours by default) */
+	double end_over;       /* --end-estimates: what tp_place is told of a job's end
+	                        * (sim_end_estimate): SIM_END_NONE nothing, 0 its running time
+	                        * ("exact", the default: the EASY reservation's estimate), > 0 its
+	                        * running time x (1 + end_over x u), u uniform in [0, 1) per job */
 	size_t inference;      /* > 0: the inference class instead (sim_serving.c): this many
 	                        * services with replicas and an availability target */
 	const char *json;
@@ -371,6 +389,9 @@ struct sim_ctx {
 	/* The job being placed is the oldest waiting one (also in the EASY reservation's trials,
 	 * for the top job). */
 	bool oldest;
+	double now;       /* the simulated time (s) */
+	double end_over;  /* the run's --end-estimates (sim_opts.end_over) */
+	uint64_t end_seed; /* the run's seed, for the over-estimates */
 	enum sim_floor_search floor_search; /* the run's --floor-search, --floor-ahead and */
 	bool floor_ahead;                   /* --fabric-fit */
 	double fabric_fit;
@@ -598,6 +619,10 @@ int sim_slurm_torus_place(void *st, struct sim_ctx *ctx, const struct sim_job *j
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 
 /* The request the topoplace policies place job j with (id: room for 24 bytes; sim_policy.c). */
+/* When job j (index jid), placed now, is expected to end as the run's --end-estimates says
+ * (ctx->now plus its running time, over-estimated by a factor from the run's seed and jid),
+ * or 0 for none: tp_request.expected_end_s. */
+double sim_end_estimate(const struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid);
 tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
                           tp_slice *slice, char *id);
 

@@ -108,6 +108,8 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "defrag_less_local", /* only where the NVLink domain holds nodes */
 	                !o->no_defrag_less_local);
 	bench_json_str(j, "reserve_busy", sim_reserve_busy_name(o->reserve_busy));
+	char eb[32];
+	bench_json_str(j, "end_estimates", sim_end_estimates_name(o->end_over, eb));
 	bench_json_end_obj(j);
 }
 

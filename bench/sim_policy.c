@@ -451,6 +451,44 @@ double sim_top_floor_arg(const char *s)
 	return unit_arg("--top-floor", s);
 }
 
+double sim_end_estimates_arg(const char *s)
+{
+	if (!strcmp(s, "none"))
+		return SIM_END_NONE;
+	if (!strcmp(s, "exact"))
+		return 0;
+	char *end;
+	double f = !strncmp(s, "over:", 5) ? strtod(s + 5, &end) : NAN;
+	if (!(f > 0 && f <= 100) || *end)
+		bench_die("--end-estimates: 'none', 'exact' or 'over:F' with F in (0, 100], not '%s'", s);
+	return f;
+}
+
+const char *sim_end_estimates_name(double over, char *buf)
+{
+	if (over < 0)
+		return "none";
+	if (over == 0)
+		return "exact";
+	snprintf(buf, 32, "over:%g", over);
+	return buf;
+}
+
+double sim_end_estimate(const struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid)
+{
+	if (ctx->end_over < 0)
+		return 0;
+	double u = 0;
+	if (ctx->end_over > 0) { /* splitmix64 of (seed, jid): the same factor on every run */
+		uint64_t z = ctx->end_seed * 0x9e3779b97f4a7c15u + jid + 1;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+		z ^= z >> 31;
+		u = (double)(z >> 11) / 9007199254740992.0;
+	}
+	return ctx->now + j->duration_s * (1 + ctx->end_over * u);
+}
+
 static const char *const floor_search_names[3] = {"oldest", "every", "off"};
 
 const char *sim_floor_search_name(enum sim_floor_search m)
@@ -764,6 +802,7 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 	ctx->comm_jid = jid;
 	if (ctx->have_comm)
 		ctx->last_comm = m;
+	r.expected_end_s = sim_end_estimate(ctx, j, jid);
 	tp_placement *p = NULL;
 	int rc = tp_place(ctx->c, &r, &p);
 	/* the floor's own refusal, by its documented message (docs/errors.md), not any TP_EBUSY
@@ -894,6 +933,7 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	char id[24];
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
+	r.expected_end_s = sim_end_estimate(ctx, j, jid);
 	if (ctx->floor_refused || ctx->upgrade) { /* room at the floor: one domain of its level */
 		r.required = ctx->f->level_name[ctx->floor_level];
 		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)

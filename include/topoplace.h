@@ -1031,19 +1031,36 @@ typedef struct tp_domain_cap {
 	uint32_t groups;   /**< most groups per domain, or 0 */
 } tp_domain_cap;
 
-/** @brief Version of ::tp_request this header describes: 5 since 0.4.0 (`box_level`, `box`,
- *  `box_wrap`, `box_rotate`), 4 since 0.4.0 (`service`), 3 since 0.4.0 (`comm`), 2 since 0.2.0
- *  (`gpu_nic_pairs`). The library also reads versions 1 to 4 (the fields that version has; the
- *  missing fields take their defaults), so callers built against an older header keep
- *  working. */
-#define TP_REQUEST_VERSION 5
+/** @brief Version of ::tp_request this header describes: 6 since 0.4.0 (`expected_end_s`), 5
+ *  since 0.4.0 (`box_level`, `box`, `box_wrap`, `box_rotate`), 4 since 0.4.0 (`service`), 3 since
+ *  0.4.0 (`comm`), 2 since 0.2.0 (`gpu_nic_pairs`). The library also reads versions 1 to 5 (the
+ *  fields that version has; the missing fields take their defaults), so callers built against
+ *  an older header keep working. */
+#define TP_REQUEST_VERSION 6
 
 /**
  * @brief What a job asks for. The semantics are those of the scenario format's `request`
  * (docs/concepts.md). Every pointer is borrowed for the duration of the call only.
  *
- * `version` must be 1 to 4 (::TP_REQUEST_VERSION); the library reads only the fields that
+ * `version` must be 1 to 6 (::TP_REQUEST_VERSION); the library reads only the fields that
  * version has.
+ *
+ * **When the job is expected to end** (`expected_end_s`, version 6): a time on the caller's own
+ * clock (seconds; any epoch, the same for every call on a cluster), such as the job's start
+ * plus its time limit (Slurm's TimeLimit, Kueue's `maximumExecutionTimeSeconds`) or a
+ * predictor's estimate; 0 (the default): not known. A running job's expected end is that of
+ * the shape it was recorded with (tp_job_options.shape; tp_commit() records the request).
+ * Rule 3, refined: for a request one node must hold (`required` the node level, or one group
+ * as on the fleets below), among the nodes as tight as the tightest (the same free devices,
+ * every earlier rule tied), the node whose running jobs are expected to end last, at or after
+ * this job's end, and nearest to it, wins: the job then ends before its node would free
+ * anyway, so it keeps no node from becoming whole later than it would have. Where no tied
+ * node lasts that long, the one expected to free last wins (the least delay); nodes whose
+ * jobs give no end come after both, and the lowest index breaks what remains tied, as
+ * without an end. So nodes free whole together, for the jobs that need whole nodes. At most
+ * 64 tied nodes are compared (the first in index order), each by reading its devices' jobs:
+ * no cluster scan. ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative,
+ * infinite or NaN value is ::TP_EINVAL ("request.expected_end_s ...").
  *
  * **A service's replica** (`service`, version 4): the job is one replica of the named service.
  * tp_place() keeps it out of every domain where the service's spread caps
@@ -1171,13 +1188,15 @@ typedef struct tp_request {
 	int box_wrap;                /**< 1: the box may cross a wrapping axis's seam.
 	                                  @since 0.4.0 (version 5) */
 	int box_rotate;              /**< 1: any order of the extents. @since 0.4.0 (version 5) */
+	double expected_end_s;       /**< when the job is expected to end, on the caller's clock
+	                                  (see above); 0: not known. @since 0.4.0 (version 6) */
 } tp_request;
 
 /** @brief Initialiser for ::tp_request: count 0 (must be set), everything else default. */
 #define TP_REQUEST_INIT                                                                        \
 	{TP_REQUEST_VERSION, NULL, TP_CLASS_TRAINING, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, 0,  \
 	 NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, 0.0, 0.0, NULL, 0, 0, NULL, NULL, NULL, {0, 0, 0}, \
-	 0, 0}
+	 0, 0, 0.0}
 
 /**
  * @brief Set a ::tp_request to ::TP_REQUEST_INIT, for callers that cannot use the macro (bindings),
@@ -1991,7 +2010,10 @@ typedef enum tp_rule {
 	 *  of the whole job chose among them. */
 	TP_RULE_STEP = 4,
 	/** Candidates tied on every rule (and step time, or no `comm`): the lowest index won. */
-	TP_RULE_TIE = 5
+	TP_RULE_TIE = 5,
+	/** Rule 3 refined (`expected_end_s`): nodes as tight as each other, the one whose running
+	 *  jobs end last at or after the job's expected end (else the latest) won. */
+	TP_RULE_END = 6
 } tp_rule;
 
 /**

@@ -631,6 +631,10 @@ static int check_shape(struct tp_cluster *c, const tp_request *r)
 		                 r->gpu_nic_pairs);
 	if (r->count < 1)
 		return tp_seterr(m, TP_EINVAL, "shape.count 0: a request needs at least one device");
+	if (r->version >= 6 && (!isfinite(r->expected_end_s) || r->expected_end_s < 0))
+		return tp_seterr(m, TP_EINVAL,
+		                 "shape.expected_end_s %g is not a finite time >= 0 (0: not known)",
+		                 r->expected_end_s);
 	if ((unsigned)r->job_class > TP_CLASS_INTERACTIVE)
 		return tp_seterr(m, TP_EINVAL, "shape.job_class %d is not a job class",
 		                 (int)r->job_class);

@@ -109,6 +109,8 @@ static void hash_shape(struct hbuf *h, const tp_request *r)
 		hb_u64(h, (uint64_t)r->gpu_nic_pairs);
 	if (r->service) /* version 4, the same way */
 		hb_str(h, r->service);
+	if (r->expected_end_s != 0) /* version 6, the same way */
+		hb_f64(h, r->expected_end_s);
 }
 
 /* The caps of the services that have some (tp_cluster_set_service_caps), in an order-free sum:

@@ -90,6 +90,12 @@ struct tp_job_impl {
 	size_t bytes;          /* size of the block holding the struct, devs, id and tenant */
 };
 
+/* When a running job is expected to end: its shape's expected_end_s (0: not known). */
+static inline double tp_job_end(const struct tp_job_impl *j)
+{
+	return j->shape ? j->shape->expected_end_s : 0.0;
+}
+
 /* One NVLink partition of a job: its domain of the partition level, its channel in the
  * domain's pool and how many of the job's nodes it spans (>= 2; the nodes are those of the
  * job's devices in the domain). */

@@ -5,6 +5,7 @@
  */
 #include "request.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,17 @@ static int resolve_pairs(const tp_request *r, struct tp_rq *q, char *err)
 	return 0;
 }
 
+/* expected_end_s: a finite time >= 0 (0: not known). */
+static int resolve_end(const tp_request *r, struct tp_rq *q, char *err)
+{
+	if (!isfinite(r->expected_end_s) || r->expected_end_s < 0)
+		return tp_seterr(err, TP_EINVAL,
+		                 "request.expected_end_s %g is not a finite time >= 0 (0: not known)",
+		                 r->expected_end_s);
+	q->end_s = r->expected_end_s;
+	return 0;
+}
+
 int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
                        const tp_request *orig, unsigned flags, const tp_allocator *a,
                        struct tp_rq *q, char *err)
@@ -373,6 +385,8 @@ int tp_request_resolve(const struct tp_topology *t, const struct tp_cluster *c,
 		rc = resolve_select(t, r, q, a, err);
 	if (!rc)
 		rc = resolve_pairs(r, q, err);
+	if (!rc)
+		rc = resolve_end(r, q, err);
 	if (!rc)
 		rc = resolve_comm(r, q, err);
 	if (!rc)

@@ -36,6 +36,7 @@ struct tp_rq {
 	unsigned slevel[TP_MAX_LEVELS];
 	uint32_t ssize[TP_MAX_LEVELS];
 	bool balanced;
+	double end_s;       /* expected_end_s: when the job is expected to end (0: not known) */
 	/* Tree caps folded per level, in devices (groups caps at or above the group level are
 	 * groups * gsize). capgrp holds a groups cap on a level below the group level, where a
 	 * group may touch several domains. */

@@ -73,6 +73,8 @@ size_t tp_request_size(unsigned version)
 		return offsetof(tp_request, service);
 	case 4:
 		return offsetof(tp_request, box_level);
+	case 5:
+		return offsetof(tp_request, expected_end_s);
 	case TP_REQUEST_VERSION:
 		return sizeof(tp_request);
 	default:

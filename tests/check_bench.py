@@ -779,6 +779,25 @@ def check_defrag_less_local(tmp):
                   f"{off} (should not differ)")
 
 
+# --end-estimates (sim_end_estimate; tp_request.expected_end_s): what topoplace is told of a
+# job's end. The peers take none, so their figures do not move; topoplace's do (its ties
+# among equally tight nodes go to the node whose jobs end nearest after the job's own end).
+def check_end_estimates(tmp):
+    base = ["sim", "--fleet", "hgx:512", "--mix", "philly", "--jobs", "3000", "--load", "3",
+            "--queue", "strict", "--seed", "1", "--policies", "kueue-like,topoplace"]
+    got = {}
+    for mode in ("none", "exact", "over:2"):
+        d, _ = run(base + ["--end-estimates", mode], tmp, f"end-{mode.replace(':', '')}.json")
+        check(d["policy_settings"]["end_estimates"] == mode,
+              f"--end-estimates {mode}: policy_settings say {d['policy_settings']}")
+        got[mode] = {p: m["effective_gpu_hours"] for p, m in d["policies"].items()}
+    kq = {m: g["kueue-like"] for m, g in got.items()}
+    check(len(set(kq.values())) == 1, f"--end-estimates moved kueue-like: {kq}")
+    tp = {m: g["topoplace"] for m, g in got.items()}
+    check(tp["none"] != tp["exact"] and tp["none"] != tp["over:2"],
+          f"--end-estimates changed no topoplace figure: {tp}")
+
+
 # The EASY reservation on the devices busy now (bench/sim_easy.c, sim_easy_reserve_busy;
 # --reserve-busy ours|all|off). ours (the default): topoplace's and topoplace-defrag's top job
 # is first reserved with every device free now held back, and keeps that reservation where it
@@ -941,22 +960,23 @@ def check_compare_failures(tmp):
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
             "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True,
-            "defrag_best": True, "defrag_less_local": True, "reserve_busy": "ours"}
+            "defrag_best": True, "defrag_less_local": True, "reserve_busy": "ours",
+            "end_estimates": "exact"}
     check(off["policy_settings"] == want,
           f"compare: policy_settings {off['policy_settings']}, not the defaults {want}")
     tuned, _ = run(base + ["--top-floor", "0.5", "--fabric-fit", "0", "--no-compact",
                            "--no-pay", "--floor-search", "every", "--compact-max-sims", "5",
                            "--no-defrag-floor", "--no-defrag-behind", "--no-defrag-best",
-                           "--reserve-busy", "all"],
+                           "--reserve-busy", "all", "--end-estimates", "over:2"],
                    tmp, "cmp-tuned.json")
     got = {k: tuned["policy_settings"][k]
            for k in ("top_floor", "fabric_fit", "compact", "compact_easy", "pay_rule",
                      "floor_search", "compact_max_sims", "defrag_floor", "defrag_behind",
-                     "pay_slowdown", "defrag_best", "reserve_busy")}
+                     "pay_slowdown", "defrag_best", "reserve_busy", "end_estimates")}
     check(got == {"top_floor": 0.5, "fabric_fit": 0, "compact": False, "compact_easy": False,
                   "pay_rule": False, "floor_search": "every", "compact_max_sims": 5,
                   "defrag_floor": False, "defrag_behind": False, "pay_slowdown": False,
-                  "defrag_best": False, "reserve_busy": "all"},
+                  "defrag_best": False, "reserve_busy": "all", "end_estimates": "over:2"},
           f"compare: policy_settings of the options {got}")
     for c in on["cells"]:
         for name in ("kueue-like", "topoplace"):
@@ -990,6 +1010,10 @@ def check_errors(tmp):
                          (["sim", "--reserve-busy", "some"],
                           "--reserve-busy: 'ours', 'all' or 'off', not 'some'"),
                          (["compare", "--reserve-busy", "peers"], "--reserve-busy: "),
+                         (["sim", "--end-estimates", "over:0"],
+                          "--end-estimates: 'none', 'exact' or 'over:F' with F in (0, 100], "
+                          "not 'over:0'"),
+                         (["compare", "--end-estimates", "soon"], "--end-estimates: "),
                          (["sim", "--fabric-fit", "1.5"],
                           "--fabric-fit: a number from 0 to 1 (0: off), not '1.5'"),
                          (["compare", "--fabric-fit", "x"], "--fabric-fit: "),
@@ -1049,6 +1073,7 @@ if __name__ == "__main__":
         check_defrag_best(tmp)
         check_defrag_less_local(tmp)
         check_reserve_busy(tmp)
+        check_end_estimates(tmp)
         check_errors(tmp)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

@@ -1144,8 +1144,8 @@ static const struct opts_bad opts_bads[] = {
     {"tenant empty", "opts.tenant is empty"},
     {"shape slices NULL", "shape.slices is NULL but shape.nslices is 1"},
     {"shape unknown level", "shape.required 'nosuch' is not a level of the topology"},
-    {"shape version 77", "shape.version 77 is not 1 to 5"},
-    {"shape version 99 count 0", "shape.version 99 is not 1 to 5"},
+    {"shape version 77", "shape.version 77 is not 1 to 6"},
+    {"shape version 99 count 0", "shape.version 99 is not 1 to 6"},
     {"shape count 0", "shape.count 0: a request needs at least one device"},
 };
 
@@ -1520,9 +1520,9 @@ Test(place, gpu_nic_pairs_validation_and_versions)
 	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINVAL, tp_placement_errmsg(p),
 	              "request.gpu_nic_pairs 2 is not 0 or 1");
 	tp_placement_destroy(p);
-	r.version = 6;
+	r.version = 7;
 	TP_ASSERT_ERR(tp_place(c, &r, &p), TP_EINVAL, tp_placement_errmsg(p),
-	              "request.version 6 is not 1 to 5");
+	              "request.version 7 is not 1 to 6");
 	tp_placement_destroy(p);
 	/* a caller built against version 1 passes a shorter struct: nothing past it is read (ASan
 	 * checks the exact-size copy), and its placement has no pairs */
