@@ -114,6 +114,8 @@ struct bench_fill {
 	uint32_t nracks;
 	long next_id;
 	uint32_t *devs; /* scratch */
+	bool ends;      /* each job's shape expected to end at a random time in [1, 1e6] s
+	                   (tp_request.expected_end_s; tp-bench place --ends on); false by init */
 };
 
 void bench_fill_init(struct bench_fill *f, const tp_cluster *c, struct bench_rng *rng,

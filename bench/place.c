@@ -51,6 +51,7 @@ struct place_opts {
 	const char *json;
 	FILE *calls; /* --calls FILE: one CSV line per tp_place call, NULL: none */
 	bool mix_on; /* --mix on: tp_cluster_set_place_mix(c, NULL, 0), the frag report's mix */
+	bool ends;   /* --ends on: every job and request has an expected end (rule 3's end tie) */
 	unsigned torus[3]; /* --torus X,Y,Z (0: the NVL72 fleets) */
 };
 
@@ -81,26 +82,45 @@ static void place_usage(FILE *f)
 	fprintf(f,
 	        "usage: tp-bench place [--sizes 10000,100000,1000000] [--seed N] [--requests N]\n"
 	        "                      [--baseline-requests N] [--occupancy 0.7] [--json FILE]\n"
-	        "                      [--mix on|off] [--calls FILE] [--torus X,Y,Z]\n"
+	        "                      [--mix on|off] [--ends on|off] [--calls FILE]\n"
+	        "                      [--torus X,Y,Z]\n"
 	        "  p50/p99 of tp_place over a request mix on NVL72 fleets at ~70%% occupancy, and\n"
 	        "  of a Kueue-like baseline that recounts every node per request. --mix on: the\n"
 	        "  cluster protects tp_frag_report's default job mix (tp_cluster_set_place_mix\n"
 	        "  with NULL); off (default): no mix, best fit alone, as a new cluster has.\n"
+	        "  --ends on: every running job's shape and every request has an expected end\n"
+	        "  (random, tp_request.expected_end_s), and the required requests of 4 GPUs or\n"
+	        "  fewer require their node instead of the rack, so that ties among equally\n"
+	        "  tight nodes are decided by the jobs' ends (rule 3 refined); off (default):\n"
+	        "  no ends.\n"
 	        "  --calls FILE: every tp_place call as a CSV line (gpus,count,group,kind,\n"
 	        "  after_baseline,wall_us,cpu_us; after_baseline 1: a baseline call came just before).\n"
 	        "  --torus X,Y,Z: instead, box requests (1x1x1 to 8x8x8 chips) on one torus of\n"
 	        "  X x Y x Z chips filled to the occupancy with box jobs (tp_topology_generate_torus).\n");
 }
 
+/* With --ends on, the required templates one node can hold require the node, where the end
+ * rule (rule 3's tie among equally tight nodes) applies. */
+static bool place_node_sized(const struct place_template *m, bool ends)
+{
+	return ends && m->kind == PK_REQUIRED && m->count <= 4;
+}
+
+/* A template's kind as printed: "required-node" where --ends makes it require its node. */
+static const char *place_kind(const struct place_template *m, bool ends)
+{
+	return place_node_sized(m, ends) ? "required-node" : place_kind_name[m->kind];
+}
+
 /* The tp_request of a template. `slice` must outlive the request. */
-static tp_request place_tp_request(const struct place_template *m, tp_slice *slice)
+static tp_request place_tp_request(const struct place_template *m, tp_slice *slice, bool ends)
 {
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "bench";
 	r.count = m->count;
 	r.group_size = m->group;
 	switch (m->kind) {
-	case PK_REQUIRED: r.required = "rack"; break;
+	case PK_REQUIRED: r.required = place_node_sized(m, ends) ? "node" : "rack"; break;
 	case PK_PREFERRED: r.preferred = "rack"; break;
 	case PK_SLICED:
 		slice->level = "rack";
@@ -113,11 +133,11 @@ static tp_request place_tp_request(const struct place_template *m, tp_slice *sli
 	return r;
 }
 
-static struct kq_request place_kq_request(const struct place_template *m)
+static struct kq_request place_kq_request(const struct place_template *m, bool ends)
 {
 	struct kq_request r = {m->count, m->group, -1, -1, -1, 0};
 	switch (m->kind) {
-	case PK_REQUIRED: r.required = NVL_RACK; break;
+	case PK_REQUIRED: r.required = place_node_sized(m, ends) ? NVL_NODE : NVL_RACK; break;
 	case PK_PREFERRED: r.preferred = NVL_RACK; break;
 	case PK_SLICED:
 		r.slice_level = NVL_RACK;
@@ -201,11 +221,12 @@ static uint64_t place_fold_answer(uint64_t h, int rc, const tp_placement *p)
 
 static void place_one(tp_cluster *c, struct kq *kq, const struct place_template *m,
                       struct place_tstats *st, bool run_baseline, uint32_t *devs,
-                      uint64_t *answers, FILE *calls, bool after_baseline)
+                      uint64_t *answers, FILE *calls, bool after_baseline, double end)
 {
 	uint32_t tp_rack = TP_NONE;
 	tp_slice slice;
-	tp_request req = place_tp_request(m, &slice);
+	tp_request req = place_tp_request(m, &slice, end > 0);
+	req.expected_end_s = end;
 	tp_placement *p = NULL;
 	uint64_t c0 = bench_thread_cpu_ns();
 	uint64_t t0 = bench_now_ns();
@@ -213,14 +234,14 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 	uint64_t t1 = bench_now_ns();
 	uint64_t c1 = bench_thread_cpu_ns();
 	if (rc == TP_ENOMEM || rc == TP_EINVAL || !p)
-		bench_die("tp_place(%u, %s): %s (%s)", m->count, place_kind_name[m->kind],
+		bench_die("tp_place(%u, %s): %s (%s)", m->count, place_kind(m, end > 0),
 		          tp_err_name(rc), p ? tp_placement_errmsg(p) : "no result");
 	st->tp_cpu[st->ntp] = (double)(c1 - c0) * 1e-3;
 	st->tp_us[st->ntp++] = (double)(t1 - t0) * 1e-3;
 	if (calls)
 		fprintf(calls, "%u,%u,%u,%s,%d,%.3f,%.3f\n",
 		        tp_topology_device_count(tp_cluster_topology(c)), m->count, m->group,
-		        place_kind_name[m->kind], after_baseline, (double)(t1 - t0) * 1e-3,
+		        place_kind(m, end > 0), after_baseline, (double)(t1 - t0) * 1e-3,
 		        (double)(c1 - c0) * 1e-3);
 	if (rc == 0)
 		st->tp_ok++;
@@ -238,7 +259,7 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 	if (!run_baseline)
 		return;
 
-	struct kq_request kr = place_kq_request(m);
+	struct kq_request kr = place_kq_request(m, end > 0);
 	uint32_t bl_rack;
 	uint64_t bc0 = bench_thread_cpu_ns();
 	uint64_t b0 = bench_now_ns();
@@ -255,7 +276,7 @@ static void place_one(tp_cluster *c, struct kq *kq, const struct place_template 
 	} else if (brc == TP_EBUSY) {
 		st->bl_busy++;
 	} else {
-		bench_die("baseline(%u, %s): %s", m->count, place_kind_name[m->kind], tp_err_name(brc));
+		bench_die("baseline(%u, %s): %s", m->count, place_kind(m, end > 0), tp_err_name(brc));
 	}
 	if (m->kind != PK_REQUIRED || st->ntp == 0)
 		return;
@@ -287,6 +308,7 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	bench_rng_seed(&rng, o->seed ^ (res->gpus * 0x9e3779b97f4a7c15u));
 	struct bench_fill fill;
 	bench_fill_init(&fill, c, &rng, 0.02);
+	fill.ends = o->ends;
 	bench_progress(false, "place: %llu GPUs: filling", (unsigned long long)res->gpus);
 	place_churn(c, &fill, &rng, o->occupancy);
 
@@ -307,8 +329,9 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 		bool baseline = i < o->baseline_requests;
 		/* the previous request's baseline call ran just before this one (cold caches) */
 		bool after = i > 0 && i - 1 < o->baseline_requests;
+		double end = o->ends ? 1.0 + (double)bench_rng_below(&rng, 1000000) : 0;
 		place_one(c, kq, &place_mix[k], &res->t[k], baseline, devs, &res->answers, o->calls,
-		          after);
+		          after, end);
 		place_churn(c, &fill, &rng, o->occupancy);
 		uint64_t now = bench_now_ns();
 		if (now - last > 200000000u) {
@@ -361,7 +384,7 @@ static void place_run_size(const struct place_opts *o, uint64_t want, struct pla
 	               (unsigned long long)res->gpus, na, nb);
 }
 
-static void place_print(const struct place_result *r, int n)
+static void place_print(const struct place_result *r, int n, bool ends)
 {
 	for (int i = 0; i < n; i++) {
 		printf("NVL72 fleet of %llu GPUs (%u blocks x %u racks), occupancy %.1f%%\n",
@@ -379,7 +402,7 @@ static void place_print(const struct place_result *r, int n)
 			snprintf(a, sizeof a, "%ld/%ld/%ld", st.tp_ok, st.tp_frag, st.tp_busy);
 			snprintf(b, sizeof b, "%ld/%ld/%ld", st.bl_ok, st.bl_frag, st.bl_busy);
 			printf("  %5u %-15s %9.1f %9.1f %9.1f %9.1f %7.1fx  %-14s %-14s\n",
-			       place_mix[k].count, place_kind_name[place_mix[k].kind], p50, p99, b50, b99,
+			       place_mix[k].count, place_kind(&place_mix[k], ends), p50, p99, b50, b99,
 			       p50 > 0 ? b50 / p50 : 0, a, b);
 		}
 		printf("  %5s %-15s %9.1f %9.1f %9.1f %9.1f %7.1fx\n", "all", "(mix)", r[i].p50,
@@ -426,6 +449,7 @@ static void place_json(const struct place_opts *o, const struct place_result *r,
 	bench_json_str(&j, "bench", "place");
 	bench_json_str(&j, "library_version", tp_version_string());
 	bench_json_int(&j, "seed", (long long)o->seed);
+	bench_json_bool(&j, "ends", o->ends);
 	bench_json_num(&j, "loadavg_1min_at_end", bench_loadavg());
 	bench_json_arr(&j, "results");
 	for (int i = 0; i < n; i++) {
@@ -461,7 +485,7 @@ static void place_json(const struct place_opts *o, const struct place_result *r,
 			bench_json_obj(&j, NULL);
 			bench_json_int(&j, "count", place_mix[k].count);
 			bench_json_int(&j, "group", place_mix[k].group);
-			bench_json_str(&j, "kind", place_kind_name[place_mix[k].kind]);
+			bench_json_str(&j, "kind", place_kind(&place_mix[k], o->ends));
 			bench_json_num(&j, "p50_us",
 			               st.ntp ? bench_quantile(st.tp_us, (size_t)st.ntp, 0.5) : NAN);
 			bench_json_num(&j, "p99_us",
@@ -504,6 +528,7 @@ int bench_place_main(int argc, char **argv)
 		{"occupancy", required_argument, NULL, 'o'},
 		{"json", required_argument, NULL, 'j'},
 		{"mix", required_argument, NULL, 'm'},
+		{"ends", required_argument, NULL, 'e'},
 		{"torus", required_argument, NULL, 't'},
 		{"calls", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
@@ -525,6 +550,11 @@ int bench_place_main(int argc, char **argv)
 			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
 				bench_die("--mix: expected on or off, not '%s'", optarg);
 			o.mix_on = !strcmp(optarg, "on");
+			break;
+		case 'e':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				bench_die("--ends: expected on or off, not '%s'", optarg);
+			o.ends = !strcmp(optarg, "on");
 			break;
 		case 't':
 			if (sscanf(optarg, "%u,%u,%u", &o.torus[0], &o.torus[1], &o.torus[2]) != 3 ||
@@ -555,7 +585,7 @@ int bench_place_main(int argc, char **argv)
 		bench_die("out of memory");
 	for (int i = 0; i < o.nsizes; i++)
 		place_run_size(&o, o.sizes[i], &res[i]);
-	place_print(res, o.nsizes);
+	place_print(res, o.nsizes, o.ends);
 	place_json(&o, res, o.nsizes);
 	if (o.calls && fclose(o.calls))
 		bench_die("--calls: write failed");

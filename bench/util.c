@@ -524,6 +524,7 @@ void bench_fill_init(struct bench_fill *f, const tp_cluster *c, struct bench_rng
 	f->reserved = calloc(f->nracks, sizeof *f->reserved);
 	f->devs = malloc(1024 * sizeof *f->devs);
 	f->next_id = 0;
+	f->ends = false;
 	if (!f->reserved || !f->devs)
 		bench_die("out of memory");
 	uint32_t nres = (uint32_t)(reserve * f->nracks);
@@ -554,7 +555,12 @@ long bench_fill_to(struct bench_fill *f, tp_cluster *c, struct bench_rng *rng, d
 			continue;
 		}
 		snprintf(id, sizeof id, "fill-%ld", f->next_id++);
-		int rc = tp_cluster_assign(c, id, f->devs, size, NULL);
+		tp_request shape = TP_REQUEST_INIT;
+		shape.count = size;
+		shape.expected_end_s = f->ends ? 1.0 + (double)bench_rng_below(rng, 1000000) : 0;
+		tp_job_options o = TP_JOB_OPTIONS_INIT;
+		o.shape = &shape;
+		int rc = tp_cluster_assign(c, id, f->devs, size, f->ends ? &o : NULL);
 		if (rc < 0)
 			return rc;
 		jobs++;

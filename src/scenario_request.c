@@ -15,7 +15,7 @@
 static const char *const request_keys[] = {
 	"id", "class", "priority", "tenant", "count", "group", "required", "preferred", "slices",
 	"balanced", "max_per_domain", "spread", "colocate", "exclusive", "select",
-	"x_gpu_nic_pairs", "x_service", "x_comm", "x_box"};
+	"x_gpu_nic_pairs", "x_service", "x_comm", "x_box", "x_expected_end_s"};
 static const char *const group_keys[] = {"size", "level"};
 static const char *const slice_keys[] = {"level", "size"};
 static const char *const cap_keys[] = {"level", "devices", "groups"};
@@ -114,6 +114,10 @@ static bool read_who(struct scen *s, const json_t *req, const char *p, const str
 			return false;
 		r->service = json_string_value(v);
 	}
+	/* extension: when the job is expected to end (tp_request.expected_end_s) */
+	if ((v = json_object_get(req, "x_expected_end_s")) &&
+	    !sc_check_num(s, v, sc_join(q, p, "x_expected_end_s"), false, true, &r->expected_end_s))
+		return false;
 	if (job) { /* a job's shape is the job's: its id and tenant win */
 		r->id = job->id;
 		r->tenant = job->opts.tenant;

@@ -45,10 +45,11 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def answers(tmp, gpus, mix, seed=1):
-    out = os.path.join(tmp, f"place-{gpus}-{mix}-{seed}.json")
+def answers(tmp, gpus, mix, seed=1, ends="off", result=None):
+    out = os.path.join(tmp, f"place-{gpus}-{mix}-{seed}-{ends}.json")
     args = [TP_BENCH, "place", "--sizes", str(gpus), "--requests", "1800",
-            "--baseline-requests", "0", "--mix", mix, "--seed", str(seed), "--json", out]
+            "--baseline-requests", "0", "--mix", mix, "--seed", str(seed), "--ends", ends,
+            "--json", out]
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"{' '.join(args)} exited {p.returncode}: {p.stderr}")
@@ -57,6 +58,8 @@ def answers(tmp, gpus, mix, seed=1):
     check(r["requests"] == 1800, f"place {gpus} mix {mix}: {r['requests']} calls, not 1800")
     check(f"checksum (FNV-1a): {r['answers_fnv1a']}" in p.stdout,
           f"place {gpus} mix {mix}: the printed checksum is not the JSON's")
+    if result is not None:
+        result.update(r)
     return r["answers_fnv1a"]
 
 
@@ -93,6 +96,17 @@ def main():
               "place 10000 mix off: a second run gave other answers")
         check(answers(tmp, 10000, "off", seed=2) != EXPECTED[(10000, "off")],
               "place 10000 mix off: seed 2 gave the checksum of seed 1")
+        # --ends on: every job and request has an expected end and the required requests of
+        # up to 4 GPUs require their node, so the end rule decides ties: other answers, the
+        # same on a second run
+        r = {}
+        on = answers(tmp, 10000, "off", ends="on", result=r)
+        check(on != EXPECTED[(10000, "off")], "place --ends on: the answers without ends")
+        check(answers(tmp, 10000, "off", ends="on") == on,
+              "place --ends on: a second run gave other answers")
+        kinds = [m["kind"] for m in r["mix"] if m["count"] <= 4]
+        check(kinds.count("required-node") == 2,
+              f"place --ends on: the small required templates are {kinds}")
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
     print("ok: tp_place answers unchanged on", len(EXPECTED), "runs")

@@ -413,3 +413,42 @@ func TestScenarioClusterOutlivesTheDroppedScenario(t *testing.T) {
 	must(t, err)
 	p.Close()
 }
+
+// ExpectedEndS: of nodes as tight as each other, the one whose jobs end last at or after the
+// job's own end, nearest first, wins; a job's end is its shape's.
+func TestExpectedEnd(t *testing.T) {
+	b, err := NewTopologyBuilder("su", "node")
+	must(t, err)
+	defer b.Close()
+	must(t, b.Generate([]uint{1, 3}, 8))
+	topo, err := b.Build()
+	must(t, err)
+	defer topo.Close()
+	c, err := NewCluster(topo)
+	must(t, err)
+	defer c.Close()
+	for n, end := range []float64{100, 300, 200} {
+		var names []string
+		for g := 0; g < 4; g++ {
+			names = append(names, topo.DeviceName(uint32(8*n+g)))
+		}
+		devs, err := topo.Devices(names...)
+		must(t, err)
+		o := DefaultJobOptions()
+		o.Shape = &Request{Count: 4, ExpectedEndS: end}
+		must(t, c.AssignWith("j"+string(rune('0'+n)), devs, &o))
+	}
+	p, err := c.Place(Request{Count: 2, Required: "node", ExpectedEndS: 150})
+	must(t, err)
+	defer p.Close()
+	if p.Devices[0]/8 != 2 || p.DecidedBy != RuleEnd || p.DecidedBy.String() != "end" {
+		t.Fatalf("devices %v decided by %v, want node 2 by end", p.Devices, p.DecidedBy)
+	}
+	got, err := c.JobOptions("j1")
+	must(t, err)
+	if got.Shape == nil || got.Shape.ExpectedEndS != 300 {
+		t.Fatalf("shape %+v", got.Shape)
+	}
+	_, err = c.Place(Request{Count: 1, ExpectedEndS: -1})
+	wantErr(t, err, ErrInvalid, "request.expected_end_s -1 is not a finite time >= 0")
+}

@@ -128,6 +128,10 @@ type Request struct {
 	Service string
 	// Box asks for a box of a grid level's children (rings and tori); nil: no box.
 	Box *Box
+	// ExpectedEndS is when the job is expected to end, in seconds on the caller's own clock
+	// (its start plus its time limit, say); 0: not known. Among nodes as tight as each other
+	// the one whose jobs end last at or after it, nearest first, wins (tp_request.expected_end_s).
+	ExpectedEndS float64
 }
 
 // cmem collects C allocations made for one call and frees them together.
@@ -223,6 +227,7 @@ func (r *Request) fill(req *C.tp_request, m *cmem) {
 		req.box_wrap = cbool(r.Box.Wrap)
 		req.box_rotate = cbool(r.Box.Rotate)
 	}
+	req.expected_end_s = C.double(r.ExpectedEndS)
 }
 
 func degree(d uint32) C.unsigned {
@@ -273,7 +278,7 @@ func requestFromC(q *C.tp_request) Request {
 		GroupLevel: gostr(q.group_level), Required: gostr(q.required),
 		Preferred: gostr(q.preferred), Balanced: q.balanced != 0,
 		Exclusive: gostr(q.exclusive), GPUNICPairs: q.gpu_nic_pairs != 0,
-		Service: gostr(q.service)}
+		Service: gostr(q.service), ExpectedEndS: float64(q.expected_end_s)}
 	if q.box_level != nil {
 		r.Box = &Box{Level: gostr(q.box_level), Wrap: q.box_wrap != 0, Rotate: q.box_rotate != 0}
 		for i := range r.Box.Extents {

@@ -420,6 +420,7 @@ const (
 	RuleFit      Rule = C.TP_RULE_FIT      // the placement mix's loss, then best fit
 	RuleStep     Rule = C.TP_RULE_STEP     // the modelled step time (comm)
 	RuleTie      Rule = C.TP_RULE_TIE      // tied on every rule: the lowest index
+	RuleEnd      Rule = C.TP_RULE_END      // the running jobs' expected ends (ExpectedEndS)
 )
 
 func (r Rule) String() string {
@@ -436,6 +437,8 @@ func (r Rule) String() string {
 		return "step"
 	case RuleTie:
 		return "tie"
+	case RuleEnd:
+		return "end"
 	}
 	return fmt.Sprintf("Rule(%d)", int(r))
 }

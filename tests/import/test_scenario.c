@@ -907,7 +907,7 @@ Test(scenario, refuses_bad_state_request_policy_and_replace)
 		{TP_SCENARIO_PLACE, ", 'request': {'count': 4, 'prefered': 'rack'}",
 		 "request.prefered: unknown key (did you mean 'preferred'?) (allowed: id, class, "
 		 "priority, tenant, count, group, required, preferred, slices, balanced, "
-		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service, x_comm, x_box)"},
+		 "max_per_domain, spread, colocate, exclusive, select, x_gpu_nic_pairs, x_service, x_comm, x_box, x_expected_end_s)"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'max_moves': -1}",
 		 "policy.max_moves: -1 is below 0"},
 		{TP_SCENARIO_DEFRAG, ", 'request': {'count': 4}, 'policy': {'min_priority_gap': 2147483648}",

@@ -269,6 +269,10 @@ INVALID = [
      "request.x_comm.fabric_fit: 1.5 is above 1"),
     (doc(request__x_comm={"fabric_fit": -0.1}), "place",
      "request.x_comm.fabric_fit: must not be negative"),
+    (doc(request__x_expected_end_s=-1), "place",
+     "request.x_expected_end_s: must not be negative"),
+    (doc(request__x_expected_end_s="soon"), "place",
+     "request.x_expected_end_s: must be a number"),
 ]
 
 

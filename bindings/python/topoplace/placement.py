@@ -23,7 +23,7 @@ class Fit:
 
 
 #: ``tp_rule`` by value: the names :attr:`Placement.decided_by` takes.
-DECIDED_BY = ("none", "locality", "balance", "fit", "step", "tie")
+DECIDED_BY = ("none", "locality", "balance", "fit", "step", "tie", "end")
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Placement:
     the name of the NIC paired with each rank (``tp_placement_nic``; None for a device of a
     replaced job that has none). ``decided_by`` names the rule of the objective that decided
     the outermost choice among candidate domains (``tp_placement_decided_by``): one of
-    :data:`DECIDED_BY` ("none", "locality", "balance", "fit", "step", "tie"). Pass it to
+    :data:`DECIDED_BY` ("none", "locality", "balance", "fit", "step", "tie", "end"). Pass it to
     :meth:`Cluster.commit` to apply it.
     """
     status: str

@@ -111,6 +111,10 @@ class Request:
     #: a box of a grid level's children (``box_level``, ``box``, ``box_wrap``,
     #: ``box_rotate``), or None
     box: Optional[Box] = None
+    #: when the job is expected to end, in seconds on the caller's own clock (its start plus
+    #: its time limit, say; ``expected_end_s``), or 0: not known. Among nodes as tight as each
+    #: other, the one whose running jobs end last at or after it, nearest first, wins.
+    expected_end_s: float = 0.0
 
     def __post_init__(self):
         self.slices = [_coerce(Slice, s) for s in self.slices]
@@ -196,6 +200,11 @@ class Request:
                 r.box[i] = e
             r.box_wrap = 1 if self.box.wrap else 0
             r.box_rotate = 1 if self.box.rotate else 0
+        if isinstance(self.expected_end_s, bool) or not isinstance(self.expected_end_s,
+                                                                     (int, float)):
+            raise InvalidArgument("request.expected_end_s: must be a number, not %r"
+                                  % (self.expected_end_s,))
+        r.expected_end_s = self.expected_end_s
         return r
 
     @classmethod
@@ -225,4 +234,5 @@ class Request:
             comm={k: getattr(r.comm, k) for k in _COMM_FIELDS} if r.comm != ffi.NULL else None,
             service=_s(r.service),
             box=Box(_s(r.box_level), tuple(r.box[i] for i in range(3)), bool(r.box_wrap),
-                    bool(r.box_rotate)) if r.box_level != ffi.NULL else None)
+                    bool(r.box_rotate)) if r.box_level != ffi.NULL else None,
+            expected_end_s=r.expected_end_s)
