@@ -35,12 +35,12 @@ static void hold_end(tp_cluster *c, const char *id, uint32_t from, uint32_t n, d
 static unsigned place_end(tp_cluster *c, uint32_t count, const char *required, double end,
                           unsigned version, tp_rule *rule)
 {
-	tp_request r = TP_REQUEST_INIT;
+	tp_request r;
+	cr_assert_eq(tp_request_init(&r, version), 0);
 	r.count = count;
 	r.group_size = count;
 	r.required = required;
-	r.expected_end_s = end;
-	r.version = version;
+	r.expected_end_s = end; /* past a version-5 struct: the library must not read it */
 	tp_placement *p = NULL;
 	cr_assert_eq(tp_place(c, &r, &p), 0, "%s", p ? tp_placement_errmsg(p) : "");
 	size_t n;
@@ -62,12 +62,18 @@ static void done(tp_topology *t, tp_cluster *c)
 	cr_assert_eq(tp_test_alloc_state.live, 0);
 }
 
+/* An empty HGX fleet of `units` x `per` 8-GPU nodes (node n holds devices 8n .. 8n + 7). */
+static void hgx_fleet(unsigned units, unsigned per, tp_topology **t, tp_cluster **c)
+{
+	cr_assert_eq(tp_topology_generate_hgx(t, units, per, &tp_test_allocator), 0);
+	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+}
+
 /* Two HGX units of two 8-GPU nodes: nodes 0, 1, 2 with 4 GPUs held, their jobs expected to end
  * at 100, 300 and 200; node 3 empty. */
 static void three_ends(tp_topology **t, tp_cluster **c)
 {
-	cr_assert_eq(tp_topology_generate_hgx(t, 2, 2, &tp_test_allocator), 0);
-	cr_assert_eq(tp_cluster_create(c, *t, &tp_test_allocator), 0);
+	hgx_fleet(2, 2, t, c);
 	hold_end(*c, "a", 0, 4, 100);
 	hold_end(*c, "b", 8, 4, 300);
 	hold_end(*c, "c", 16, 4, 200);
@@ -103,8 +109,7 @@ Test(end, the_end_never_overrides_best_fit)
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
-	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	hgx_fleet(2, 2, &t, &c);
 	hold_end(c, "a", 0, 5, 1000); /* node 0: 3 free, ends far from 150 */
 	hold_end(c, "b", 8, 4, 150);  /* node 1: 4 free, ends with the job */
 	cr_assert_eq(place_end(c, 3, "node", 150, TP_REQUEST_VERSION, NULL), 0);
@@ -117,8 +122,7 @@ Test(end, nodes_without_ends_come_last)
 	tp_test_alloc_reset();
 	tp_topology *t;
 	tp_cluster *c;
-	cr_assert_eq(tp_topology_generate_hgx(&t, 2, 2, &tp_test_allocator), 0);
-	cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+	hgx_fleet(2, 2, &t, &c);
 	hold_end(c, "a", 0, 4, -1);  /* node 0: a job with no shape */
 	hold_end(c, "b", 8, 4, 0);   /* node 1: a shape without an end */
 	hold_end(c, "c", 16, 4, 100); /* node 2 */
@@ -178,8 +182,7 @@ Test(end, the_fingerprint_covers_the_ends)
 	for (int i = 0; i < 3; i++) {
 		tp_topology *t;
 		tp_cluster *c;
-		cr_assert_eq(tp_topology_generate_hgx(&t, 1, 2, &tp_test_allocator), 0);
-		cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+		hgx_fleet(1, 2, &t, &c);
 		hold_end(c, "a", 0, 4, ends[i]);
 		fp[i] = tp_cluster_fingerprint(c);
 		done(t, c);
@@ -233,8 +236,7 @@ Test(end, the_choice_matches_the_oracle_on_random_hgx_fleets)
 		unsigned nodes = units * per;
 		tp_topology *t;
 		tp_cluster *c;
-		cr_assert_eq(tp_topology_generate_hgx(&t, units, per, &tp_test_allocator), 0);
-		cr_assert_eq(tp_cluster_create(&c, t, &tp_test_allocator), 0);
+		hgx_fleet(units, per, &t, &c);
 		unsigned nfree[32];
 		double last[32];
 		for (unsigned n = 0; n < nodes; n++) {
