@@ -35,12 +35,13 @@
  * counts and the subtree of each candidate it evaluates, as the top-level walk does.
  *
  * With an expected end (request.expected_end_s) a node's ties are decided by its running jobs'
- * expected ends instead of the index: of the first END_TIES nodes as tight as the best, the one
- * whose jobs end last at or after the job's own end and nearest to it, else the one that ends
- * last, else (no end known) the lowest index. Nodes that free at the same time become whole
- * together: on the comparison grid's StrictFIFO cells, where the head of the queue waits for
- * whole nodes, this is worth +2.5 to +8.9% effective GPU-hours on hgx:4096 (docs/benchmarks.md,
- * session 27). Each compared node costs a read of its devices' jobs.
+ * expected ends instead of the index: of the first TP_PL_END_TIES nodes as tight as the best,
+ * the one whose jobs end last at or after the job's own end and nearest to it, else the one
+ * that ends last, else (no end known) the lowest index (place_end.c; the single-child search
+ * of place_table.c does the same where its children are nodes). Nodes that free at the same
+ * time become whole together: on the comparison grid's StrictFIFO cells, where the head of
+ * the queue waits for whole nodes, this is worth +2.9 to +8.9% effective GPU-hours on
+ * hgx:4096 (docs/benchmarks.md, session 27). Each compared node costs a read of its devices.
  *
  * The chosen domain is pinned (p->pin_on, pin_level, pin_dom): the single-child search above it
  * then offers only the pinned domain's ancestor (tp_pl_pin_offer), so evaluation and emission
@@ -52,35 +53,6 @@
 
 /* Candidates as tight as the best compared on their ancestors' free devices. */
 #define PIN_TIES 16
-/* Nodes as tight as the best compared on their jobs' expected ends (request.expected_end_s). */
-#define END_TIES 64
-
-/* How well node `node` suits a job expected to end at `end` (lower is better): class 0 when
- * its running jobs are expected to end last at or after `end`, class 1 when before, class 2
- * when none of them gives an end; then the distance between the two ends. */
-struct end_key {
-	unsigned cls;
-	double dist;
-};
-
-static struct end_key node_end_key(const struct pctx *p, uint32_t node, double end)
-{
-	const struct tp_cluster *c = p->c;
-	double last = 0;
-	for (uint32_t i = p->t->dev_first[node]; i < p->t->dev_first[node + 1]; i++) {
-		uint32_t s = c->dev_job[i];
-		double e = s == TP_NO_JOB ? 0.0 : tp_job_end(c->jobs[s]);
-		last = e > last ? e : last;
-	}
-	if (last <= 0)
-		return (struct end_key){2, 0};
-	return last >= end ? (struct end_key){0, last - end} : (struct end_key){1, end - last};
-}
-
-static bool end_key_less(struct end_key a, struct end_key b)
-{
-	return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist;
-}
 
 /* For a request one node must hold: the node, or the node's NVLink rack while jobs wider than
  * half a rack hold at least a quarter of the devices the running jobs hold (see above). */
@@ -164,19 +136,19 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 	uint32_t loser[W_MAX];
 	/* rule 3 refined by the expected end (tp_request.expected_end_s in topoplace.h) */
 	bool ends = (unsigned)L == p->nl && p->q->end_s > 0;
-	struct end_key bkey = {2, 0};
+	struct tp_end_key bkey = {2, 0};
 	for (int r = Judy1First(p->c->index[L], &key, &je); r == 1 && !p->err;
 	     r = Judy1Next(p->c->index[L], &key, &je)) {
 		uint32_t d = (uint32_t)(key & 0xffffffffu), f = (uint32_t)(key >> 32);
-		if (met && (f > bfree || ties >= (ends ? END_TIES : PIN_TIES))) {
+		if (met && (f > bfree || ties >= (ends ? TP_PL_END_TIES : PIN_TIES))) {
 			stopped = true;
 			break;
 		}
 		if (met && ends) { /* as tight as the best: its jobs' ends decide */
 			ties++;
 			tied = true;
-			struct end_key dk = node_end_key(p, d, p->q->end_s);
-			if (!end_key_less(dk, bkey))
+			struct tp_end_key dk = tp_pl_node_end_key(p, d, p->q->end_s);
+			if (!tp_pl_end_key_less(dk, bkey))
 				continue;
 			int e = tp_pl_eval(p, L, d, k, 0, v);
 			if (e < 0)
@@ -211,7 +183,7 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 			ties = 0;
 			met = counts_meet(p, L - 1, k, 0, best);
 			if (ends)
-				bkey = node_end_key(p, d, p->q->end_s);
+				bkey = tp_pl_node_end_key(p, d, p->q->end_s);
 		} else {
 			if (!has_loser || pin_cmp(p, (unsigned)L, v, loser) < 0) {
 				c_copy(p, loser, v);

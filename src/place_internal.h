@@ -535,6 +535,28 @@ int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct
 
 /* place_choice.c: best fit at the level that holds a single-domain request */
 
+/* Rule 3 refined by the expected end (place_end.c): nodes as tight as the best compared on
+ * their jobs' expected ends, at most this many per choice. */
+#define TP_PL_END_TIES 64
+
+/* How well a node suits a job expected to end at `end` (lower is better): class 0 when its
+ * running jobs are expected to end last at or after `end`, class 1 when before, class 2 when
+ * none of them gives an end; then the distance between the two ends. */
+struct tp_end_key {
+	unsigned cls;
+	double dist;
+};
+
+struct tp_end_key tp_pl_node_end_key(const struct pctx *p, uint32_t node, double end);
+/* Whether node `node` suits the request's end (q->end_s) better than *best, tied with it on
+ * every earlier rule; if so *best becomes its key. */
+bool tp_pl_end_wins(const struct pctx *p, uint32_t node, struct tp_end_key *best);
+
+static inline bool tp_pl_end_key_less(struct tp_end_key a, struct tp_end_key b)
+{
+	return a.cls != b.cls ? a.cls < b.cls : a.dist < b.dist;
+}
+
 int tp_pl_pin_choose(struct pctx *p, uint32_t k);
 int tp_pl_pin_offer(struct pctx *p, int l, uint32_t k, unsigned col, uint32_t *best,
                     uint32_t *kid);

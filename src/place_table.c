@@ -790,6 +790,8 @@ struct walk {
 	/* what decided (tp_placement_decided_by): the closest loser evaluated, ties, step times */
 	bool has_ru, tied, step_split, stopped;
 	bool lazy;        /* the best is known by its count prefix only (walk_offer_counts) */
+	bool by_end;      /* the expected end chose among nodes as tight (rule 3 refined) */
+	struct tp_end_key bkey; /* the best's, when the children are nodes and the job has an end */
 	uint32_t ru[W_MAX];
 };
 
@@ -808,7 +810,9 @@ static void walk_loser(const struct pctx *p, struct walk *w, const uint32_t *v)
 static void walk_record(struct pctx *p, const struct walk *w, int l, const uint32_t *best)
 {
 	tp_rule r = TP_RULE_NONE;
-	if (w->step_split) {
+	if (w->by_end) {
+		r = TP_RULE_END;
+	} else if (w->step_split) {
 		r = TP_RULE_STEP;
 	} else if (w->tied) {
 		r = TP_RULE_TIE;
@@ -931,7 +935,12 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
                       uint32_t dom, uint32_t f, uint32_t *best, uint32_t *kid)
 {
 	unsigned cc = tp_pl_child_col(p, l, col);
-	if (w->ties_only && (f > best[p->fb + (unsigned)(l + 1)] || w->ties >= STEP_TIES))
+	/* the children are nodes and the job says when it ends: ties among nodes as tight go to
+	 * their jobs' ends (after the step time, where rule 4 applies) */
+	bool ends = l + 1 == (int)p->nl && p->q->end_s > 0;
+	bool step = tp_pl_step_on(p, k);
+	if (w->ties_only && (f > best[p->fb + (unsigned)(l + 1)] ||
+	                     w->ties >= (ends && !step ? TP_PL_END_TIES : STEP_TIES)))
 		return 1;
 	if (w->found && !w->ties_only) {
 		if (cannot_beat(p, l, k, col, best, f))
@@ -959,12 +968,19 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 		*kid = dom;
 		w->found = 1;
 		w->best_step = -1;
+		if (ends)
+			w->bkey = tp_pl_node_end_key(p, dom, p->q->end_s);
 		if (meets_bound(p, l, k, col, best)) {
-			if (!tp_pl_step_on(p, k))
+			if (!step && !ends)
 				return 1;
 			w->ties_only = true;
 		}
-	} else if (cmp == 0 && tp_pl_step_on(p, k)) {
+	} else if (cmp == 0 && ends && !step) {
+		w->ties++;
+		w->tied = true;
+		if (tp_pl_end_wins(p, dom, &w->bkey))
+			*kid = dom, w->by_end = true;
+	} else if (cmp == 0 && step) {
 		w->ties++;
 		if (w->best_step < 0)
 			w->best_step = tp_pl_step_of(p, l + 1, *kid, k, cc);
@@ -978,6 +994,11 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 		if (s >= 0 && w->best_step >= 0 && s < w->best_step) {
 			*kid = dom;
 			w->best_step = s;
+			if (ends)
+				w->bkey = tp_pl_node_end_key(p, dom, p->q->end_s);
+		} else if (ends && s == w->best_step && tp_pl_end_wins(p, dom, &w->bkey)) {
+			*kid = dom;
+			w->by_end = true;
 		}
 	} else if (cmp == 0) {
 		w->tied = true;

@@ -104,6 +104,40 @@ Test(end, ties_go_to_the_node_that_ends_nearest_at_or_after_the_job)
 	done(t, c);
 }
 
+/* With a node filter the whole-level walk is off and the tree solver chooses the node inside
+ * the unit: the same end rule applies among the unit's nodes as tight as each other. */
+Test(end, the_tree_search_breaks_node_ties_by_the_end_too)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	hgx_fleet(1, 4, &t, &c);
+	hold_end(c, "a", 0, 4, 100);
+	hold_end(c, "b", 8, 4, 300);
+	hold_end(c, "c", 16, 4, 200);
+	static const char *const nodes[] = {"su0-node0", "su0-node1", "su0-node2", "su0-node3"};
+	static const double ends[] = {150, 250, 400, 0};
+	static const unsigned want[] = {2, 1, 1, 0};
+	static const tp_rule rules[] = {TP_RULE_END, TP_RULE_END, TP_RULE_END, TP_RULE_TIE};
+	for (int i = 0; i < 4; i++) {
+		tp_request r = TP_REQUEST_INIT;
+		r.count = 2;
+		r.required = "node";
+		r.select_nodes = nodes;
+		r.nselect_nodes = 4;
+		r.expected_end_s = ends[i];
+		tp_placement *p = NULL;
+		cr_assert_eq(tp_place(c, &r, &p), 0, "%s", p ? tp_placement_errmsg(p) : "");
+		size_t n;
+		const uint32_t *d = tp_placement_devices(p, &n);
+		cr_assert_eq(d[0] / 8, want[i], "end %g: node %u, not %u", ends[i], d[0] / 8, want[i]);
+		cr_assert_eq(tp_placement_decided_by(p), rules[i], "end %g: rule %d", ends[i],
+		             (int)tp_placement_decided_by(p));
+		tp_placement_destroy(p);
+	}
+	done(t, c);
+}
+
 Test(end, the_end_never_overrides_best_fit)
 {
 	tp_test_alloc_reset();
