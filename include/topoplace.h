@@ -1059,7 +1059,9 @@ typedef struct tp_domain_cap {
  * jobs give no end come after both, and the lowest index breaks what remains tied, as
  * without an end. So nodes free whole together, for the jobs that need whole nodes. At most
  * 64 tied nodes are compared (the first in index order), each by reading its devices' jobs:
- * no cluster scan. ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative,
+ * no cluster scan. Where the solver chooses a node inside a domain instead (a request with
+ * `select` nodes, a step model, the fabric classes' search), ties among that domain's nodes
+ * as tight as each other are broken the same way, after the step time. ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative,
  * infinite or NaN value is ::TP_EINVAL ("request.expected_end_s ...").
  *
  * **A service's replica** (`service`, version 4): the job is one replica of the named service.
