@@ -978,8 +978,10 @@ static int walk_offer(struct pctx *p, struct walk *w, int l, uint32_t k, unsigne
 	} else if (cmp == 0 && ends && !step) {
 		w->ties++;
 		w->tied = true;
-		if (tp_pl_end_wins(p, dom, &w->bkey))
-			*kid = dom, w->by_end = true;
+		if (tp_pl_end_wins(p, dom, &w->bkey)) {
+			*kid = dom;
+			w->by_end = true;
+		}
 	} else if (cmp == 0 && step) {
 		w->ties++;
 		if (w->best_step < 0)
