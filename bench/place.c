@@ -410,9 +410,10 @@ static void place_print(const struct place_result *r, int n, bool ends)
 		printf("  %5s %-15s %9.1f %9.1f %9.1f %9.1f %7.1fx   (thread CPU time)\n", "all",
 		       "(mix, CPU)", r[i].cpu_p50, r[i].cpu_p99, r[i].bl_cpu_p50, r[i].bl_cpu_p99,
 		       r[i].cpu_p50 > 0 ? r[i].bl_cpu_p50 / r[i].cpu_p50 : 0);
-		printf("  required-rack answers: same rack %ld, different rack %ld, only tp_place "
+		printf("  %s answers: same rack %ld, different rack %ld, only tp_place "
 		       "placed %ld, only the baseline placed %ld\n",
-		       r[i].same_rack, r[i].diff_rack, r[i].only_tp, r[i].only_bl);
+		       ends ? "required (rack or node)" : "required-rack", r[i].same_rack,
+		       r[i].diff_rack, r[i].only_tp, r[i].only_bl);
 		printf("  tp_place answers checksum (FNV-1a): %016llx\n\n",
 		       (unsigned long long)r[i].answers);
 	}

@@ -1061,8 +1061,9 @@ typedef struct tp_domain_cap {
  * 64 tied nodes are compared (the first in index order), each by reading its devices' jobs:
  * no cluster scan. Where the solver chooses a node inside a domain instead (a request with
  * `select` nodes, a step model, the fabric classes' search), ties among that domain's nodes
- * as tight as each other are broken the same way, after the step time. ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative,
- * infinite or NaN value is ::TP_EINVAL ("request.expected_end_s ...").
+ * as tight as each other are broken the same way, after the step time.
+ * ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative, infinite or NaN
+ * value is ::TP_EINVAL ("request.expected_end_s ..."). Example: `examples/expected_end.c`.
  *
  * **A service's replica** (`service`, version 4): the job is one replica of the named service.
  * tp_place() keeps it out of every domain where the service's spread caps
