@@ -223,6 +223,15 @@ static uint32_t node_job(struct sim_failures *F, uint32_t node, uint32_t *n)
 	return id ? (uint32_t)strtoul(id + 1, NULL, 10) : UINT32_MAX;
 }
 
+/* The expected end the job was recorded with (its shape's expected_end_s; 0: none): a
+ * repaired job keeps it, as the scheduler keeps a requeued job's time limit. */
+static double recorded_end(const struct sim_failures *F, const char *id)
+{
+	tp_job_options o = TP_JOB_OPTIONS_INIT;
+	BENCH_CHECK(tp_cluster_job_options(F->c, id, &o), "tp_cluster_job_options");
+	return o.shape ? o.shape->expected_end_s : 0;
+}
+
 /* The job's placement afresh, as if it were released (inside a savepoint, undone): its
  * efficiency, its devices in F->anew; -1 when it does not fit. */
 static double place_anew(struct sim_failures *F, uint32_t jid, const char *id)
@@ -230,11 +239,12 @@ static double place_anew(struct sim_failures *F, uint32_t jid, const char *id)
 	const struct sim_job *j = &F->w->jobs[jid];
 	size_t sp;
 	double eff = -1;
-	BENCH_CHECK(tp_cluster_savepoint(F->c, &sp), tp_cluster_errmsg(F->c));
-	BENCH_CHECK(tp_cluster_release(F->c, id), tp_cluster_errmsg(F->c));
 	tp_slice sl;
 	char rid[24];
 	tp_request r = sim_tp_request(F->f, j, jid, &sl, rid);
+	r.expected_end_s = recorded_end(F, id);
+	BENCH_CHECK(tp_cluster_savepoint(F->c, &sp), tp_cluster_errmsg(F->c));
+	BENCH_CHECK(tp_cluster_release(F->c, id), tp_cluster_errmsg(F->c));
 	tp_placement *p = NULL;
 	if (tp_place(F->c, &r, &p) == 0) {
 		size_t n;
@@ -254,6 +264,7 @@ static void move_anew(struct sim_failures *F, uint32_t jid, const char *id)
 	tp_slice sl;
 	char rid[24];
 	tp_request shape = sim_tp_request(F->f, j, jid, &sl, rid);
+	shape.expected_end_s = recorded_end(F, id);
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.job_class = j->cls;
 	o.migratable = j->cls != TP_CLASS_INTERACTIVE;
