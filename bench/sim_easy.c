@@ -92,7 +92,20 @@ static void release_to(struct easy_proj *p, size_t k)
 	}
 }
 
-/* Place the top job with out[0..k) released; the rng is the same for every trial. */
+/* Place the top job as it would start at time t (ctx->now is the clock its expected end,
+ * sim_end_estimate, counts from; put back after). */
+static int place_at(struct sim_ctx *ctx, double t, const struct sim_policy *pol, void *st,
+                    const struct sim_job *top, uint32_t top_id, uint32_t *devs)
+{
+	double now = ctx->now;
+	ctx->now = t > now ? t : now;
+	int rc = pol->place(st, ctx, top, top_id, devs);
+	ctx->now = now;
+	return rc;
+}
+
+/* Place the top job with out[0..k) released, as it would start when the last of them ends;
+ * the rng is the same for every trial. */
 static int try_at(struct easy_proj *p, size_t k, struct sim_ctx *ctx,
                   const struct sim_policy *pol, void *st, const struct sim_job *top,
                   uint32_t top_id, uint32_t *devs, const struct bench_rng *rng, long *calls)
@@ -100,7 +113,7 @@ static int try_at(struct easy_proj *p, size_t k, struct sim_ctx *ctx,
 	release_to(p, k);
 	ctx->rng = *rng;
 	(*calls)++;
-	return pol->place(st, ctx, top, top_id, devs);
+	return place_at(ctx, k ? p->o->out[k - 1].t : ctx->now, pol, st, top, top_id, devs);
 }
 
 /*
@@ -238,8 +251,9 @@ bool sim_easy_reserve_busy(struct sim_ctx *ctx, const struct sim_policy *pol, vo
 			BENCH_CHECK(tp_cluster_release(c, id), tp_cluster_errmsg(c));
 		}
 	const struct bench_rng rng = ctx->rng; /* the trial draws nothing from the real stream */
-	int rc = tp_cluster_free_total_count(c) < top->gpus ? TP_EBUSY
-	                                                   : pol->place(st, ctx, top, top_id, devs);
+	int rc = tp_cluster_free_total_count(c) < top->gpus
+	                 ? TP_EBUSY
+	                 : place_at(ctx, shadow, pol, st, top, top_id, devs);
 	ctx->rng = rng;
 	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
 	return rc == 0;
