@@ -10,9 +10,10 @@
  * whose job ends at 1 h: from then on node 0 is held until the new job ends. Told it ends at
  * 1.5 h, it takes node 2, whose job runs to 2 h anyway, and node 0 frees whole at 1 h.
  *
- *   build/examples/expected_end
+ *   build/examples/expected_end     (exits 1 if either answer is not the one above)
  */
 #include <stdio.h>
+#include <string.h>
 
 #include <topoplace.h>
 
@@ -43,8 +44,9 @@ static int run_job(tp_cluster *c, const tp_topology *t, const char *id, const ch
 	return rc ? fail("assign", rc, tp_cluster_errmsg(c)) : 0;
 }
 
-/* Place 2 GPUs one node must hold, expected to end at end_s (0: not said), and print where. */
-static int place(tp_cluster *c, const tp_topology *t, double end_s)
+/* Place 2 GPUs one node must hold, expected to end at end_s (0: not said), print where, and
+ * fail unless that is node `want` (the example checks what it shows). */
+static int place(tp_cluster *c, const tp_topology *t, double end_s, const char *want)
 {
 	tp_request r = TP_REQUEST_INIT;
 	r.id = "small";
@@ -67,8 +69,11 @@ static int place(tp_cluster *c, const tp_topology *t, double end_s)
 	printf("2 GPUs, end %s: %zu GPUs on %s, decided by %s\n",
 	       end_s > 0 ? "1.5 h" : "not said", n, node,
 	       (unsigned)rule < sizeof rules / sizeof *rules ? rules[rule] : "?");
+	int wrong = strcmp(node, want) != 0;
+	if (wrong)
+		fprintf(stderr, "expected %s, got %s\n", want, node);
 	tp_placement_destroy(p);
-	return 0;
+	return wrong;
 }
 
 int main(void)
@@ -83,7 +88,8 @@ int main(void)
 		return fail("cluster", rc, "");
 	}
 	int bad = run_job(c, t, "a", "su0-node0", 3600) || run_job(c, t, "b", "su0-node1", 10800) ||
-	          run_job(c, t, "c", "su0-node2", 7200) || place(c, t, 0) || place(c, t, 5400);
+	          run_job(c, t, "c", "su0-node2", 7200) || place(c, t, 0, "su0-node0") ||
+	          place(c, t, 5400, "su0-node2");
 	tp_cluster_destroy(c);
 	tp_topology_destroy(t);
 	return bad;
