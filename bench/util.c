@@ -202,7 +202,7 @@ void bench_json_num(struct bench_json *j, const char *key, double v)
 	if (!j->f)
 		return;
 	if (isfinite(v))
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.10g", v);
 	else
 		fputs("null", j->f);
 }
