@@ -618,11 +618,11 @@ int sim_slurm_torus_place(void *st, struct sim_ctx *ctx, const struct sim_job *j
 
 /* ---- node failures (sim_failures.c) ---------------------------------------------------- */
 
-/* The request the topoplace policies place job j with (id: room for 24 bytes; sim_policy.c). */
 /* When job j (index jid), placed now, is expected to end as the run's --end-estimates says
  * (ctx->now plus its running time, over-estimated by a factor from the run's seed and jid),
  * or 0 for none: tp_request.expected_end_s. */
 double sim_end_estimate(const struct sim_ctx *ctx, const struct sim_job *j, uint32_t jid);
+/* The request the topoplace policies place job j with (id: room for 24 bytes; sim_policy.c). */
 tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, uint32_t jid,
                           tp_slice *slice, char *id);
 
