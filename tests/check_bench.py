@@ -233,6 +233,35 @@ def check_easy_reservation(tmp):
               f"easy {case}: the ideal bound (no nodes) made a node-set reservation")
 
 
+
+# The top job's expected end in its EASY reservation trials counts from the trial's time, not
+# from now (bench/sim_easy.c, place_at). nvl72:288 (72 nodes of 4 GPUs): 70 nodes hold long
+# jobs; node 70 holds X (2 GPUs, ends at 2000 s), Y (1, 2100 s) and Q (1, ends at 10 s), node 71
+# Z (2, 2000 s) and W (2, 7000 s). E (2 GPUs for 1000 s) arrives at 20 s, when no node has 2
+# free: its reservation is at the shadow time 2000 s, where nodes 70 and 71 tie on best fit
+# (2 free each, the GPU free now held back). Its end, 3000 s, goes to node 71, whose W runs past
+# it; node 70 stays open. B (1 GPU, 50000 s, past the shadow time) arrives at 30 s and fits
+# only on node 70's free GPU: it starts at once. Had the trial counted E's end from now
+# (1020 s), node 70 (Y's end nearest after it) would be reserved and B would wait for E's start.
+# Waits: E 1980 s, B 0, every other job 0.
+def check_easy_trial_end(tmp):
+    rows = ([(0, 50000, 4, "train")] * 70 +
+            [(0, 2000, 2, "train"), (0, 2100, 1, "train"), (0, 10, 1, "train"),
+             (0, 2000, 2, "train"), (0, 7000, 2, "train"), (20, 1000, 2, "train"),
+             (30, 50000, 1, "train")])
+    trace = os.path.join(tmp, "easy-trial-end.csv")
+    write_csv(trace, rows)
+    d, _ = run(["sim", "--fleet", "nvl72:288", "--trace", trace, "--queue", "easy",
+                "--policies", "topoplace"], tmp, "easy-trial-end.json")
+    m = d["policies"]["topoplace"]
+    total = m["mean_wait_s"] * len(rows)
+    check(m["jobs_started"] == len(rows), "easy trial end: topoplace lost a job")
+    check(m.get("easy_reservation_calls", 0) > 0,
+          "easy trial end: no reservation was made for the top job")
+    check(m["max_wait_s"] == 1980 and abs(total - 1980) < 1,
+          f"easy trial end: waits sum to {total:.0f} s (longest {m['max_wait_s']} s), not "
+          f"1980: the 1-GPU job waited behind a reservation whose end was counted from now")
+
 # The pay rule on nvl72:144 (2 racks of 72 GPUs): A and X (36 GPUs each) fill rack 0, Y (36)
 # half of rack 1; X ends at 100 s, and C (72 GPUs, a whole rack) arrives at 200 s to 36 free
 # GPUs in each rack: fragmented. Moving A or Y (36 x 71.5 s of checkpoint, 2,574 GPU-seconds)
@@ -1051,6 +1080,7 @@ if __name__ == "__main__":
         check_queues(tmp)
         check_slurm_wait(tmp)
         check_easy_reservation(tmp)
+        check_easy_trial_end(tmp)
         check_pay_rule(tmp)
         check_easy_defrag_after_backfill(tmp)
         check_node_groups(tmp)
