@@ -264,7 +264,8 @@ static void move_anew(struct sim_failures *F, uint32_t jid, const char *id)
 	tp_slice sl;
 	char rid[24];
 	tp_request shape = sim_tp_request(F->f, j, jid, &sl, rid);
-	shape.expected_end_s = recorded_end(F, id);
+	double end = recorded_end(F, id);
+	shape.expected_end_s = end;
 	tp_job_options o = TP_JOB_OPTIONS_INIT;
 	o.job_class = j->cls;
 	o.migratable = j->cls != TP_CLASS_INTERACTIVE;
@@ -272,6 +273,9 @@ static void move_anew(struct sim_failures *F, uint32_t jid, const char *id)
 	o.shape = &shape;
 	BENCH_CHECK(tp_cluster_release(F->c, id), tp_cluster_errmsg(F->c));
 	BENCH_CHECK(tp_cluster_assign(F->c, id, F->anew, j->gpus, &o), tp_cluster_errmsg(F->c));
+	if (getenv("TP_BENCH_FAILURE_TRACE")) /* what the cluster keeps (tests/check_bench.py) */
+		fprintf(stderr, "failure-trace %s placed afresh: expected end %.3f, kept %.3f\n", id,
+		        end, recorded_end(F, id));
 }
 
 /* Repair job jid: tp_replace keeps its healthy GPUs; a placement afresh moves every rank,

@@ -1020,6 +1020,23 @@ def check_compare_failures(tmp):
               "compare without --failures: failure figures in a cell")
 
 
+
+# A job placed afresh after a node failure keeps the expected end it was placed with
+# (bench/sim_failures.c, recorded_end): TP_BENCH_FAILURE_TRACE prints, per such move, the end
+# recorded before it and the one the cluster keeps after it (0 when the move drops it, as the
+# code before bd71f1a did).
+def check_failure_end(tmp):
+    d, _, err = run(["sim", "--fleet", "nvl72:576", "--mix", "llm", "--jobs", "300",
+                     "--failures", "0.05", "--policies", "topoplace"], tmp, "fail-end.json",
+                    stderr=True, env={"TP_BENCH_FAILURE_TRACE": "1"})
+    moves = [l.split() for l in err.splitlines() if l.startswith("failure-trace ")]
+    check(len(moves) > 0, "failure end: no job was placed afresh after a failure")
+    for m in moves:
+        job, before, kept = m[1], float(m[6].rstrip(",")), float(m[8])
+        check(before > 0 and kept == before,
+              f"failure end: {job} placed afresh with expected end {before}, the cluster "
+              f"keeps {kept}")
+
 def check_errors(tmp):
     bad = os.path.join(tmp, "bad.csv")
     with open(bad, "w") as f:
@@ -1088,6 +1105,7 @@ if __name__ == "__main__":
         check_compact(tmp)
         check_compact_easy(tmp)
         check_compare_failures(tmp)
+        check_failure_end(tmp)
         check_plots(tmp)
         check_trace(tmp, TRACE)
         check_scenario_fleet(tmp, SCENARIO)
