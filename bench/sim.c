@@ -671,7 +671,10 @@ static int sim_try_ahead(struct sim_run *r, uint32_t jid)
  * placement would cost; the pay rule's wait estimate does not apply (the job starts now either
  * way). With moves made, the job is placed again asking for that efficiency, and without the
  * floor if it is refused. Only outside an EASY backfill (moves there could land on the top
- * job's reserved nodes). Returns place's code; the job's devices are in r->devs.
+ * job's reserved nodes). On a fleet of several fabric classes the same for a job of several
+ * GPUs put below 0.9 x its best class's efficiency, the moves asked being those that place it
+ * at that efficiency (the class upgrade, bench/sim_policy.c). Returns place's code; the job's
+ * devices are in r->devs.
  */
 static int sim_upgrade(struct sim_run *r, uint32_t jid)
 {
@@ -1134,6 +1137,7 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.ctx.upgrade_on = res->pol->defrag && !o->no_upgrade && f->kind != FLEET_TORUS;
 	r.ctx.defrag_floor = !o->no_defrag_floor;
 	r.ctx.defrag_best = !o->no_defrag_best && o->queue != SIM_QUEUE_STRICT;
+	r.ctx.strict_fifo = o->queue == SIM_QUEUE_STRICT;
 	/* Moves less local only where a job can spread over more nodes of its NVLink domain and
 	 * run as fast (NVL72 racks): where the domain is the node (HGX, and the mixed fleet by its
 	 * levels), a less local home crosses the network, which the efficiency check refuses for

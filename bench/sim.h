@@ -200,7 +200,10 @@ const char *sim_end_estimates_name(double over, char *buf);
 	"  NVLink domain that tp_place() puts below the efficiency its rules give it on the\n"   \
 	"  empty fleet gets the moves that free one domain of the level that held it there, if\n" \
 	"  they cost under half of the GPU-seconds the slower placement would (not during an\n"  \
-	"  EASY backfill; upgrade_calls and upgrade_moves in the JSON; bench/sim.c).\n"
+	"  EASY backfill; upgrade_calls and upgrade_moves in the JSON; bench/sim.c); on a fleet\n"\
+	"  of several fabric classes, a job put below 0.9 x its best class's efficiency gets\n"  \
+	"  the moves that place it at that efficiency, and under StrictFIFO its floor is 0.35\n" \
+	"  x it, not 0.5 (bench/sim_policy.c).\n"
 
 /* The usage lines of --no-defrag-floor (sim and compare; apart from SIM_FLOOR_USAGE, which a
  * longer literal would take past C99's 4,095 characters). */
@@ -406,9 +409,13 @@ struct sim_ctx {
 	 * topoplace's place sets upgrade when it placed a job wider than an NVLink domain below
 	 * upgrade_eff, the efficiency its rules give it on the empty fleet (placed_eff: the one it
 	 * got), with floor_level as above; want_eff > 0 asks place for at least that efficiency
-	 * (the place after an upgrade's moves). */
-	bool upgrade_on, upgrade;
+	 * (the place after an upgrade's moves). On a fleet of several fabric classes it sets
+	 * upgrade and class_upgrade when it placed a job of several GPUs below CLASS_UPGRADE_FIT
+	 * times best_eff (below), upgrade_eff then being best_eff (bench/sim_policy.c). */
+	bool upgrade_on, upgrade, class_upgrade;
 	double upgrade_eff, placed_eff, want_eff;
+	/* The queue is StrictFIFO (nothing passes the oldest job while it waits). */
+	bool strict_fifo;
 	/* The step model and fabric floor topoplace's place last asked for on a fleet of several
 	 * fabric classes (have_comm), and for which job: the defrag hook asks its plan for the
 	 * same unless defrag_floor is off (--no-defrag-floor; sim_defrag_make_room). */

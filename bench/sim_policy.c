@@ -23,7 +23,8 @@
  *                     that meets it (see fabric_floor); on a fleet of one class, under EASY,
  *                     a floor of full locality for the top job (see "The top job's floor");
  *   topoplace-defrag  tp_place, and on TP_EFRAGMENTED the defrag hook, which runs the
- *                     library's planner (tp_defrag_plan);
+ *                     library's planner (tp_defrag_plan); the locality upgrade (bench/sim.c,
+ *                     sim_upgrade; on several fabric classes see "The class upgrade");
  *   first-fit-box,
  *   slurm-torus-like  the torus fleet's baselines (sim_torus.c);
  *   ideal             no topology at all: a job starts when enough GPUs are free and runs at
@@ -378,12 +379,32 @@ tp_request sim_tp_request(const struct sim_fleet *f, const struct sim_job *j, ui
  */
 #define FLOOR_MANY 0.5
 #define FLOOR_ONE 0.9
+/*
+ * The class upgrade (topoplace-defrag, with the locality upgrade on; --no-upgrade: off). On a
+ * fleet of several fabric classes, a job of several GPUs that tp_place() put below
+ * CLASS_UPGRADE_FIT x its best e_c (an 8-GPU job over two HGX nodes at 0.59 while the NVL72
+ * racks would run it at 1.0, their free GPUs taken by 1-GPU jobs that run as fast anywhere)
+ * asks the planner for the moves after which it is placed at its best e_c (the request's step
+ * model with that floor; sim_defrag_make_room), under the locality upgrade's budget and pay
+ * rule (bench/sim.c, sim_upgrade); with moves made it is placed again at that floor, without
+ * the floor if that is refused. Under StrictFIFO topoplace-defrag's floor for a job two
+ * classes or more hold is also lower, FLOOR_MANY_STRICT_MOVES x the best e_c instead of
+ * FLOOR_MANY: nothing passes the oldest job while it waits, so it starts now on a slower
+ * class, and the upgrade may move it up at once. topoplace has no moves: it keeps FLOOR_MANY
+ * (0.4 there cost it 1.7% on philly / mixed:2304 StrictFIFO). Measured on the comparison
+ * grid's mixed:2304 cells (docs/benchmarks.md, "The class upgrade"): the upgrade gains or is
+ * level under every queue; the lower floor gains under StrictFIFO and lost under besteffort
+ * and EASY (philly-like EASY +9.51% -> +6.48% over the best peer).
+ */
+#define CLASS_UPGRADE_FIT 0.9
+#define FLOOR_MANY_STRICT_MOVES 0.35
 #define FLOOR_CLASSES 8
 #define FLOOR_MEMO 64
 /* shape_key's range (sim_workload.c: kind x 4096 + size, kinds 0-3) */
 #define SHAPE_KEYS (4 * 4096)
 
 struct fabric_floor {
+	double many; /* the floor's factor when several classes hold the job */
 	unsigned nclass;
 	uint32_t *dev[FLOOR_CLASSES]; /* each class's devices in tree order */
 	uint32_t ndev[FLOOR_CLASSES];
@@ -577,7 +598,7 @@ static const struct floor_memo *floor_of(struct fabric_floor *fl, const struct s
 		best = e > best ? e : best;
 		hold++;
 	}
-	fm->floor = hold == 0 ? 0.0 : hold == 1 ? FLOOR_ONE * best : FLOOR_MANY * best;
+	fm->floor = hold == 0 ? 0.0 : hold == 1 ? FLOOR_ONE * best : fl->many * best;
 	return fm;
 }
 
@@ -617,6 +638,9 @@ static void *topoplace_create(struct sim_ctx *ctx)
 		bench_die("out of memory");
 	L->on = m && !strcmp(m, "learn");
 	L->floor = floor_create(ctx->f);
+	if (L->floor)
+		L->floor->many = ctx->upgrade_on && ctx->strict_fifo ? FLOOR_MANY_STRICT_MOVES
+		                                                     : FLOOR_MANY;
 	ctx->wants_ahead = L->floor != NULL && ctx->floor_ahead;
 	if (!L->floor && (ctx->top_floor > 0 || ctx->upgrade_on) && ctx->f->kind != FLEET_TORUS) {
 		L->e_empty = malloc(SHAPE_KEYS * sizeof *L->e_empty);
@@ -726,6 +750,26 @@ static void upgrade_check(struct tp_learn *L, struct sim_ctx *ctx, const struct 
 	}
 }
 
+/* The class upgrade (see CLASS_UPGRADE_FIT): job j, placed at devices d on a fleet of several
+ * fabric classes, with its step model m, below CLASS_UPGRADE_FIT x its best e_c. */
+static void class_upgrade_check(struct sim_ctx *ctx, const struct sim_job *j,
+                                const struct tp_step_model *m, const uint32_t *d, size_t n)
+{
+	if (j->gpus < 2 || !(ctx->best_eff > 0))
+		return;
+	double e;
+	char err[256];
+	int rc = tp_cost_efficiency(&e, ctx->f->t, d, n, m, NULL, err, sizeof err);
+	if (rc)
+		bench_die("tp_cost_efficiency(%u GPUs): %s: %s", j->gpus, tp_err_name(rc), err);
+	if (e < CLASS_UPGRADE_FIT * ctx->best_eff) {
+		ctx->upgrade = true;
+		ctx->class_upgrade = true;
+		ctx->upgrade_eff = ctx->best_eff;
+		ctx->placed_eff = e;
+	}
+}
+
 static int cmp_learn(const void *a, const void *b)
 {
 	const double *x = a, *y = b;
@@ -798,6 +842,7 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		r.comm = &m;
 	}
 	ctx->upgrade = false;
+	ctx->class_upgrade = false;
 	ctx->have_comm = r.comm != NULL && L->floor != NULL; /* for the defrag hook */
 	ctx->comm_jid = jid;
 	if (ctx->have_comm)
@@ -821,6 +866,8 @@ static int topoplace_place(void *st, struct sim_ctx *ctx, const struct sim_job *
 		if (ctx->upgrade_on && L->e_empty && !r.comm && !r.box_level &&
 		    j->gpus > ctx->f->nv_gpus)
 			upgrade_check(L, ctx, j, &r, &m, d, n);
+		else if (ctx->upgrade_on && L->floor && ctx->want_eff == 0 && !r.box_level)
+			class_upgrade_check(ctx, j, &m, d, n);
 	} else if (rc == TP_EINVAL || rc == TP_ENOTFOUND || rc == TP_ENOMEM) {
 		bench_die("tp_place(job %u, %u GPUs): %s: %s", jid, j->gpus, tp_err_name(rc),
 		          p ? tp_placement_errmsg(p) : "");
@@ -934,7 +981,8 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 	tp_slice slice;
 	tp_request r = sim_tp_request(ctx->f, j, jid, &slice, id);
 	r.expected_end_s = sim_end_estimate(ctx, j, jid);
-	if (ctx->floor_refused || ctx->upgrade) { /* room at the floor: one domain of its level */
+	if (ctx->floor_refused || (ctx->upgrade && !ctx->class_upgrade)) {
+		/* room at the floor: one domain of its level */
 		r.required = ctx->f->level_name[ctx->floor_level];
 		if (j->shape.preferred >= 0 && j->shape.preferred <= ctx->floor_level)
 			r.preferred = NULL; /* held by the required level */
@@ -956,6 +1004,13 @@ int sim_defrag_make_room(struct sim_ctx *ctx, const struct sim_job *j, uint32_t 
 		comm.fabric_fit = 0;
 		if (ctx->defrag_best && ctx->best_eff > comm.min_efficiency)
 			comm.min_efficiency = ctx->best_eff;
+		r.comm = &comm;
+	}
+	if (ctx->upgrade && ctx->class_upgrade) { /* room at its best class's efficiency */
+		comm = ctx->last_comm;
+		comm.min_efficiency = ctx->upgrade_eff;
+		comm.no_floor_search = true;
+		comm.fabric_fit = 0;
 		r.comm = &comm;
 	}
 	tp_defrag_policy pol = TP_DEFRAG_POLICY_INIT;

@@ -676,10 +676,50 @@ def check_upgrade(tmp):
         check(line in out, f"upgrade, {queue}: the text output lacks '{line}':\n{out}")
 
 
+
+# The class upgrade (bench/sim_policy.c, CLASS_UPGRADE_FIT; --no-upgrade: off). On mixed:576
+# (4 NVL72 racks, 2 HGX, 2 PCIe-only, 4-GPU nodes) 108 4-GPU jobs hold the NVL72 and HGX racks
+# for 100 h; E (8 GPUs, 1 h) arrives at 10 s to the PCIe-only racks alone, below half its
+# NVL72 efficiency. Under StrictFIFO topoplace-defrag's floor is 0.35 x that efficiency, not
+# 0.5: E starts at once on the PCIe nodes and the upgrade asks for moves (none can help: every
+# NVL72 job would run slower elsewhere); topoplace, and topoplace-defrag under besteffort or
+# with --no-upgrade, wait the 100 h. Then on a generated load (philly on mixed:576) the upgrade
+# moves jobs, and --no-upgrade turns it off.
+def check_class_upgrade(tmp):
+    trace = os.path.join(tmp, "class-upgrade.csv")
+    write_csv(trace, [(0, 360000, 4, "train")] * 108 + [(10, 3600, 8, "train")])
+    for queue, extra, tpd_wait, calls in (("strict", [], 0, 1), ("besteffort", [], 359990, 0),
+                                          ("strict", ["--no-upgrade"], 359990, 0)):
+        d, _ = run(["sim", "--fleet", "mixed:576", "--trace", trace, "--queue", queue,
+                    "--policies", "topoplace,topoplace-defrag"] + extra, tmp,
+                   f"class-upgrade-{queue}{len(extra)}.json")
+        got = {k: (m["jobs_started"], round(m["max_wait_s"]), m["upgrade_calls"],
+                   m["upgrade_moves"]) for k, m in d["policies"].items()}
+        want = {"topoplace": (109, 359990, 0, 0), "topoplace-defrag": (109, tpd_wait, calls, 0)}
+        check(got == want, f"class upgrade, {queue} {extra}: (started, longest wait, upgrade "
+                           f"calls, upgrade moves) {got}, not {want}")
+    base = ["sim", "--fleet", "mixed:576", "--mix", "philly", "--jobs", "3000", "--load", "3",
+            "--queue", "strict", "--seed", "1", "--policies", "topoplace,topoplace-defrag"]
+    for extra in ([], ["--no-upgrade"]):
+        d, _ = run(base + extra, tmp, f"class-upgrade-gen{len(extra)}.json")
+        tp, tpd = d["policies"]["topoplace"], d["policies"]["topoplace-defrag"]
+        check(tp["upgrade_calls"] == 0 and tp["upgrade_moves"] == 0,
+              f"class upgrade {extra}: topoplace (no moves) made {tp['upgrade_calls']} calls")
+        if extra:
+            check(tpd["upgrade_calls"] == 0 and tpd["upgrade_moves"] == 0,
+                  f"class upgrade --no-upgrade: {tpd['upgrade_calls']} calls, "
+                  f"{tpd['upgrade_moves']} moves")
+        else:
+            check(tpd["upgrade_calls"] > 0 and tpd["upgrade_moves"] > 0,
+                  f"class upgrade: topoplace-defrag made {tpd['upgrade_calls']} calls and "
+                  f"{tpd['upgrade_moves']} moves on a generated load")
+
 # The defrag hook's floor (bench/sim_policy.c, sim_defrag_make_room; --no-defrag-floor: off).
 # On a fleet of several fabric classes the hook's plan asks the job's step model and fabric
 # floor, so it plans other moves than without (the planner's calls, moves and results
 # differ); on a fleet of one class there is no fabric floor, and the flag changes nothing.
+# Under besteffort: under StrictFIFO topoplace-defrag's floor is 0.35 x the best class's
+# efficiency (the class upgrade), and this run's figures are then the same with and without.
 DEFRAG_FLOOR_FIELDS = ("effective_gpu_hours", "jobs_started", "defrag_calls", "defrag_moves",
                        "defrag_refused", "compact_moves", "mean_wait_s", "occupancy")
 
@@ -700,8 +740,8 @@ def sim_with_and_without(tmp, fleet, mix, jobs, load, queue, flag, setting):
 
 def check_defrag_floor(tmp):
     for fleet, differ in (("mixed:576", True), ("hgx:512", False)):
-        m = sim_with_and_without(tmp, fleet, "philly", 3000, 3, "strict", "--no-defrag-floor",
-                                 "defrag_floor")
+        m = sim_with_and_without(tmp, fleet, "philly", 3000, 3, "besteffort",
+                                 "--no-defrag-floor", "defrag_floor")
         got = {c: tuple(m[c][k] for k in DEFRAG_FLOOR_FIELDS) for c in m}
         check((got["on"] != got["off"]) == differ,
               f"defrag floor on {fleet}: {DEFRAG_FLOOR_FIELDS} with it {got['on']}, without "
@@ -1115,6 +1155,7 @@ if __name__ == "__main__":
         check_fabric_fit(tmp)
         check_top_floor(tmp)
         check_upgrade(tmp)
+        check_class_upgrade(tmp)
         check_defrag_floor(tmp)
         check_defrag_behind(tmp)
         check_pay_slowdown(tmp)
