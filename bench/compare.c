@@ -805,7 +805,7 @@ static void cmp_usage(FILE *f)
 	        "                        [--no-defrag-floor] [--no-defrag-behind]\n"
 	        "                        [--no-pay-slowdown] [--no-defrag-best]\n"
 	        "                        [--no-defrag-less-local] [--reserve-busy ours|all|off]\n"
-	        "                        [--end-estimates none|exact|over:F]\n"
+	        "                        [--end-estimates none|exact|over:F] [--no-head-guard]\n"
 	        "                        [--json FILE] [--csv FILE] [--plot PREFIX]\n"
 	        "  Runs workload x fleet x queue discipline x seed x policy and prints one table per\n"
 	        "  workload, fleet and queue: effective GPU-hours (mean and spread over the seeds),\n"
@@ -844,6 +844,7 @@ static void cmp_usage(FILE *f)
 	fputs(SIM_DEFRAG_FLOOR_USAGE, f);
 	fputs(SIM_RESERVE_USAGE, f);
 	fputs(SIM_END_USAGE, f);
+	fputs(SIM_GUARD_USAGE, f);
 }
 
 int bench_compare_main(int argc, char **argv)
@@ -903,6 +904,7 @@ int bench_compare_main(int argc, char **argv)
 		{"no-defrag-less-local", no_argument, NULL, 1020},
 		{"reserve-busy", required_argument, NULL, 1021},
 		{"end-estimates", required_argument, NULL, 1022},
+		{"no-head-guard", no_argument, NULL, 1023},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -960,6 +962,7 @@ int bench_compare_main(int argc, char **argv)
 		case 1020: o.sim.no_defrag_less_local = true; break;
 		case 1021: sim_reserve_busy_arg(optarg, &o.sim.reserve_busy); break;
 		case 1022: o.sim.end_over = sim_end_estimates_arg(optarg); break;
+		case 1023: o.sim.no_head_guard = true; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.csv = optarg; break;
 		case 'P': o.plot = optarg; break;

@@ -73,6 +73,8 @@ struct sim_run {
 	uint32_t *busy_devs;   /* [2 x gpus] sim_reserve_busy's placement and free devices */
 	uint8_t *est_node;     /* sim_wait_est's scratch: [nodes], [nodes], [2 x gpus] */
 	uint32_t *est_list, *est_devs;
+	uint8_t *guard_node;   /* sim_head_guard's scratch: [nodes], [nodes], [2 x gpus] */
+	uint32_t *guard_list, *guard_devs;
 	bool defrag_tried;  /* one defrag attempt per scheduling pass */
 	bool oldest;        /* the job being tried is the oldest waiting one */
 	bool head_count;    /* this pass: the oldest waiting job has more GPUs than are free */
@@ -927,6 +929,139 @@ static bool sim_easy_admits(struct sim_run *r, uint32_t jid, double end)
 }
 
 /*
+ * The head guard (topoplace under StrictFIFO; --no-head-guard: off). A StrictFIFO pass starts
+ * jobs in order until one does not fit, the blocked job H, and nothing passes H until it
+ * starts; the jobs started ahead of it go where best fit and the expected end put them, which
+ * may be on the nodes H would otherwise get as the running jobs end, so that H waits for them
+ * too. The pass is therefore first run dry (on a savepoint, rolled back; strict_dry_pass),
+ * twice: as it is, and with every job ahead of H that would still run at H's shadow time and
+ * sits on H's reserved nodes placed off them where it fits elsewhere (guard_off, as EASY
+ * places a backfilled job off the top job's nodes). The reservation is EASY's
+ * (sim_easy_reserve) for H on the state before the pass. After each dry run H's shadow time
+ * is projected on the state the jobs ahead leave; the real pass keeps the guard only if the
+ * same jobs start and H's shadow is earlier with it. Only for an H of at least
+ * HEAD_GUARD_MIN_GPUS GPUs: with every size, the heads of one or two nodes (the Philly-like
+ * mixes' 8-GPU jobs on nvl72:864) lost 0.9-1.2 points over the best peer on the three
+ * nvl72:864 StrictFIFO cells, while the LLM cells gained as they do with 16
+ * (docs/benchmarks.md, "The head guard"). Not for topoplace-defrag, which moves jobs
+ * instead: measured level on the LLM StrictFIFO cells. Both dry runs together count as one
+ * planner call in the latency figures.
+ */
+#define HEAD_GUARD_MIN_GPUS 16
+
+/* Job jid placed at r->devs: if it ends after the shadow time and uses a reserved node, place
+ * it again with the reserved nodes held; true if it then fits (r->devs holds the new
+ * placement), false if the first placement stands. */
+static bool guard_off(struct sim_run *r, const struct sim_job *j, uint32_t jid)
+{
+	double end = r->now + j->duration_s / sim_efficiency(r->f, j, r->devs, r->o->use_cost);
+	if (!(end > r->shadow) || sim_easy_overlap(&r->ctx, r->resv_node, r->devs, j->gpus) == 0)
+		return false;
+	uint32_t *prev = r->busy_devs, *buf = r->busy_devs + r->f->gpus;
+	memcpy(prev, r->devs, j->gpus * sizeof *prev);
+	int rc = sim_easy_place_off(&r->ctx, r->pol, r->st, j, jid, r->resv_list, r->nresv,
+	                            r->devs, buf);
+	r->res->place_calls++;
+	if (rc != 0) {
+		memcpy(r->devs, prev, j->gpus * sizeof *prev);
+		return false;
+	}
+	return true;
+}
+
+/* The StrictFIFO pass run dry on a savepoint (rolled back), with the guard or without: the
+ * blocked job into *h (UINT32_MAX: none), the number of jobs started ahead of it into *m, and
+ * the blocked job's shadow time on the state they leave (INFINITY: none). */
+static double strict_dry_pass(struct sim_run *r, bool guard, uint32_t *h, size_t *m)
+{
+	tp_cluster *c = r->ctx.c;
+	struct sim_due *due = r->running_end;
+	size_t n = sim_due_ends(r, due), sp;
+	*h = UINT32_MAX;
+	*m = 0;
+	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
+	for (size_t i = 0; i < r->qlen; i++) {
+		uint32_t jid = r->queue[i];
+		const struct sim_job *j = &r->w->jobs[jid];
+		int rc = TP_EBUSY;
+		if (j->gpus <= sim_free(r)) {
+			r->ctx.oldest = i == 0;
+			rc = r->pol->place(r->st, &r->ctx, j, jid, r->devs);
+			r->ctx.upgrade = false;
+			r->res->place_calls++;
+		}
+		if (rc == TP_EINFEASIBLE)
+			continue; /* rejected in the real pass */
+		if (rc != 0) {
+			*h = jid;
+			break;
+		}
+		if (guard)
+			guard_off(r, j, jid);
+		char id[24];
+		snprintf(id, sizeof id, "j%u", jid);
+		tp_job_options opts = TP_JOB_OPTIONS_INIT;
+		opts.job_class = j->cls;
+		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
+		opts.checkpoint_s = j->checkpoint_s;
+		tp_slice sl;
+		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
+		shape.expected_end_s = sim_end_estimate(&r->ctx, j, jid);
+		opts.shape = &shape;
+		BENCH_CHECK(tp_cluster_assign(c, id, r->devs, j->gpus, &opts), tp_cluster_errmsg(c));
+		double eff = sim_efficiency(r->f, j, r->devs, r->o->use_cost);
+		due[n++] = (struct sim_due){r->now + j->duration_s / eff, jid, j->gpus};
+		(*m)++;
+	}
+	double shadow = INFINITY;
+	if (*h != UINT32_MAX && *m > 0) {
+		uint32_t nl = 0;
+		r->ctx.oldest = true;
+		shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, &r->w->jobs[*h], *h, due, n,
+		                          r->guard_devs, r->guard_node, r->guard_list, &nl,
+		                          &r->res->resv_calls);
+		for (uint32_t k = 0; k < nl; k++)
+			r->guard_node[r->guard_list[k]] = 0;
+	}
+	BENCH_CHECK(tp_cluster_rollback(c, sp), tp_cluster_errmsg(c));
+	return shadow;
+}
+
+/* Whether this StrictFIFO pass runs with the head guard; if so the blocked job's reservation
+ * (before the pass) is in r->resv_node / resv_list and its shadow time in r->shadow. Leaves
+ * the cluster and the rng as they were. */
+static bool sim_head_guard(struct sim_run *r)
+{
+	uint64_t t0 = bench_now_ns();
+	const struct bench_rng rng = r->ctx.rng;
+	for (uint32_t k = 0; k < r->nresv; k++)
+		r->resv_node[r->resv_list[k]] = 0;
+	r->nresv = 0;
+	r->resv_valid = false;
+	uint32_t h, hg;
+	size_t m, mg;
+	double plain = strict_dry_pass(r, false, &h, &m);
+	bool on = false;
+	if (h != UINT32_MAX && m > 0 && r->w->jobs[h].gpus >= HEAD_GUARD_MIN_GPUS) {
+		struct sim_due *due = r->running_end;
+		size_t n = sim_due_ends(r, due);
+		r->ctx.oldest = true;
+		r->shadow = sim_easy_reserve(&r->ctx, r->pol, r->st, &r->w->jobs[h], h, due, n,
+		                             r->resv_devs, r->resv_node, r->resv_list, &r->nresv,
+		                             &r->res->resv_calls);
+		if (!isinf(r->shadow) && r->nresv > 0) {
+			double guarded = strict_dry_pass(r, true, &hg, &mg);
+			on = hg == h && mg == m && guarded < plain;
+		}
+	}
+	r->ctx.rng = rng;
+	r->ctx.upgrade = false;
+	r->res->guard_passes += on;
+	sim_planner_time(r->res, bench_now_ns() - t0);
+	return on;
+}
+
+/*
  * One pass over the queue at the current time, in submission order (every job has the same
  * priority, so Slurm's priority order is the age order too). Each job is tried in turn, at most
  * --backfill jobs per pass; a job whose shape already failed in this pass is skipped (starting
@@ -948,6 +1083,8 @@ static void sim_schedule(struct sim_run *r)
 	bool strict = false, blocked = false, head_busy = false;
 	uint32_t top = UINT32_MAX; /* the EASY top job, its reservation not yet computed */
 	enum sim_queue q = r->o->queue;
+	bool guard = q == SIM_QUEUE_STRICT && !r->o->no_head_guard && r->qlen > 1 &&
+	             !strcmp(r->pol->name, "topoplace") && sim_head_guard(r);
 	r->defrag_tried = false;
 	r->head_count = false;
 	for (size_t i = 0; i < r->qlen; i++) {
@@ -982,6 +1119,8 @@ static void sim_schedule(struct sim_run *r)
 				if (!sim_easy_admits(r, jid, end))
 					goto kept; /* not a shape failure: no memo */
 			}
+			if (rc == 0 && guard && guard_off(r, j, jid))
+				r->res->guard_moved++;
 			if (rc == 0) {
 				sim_start(r, jid);
 				keep = false;
@@ -1161,13 +1300,17 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	r.est_node = calloc(tp_topology_node_count(f->t), 1);
 	r.est_list = malloc(tp_topology_node_count(f->t) * sizeof *r.est_list);
 	r.est_devs = malloc(2 * (size_t)f->gpus * sizeof *r.est_devs);
+	r.guard_node = calloc(tp_topology_node_count(f->t), 1);
+	r.guard_list = malloc(tp_topology_node_count(f->t) * sizeof *r.guard_list);
+	r.guard_devs = malloc(2 * (size_t)f->gpus * sizeof *r.guard_devs);
 	r.devs = malloc(f->gpus * sizeof *r.devs);
 	r.memo = calloc(65536, 1);
 	r.memo_set = malloc(65536 * sizeof *r.memo_set);
 	r.ctx.scratch = malloc(f->gpus * sizeof *r.ctx.scratch);
 	if (!r.queue || !r.eff || !r.start || !r.end || !r.devs || !r.memo || !r.memo_set ||
 	    !r.ctx.scratch || !r.contrib || !r.restart_end || !r.running_end || !r.resv_node ||
-	    !r.resv_list || !r.resv_devs || !r.busy_devs || !r.est_node || !r.est_list || !r.est_devs)
+	    !r.resv_list || !r.resv_devs || !r.busy_devs || !r.est_node || !r.est_list || !r.est_devs ||
+	    !r.guard_node || !r.guard_list || !r.guard_devs)
 		bench_die("out of memory");
 	for (size_t i = 0; i < w->n; i++) {
 		r.start[i] = -1;
@@ -1279,6 +1422,9 @@ void sim_run_policy(const struct sim_opts *o, const struct sim_fleet *f,
 	free(r.est_node);
 	free(r.est_list);
 	free(r.est_devs);
+	free(r.guard_node);
+	free(r.guard_list);
+	free(r.guard_devs);
 	free(r.devs);
 	free(r.memo);
 	free(r.memo_set);
@@ -1328,7 +1474,7 @@ static void sim_usage(FILE *f)
 	      "                    [--fabric-fit X] [--top-floor X] [--no-upgrade] [--no-defrag-floor]\n"
 	      "                    [--no-defrag-behind] [--no-pay-slowdown] [--no-defrag-best]\n"
 	      "                    [--no-defrag-less-local] [--reserve-busy ours|all|off]\n"
-	      "                    [--end-estimates none|exact|over:F]\n"
+	      "                    [--end-estimates none|exact|over:F] [--no-head-guard]\n"
 	      "                    [--json FILE] [--csv FILE] [--plot PREFIX]\n", f);
 	fprintf(f,
 	        "  Replays a workload (the bundled generator, or a CSV trace with columns\n"
@@ -1380,6 +1526,7 @@ static void sim_usage(FILE *f)
 	      SIM_FLOOR_USAGE, f);
 	fputs(SIM_RESERVE_USAGE, f);
 	fputs(SIM_END_USAGE, f);
+	fputs(SIM_GUARD_USAGE, f);
 	fputs(SIM_DEFRAG_FLOOR_USAGE
 	      "  --inference N: N services with replicas and an availability target instead of\n"
 	      "  the training workload (bench/sim_serving.c): per policy the share of\n"
@@ -1436,6 +1583,7 @@ int bench_sim_main(int argc, char **argv)
 		{"no-defrag-less-local", no_argument, NULL, 1014},
 		{"reserve-busy", required_argument, NULL, 1015},
 		{"end-estimates", required_argument, NULL, 1016},
+		{"no-head-guard", no_argument, NULL, 1017},
 		{NULL, 0, NULL, 0}};
 	int ch;
 	bool mix_given = false;
@@ -1472,6 +1620,7 @@ int bench_sim_main(int argc, char **argv)
 		case 1014: o.no_defrag_less_local = true; break;
 		case 1015: sim_reserve_busy_arg(optarg, &o.reserve_busy); break;
 		case 1016: o.end_over = sim_end_estimates_arg(optarg); break;
+		case 1017: o.no_head_guard = true; break;
 		case 'm': o.compact_moves_h = bench_arg_num("--compact-moves-h", optarg); break;
 		case 'B': o.compact_budget = bench_arg_num("--compact-budget", optarg); break;
 		case 1009: o.compact_max_sims = bench_arg_u32("--compact-max-sims", optarg); break;

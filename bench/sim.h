@@ -166,6 +166,13 @@ const char *sim_reserve_busy_name(enum sim_reserve_busy m);
 	"  uniform in [0, 1) per job (from the seed; over:2: up to 3x, like users' time\n"   \
 	"  limits); none: no end. The peers take no end.\n"
 
+/* The help text of --no-head-guard (tp-bench sim and compare). */
+#define SIM_GUARD_USAGE                                                                          \
+	"  --no-head-guard: off, topoplace's head guard: under StrictFIFO, when a pass would\n" \
+	"  end at a job of at least 16 GPUs that does not fit, the jobs it starts ahead of it\n"\
+	"  keep off the nodes that job would get as the running jobs end, where they fit\n"    \
+	"  elsewhere and that starts it sooner (bench/sim.c, sim_head_guard).\n"
+
 /* --fabric-fit's default: on a fleet of several fabric classes topoplace asks for fabric fit
  * 0.9 (tp_step_model.fabric_fit; sim_policy.c). */
 #define SIM_FABRIC_FIT 0.9
@@ -276,6 +283,7 @@ struct sim_opts {
 	bool no_upgrade;       /* --no-upgrade: topoplace-defrag's locality upgrade off */
 	bool no_defrag_floor;  /* --no-defrag-floor: the defrag hook's plan asks no fabric floor */
 	bool no_defrag_behind; /* --no-defrag-behind: the defrag hook runs for the oldest job only */
+	bool no_head_guard;    /* --no-head-guard: topoplace's StrictFIFO head guard off */
 	enum sim_reserve_busy reserve_busy; /* --reserve-busy (ours by default) */
 	double end_over;       /* --end-estimates: what tp_place is told of a job's end
 	                        * (sim_end_estimate): SIM_END_NONE nothing, 0 its running time
@@ -345,6 +353,8 @@ struct sim_result {
 	long resv_refused; /* EASY: jobs that fit now but not off the reserved nodes */
 	long resv_elsewhere; /* EASY: jobs the policy put on reserved nodes, started off them */
 	long resv_busy;    /* EASY: reservations placed on the devices busy now (--reserve-busy) */
+	long guard_passes; /* StrictFIFO: passes the head guard changed (sim_head_guard) */
+	long guard_moved;  /* StrictFIFO: jobs the head guard started off the blocked job's nodes */
 	struct sim_sample *samples;
 	size_t nsamples;
 	/* failures (sim_failures.c): node failures, jobs they hit, of which repaired in place by

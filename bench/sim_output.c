@@ -103,6 +103,7 @@ void sim_json_policy_settings(struct bench_json *j, const struct sim_opts *o)
 	bench_json_bool(j, "upgrade", !o->no_upgrade);
 	bench_json_bool(j, "defrag_floor", !o->no_defrag_floor);
 	bench_json_bool(j, "defrag_behind", !o->no_defrag_behind);
+	bench_json_bool(j, "head_guard", !o->no_head_guard);
 	bench_json_bool(j, "pay_slowdown", !o->no_pay && !o->no_pay_slowdown);
 	bench_json_bool(j, "defrag_best", !o->no_defrag_best); /* never under strict */
 	bench_json_bool(j, "defrag_less_local", /* only where the NVLink domain holds nodes */
@@ -208,6 +209,8 @@ void sim_json(const struct sim_opts *o, const struct sim_fleet *f, const struct 
 		bench_json_int(&j, "easy_backfill_refused", r->resv_refused);
 		bench_json_int(&j, "easy_backfill_elsewhere", r->resv_elsewhere);
 		bench_json_int(&j, "easy_reservations_on_busy", r->resv_busy);
+		bench_json_int(&j, "head_guard_passes", r->guard_passes);
+		bench_json_int(&j, "head_guard_moved", r->guard_moved);
 		bench_json_int(&j, "place_calls", r->place_calls);
 		bench_json_num(&j, "place_us_mean", r->place_us_mean);
 		bench_json_num(&j, "wall_s", r->wall_s);

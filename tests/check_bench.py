@@ -714,6 +714,50 @@ def check_class_upgrade(tmp):
                   f"class upgrade: topoplace-defrag made {tpd['upgrade_calls']} calls and "
                   f"{tpd['upgrade_moves']} moves on a generated load")
 
+# The head guard (bench/sim.c, sim_head_guard; --no-head-guard: off). Five HGX nodes: A
+# (8 GPUs, 10,000 s) takes node 0, B (8, 1,000 s) node 1, C (6, 100 s) node 2, D (4,
+# 10,000 s) node 3, E (8, 50 s) node 4. Z (8) waits for E; at 50 s Z takes node 4 and K (2
+# GPUs, 5,000 s) fits on node 2 (best fit) or node 3, and H (16 GPUs: two whole nodes) blocks
+# the StrictFIFO pass behind them. On node 2 K keeps H waiting for node 1 until B ends (1,000
+# s); the guard puts K on node 3, and H starts on nodes 2 and 4 when C ends (100 s). kueue-like
+# and topoplace under besteffort (the guard is StrictFIFO's alone) wait as topoplace without
+# it; topoplace-defrag has no guard (it moves K instead). With H of 8 GPUs, below the guard's
+# 16, H takes node 1 or 2 at 60 s with the guard and without: nothing is moved off.
+def check_head_guard(tmp):
+    trace = os.path.join(tmp, "head-guard.csv")
+    jobs = [(0, 10000, 8), (0, 1000, 8), (0, 100, 6), (0, 10000, 4), (0, 50, 8), (0, 10, 8),
+            (0, 5000, 2)]
+    write_csv(trace, [j + ("train",) for j in jobs] + [(0, 1000, 16, "train")])
+    small = os.path.join(tmp, "head-guard-8.csv")
+    write_csv(small, [j + ("train",) for j in jobs] + [(0, 1000, 8, "train")])
+    pols = "topoplace,topoplace-defrag,kueue-like"
+    for tr, queue, extra, tp_wait, kq_wait, moved in (
+            (trace, "strict", [], 100, 1000, 1),
+            (trace, "strict", ["--no-head-guard"], 1000, 1000, 0),
+            (trace, "besteffort", [], 1000, 1000, 0), (small, "strict", [], 60, 60, 0)):
+        d, _ = run(["sim", "--fleet", "hgx:40", "--trace", tr, "--queue", queue,
+                    "--policies", pols] + extra, tmp, f"head-guard-{queue}{len(extra)}.json")
+        check(d["policy_settings"]["head_guard"] == (not extra),
+              f"head guard {extra}: policy_settings say {d['policy_settings']['head_guard']}")
+        got = {k: (m["jobs_started"], round(m["max_wait_s"]), m["head_guard_moved"])
+               for k, m in d["policies"].items() if k != "topoplace-defrag"}
+        got["topoplace-defrag guard"] = d["policies"]["topoplace-defrag"]["head_guard_passes"]
+        want = {"topoplace": (8, tp_wait, moved), "kueue-like": (8, kq_wait, 0),
+                "topoplace-defrag guard": 0}
+        check(got == want, f"head guard, {os.path.basename(tr)} {queue} {extra}: (started, "
+                           f"longest wait, jobs moved off) {got}, not {want}")
+    base = ["sim", "--fleet", "nvl72:864", "--jobs", "2000", "--queue", "strict", "--seed",
+            "1", "--policies", "topoplace"]
+    on, _ = run(base, tmp, "head-guard-gen.json")
+    off, _ = run(base + ["--no-head-guard"], tmp, "head-guard-gen-off.json")
+    a, b = on["policies"]["topoplace"], off["policies"]["topoplace"]
+    check(a["head_guard_passes"] > 0 and a["head_guard_moved"] > 0 and
+          b["head_guard_passes"] == 0 and b["head_guard_moved"] == 0 and
+          a["effective_gpu_hours"] != b["effective_gpu_hours"],
+          f"head guard on a generated LLM load: passes {a['head_guard_passes']}, moved "
+          f"{a['head_guard_moved']} (off: {b['head_guard_passes']}, {b['head_guard_moved']})")
+
+
 # The defrag hook's floor (bench/sim_policy.c, sim_defrag_make_room; --no-defrag-floor: off).
 # On a fleet of several fabric classes the hook's plan asks the job's step model and fabric
 # floor, so it plans other moves than without (the planner's calls, moves and results
@@ -1028,7 +1072,8 @@ def check_compare_failures(tmp):
             "compact_moves_h": 4, "compact_budget": 0.005, "compact_max_sims": 32,
             "pay_rule": True,
             "floor_search": "oldest", "floor_ahead": False, "fabric_fit": 0.9, "top_floor": 0.999,
-            "upgrade": True, "defrag_floor": True, "defrag_behind": True, "pay_slowdown": True,
+            "upgrade": True, "defrag_floor": True, "defrag_behind": True, "head_guard": True,
+            "pay_slowdown": True,
             "defrag_best": True, "defrag_less_local": True, "reserve_busy": "ours",
             "end_estimates": "exact"}
     check(off["policy_settings"] == want,
@@ -1156,6 +1201,7 @@ if __name__ == "__main__":
         check_top_floor(tmp)
         check_upgrade(tmp)
         check_class_upgrade(tmp)
+        check_head_guard(tmp)
         check_defrag_floor(tmp)
         check_defrag_behind(tmp)
         check_pay_slowdown(tmp)
