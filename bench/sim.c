@@ -940,14 +940,16 @@ static bool sim_easy_admits(struct sim_run *r, uint32_t jid, double end)
  * (sim_easy_reserve) for H on the state before the pass. After each dry run H's shadow time
  * is projected on the state the jobs ahead leave; the real pass keeps the guard only if the
  * same jobs start and H's shadow is earlier with it. Only for an H of at least
- * HEAD_GUARD_MIN_GPUS GPUs: with every size, the heads of one or two nodes (the Philly-like
- * mixes' 8-GPU jobs on nvl72:864) lost 0.9-1.2 points over the best peer on the three
- * nvl72:864 StrictFIFO cells, while the LLM cells gained as they do with 16
- * (docs/benchmarks.md, "The head guard"). Not for topoplace-defrag, which moves jobs
+ * HEAD_GUARD_MIN_GPUS GPUs (8 HGX nodes, 16 NVL72 trays): with every size, the heads of one
+ * or two nodes (the Philly mixes' 8-GPU jobs on nvl72:864) lost 0.9-1.2 points over the best
+ * peer on the three nvl72:864 StrictFIFO cells; with 16 or 32 the Philly mixes' cells moved
+ * both ways within their spreads; with 64 they are as without the guard, and the LLM cells
+ * gain as much as with 16; with 128 the LLM cells gain less (docs/benchmarks.md, "The head
+ * guard"). Not for topoplace-defrag, which moves jobs
  * instead: measured level on the LLM StrictFIFO cells. Both dry runs together count as one
  * planner call in the latency figures.
  */
-#define HEAD_GUARD_MIN_GPUS 16
+#define HEAD_GUARD_MIN_GPUS 64
 
 /* Job jid placed at r->devs: if it ends after the shadow time and uses a reserved node, place
  * it again with the reserved nodes held; true if it then fits (r->devs holds the new

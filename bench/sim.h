@@ -169,7 +169,7 @@ const char *sim_reserve_busy_name(enum sim_reserve_busy m);
 /* The help text of --no-head-guard (tp-bench sim and compare). */
 #define SIM_GUARD_USAGE                                                                          \
 	"  --no-head-guard: off, topoplace's head guard: under StrictFIFO, when a pass would\n" \
-	"  end at a job of at least 16 GPUs that does not fit, the jobs it starts ahead of it\n"\
+	"  end at a job of at least 64 GPUs that does not fit, the jobs it starts ahead of it\n"\
 	"  keep off the nodes that job would get as the running jobs end, where they fit\n"    \
 	"  elsewhere and that starts it sooner (bench/sim.c, sim_head_guard).\n"
 

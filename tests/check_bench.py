@@ -714,35 +714,38 @@ def check_class_upgrade(tmp):
                   f"class upgrade: topoplace-defrag made {tpd['upgrade_calls']} calls and "
                   f"{tpd['upgrade_moves']} moves on a generated load")
 
-# The head guard (bench/sim.c, sim_head_guard; --no-head-guard: off). Five HGX nodes: A
-# (8 GPUs, 10,000 s) takes node 0, B (8, 1,000 s) node 1, C (6, 100 s) node 2, D (4,
-# 10,000 s) node 3, E (8, 50 s) node 4. Z (8) waits for E; at 50 s Z takes node 4 and K (2
-# GPUs, 5,000 s) fits on node 2 (best fit) or node 3, and H (16 GPUs: two whole nodes) blocks
-# the StrictFIFO pass behind them. On node 2 K keeps H waiting for node 1 until B ends (1,000
-# s); the guard puts K on node 3, and H starts on nodes 2 and 4 when C ends (100 s). kueue-like
-# and topoplace under besteffort (the guard is StrictFIFO's alone) wait as topoplace without
-# it; topoplace-defrag has no guard (it moves K instead). With H of 8 GPUs, below the guard's
-# 16, H takes node 1 or 2 at 60 s with the guard and without: nothing is moved off.
+# The head guard (bench/sim.c, sim_head_guard; --no-head-guard: off). HGX nodes: A (8 GPUs,
+# 10,000 s) takes node 0, B (8, 1,000 s) node 1, C (6, 100 s) node 2, D (4, 10,000 s) node 3,
+# E (8, 50 s) node 4, F (8, 100 s each) the rest. Z (8) waits for E; at 50 s Z takes node 4
+# and K (2 GPUs, 5,000 s) fits on node 2 (best fit) or node 3, and H (all the nodes but 0, 1
+# and 3: 64 GPUs of 11 nodes) blocks the StrictFIFO pass behind them. On node 2 K keeps H
+# waiting for node 1 until B ends (1,000 s); the guard puts K on node 3, and H starts when C
+# and the Fs end (100 s). kueue-like and topoplace under besteffort (the guard is
+# StrictFIFO's alone) wait as topoplace without it; topoplace-defrag has no guard (it moves K
+# instead). The same case with 7 nodes and an H of 32 GPUs, below the guard's 64: H waits
+# 1,000 s, nothing is moved off.
 def check_head_guard(tmp):
-    trace = os.path.join(tmp, "head-guard.csv")
-    jobs = [(0, 10000, 8), (0, 1000, 8), (0, 100, 6), (0, 10000, 4), (0, 50, 8), (0, 10, 8),
-            (0, 5000, 2)]
-    write_csv(trace, [j + ("train",) for j in jobs] + [(0, 1000, 16, "train")])
-    small = os.path.join(tmp, "head-guard-8.csv")
-    write_csv(small, [j + ("train",) for j in jobs] + [(0, 1000, 8, "train")])
+    def case(name, nodes, h):
+        path = os.path.join(tmp, name)
+        write_csv(path, [(0, 10000, 8, "train"), (0, 1000, 8, "train"), (0, 100, 6, "train"),
+                         (0, 10000, 4, "train"), (0, 50, 8, "train")] +
+                  [(0, 100, 8, "train")] * (nodes - 5) +
+                  [(0, 10, 8, "train"), (0, 5000, 2, "train"), (0, 1000, h, "train")])
+        return path, f"hgx:{8 * nodes}"
+    big, small = case("head-guard.csv", 11, 64), case("head-guard-32.csv", 7, 32)
     pols = "topoplace,topoplace-defrag,kueue-like"
-    for tr, queue, extra, tp_wait, kq_wait, moved in (
-            (trace, "strict", [], 100, 1000, 1),
-            (trace, "strict", ["--no-head-guard"], 1000, 1000, 0),
-            (trace, "besteffort", [], 1000, 1000, 0), (small, "strict", [], 60, 60, 0)):
-        d, _ = run(["sim", "--fleet", "hgx:40", "--trace", tr, "--queue", queue,
+    for (tr, fleet), queue, extra, tp_wait, moved in (
+            (big, "strict", [], 100, 1), (big, "strict", ["--no-head-guard"], 1000, 0),
+            (big, "besteffort", [], 1000, 0), (small, "strict", [], 1000, 0)):
+        d, _ = run(["sim", "--fleet", fleet, "--trace", tr, "--queue", queue,
                     "--policies", pols] + extra, tmp, f"head-guard-{queue}{len(extra)}.json")
         check(d["policy_settings"]["head_guard"] == (not extra),
               f"head guard {extra}: policy_settings say {d['policy_settings']['head_guard']}")
         got = {k: (m["jobs_started"], round(m["max_wait_s"]), m["head_guard_moved"])
                for k, m in d["policies"].items() if k != "topoplace-defrag"}
         got["topoplace-defrag guard"] = d["policies"]["topoplace-defrag"]["head_guard_passes"]
-        want = {"topoplace": (8, tp_wait, moved), "kueue-like": (8, kq_wait, 0),
+        n = 14 if fleet == "hgx:88" else 10
+        want = {"topoplace": (n, tp_wait, moved), "kueue-like": (n, 1000, 0),
                 "topoplace-defrag guard": 0}
         check(got == want, f"head guard, {os.path.basename(tr)} {queue} {extra}: (started, "
                            f"longest wait, jobs moved off) {got}, not {want}")
