@@ -403,28 +403,33 @@ static uint32_t sim_free(const struct sim_run *r)
 	return r->pol->uses_cluster ? tp_cluster_free_total_count(r->ctx.c) : r->pool_free;
 }
 
+/* Record job jid on r->devs in the cluster, as "j<jid>": tp_cluster_assign's code. The job's
+ * own request goes with it, as a scheduler has it (Kueue's PodSet topology request, Slurm's
+ * job record): tp_replace keeps it, and the defrag planner gives a migrant a home of that
+ * shape. Without it the planner only knew the level the job sat in, which allow_less_local
+ * treats as a preference: a 16-GPU job required in one NVLink rack got homes over two, and
+ * the simulator refused the plan (1,418 of 3,122 plans on llm / nvl72:864 EASY, seed 3). */
+static int sim_assign(struct sim_run *r, const struct sim_job *j, uint32_t jid)
+{
+	char id[24];
+	snprintf(id, sizeof id, "j%u", jid);
+	tp_job_options opts = TP_JOB_OPTIONS_INIT;
+	opts.job_class = j->cls;
+	opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
+	opts.checkpoint_s = j->checkpoint_s;
+	tp_slice sl;
+	tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
+	shape.expected_end_s = sim_end_estimate(&r->ctx, j, jid);
+	opts.shape = &shape;
+	return tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
+}
+
 static void sim_start(struct sim_run *r, uint32_t jid)
 {
 	const struct sim_job *j = &r->w->jobs[jid];
 	double eff = 1.0;
 	if (r->pol->uses_cluster) {
-		char id[24];
-		snprintf(id, sizeof id, "j%u", jid);
-		tp_job_options opts = TP_JOB_OPTIONS_INIT;
-		opts.job_class = j->cls;
-		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
-		opts.checkpoint_s = j->checkpoint_s;
-		/* The job's own request goes with it, as a scheduler has it (Kueue's PodSet
-		 * topology request, Slurm's job record): tp_replace keeps it, and the defrag
-		 * planner gives a migrant a home of that shape. Without it the planner only knew
-		 * the level the job sat in, which allow_less_local treats as a preference: a
-		 * 16-GPU job required in one NVLink rack got homes over two, and the simulator
-		 * refused the plan (1,418 of 3,122 plans on llm / nvl72:864 EASY, seed 3). */
-		tp_slice sl;
-		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
-		shape.expected_end_s = sim_end_estimate(&r->ctx, j, jid);
-		opts.shape = &shape;
-		int rc = tp_cluster_assign(r->ctx.c, id, r->devs, j->gpus, &opts);
+		int rc = sim_assign(r, j, jid);
 		if (rc < 0)
 			bench_die("policy %s gave job %u devices the cluster refuses: %s (%s)",
 			          r->pol->name, jid, tp_err_name(rc), tp_cluster_errmsg(r->ctx.c));
@@ -1000,17 +1005,7 @@ static double strict_dry_pass(struct sim_run *r, bool guard, uint32_t *h, size_t
 		}
 		if (guard)
 			guard_off(r, j, jid);
-		char id[24];
-		snprintf(id, sizeof id, "j%u", jid);
-		tp_job_options opts = TP_JOB_OPTIONS_INIT;
-		opts.job_class = j->cls;
-		opts.migratable = j->cls != TP_CLASS_INTERACTIVE;
-		opts.checkpoint_s = j->checkpoint_s;
-		tp_slice sl;
-		tp_request shape = sim_tp_request(r->f, j, jid, &sl, id);
-		shape.expected_end_s = sim_end_estimate(&r->ctx, j, jid);
-		opts.shape = &shape;
-		BENCH_CHECK(tp_cluster_assign(c, id, r->devs, j->gpus, &opts), tp_cluster_errmsg(c));
+		BENCH_CHECK(sim_assign(r, j, jid), tp_cluster_errmsg(c));
 		double eff = sim_efficiency(r->f, j, r->devs, r->o->use_cost);
 		due[n++] = (struct sim_due){r->now + j->duration_s / eff, jid, j->gpus};
 		(*m)++;
