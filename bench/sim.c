@@ -977,8 +977,9 @@ static bool guard_off(struct sim_run *r, const struct sim_job *j, uint32_t jid)
 }
 
 /* The StrictFIFO pass run dry on a savepoint (rolled back), with the guard or without: the
- * blocked job into *h (UINT32_MAX: none), the number of jobs started ahead of it into *m, and
- * the blocked job's shadow time on the state they leave (INFINITY: none). */
+ * blocked job into *h (UINT32_MAX: none, also when the pass's --backfill tries run out first,
+ * as the real pass then tries no further job), the number of jobs started ahead of it into
+ * *m, and the blocked job's shadow time on the state they leave (INFINITY: none). */
 static double strict_dry_pass(struct sim_run *r, bool guard, uint32_t *h, size_t *m)
 {
 	tp_cluster *c = r->ctx.c;
@@ -987,7 +988,7 @@ static double strict_dry_pass(struct sim_run *r, bool guard, uint32_t *h, size_t
 	*h = UINT32_MAX;
 	*m = 0;
 	BENCH_CHECK(tp_cluster_savepoint(c, &sp), tp_cluster_errmsg(c));
-	for (size_t i = 0; i < r->qlen; i++) {
+	for (size_t i = 0; i < r->qlen && i < r->o->backfill; i++) {
 		uint32_t jid = r->queue[i];
 		const struct sim_job *j = &r->w->jobs[jid];
 		int rc = TP_EBUSY;
