@@ -630,6 +630,7 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 		bench_json_str(&j, "fleet", o->fleet[cell->fl]);
 		bench_json_str(&j, "queue", sim_queue_names[o->queue[cell->q]]);
 		bench_json_int(&j, "seed", (long long)cell->seed);
+		bench_json_num(&j, "intensity", cell->intensity); /* bench/compare_merge.py checks it */
 		bench_json_num(&j, "queue_empty_share", cell->queue_empty_share);
 		bench_json_bool(&j, "flagged", cell->flagged);
 		bench_json_obj(&j, "policies");

@@ -50,7 +50,8 @@ import tempfile
 
 POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree-like",
             "topoplace", "topoplace-defrag", "ideal"]
-CELL_KEYS = {"workload", "fleet", "queue", "seed", "queue_empty_share", "flagged", "policies"}
+CELL_KEYS = {"workload", "fleet", "queue", "seed", "intensity", "queue_empty_share", "flagged",
+             "policies"}
 POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
                "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms",
                "plan_calls", "plan_p50_ms", "plan_p99_ms",
@@ -429,6 +430,108 @@ def check_compare(tmp):
     with open(os.path.join(tmp, "cmp.csv")) as f:
         rows = f.read().splitlines()
     check(len(rows) == 1 + 24 * len(POLICIES), f"compare: {len(rows)} CSV lines")
+    check_compare_merge(tmp, args, a)
+
+
+MERGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                     "compare_merge.py")
+
+
+def merge(tmp, files, name):
+    out = os.path.join(tmp, name)
+    p = subprocess.run([sys.executable, MERGE, "--json", out] + files, capture_output=True,
+                       text=True)
+    return p, (json.load(open(out)) if p.returncode == 0 else None)
+
+
+def same_figures(got, want, what):
+    """compare_merge.py's summary and overall against one compare run's, to the JSON's digits."""
+    close = lambda x, y: (x is None and y is None) or (
+        x is not None and y is not None and abs(x - y) <= 1e-6 * max(1, abs(y)))
+    key = lambda s: (s["workload"], s["fleet"], s["queue"])
+    g = {key(s): s["policies"] for s in got["summary"]}
+    w = {key(s): s["policies"] for s in want["summary"]}
+    check(sorted(g) == sorted(w), f"{what}: summary cells {sorted(g)}, not {sorted(w)}")
+    for k in w:
+        for name, m in w[k].items():
+            for f in ("mean", "spread", "gain", "gain_spread", "gap"):
+                check(close(g.get(k, {}).get(name, {}).get(f), m[f]),
+                      f"{what}: {k} {name} {f} {g.get(k, {}).get(name, {}).get(f)}, not {m[f]}")
+            check(g.get(k, {}).get(name, {}).get("gain_real") == m["gain_real"],
+                  f"{what}: {k} {name} gain_real")
+    for name, m in want["overall"].items():
+        o = got["overall"].get(name, {})
+        check((o.get("cells"), o.get("gains"), o.get("losses")) ==
+              (m["cells"], m["gains"], m["losses"]), f"{what}: overall {name} {o}, not {m}")
+        check(close(o.get("mean_gain"), m["mean_gain"]),
+              f"{what}: overall {name} mean gain {o.get('mean_gain')}, not {m['mean_gain']}")
+
+
+def check_compare_merge(tmp, args, full):
+    """bench/compare_merge.py: the grid run in two parts (the peers and the ideal bound; ours
+    alone) and merged gives the figures of the one run with every policy, cell by cell and over
+    the grid; a part run at another intensity is refused, naming the file and the cell."""
+    a_path = os.path.join(tmp, "cmp-a.json")
+    p, alone = merge(tmp, [a_path], "merge-a.json")
+    check(p.returncode == 0, f"compare_merge: one file: exit {p.returncode} {p.stderr}")
+    if alone:
+        same_figures(alone, full, "compare_merge of one run")
+    args = [x for x in args if not x.startswith("--csv") and not x.endswith("cmp.csv")]
+    peers, _ = run(args + ["--policies", "kueue-like,slurm-block-like,slurm-tree-like,ideal"],
+                   tmp, "cmp-peers.json")
+    ours, _ = run(args + ["--policies", "topoplace,topoplace-defrag"], tmp, "cmp-ours.json")
+    parts = [os.path.join(tmp, "cmp-peers.json"), os.path.join(tmp, "cmp-ours.json")]
+    p, merged = merge(tmp, parts, "merge-parts.json")
+    check(p.returncode == 0, f"compare_merge: two parts: exit {p.returncode} {p.stderr}")
+    if merged:
+        keep = ("kueue-like", "slurm-block-like", "slurm-tree-like", "ideal", "topoplace",
+                "topoplace-defrag")
+        want = {"summary": [dict(s, policies={n: m for n, m in s["policies"].items()
+                                              if n in keep}) for s in full["summary"]],
+                "overall": {n: m for n, m in full["overall"].items() if n in keep}}
+        same_figures(merged, want, "compare_merge of two parts")
+        check("== the whole grid" in p.stdout, "compare_merge: no whole-grid table")
+    # a later file overrides an earlier one policy by policy
+    p, over = merge(tmp, [a_path] + parts, "merge-over.json")
+    check(p.returncode == 0 and over is not None and
+          over["overall"]["topoplace"]["cells"] == full["overall"]["topoplace"]["cells"],
+          f"compare_merge: a run and its parts: exit {p.returncode} {p.stderr}")
+    # a seed one part flags is left out of the merged group: the gain is then the mean of the
+    # other seeds' ratios to the best peer
+    c = next(c for c in ours["cells"] if not c["flagged"])
+    k = (c["workload"], c["fleet"], c["queue"])
+    c["flagged"] = True
+    flagged = os.path.join(tmp, "cmp-ours-flagged.json")
+    with open(flagged, "w") as f:
+        json.dump(ours, f)
+    c["flagged"] = False
+    p, fl = merge(tmp, [flagged, parts[0]], "merge-flagged.json")
+    rest = [x for x in full["cells"] if (x["workload"], x["fleet"], x["queue"]) == k and
+            not x["flagged"] and x["seed"] != c["seed"]]
+    g = fl and next(s for s in fl["summary"] if (s["workload"], s["fleet"], s["queue"]) == k)
+    if g and rest:
+        best = g["best"]
+        r = [x["policies"]["topoplace"]["effective_gpu_hours"] /
+             x["policies"][best]["effective_gpu_hours"] - 1 for x in rest]
+        check(g["seeds"] == len(rest) and
+              abs(g["policies"]["topoplace"]["gain"] - sum(r) / len(r)) <= 1e-6,
+              f"compare_merge: {k} with seed {c['seed']} flagged in one part: {g['seeds']} "
+              f"seeds, gain {g['policies']['topoplace']['gain']}, not {len(rest)} and "
+              f"{sum(r) / len(r)}")
+    else:
+        check(False, f"compare_merge: no merged group {k} or no other seed ({p.stderr})")
+    # another intensity: refused, nothing written
+    ours["cells"][0]["intensity"] = ours["cells"][0]["intensity"] * 2
+    bad = os.path.join(tmp, "cmp-ours-bad.json")
+    with open(bad, "w") as f:
+        json.dump(ours, f)
+    out = os.path.join(tmp, "merge-bad.json")
+    p = subprocess.run([sys.executable, MERGE, "--json", out, parts[0], bad],
+                       capture_output=True, text=True)
+    c = ours["cells"][0]
+    check(p.returncode == 2 and "cmp-ours-bad.json" in p.stderr and "intensity" in p.stderr
+          and f"seed {c['seed']}" in p.stderr and not os.path.exists(out),
+          f"compare_merge: another intensity: exit {p.returncode}, stderr {p.stderr!r}")
 
 
 def check_plots(tmp):
