@@ -22,7 +22,8 @@ one workload: such input is refused, naming the files, the cell and both intensi
 (workload, fleet, queue) whose unflagged seeds lack a policy in some seed has no figure for it.
 
 --md prints the per-group table as Markdown; --json OUT writes {"bench": "compare-merge",
-"inputs", "summary", "overall"} with compare's summary and overall fields.
+"inputs", "summary", "overall"} with compare's summary and overall fields; a summary entry also
+has "seeds" (the unflagged seeds used) and "best" (the best peer, null when no peer ran).
 Exit status: 0, or 2 on bad input (nothing written).
 """
 import json
@@ -70,8 +71,7 @@ def load(paths):
             intensity = c.get("intensity")
             cell = cells.get(key)
             if cell is None:
-                cell = cells[key] = {"policies": {}, "flagged": False, "intensity": None,
-                                     "from": {}}
+                cell = cells[key] = {"policies": {}, "flagged": False, "intensity": None}
                 if key[:3] not in order:
                     order.append(key[:3])
             if intensity is not None:
@@ -82,10 +82,11 @@ def load(paths):
                 cell["intensity"] = (intensity, path)
             cell["flagged"] |= flagged
             for name, m in pols.items():
-                if "effective_gpu_hours" not in m:
-                    raise Bad(f"{path}: cells[{i}] policy {name} has no effective_gpu_hours")
-                cell["policies"][name] = m["effective_gpu_hours"]
-                cell["from"][name] = path
+                v = m.get("effective_gpu_hours") if isinstance(m, dict) else None
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise Bad(f"{path}: cells[{i}] policy {name}: effective_gpu_hours is "
+                              f"{v!r}, not a number")
+                cell["policies"][name] = v
                 if name not in policies:
                     policies.append(name)
     return cells, order, policies
@@ -104,7 +105,7 @@ def group(cells, key, policies):
         if all(name in c["policies"] for c in used):
             mean[name] = stats([c["policies"][name] for c in used])
     peers = [p for p in PEERS if p in mean]
-    best = max(peers, key=lambda p: mean[p][0]) if peers else None  # first of a tie, as C
+    best = max(peers, key=lambda p: mean[p][0]) if peers else None  # a tie: PEERS' order
     out["best"] = best
     ideal = mean.get("ideal")
     for name in policies:

@@ -491,11 +491,32 @@ def check_compare_merge(tmp, args, full):
                 "overall": {n: m for n, m in full["overall"].items() if n in keep}}
         same_figures(merged, want, "compare_merge of two parts")
         check("== the whole grid" in p.stdout, "compare_merge: no whole-grid table")
-    # a later file overrides an earlier one policy by policy
-    p, over = merge(tmp, [a_path] + parts, "merge-over.json")
-    check(p.returncode == 0 and over is not None and
-          over["overall"]["topoplace"]["cells"] == full["overall"]["topoplace"]["cells"],
-          f"compare_merge: a run and its parts: exit {p.returncode} {p.stderr}")
+    # a later file overrides an earlier one policy by policy: topoplace from a copy of ours
+    # with every figure 2% higher, the other policies from the one run
+    higher = json.loads(json.dumps(ours))
+    for c in higher["cells"]:
+        c["policies"]["topoplace"]["effective_gpu_hours"] *= 1.02
+    hi_path = os.path.join(tmp, "cmp-ours-higher.json")
+    with open(hi_path, "w") as f:
+        json.dump(higher, f)
+    p, over = merge(tmp, [a_path, hi_path], "merge-over.json")
+    check(p.returncode == 0, f"compare_merge: a run and a later part: exit {p.returncode} "
+          f"{p.stderr}")
+    for s in (over or {}).get("summary", []):
+        w = next(x for x in full["summary"] if (x["workload"], x["fleet"], x["queue"]) ==
+                 (s["workload"], s["fleet"], s["queue"]))
+        for name, f in (("topoplace", 1.02), ("topoplace-defrag", 1.0), ("kueue-like", 1.0)):
+            want = w["policies"][name]["mean"] * f
+            check(abs(s["policies"][name]["mean"] - want) <= 1e-6 * max(1, want),
+                  f"compare_merge: later file: {s['workload']} {s['fleet']} {s['queue']} "
+                  f"{name} mean {s['policies'][name]['mean']}, not {want}")
+    # a figure that is not a number: refused, naming the file, the cell and the policy
+    higher["cells"][0]["policies"]["topoplace"]["effective_gpu_hours"] = None
+    with open(hi_path, "w") as f:
+        json.dump(higher, f)
+    p, _ = merge(tmp, [a_path, hi_path], "merge-nan.json")
+    check(p.returncode == 2 and "cmp-ours-higher.json: cells[0] policy topoplace" in p.stderr,
+          f"compare_merge: a null figure: exit {p.returncode}, stderr {p.stderr!r}")
     # a seed one part flags is left out of the merged group: the gain is then the mean of the
     # other seeds' ratios to the best peer
     c = next(c for c in ours["cells"] if not c["flagged"])
