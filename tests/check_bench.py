@@ -28,6 +28,10 @@ usage: check_bench.py TP_BENCH TRACE_CSV SCENARIO_JSON
   JSON schema, one summary per workload, fleet and queue with an unflagged cell (its mean is the
   mean of the unflagged cells), no unflagged cell with an empty queue, two runs agree on every
   figure but wall times, progress on stderr, CSV rows for every cell and policy.
+- bench/compare_merge.py gives that grid's figures from its parts; bench/run_grid.py runs it as
+  a grid file of two parts and gives them again (kept when run again, a policy rerun over a
+  base run, a failed part and a bad grid file refused); bench/compare_ab.py gives a run
+  against itself no change and against a copy 2% higher +2.00% in every cell.
 - With --floor-ahead the efficiency floor on the mixed fleet gives way to the wait
   ahead: a 256-GPU job that
   only a placement across slower racks fits now, the fast racks being 100 h away, takes it at
@@ -553,6 +557,109 @@ def check_compare_merge(tmp, args, full):
     check(p.returncode == 2 and "cmp-ours-bad.json" in p.stderr and "intensity" in p.stderr
           and f"seed {c['seed']}" in p.stderr and not os.path.exists(out),
           f"compare_merge: another intensity: exit {p.returncode}, stderr {p.stderr!r}")
+
+    check_compare_ab(tmp, a_path, bad)
+    check_run_grid(tmp, args, full)
+
+
+AB = os.path.join(os.path.dirname(MERGE), "compare_ab.py")
+
+
+def check_compare_ab(tmp, a_path, bad_path):
+    """bench/compare_ab.py: a run against itself changes nothing; against a copy with
+    topoplace's figures 2% higher, +2.00% in every cell with a gain in every unflagged seed
+    (stderr 0); another intensity, or a policy the file lacks: exit 2, named."""
+    with open(a_path) as f:
+        a = json.load(f)
+    hi = json.loads(json.dumps(a))
+    for c in hi["cells"]:
+        c["policies"]["topoplace"]["effective_gpu_hours"] *= 1.02
+    hi_path = os.path.join(tmp, "ab-higher.json")
+    with open(hi_path, "w") as f:
+        json.dump(hi, f)
+    unflagged = {}
+    for c in a["cells"]:
+        if not c["flagged"]:
+            k = (c["workload"], c["fleet"], c["queue"])
+            unflagged[k] = unflagged.get(k, 0) + 1
+    for other, change in ((a_path, 0.0), (hi_path, 0.02)):
+        out = os.path.join(tmp, "ab.json")
+        p = subprocess.run([sys.executable, AB, "--json", out, a_path, other],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"compare_ab: exit {p.returncode}: {p.stderr}")
+        if p.returncode != 0:
+            continue
+        d = json.load(open(out))
+        got = {(r["workload"], r["fleet"], r["queue"]): r for r in d["cells"]}
+        check(sorted(got) == sorted(unflagged),
+              f"compare_ab: cells {sorted(got)}, not the unflagged ones {sorted(unflagged)}")
+        for k, r in got.items():
+            n = unflagged.get(k, 0)
+            check(r["seeds"] == n and abs(r["mean"] - change) <= 1e-9 and r["stderr"] <= 1e-9
+                  and r["gains"] == (n if change else 0) and r["losses"] == 0,
+                  f"compare_ab: {k} against {os.path.basename(other)}: {r}")
+        check(abs(d["mean"] - change) <= 1e-9, f"compare_ab: mean {d['mean']}, not {change}")
+    p = subprocess.run([sys.executable, AB, a_path, bad_path], capture_output=True, text=True)
+    check(p.returncode == 2 and "intensity" in p.stderr and "cmp-ours-bad.json" in p.stderr,
+          f"compare_ab: another intensity: exit {p.returncode}, stderr {p.stderr!r}")
+    p = subprocess.run([sys.executable, AB, "--policy", "first-fit", a_path,
+                        os.path.join(tmp, "cmp-ours.json")], capture_output=True, text=True)
+    check(p.returncode == 2 and "cmp-ours.json: cells[0] has no first-fit figures" in p.stderr,
+          f"compare_ab: a policy the file lacks: exit {p.returncode}, stderr {p.stderr!r}")
+
+
+RUN_GRID = os.path.join(os.path.dirname(MERGE), "run_grid.py")
+
+
+def run_grid(tmp, argv):
+    return subprocess.run([sys.executable, RUN_GRID, "--tp-bench", TP_BENCH] + argv,
+                          capture_output=True, text=True)
+
+
+def check_run_grid(tmp, args, full):
+    """bench/run_grid.py: the grid of one compare run written as two parts of a grid file, run
+    two at a time and merged, gives that run's figures; run again it keeps both parts; our
+    policies rerun alone over it (--base) give them again; a failed part is named, exit 1,
+    nothing merged; a bad grid file or option: exit 2, nothing run."""
+    grid = os.path.join(tmp, "grid.txt")
+    common = [x for x in args[1:] if x not in ("--workloads", "llm,philly-like")]
+    with open(grid, "w") as f:
+        f.write("# two parts of check_compare's grid\n")
+        f.write("llm " + " ".join(["--workloads", "llm"] + common) + "\n\n")
+        f.write("pl " + " ".join(["--workloads", "philly-like"] + common) + "\n")
+    out = os.path.join(tmp, "grid-out")
+    p = run_grid(tmp, ["--grid", grid, "--out", out, "-j", "2"])
+    check(p.returncode == 0, f"run_grid: exit {p.returncode}: {p.stderr}")
+    for name in ("llm", "pl"):
+        check(f"run_grid: {name}: started" in p.stderr and f"run_grid: {name}: done" in p.stderr,
+              f"run_grid: no progress for part {name}: {p.stderr!r}")
+    if p.returncode == 0:
+        same_figures(json.load(open(os.path.join(out, "grid.json"))), full, "run_grid")
+        check("== the whole grid" in p.stdout, "run_grid: no whole-grid table on stdout")
+        with open(os.path.join(out, "grid.md")) as f:
+            check("| workload | fleet | queue |" in f.read(), "run_grid: grid.md has no table")
+    p = run_grid(tmp, ["--grid", grid, "--out", out])
+    check(p.returncode == 0 and p.stderr.count(": kept") == 2 and "started" not in p.stderr,
+          f"run_grid: run again: exit {p.returncode}, stderr {p.stderr!r}")
+    ours = os.path.join(tmp, "grid-ours")
+    p = run_grid(tmp, ["--grid", grid, "--out", ours, "--policies", "topoplace", "--base", out])
+    check(p.returncode == 0, f"run_grid --base: exit {p.returncode}: {p.stderr}")
+    if p.returncode == 0:
+        same_figures(json.load(open(os.path.join(ours, "grid.json"))), full, "run_grid --base")
+    bad = os.path.join(tmp, "grid-bad")
+    p = run_grid(tmp, ["--grid", grid, "--out", bad, "--only", "pl", "--", "--no-such-option"])
+    check(p.returncode == 1 and "run_grid: pl: failed (exit status" in p.stderr and
+          "--no-such-option" in p.stderr and "nothing merged" in p.stderr and
+          not os.path.exists(os.path.join(bad, "grid.json")),
+          f"run_grid: a failed part: exit {p.returncode}, stderr {p.stderr!r}")
+    with open(grid, "a") as f:
+        f.write("llm --workloads llm --fleets hgx:256\n")
+    p = run_grid(tmp, ["--grid", grid, "--out", os.path.join(tmp, "grid-none")])
+    check(p.returncode == 2 and "grid.txt:5: part 'llm' is named twice" in p.stderr and
+          not os.path.exists(os.path.join(tmp, "grid-none")),
+          f"run_grid: a bad grid file: exit {p.returncode}, stderr {p.stderr!r}")
+    p = run_grid(tmp, ["--grid", grid, "-j", "0"])
+    check(p.returncode == 2 and "-j: 0" in p.stderr, f"run_grid -j 0: {p.stderr!r}")
 
 
 def check_plots(tmp):
