@@ -1051,15 +1051,17 @@ typedef struct tp_domain_cap {
  * predictor's estimate; 0 (the default): not known. A running job's expected end is that of
  * the shape it was recorded with (tp_job_options.shape; tp_commit() records the request).
  * Rule 3, refined: for a request one node must hold (`required` the node level, or one group
- * as on the fleets below), among the nodes as tight as the tightest (the same free devices,
- * every earlier rule tied), the node whose running jobs are expected to end last, at or after
- * this job's end, and nearest to it, wins: the job then ends before its node would free
- * anyway, so it keeps no node from becoming whole later than it would have. Where no tied
- * node lasts that long, the one expected to free last wins (the least delay); nodes whose
- * jobs give no end come after both, and the lowest index breaks what remains tied, as
- * without an end. So nodes free whole together, for the jobs that need whole nodes. At most
- * 64 tied nodes are compared (the first in index order), each by reading its devices' jobs:
- * no cluster scan. Where the solver chooses a node inside a domain instead (a request with
+ * as on the fleets below), of the tightest nodes that hold it (every earlier rule tied; at
+ * most 65, taken in best-fit order: fewest free devices first, then the lowest index), the
+ * node whose running jobs are expected to end last, at or after this job's end, and nearest
+ * to it, wins: the job then ends before its node would free anyway, so it keeps no node from
+ * becoming whole later than it would have. Where none of them lasts that long, the one
+ * expected to free last wins (the least delay); nodes whose jobs give no end (a wholly free
+ * node among them) come after both, and best fit, then the lowest index, breaks what remains
+ * tied, as without an end. So nodes free whole together, for the jobs that need whole nodes
+ * (earlier 0.4.0 builds let the end decide only among nodes as tight as the tightest). Each
+ * compared node costs a read of its devices' jobs: no
+ * cluster scan. Where the solver chooses a node inside a domain instead (a request with
  * `select` nodes, a step model, the fabric classes' search), ties among that domain's nodes
  * as tight as each other are broken the same way, after the step time.
  * ::tp_placement_decided_by() gives ::TP_RULE_END when it decided. A negative, infinite or NaN
@@ -2014,8 +2016,9 @@ typedef enum tp_rule {
 	TP_RULE_STEP = 4,
 	/** Candidates tied on every rule (and step time, or no `comm`): the lowest index won. */
 	TP_RULE_TIE = 5,
-	/** Rule 3 refined (`expected_end_s`): nodes as tight as each other, the one whose running
-	 *  jobs end last at or after the job's expected end (else the latest) won. */
+	/** Rule 3 refined (`expected_end_s`): of the tightest nodes that hold the request, the
+	 *  one whose running jobs end last at or after the job's expected end (else the latest)
+	 *  won. */
 	TP_RULE_END = 6
 } tp_rule;
 

@@ -34,14 +34,18 @@
  * first PIN_TIES racks wins). No cluster scan: the walk reads the index, the ancestors' free
  * counts and the subtree of each candidate it evaluates, as the top-level walk does.
  *
- * With an expected end (request.expected_end_s) a node's ties are decided by its running jobs'
- * expected ends instead of the index: of the first TP_PL_END_TIES nodes as tight as the best,
- * the one whose jobs end last at or after the job's own end and nearest to it, else the one
- * that ends last, else (no end known) the lowest index (place_end.c; the single-child search
- * of place_table.c does the same where its children are nodes). Nodes that free at the same
- * time become whole together: on the comparison grid's StrictFIFO cells, where the head of
- * the queue waits for whole nodes, this is worth +2.9 to +8.9% effective GPU-hours on
- * hgx:4096 (docs/benchmarks.md, session 27). Each compared node costs a read of its devices.
+ * With an expected end (request.expected_end_s) the running jobs' expected ends come before
+ * best fit among the tightest nodes: of the best node and the TP_PL_END_TIES nodes after it in
+ * the index's order (fewest free devices, then the index), the one whose jobs end last at or
+ * after the job's own end and nearest to it, else the one that ends last, else (no end known:
+ * a wholly free node among them) the first in that order (place_end.c). Nodes that free at the
+ * same time become whole together: on the comparison grid's StrictFIFO cells, where the head
+ * of the queue waits for whole nodes, ends among nodes as tight were worth +2.9 to +8.9%
+ * effective GPU-hours on hgx:4096 (docs/benchmarks.md, session 27), and ends before best fit
+ * among the tightest TP_PL_END_TIES + 1 a further +1.3 to +1.9% on the StrictFIFO cells of the
+ * small-job workloads over 12 seeds, level elsewhere (session 32). The single-child search of
+ * place_table.c (node filters, a step model) keeps the end among nodes as tight only. Each
+ * compared node costs a read of its devices.
  *
  * The chosen domain is pinned (p->pin_on, pin_level, pin_dom): the single-child search above it
  * then offers only the pinned domain's ancestor (tp_pl_pin_offer), so evaluation and emission
@@ -131,8 +135,9 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 		return 0;
 	JError_t je;
 	Word_t key = (Word_t)k << 32;
-	uint32_t best[W_MAX], v[W_MAX], bdom = TP_NONE, bfree = 0, ties = 0;
+	uint32_t best[W_MAX], v[W_MAX], bdom = TP_NONE, bfree = 0, ties = 0, wfree = 0;
 	bool met = false, has_loser = false, tied = false, stopped = false, by_end = false;
+	bool looser = false; /* with an end: a node as suited but looser lost on best fit */
 	uint32_t loser[W_MAX];
 	/* rule 3 refined by the expected end (tp_request.expected_end_s in topoplace.h) */
 	bool ends = (unsigned)L == p->nl && p->q->end_s > 0;
@@ -140,23 +145,29 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 	for (int r = Judy1First(p->c->index[L], &key, &je); r == 1 && !p->err;
 	     r = Judy1Next(p->c->index[L], &key, &je)) {
 		uint32_t d = (uint32_t)(key & 0xffffffffu), f = (uint32_t)(key >> 32);
-		if (met && (f > bfree || ties >= (ends ? TP_PL_END_TIES : PIN_TIES))) {
+		if (met && ((!ends && f > bfree) || ties >= (ends ? TP_PL_END_TIES : PIN_TIES))) {
 			stopped = true;
 			break;
 		}
-		if (met && ends) { /* as tight as the best: its jobs' ends decide */
+		if (met && ends) { /* one of the tightest nodes that hold it: the ends decide */
 			ties++;
-			tied = true;
 			struct tp_end_key dk = tp_pl_node_end_key(p, d, p->q->end_s);
-			if (!tp_pl_end_key_less(dk, bkey))
+			if (!tp_pl_end_key_less(dk, bkey)) {
+				if (!tp_pl_end_key_less(bkey, dk)) /* as suited: the walk's order decides */
+					*(f > wfree ? &looser : &tied) = true;
+				else
+					by_end = true; /* it loses on the end */
 				continue;
+			}
 			int e = tp_pl_eval(p, L, d, k, 0, v);
 			if (e < 0)
 				return e;
 			if (e) {
 				bdom = d;
 				bkey = dk;
+				wfree = f;
 				by_end = true;
+				tied = looser = false;
 			}
 			continue;
 		}
@@ -182,6 +193,7 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 			bfree = f;
 			ties = 0;
 			met = counts_meet(p, L - 1, k, 0, best);
+			wfree = f;
 			if (ends)
 				bkey = tp_pl_node_end_key(p, d, p->q->end_s);
 		} else {
@@ -201,8 +213,8 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 	p->pin_level = L;
 	p->pin_dom = bdom;
 	/* what decided, for tp_placement_decided_by (the outermost choice) */
-	tp_rule rule = by_end ? TP_RULE_END : tied ? TP_RULE_TIE : stopped ? TP_RULE_FIT
-	                                                        : TP_RULE_NONE;
+	tp_rule rule = tied ? TP_RULE_TIE : looser ? TP_RULE_FIT : by_end ? TP_RULE_END
+	                                                   : stopped ? TP_RULE_FIT : TP_RULE_NONE;
 	if (!tied && has_loser) {
 		unsigned i = 0;
 		while (i < p->nlev && best[i] == loser[i])

@@ -2,9 +2,10 @@
 /*
  * Rule 3 refined by the expected end (tp_request.expected_end_s): how well a node suits a job
  * expected to end at a given time, from the expected ends of the jobs running on it (each
- * job's shape, tp_job_end). Used where the solver chooses among nodes as tight as each other:
- * the whole-level walk of a request one node must hold (place_choice.c) and the single-child
- * search whose children are nodes (place_table.c). A node costs one read of its devices.
+ * job's shape, tp_job_end). Used where the solver chooses a node: among the tightest nodes
+ * in the whole-level walk of a request one node must hold (place_choice.c), and among nodes as
+ * tight as each other in the single-child search whose children are nodes (place_table.c). A
+ * node costs one read of its devices.
  */
 #include "place_internal.h"
 

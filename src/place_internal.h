@@ -535,8 +535,9 @@ int tp_pl_place_parts(tp_placement *pl, const struct tp_cluster *c, const struct
 
 /* place_choice.c: best fit at the level that holds a single-domain request */
 
-/* Rule 3 refined by the expected end (place_end.c): nodes as tight as the best compared on
- * their jobs' expected ends, at most this many per choice. */
+/* Rule 3 refined by the expected end (place_end.c): the nodes after the best in best-fit order
+ * compared with it on their jobs' expected ends (place_choice.c; in place_table.c's search,
+ * nodes as tight as the best), at most this many per choice. */
 #define TP_PL_END_TIES 64
 
 /* How well a node suits a job expected to end at `end` (lower is better): class 0 when its

@@ -414,8 +414,9 @@ func TestScenarioClusterOutlivesTheDroppedScenario(t *testing.T) {
 	p.Close()
 }
 
-// ExpectedEndS: of nodes as tight as each other, the one whose jobs end last at or after the
-// job's own end, nearest first, wins; a job's end is its shape's.
+// ExpectedEndS: of the tightest nodes that hold the job (here as tight as each other), the one
+// whose jobs end last at or after the job's own end, nearest first, wins; a job's end is its
+// shape's.
 func TestExpectedEnd(t *testing.T) {
 	b, err := NewTopologyBuilder("su", "node")
 	must(t, err)

@@ -129,8 +129,9 @@ type Request struct {
 	// Box asks for a box of a grid level's children (rings and tori); nil: no box.
 	Box *Box
 	// ExpectedEndS is when the job is expected to end, in seconds on the caller's own clock
-	// (its start plus its time limit, say); 0: not known. Among nodes as tight as each other
-	// the one whose jobs end last at or after it, nearest first, wins (tp_request.expected_end_s).
+	// (its start plus its time limit, say); 0: not known. Of the tightest nodes that hold the
+	// job, the one whose jobs end last at or after it, nearest first, wins; best fit breaks
+	// ties (tp_request.expected_end_s).
 	ExpectedEndS float64
 }
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Rule 3 refined by the expected end (tp_request.expected_end_s, src/place_choice.c): of the
- * nodes as tight as the tightest, a request one node must hold takes the node whose running
- * jobs end last at or after its own expected end, nearest first; else the node that ends last;
- * nodes whose jobs give no end come after both; the lowest index breaks what is left. Checked
- * by hand on small HGX fleets and against a brute-force oracle on random ones; plus the
+ * TP_PL_END_TIES + 1 tightest nodes that hold it (fewest free devices first, then the lowest
+ * index), a request one node must hold takes the node whose running jobs end last at or after
+ * its own expected end, nearest first; else the node that ends last; nodes whose jobs give no
+ * end (a wholly free node among them) come after both; the walk's order (best fit, then the
+ * index) breaks what is left. In the tree solver (a node filter) the end breaks ties among
+ * nodes as tight as each other only. Checked by hand on small HGX fleets, at the bound on a
+ * fleet of more nodes than it, and against a brute-force oracle on random ones; plus the
  * request's and the shape's validation, versions and the fingerprint.
  */
 #include <inttypes.h>
@@ -138,7 +141,7 @@ Test(end, the_tree_search_breaks_node_ties_by_the_end_too)
 	done(t, c);
 }
 
-Test(end, the_end_never_overrides_best_fit)
+Test(end, the_end_comes_before_best_fit_and_best_fit_breaks_its_ties)
 {
 	tp_test_alloc_reset();
 	tp_topology *t;
@@ -146,8 +149,48 @@ Test(end, the_end_never_overrides_best_fit)
 	hgx_fleet(2, 2, &t, &c);
 	hold_end(c, "a", 0, 5, 1000); /* node 0: 3 free, ends far from 150 */
 	hold_end(c, "b", 8, 4, 150);  /* node 1: 4 free, ends with the job */
-	cr_assert_eq(place_end(c, 3, "node", 150, TP_REQUEST_VERSION, NULL), 0);
+	tp_rule rule;
+	/* node 1 frees whole at 150 with the job; on node 0 it would wait for 1000 anyway, but
+	 * node 1 is the nearer: the job keeps node 0's 3 GPUs for a job that runs as long */
+	cr_assert_eq(place_end(c, 3, "node", 150, TP_REQUEST_VERSION, &rule), 1);
+	cr_assert_eq(rule, TP_RULE_END);
+	cr_assert_eq(place_end(c, 3, "node", 900, TP_REQUEST_VERSION, NULL), 0); /* 1000 nearer */
 	cr_assert_eq(place_end(c, 4, "node", 150, TP_REQUEST_VERSION, NULL), 1); /* only 1 holds 4 */
+	/* the same end on both: best fit decides (node 0, the tighter) */
+	hold_end(c, "c", 13, 1, 1000); /* node 1: 3 free, ends at 1000 */
+	hold_end(c, "d", 16, 6, 1000); /* node 2: 2 free, ends at 1000 */
+	cr_assert_eq(place_end(c, 3, "node", 500, TP_REQUEST_VERSION, &rule), 0);
+	cr_assert_eq(rule, TP_RULE_TIE); /* node 1 as tight, the lower index */
+	cr_assert_eq(place_end(c, 2, "node", 500, TP_REQUEST_VERSION, &rule), 2);
+	cr_assert_eq(rule, TP_RULE_FIT); /* nodes 0 and 1 as suited, looser */
+	/* a wholly free node (node 3) comes after every busy one, whatever their ends */
+	cr_assert_eq(place_end(c, 1, "node", 5000, TP_REQUEST_VERSION, NULL), 2);
+	done(t, c);
+}
+
+/* The ends of at most TP_PL_END_TIES + 1 nodes are read (no cluster scan): of 66 nodes as
+ * tight (1 GPU free each, their jobs ending at 100), the 65th in index order is compared and
+ * the 66th is not. */
+Test(end, at_most_the_bound_of_nodes_is_compared)
+{
+	tp_test_alloc_reset();
+	tp_topology *t;
+	tp_cluster *c;
+	hgx_fleet(11, 6, &t, &c);
+	for (uint32_t n = 0; n < 66; n++) {
+		char id[16];
+		snprintf(id, sizeof id, "j%u", n);
+		hold_end(c, id, 8 * n, 7, n == 64 || n == 65 ? 300 : 100);
+	}
+	tp_rule rule;
+	/* ending at 250: nodes 64 and 65 last that long; node 64 is within the bound */
+	cr_assert_eq(place_end(c, 1, "node", 250, TP_REQUEST_VERSION, &rule), 64);
+	cr_assert_eq(rule, TP_RULE_END);
+	cr_assert_eq(tp_cluster_release(c, "j64"), 0);
+	hold_end(c, "k64", 8 * 64, 7, 100);
+	/* now only node 65 lasts that long, beyond the bound: the first of the tightest */
+	cr_assert_eq(place_end(c, 1, "node", 250, TP_REQUEST_VERSION, &rule), 0);
+	cr_assert_eq(rule, TP_RULE_TIE);
 	done(t, c);
 }
 
@@ -235,26 +278,26 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* The node the rule chooses, by reading every node: the tightest free count that holds k,
- * then (with an end) the class and distance of the node's last job end, then the index. */
+/* The node the rule chooses, by reading every node: the nodes that hold k in best-fit order
+ * (fewest free devices, then the index); with an end, of the first 65 of them (the fleets
+ * here have at most 32 nodes) the least class and distance of the node's last job end, the
+ * earliest in that order on a tie; without one, the first. */
 static unsigned oracle_node(const unsigned *nfree, const double *last, unsigned nodes, unsigned k,
                             double end)
 {
-	unsigned f = UINT32_MAX, best = UINT32_MAX;
-	for (unsigned n = 0; n < nodes; n++)
-		if (nfree[n] >= k && nfree[n] < f)
-			f = nfree[n];
-	unsigned bcls = 3;
+	unsigned best = UINT32_MAX, bcls = 3;
 	double bdist = 0;
-	for (unsigned n = 0; n < nodes; n++) {
-		if (nfree[n] != f)
-			continue;
-		unsigned cls = end <= 0 ? 0 : last[n] <= 0 ? 2 : last[n] >= end ? 0 : 1;
-		double dist = end <= 0 || last[n] <= 0 ? 0 : fabs(last[n] - end);
-		if (cls < bcls || (cls == bcls && dist < bdist)) {
-			best = n;
-			bcls = cls;
-			bdist = dist;
+	for (unsigned f = k; f <= 8; f++) {
+		for (unsigned n = 0; n < nodes; n++) {
+			if (nfree[n] != f)
+				continue;
+			unsigned cls = end <= 0 ? 0 : last[n] <= 0 ? 2 : last[n] >= end ? 0 : 1;
+			double dist = end <= 0 || last[n] <= 0 ? 0 : fabs(last[n] - end);
+			if (cls < bcls || (cls == bcls && dist < bdist)) {
+				best = n;
+				bcls = cls;
+				bdist = dist;
+			}
 		}
 	}
 	return best;

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Request.expected_end_s (tp_request.expected_end_s, version 6): among nodes as tight as each
-other, the node whose running jobs end last at or after the job's own end, nearest first, wins;
-a running job's end is its shape's."""
+"""Request.expected_end_s (tp_request.expected_end_s, version 6): of the tightest nodes that
+hold the job (here as tight as each other), the node whose running jobs end last at or after the
+job's own end, nearest first, wins; a running job's end is its shape's."""
 
 import json
 import subprocess

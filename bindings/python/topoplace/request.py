@@ -112,8 +112,9 @@ class Request:
     #: ``box_rotate``), or None
     box: Optional[Box] = None
     #: when the job is expected to end, in seconds on the caller's own clock (its start plus
-    #: its time limit, say; ``expected_end_s``), or 0: not known. Among nodes as tight as each
-    #: other, the one whose running jobs end last at or after it, nearest first, wins.
+    #: its time limit, say; ``expected_end_s``), or 0: not known. Of the tightest nodes that
+    #: hold the job, the one whose running jobs end last at or after it, nearest first, wins;
+    #: best fit breaks ties.
     expected_end_s: float = 0.0
 
     def __post_init__(self):
