@@ -215,7 +215,7 @@ int tp_pl_pin_choose(struct pctx *p, uint32_t k)
 	/* what decided, for tp_placement_decided_by (the outermost choice) */
 	tp_rule rule = tied ? TP_RULE_TIE : looser ? TP_RULE_FIT : by_end ? TP_RULE_END
 	                                                   : stopped ? TP_RULE_FIT : TP_RULE_NONE;
-	if (!tied && has_loser) {
+	if (!tied && !looser && !by_end && has_loser) {
 		unsigned i = 0;
 		while (i < p->nlev && best[i] == loser[i])
 			i++;
