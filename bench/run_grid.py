@@ -4,7 +4,7 @@
 usage: run_grid.py [--grid FILE] [--out DIR] [-j N] [--tp-bench PATH] [--only NAME,...]
                    [--policies LIST] [--base DIR] [--force] [-- COMPARE_ARGS...]
 
-The full grid (bench/grid-full.txt: 50 cells, seeds 1-3) takes about an hour on 2 cores, too
+The full grid (bench/grid-full.txt: 50 cells, seeds 1-3) takes about 1.5 hours on 2 cores, too
 long for one `tp-bench compare` to be convenient, so it is kept as parts, one per line of the
 grid file: a name, then that part's `tp-bench compare` arguments. Each part runs as its own
 process (at most N at once, -j, default 2) and writes DIR/NAME.json (its `--json`), NAME.txt
