@@ -471,6 +471,18 @@ def same_figures(got, want, what):
               f"{what}: overall {name} mean gain {o.get('mean_gain')}, not {m['mean_gain']}")
 
 
+def topoplace_higher(tmp, doc, name):
+    """A copy of compare JSON doc with topoplace's effective GPU-hours 2% higher in every cell,
+    written to tmp/name: (the copy, its path)."""
+    higher = json.loads(json.dumps(doc))
+    for c in higher["cells"]:
+        c["policies"]["topoplace"]["effective_gpu_hours"] *= 1.02
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(higher, f)
+    return higher, path
+
+
 def check_compare_merge(tmp, args, full):
     """bench/compare_merge.py: the grid run in two parts (the peers and the ideal bound; ours
     alone) and merged gives the figures of the one run with every policy, cell by cell and over
@@ -497,12 +509,7 @@ def check_compare_merge(tmp, args, full):
         check("== the whole grid" in p.stdout, "compare_merge: no whole-grid table")
     # a later file overrides an earlier one policy by policy: topoplace from a copy of ours
     # with every figure 2% higher, the other policies from the one run
-    higher = json.loads(json.dumps(ours))
-    for c in higher["cells"]:
-        c["policies"]["topoplace"]["effective_gpu_hours"] *= 1.02
-    hi_path = os.path.join(tmp, "cmp-ours-higher.json")
-    with open(hi_path, "w") as f:
-        json.dump(higher, f)
+    higher, hi_path = topoplace_higher(tmp, ours, "cmp-ours-higher.json")
     p, over = merge(tmp, [a_path, hi_path], "merge-over.json")
     check(p.returncode == 0, f"compare_merge: a run and a later part: exit {p.returncode} "
           f"{p.stderr}")
@@ -571,12 +578,7 @@ def check_compare_ab(tmp, a_path, bad_path):
     (stderr 0); another intensity, or a policy the file lacks: exit 2, named."""
     with open(a_path) as f:
         a = json.load(f)
-    hi = json.loads(json.dumps(a))
-    for c in hi["cells"]:
-        c["policies"]["topoplace"]["effective_gpu_hours"] *= 1.02
-    hi_path = os.path.join(tmp, "ab-higher.json")
-    with open(hi_path, "w") as f:
-        json.dump(hi, f)
+    _, hi_path = topoplace_higher(tmp, a, "ab-higher.json")
     unflagged = {}
     for c in a["cells"]:
         if not c["flagged"]:
