@@ -632,12 +632,14 @@ static void cmp_json(const struct cmp_opts *o, const struct cmp_cell *cells, int
 		bench_json_int(&j, "seed", (long long)cell->seed);
 		bench_json_num(&j, "intensity", cell->intensity); /* bench/compare_merge.py checks it */
 		bench_json_num(&j, "queue_empty_share", cell->queue_empty_share);
+		bench_json_num(&j, "window_kept", cell->window_kept); /* flagged below 0.5 */
 		bench_json_bool(&j, "flagged", cell->flagged);
 		bench_json_obj(&j, "policies");
 		for (size_t k = 0; k < npol; k++) {
 			const struct cmp_cell_pol *p = &cell->pol[k];
 			bench_json_obj(&j, sim_policies[pols[k]].name);
 			bench_json_num(&j, "effective_gpu_hours", p->eff_gpu_h);
+			bench_json_num(&j, "queue_empty_share", p->qempty); /* > 0: flags the cell */
 			bench_json_num(&j, "occupancy", p->occupancy);
 			bench_json_num(&j, "wait_p50_m", p->wait_p50_m);
 			bench_json_num(&j, "wait_p95_m", p->wait_p95_m);

@@ -15,8 +15,11 @@ it gives that run's `summary` and `overall` (tests/check_bench.py checks it).
 
 Merging: a cell is (workload, fleet, queue, seed). A later FILE overrides an earlier one policy
 by policy, so `compare_merge.py peers.json ours.json` takes ours.json's topoplace over
-peers.json's. A cell is flagged when any FILE flags it (each flags the queues of its own
-policies; the window rule is the same in every run). Every FILE giving a cell must have run it
+peers.json's. A seed is flagged, as compare flags it, when its window is too short or the
+queue of a policy the merge keeps empties inside it: files from compare since session 32 say
+which (the cell's `window_kept`, each policy's `queue_empty_share`), so a policy a later file
+replaces takes its queue's flag with it; for an older file (or a flag its figures do not
+explain) the file's flag stands, whichever policy raised it. Every FILE giving a cell must have run it
 at the same intensity (the load or compression the grid picked), or the figures would not be of
 one workload: such input is refused, naming the files, the cell and both intensities. A group
 (workload, fleet, queue) whose unflagged seeds lack a policy in some seed has no figure for it.
@@ -71,7 +74,8 @@ def load(paths):
             intensity = c.get("intensity")
             cell = cells.get(key)
             if cell is None:
-                cell = cells[key] = {"policies": {}, "flagged": False, "intensity": None}
+                cell = cells[key] = {"policies": {}, "flagged": False, "intensity": None,
+                                     "short_window": False, "emptied": {}}
                 if key[:3] not in order:
                     order.append(key[:3])
             if intensity is not None:
@@ -80,15 +84,33 @@ def load(paths):
                               f"at intensity {intensity}, {cell['intensity'][1]} at "
                               f"{cell['intensity'][0]}: not the same workload")
                 cell["intensity"] = (intensity, path)
-            cell["flagged"] |= flagged
+            # Why the cell is flagged, where the file says (compare's JSON since session 32:
+            # the window and each policy's queue): then a policy a later file replaces takes
+            # its queue's flag with it. A flag the file does not explain so is kept.
+            exact = isinstance(c.get("window_kept"), (int, float)) and all(
+                isinstance(m, dict) and isinstance(m.get("queue_empty_share"), (int, float))
+                for m in pols.values())
+            if exact:
+                cell["short_window"] |= c["window_kept"] < 0.5
+                explained = c["window_kept"] < 0.5 or any(
+                    m["queue_empty_share"] > 0 for m in pols.values())
+                cell["flagged"] |= flagged and not explained
+            else:
+                cell["flagged"] |= flagged
             for name, m in pols.items():
                 v = m.get("effective_gpu_hours") if isinstance(m, dict) else None
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise Bad(f"{path}: cells[{i}] policy {name}: effective_gpu_hours is "
                               f"{v!r}, not a number")
                 cell["policies"][name] = v
+                if exact:
+                    cell["emptied"][name] = m["queue_empty_share"] > 0
+                else:
+                    cell["emptied"].pop(name, None)  # the file's flag stands for it
                 if name not in policies:
                     policies.append(name)
+    for cell in cells.values():
+        cell["flagged"] |= cell["short_window"] or any(cell["emptied"].values())
     return cells, order, policies
 
 

@@ -54,9 +54,9 @@ import tempfile
 
 POLICIES = ["random", "first-fit", "kueue-like", "slurm-block-like", "slurm-tree-like",
             "topoplace", "topoplace-defrag", "ideal"]
-CELL_KEYS = {"workload", "fleet", "queue", "seed", "intensity", "queue_empty_share", "flagged",
-             "policies"}
-POLICY_KEYS = {"effective_gpu_hours", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
+CELL_KEYS = {"workload", "fleet", "queue", "seed", "intensity", "queue_empty_share",
+             "window_kept", "flagged", "policies"}
+POLICY_KEYS = {"effective_gpu_hours", "queue_empty_share", "occupancy", "wait_p50_m", "wait_p95_m", "planner_calls",
                "planner_p99_ms", "defrag_calls", "defrag_p50_ms", "defrag_p99_ms",
                "plan_calls", "plan_p50_ms", "plan_p99_ms",
                "defrag_unpaid", "compact_unpaid", "idle_shape_gpu_h", "idle_count_gpu_h",
@@ -552,6 +552,35 @@ def check_compare_merge(tmp, args, full):
               f"{sum(r) / len(r)}")
     else:
         check(False, f"compare_merge: no merged group {k} or no other seed ({p.stderr})")
+    # a seed flagged because topoplace's queue emptied: replaced by a later file whose
+    # topoplace did not empty it, the seed is back; later, it is out; from a file without the
+    # per-policy figures (compare before session 32), its flag stands whichever file is later
+    n = sum(1 for x in ours["cells"] if (x["workload"], x["fleet"], x["queue"]) == k and
+            not x["flagged"])
+    emptied = json.loads(json.dumps(ours))
+    e = next(x for x in emptied["cells"] if (x["workload"], x["fleet"], x["queue"], x["seed"])
+             == (k[0], k[1], k[2], c["seed"]))
+    e["flagged"] = True
+    e["policies"]["topoplace"]["queue_empty_share"] = 0.1
+    e_path = os.path.join(tmp, "cmp-ours-emptied.json")
+    with open(e_path, "w") as f:
+        json.dump(emptied, f)
+    for x in emptied["cells"]:
+        x.pop("window_kept")
+        for m in x["policies"].values():
+            m.pop("queue_empty_share")
+    old_path = os.path.join(tmp, "cmp-ours-emptied-old.json")
+    with open(old_path, "w") as f:
+        json.dump(emptied, f)
+    ours_path = parts[1]
+    for files, want in (([e_path, ours_path], n), ([ours_path, e_path], n - 1),
+                        ([old_path, ours_path], n - 1)):
+        p, m = merge(tmp, files, "merge-emptied.json")
+        g = m and next((s for s in m["summary"] if (s["workload"], s["fleet"], s["queue"]) == k),
+                       None)
+        check(g is not None and g["seeds"] == want,
+              f"compare_merge: {[os.path.basename(f) for f in files]}: {k} has "
+              f"{g and g['seeds']} seeds, not {want} ({p.stderr})")
     # another intensity: refused, nothing written
     ours["cells"][0]["intensity"] = ours["cells"][0]["intensity"] * 2
     bad = os.path.join(tmp, "cmp-ours-bad.json")
