@@ -24,23 +24,17 @@ or 2 on bad input (the file, cell and reason named; nothing written).
 """
 import json
 import math
+import os
 import sys
 
-
-class Bad(Exception):
-    pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_merge import Bad, read_compare, stats  # noqa: E402  (beside this script)
 
 
 def load(path, policy):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise Bad(f"{path}: cannot read it as JSON: {e}")
-    if not isinstance(doc, dict) or doc.get("bench") != "compare":
-        raise Bad(f"{path}: not the JSON of `tp-bench compare` (no \"bench\": \"compare\")")
+    doc = read_compare(path)
     cells = {}
-    for i, c in enumerate(doc.get("cells", [])):
+    for i, c in enumerate(doc["cells"]):
         try:
             key = (c["workload"], c["fleet"], c["queue"], c["seed"])
             m = c["policies"][policy]
@@ -111,8 +105,8 @@ def main(argv):
         if n == 0:
             print(f"{key[0]:<12} {key[1]:<12} {key[2]:<10}     0  (every seed flagged)")
             continue
-        mean = sum(v) / n
-        se = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1) / n) if n > 1 else 0.0
+        mean, spread = stats(v)
+        se = spread / math.sqrt(n)
         gains, losses = sum(1 for x in v if x > 0), sum(1 for x in v if x < 0)
         rows.append({"workload": key[0], "fleet": key[1], "queue": key[2], "seeds": n,
                      "mean": mean, "stderr": se, "gains": gains, "losses": losses})

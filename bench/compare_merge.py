@@ -49,20 +49,27 @@ def stats(v):
     return mean, spread
 
 
+def read_compare(path):
+    """The document of a `tp-bench compare --json` file, its "cells" a list (bench/compare_ab.py
+    reads them too)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Bad(f"{path}: cannot read it as JSON: {e}")
+    if not isinstance(doc, dict) or doc.get("bench") != "compare":
+        raise Bad(f"{path}: not the JSON of `tp-bench compare` (no \"bench\": \"compare\")")
+    if not isinstance(doc.get("cells"), list):
+        raise Bad(f"{path}: no \"cells\" list")
+    return doc
+
+
 def load(paths):
     cells = {}   # (workload, fleet, queue, seed) -> dict
     order = []   # groups in the order first seen
     policies = []
     for path in paths:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise Bad(f"{path}: cannot read it as JSON: {e}")
-        if not isinstance(doc, dict) or doc.get("bench") != "compare":
-            raise Bad(f"{path}: not the JSON of `tp-bench compare` (no \"bench\": \"compare\")")
-        if not isinstance(doc.get("cells"), list):
-            raise Bad(f"{path}: no \"cells\" list")
+        doc = read_compare(path)
         for i, c in enumerate(doc["cells"]):
             try:
                 key = (c["workload"], c["fleet"], c["queue"], int(c["seed"]))
