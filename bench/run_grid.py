@@ -11,8 +11,10 @@ process (at most N at once, -j, default 2) and writes DIR/NAME.json (its `--json
 (its tables) and NAME.err (its progress); then bench/compare_merge.py merges the parts into
 DIR/grid.json and DIR/grid.md (the per-cell table in Markdown) and prints the whole-grid table.
 
-A part whose JSON is already in DIR from the same arguments (DIR/NAME.args) is kept, not run
-again, so an interrupted grid resumes where it stopped; --force runs every part again.
+A part whose JSON is already in DIR from the same arguments and the same build (DIR/NAME.args:
+the arguments, then tp-bench's and libtopoplace's paths, sizes and modification times) is
+kept, not run again, so an interrupted grid resumes where it stopped and a rebuilt one runs
+again; --force runs every part again.
 --only runs and merges the named parts only. COMPARE_ARGS (after --) are appended to every
 part's arguments (later options win: `-- --seeds 4,5,6`). --policies LIST reruns those
 policies alone (`--policies topoplace`); with --base DIR0, a full run's directory, the merge
@@ -123,13 +125,39 @@ def part_args(o, args):
         o["extra"]
 
 
+def build_id(tp_bench):
+    """The build a part ran with: tp-bench and the libtopoplace it loads (the build tree's
+    src/ beside bench/, and any LD_LIBRARY_PATH directory), by path, size and modification
+    time, so that a rebuild runs every part again."""
+    exe = os.path.realpath(tp_bench)
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    dirs.append(os.path.join(os.path.dirname(exe), "..", "src"))
+    files = [exe]
+    for d in dirs:
+        try:
+            files += sorted(os.path.join(d, f) for f in os.listdir(d)
+                            if f.startswith("libtopoplace.so"))
+        except OSError:
+            pass
+    out = []
+    for f in files:
+        st = os.stat(f)
+        out.append(f"{os.path.realpath(f)}:{st.st_size}:{st.st_mtime_ns}")
+    return " ".join(out)
+
+
+def stamp(o, args):
+    """NAME.args: the part's arguments, then the build (build_id)."""
+    return shlex.join(args) + "\n" + build_id(o["tp_bench"]) + "\n"
+
+
 def kept(o, name, args):
-    """Whether DIR/NAME.json is there from these arguments."""
+    """Whether DIR/NAME.json is there from these arguments and this build."""
     if o["force"]:
         return False
     try:
         with open(os.path.join(o["out"], name + ".args")) as f:
-            same = f.read() == shlex.join(args) + "\n"
+            same = f.read() == stamp(o, args)
     except OSError:
         return False
     return same and os.path.exists(os.path.join(o["out"], name + ".json"))
@@ -141,7 +169,8 @@ def run_parts(o, parts):
     for name, args in parts:
         a = part_args(o, args)
         if kept(o, name, a):
-            print(f"run_grid: {name}: kept (DIR has its JSON from the same arguments)",
+            print(f"run_grid: {name}: kept (DIR has its JSON from the same arguments and "
+                  f"build)",
                   file=sys.stderr)
         else:
             todo.append((name, a))
@@ -171,7 +200,7 @@ def run_parts(o, parts):
             took = time.time() - started
             if p.returncode == 0 and os.path.exists(base + ".json"):
                 with open(base + ".args", "w") as f:
-                    f.write(shlex.join(a) + "\n")
+                    f.write(stamp(o, a))
                 print(f"run_grid: {name}: done in {took:.0f} s ({done} of {total} parts, "
                       f"{time.time() - t0:.0f} s elapsed)", file=sys.stderr)
             else:

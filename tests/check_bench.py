@@ -651,7 +651,8 @@ def check_run_grid(tmp, args, full):
     """bench/run_grid.py: the grid of one compare run written as two parts of a grid file, run
     two at a time and merged, gives that run's figures; run again it keeps both parts; our
     policies rerun alone over it (--base) give them again; a failed part is named, exit 1,
-    nothing merged; a bad grid file or option: exit 2, nothing run."""
+    nothing merged; a bad grid file or option: exit 2, nothing run; a part recorded from
+    another build runs again."""
     grid = os.path.join(tmp, "grid.txt")
     common = [x for x in args[1:] if x not in ("--workloads", "llm,philly-like")]
     with open(grid, "w") as f:
@@ -672,6 +673,16 @@ def check_run_grid(tmp, args, full):
     p = run_grid(tmp, ["--grid", grid, "--out", out])
     check(p.returncode == 0 and p.stderr.count(": kept") == 2 and "started" not in p.stderr,
           f"run_grid: run again: exit {p.returncode}, stderr {p.stderr!r}")
+    # a part recorded from another build (its NAME.args' build line differs) runs again
+    args_path = os.path.join(out, "pl.args")
+    with open(args_path) as f:
+        lines = f.read().splitlines()
+    with open(args_path, "w") as f:
+        f.write(lines[0] + "\n" + lines[1].replace(":", ":1", 1) + "\n")
+    p = run_grid(tmp, ["--grid", grid, "--out", out])
+    check(p.returncode == 0 and "run_grid: llm: kept" in p.stderr and
+          "run_grid: pl: started" in p.stderr,
+          f"run_grid: a part from another build: exit {p.returncode}, stderr {p.stderr!r}")
     ours = os.path.join(tmp, "grid-ours")
     p = run_grid(tmp, ["--grid", grid, "--out", ours, "--policies", "topoplace", "--base", out])
     check(p.returncode == 0, f"run_grid --base: exit {p.returncode}: {p.stderr}")
